@@ -1,0 +1,196 @@
+package baton
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/batonhq/baton/store"
+)
+
+// Lease is one acquisition of a key. Its fields never change; ExpiresAt moves with each renew.
+//
+// The lease's Context is cancelled at the holder's local deadline, start_of_request +
+// TTL*(1-DriftFactor) - SafetyMargin measured on the monotonic clock, unless a renew succeeded
+// first; so work under it stops before the store could grant the key to anyone else. Err says why
+// it ended.
+type Lease struct {
+	Key        string
+	ID         string
+	Holder     string
+	Token      uint64 // fencing token: strictly greater than every earlier token of Key
+	AcquiredAt time.Time
+	Metadata   json.RawMessage
+
+	locker *Locker
+	ttl    time.Duration
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	mu        sync.Mutex
+	expiresAt time.Time   // store clock
+	deadline  *time.Timer // fires at the local deadline
+	released  bool
+
+	stopKeepalive chan struct{} // closed by Release
+	keepaliveDone chan struct{} // closed when the keepalive goroutine exits
+}
+
+func (l *Locker) newLease(parent context.Context, sl *store.Lease, ttl time.Duration, start time.Time, keepalive bool) *Lease {
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	lease := &Lease{
+		Key: sl.Key, ID: sl.ID, Holder: sl.Holder, Token: sl.Token, AcquiredAt: sl.AcquiredAt,
+		Metadata: sl.Metadata, locker: l, ttl: ttl, ctx: ctx, cancel: cancel, expiresAt: sl.ExpiresAt,
+		stopKeepalive: make(chan struct{}), keepaliveDone: make(chan struct{}),
+	}
+	lease.deadline = time.AfterFunc(time.Until(start.Add(l.cfg.validity(ttl))), func() {
+		lease.cancel(fmt.Errorf("%w: no renew succeeded before the holder's local deadline", ErrLeaseLost))
+	})
+	if keepalive {
+		go lease.keepalive()
+	} else {
+		close(lease.keepaliveDone)
+	}
+	return lease
+}
+
+// ExpiresAt is the expiry on the store's clock as of the last acquire or renew.
+func (l *Lease) ExpiresAt() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.expiresAt
+}
+
+// TTL is the lease's time to live, as requested.
+func (l *Lease) TTL() time.Duration { return l.ttl }
+
+// Context is cancelled when the lease is lost or released; context.Cause gives Err.
+func (l *Lease) Context() context.Context { return l.ctx }
+
+// Done is closed when the lease is lost or released.
+func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
+
+// Err is nil while the lease is held; then ErrReleased after Release, or an error wrapping
+// ErrLeaseLost (and ErrNotHeld when the store said so) that says why it was lost.
+func (l *Lease) Err() error { return context.Cause(l.ctx) }
+
+// Renew extends the lease by its TTL now. It is what keepalive does; call it yourself when
+// keepalive is off. ErrNotHeld means the lease is gone and its context is cancelled.
+func (l *Lease) Renew(ctx context.Context) error {
+	if err := l.Err(); err != nil {
+		return err
+	}
+	start := time.Now()
+	sl, err := l.locker.store.Renew(ctx, &store.RenewParams{Key: l.Key, LeaseID: l.ID, TTL: l.ttl})
+	if err != nil {
+		if errors.Is(err, ErrNotHeld) {
+			l.cancel(fmt.Errorf("%w: %w", ErrLeaseLost, err))
+		}
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ctx.Err() != nil {
+		// The local deadline passed while the request was in flight; the lease stays lost for
+		// this holder even though the store renewed it. Release will free it.
+		return l.Err()
+	}
+	l.expiresAt = sl.ExpiresAt
+	l.deadline.Reset(time.Until(start.Add(l.locker.cfg.validity(l.ttl))))
+	return nil
+}
+
+// Release stops keepalive, cancels the lease's context and frees the key (or starts its
+// cooldown). Releasing again is harmless and returns nil. A lease that was lost returns ErrNotHeld
+// from the store unless nobody took it yet.
+func (l *Lease) Release(ctx context.Context) error {
+	l.mu.Lock()
+	if l.released {
+		l.mu.Unlock()
+		return nil
+	}
+	l.mu.Unlock()
+	l.stop()
+	l.cancel(ErrReleased)
+	_, err := l.locker.store.Release(ctx, &store.ReleaseParams{Key: l.Key, LeaseID: l.ID})
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.released = true
+	l.mu.Unlock()
+	return nil
+}
+
+// stop ends the keepalive goroutine and the deadline timer, and waits for the goroutine.
+func (l *Lease) stop() {
+	l.mu.Lock()
+	select {
+	case <-l.stopKeepalive:
+	default:
+		close(l.stopKeepalive)
+	}
+	l.mu.Unlock()
+	l.deadline.Stop()
+	<-l.keepaliveDone
+}
+
+// keepalive renews every TTL/3. Transient errors are retried quickly until the local deadline
+// cancels the lease; ErrNotHeld cancels at once. A lease lost to its local deadline is released
+// on a best-effort basis so that the next holder need not wait for the TTL.
+func (l *Lease) keepalive() {
+	defer close(l.keepaliveDone)
+	interval := l.ttl / 3
+	retry := min(max(l.ttl/10, 50*time.Millisecond), time.Second)
+	timer := time.NewTimer(interval)
+	defer timer.Stop()
+	failing := false
+	for {
+		select {
+		case <-l.stopKeepalive:
+			return
+		case <-l.ctx.Done():
+			l.releaseLost()
+			return
+		case <-timer.C:
+		}
+		rctx, cancel := context.WithTimeout(l.ctx, interval)
+		err := l.Renew(rctx)
+		cancel()
+		switch {
+		case err == nil:
+			if failing {
+				l.locker.cfg.Logger.Info("baton: lease renew recovered", "key", l.Key, "lease_id", l.ID)
+			}
+			failing = false
+			timer.Reset(interval)
+		case errors.Is(err, ErrNotHeld):
+			l.locker.cfg.Logger.Warn("baton: lease lost", "key", l.Key, "lease_id", l.ID, "err", err)
+			return
+		default:
+			if !failing && l.ctx.Err() == nil {
+				l.locker.cfg.Logger.Warn("baton: lease renew failed; retrying until the local deadline", "key", l.Key, "lease_id", l.ID, "err", err)
+			}
+			failing = true
+			timer.Reset(jitter(retry))
+		}
+	}
+}
+
+func (l *Lease) releaseLost() {
+	if errors.Is(l.Err(), ErrReleased) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, _ = l.locker.store.Release(ctx, &store.ReleaseParams{Key: l.Key, LeaseID: l.ID})
+}
+
+// jitter spreads d by ±20%.
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}

@@ -1,0 +1,209 @@
+package baton
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/batonhq/baton/store"
+)
+
+// Locker hands out leases over a store. It is safe for concurrent use. It does not own the
+// store: close the store when done with it.
+type Locker struct {
+	store        store.Store
+	cfg          Config
+	holderPrefix string
+}
+
+// NewLocker returns a Locker over s. A nil cfg means all defaults.
+func NewLocker(s store.Store, cfg *Config) (*Locker, error) {
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	c, err := c.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Locker{store: s, cfg: c, holderPrefix: defaultHolderPrefix()}, nil
+}
+
+// Store returns the store the Locker works over.
+func (l *Locker) Store() store.Store { return l.store }
+
+// TryAcquire takes the key if it is free now and never waits. It returns a *LockHeldError
+// (ErrLockHeld) naming the holder, a *CooldownError (ErrCooldown), or an *InvalidArgumentError.
+func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...Option) (*Lease, error) {
+	p, o, err := l.params(key, opts)
+	if err != nil {
+		return nil, err
+	}
+	return l.acquireOnce(ctx, p, o)
+}
+
+// Acquire waits until the key is granted, ctx ends, or the wait timeout passes. Waiters are woken
+// by the store's push when the key is released and fall back to a jittered poll (and to the
+// holder's expiry, which sends no push). When waiting ends unsuccessfully, the error wraps both
+// ctx's error and the last *LockHeldError or *CooldownError. Store errors other than those end the
+// wait at once.
+func (l *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Lease, error) {
+	p, o, err := l.params(key, opts)
+	if err != nil {
+		return nil, err
+	}
+	if o.waitTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.waitTimeout)
+		defer cancel()
+	}
+	// Subscribe before the first attempt so that a release between the attempt and the wait
+	// still wakes us.
+	wake, unsubscribe := l.store.Subscribe(key)
+	defer unsubscribe()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	<-timer.C
+	for {
+		lease, err := l.acquireOnce(ctx, p, o)
+		if err == nil {
+			return lease, nil
+		}
+		wait := jitter(l.cfg.PollInterval)
+		var held *LockHeldError
+		var cool *CooldownError
+		switch {
+		case errors.As(err, &held):
+			wait = min(wait, held.RetryAfter+time.Millisecond)
+		case errors.As(err, &cool):
+			wait = min(wait, cool.Remaining+time.Millisecond)
+		default:
+			return nil, err
+		}
+		timer.Reset(max(wait, time.Millisecond))
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("baton: gave up waiting for %q: %w: %w", key, ctx.Err(), err)
+		case <-wake:
+			if !timer.Stop() {
+				<-timer.C
+			}
+		case <-timer.C:
+		}
+	}
+}
+
+func (l *Locker) acquireOnce(ctx context.Context, p *store.AcquireParams, o acquireOptions) (*Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	sl, err := l.store.Acquire(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return l.newLease(ctx, sl, p.TTL, start, !o.noKeepalive), nil
+}
+
+// WithLock acquires key (waiting as Acquire does), runs fn, and releases. fn's context is
+// cancelled when ctx ends or the lease is lost. If the lease was lost while fn ran, WithLock
+// returns fn's error or, if fn returned nil, the loss (ErrLeaseLost): the work may have overlapped
+// with the next holder's, and the caller should know.
+func (l *Locker) WithLock(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...Option) error {
+	lease, err := l.Acquire(ctx, key, opts...)
+	if err != nil {
+		return err
+	}
+	fnCtx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(lease.Context(), func() { cancel(lease.Err()) })
+	fnErr := fn(fnCtx)
+	stop()
+	cancel(nil)
+	lost := lease.Err()
+	relCtx, relCancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.TTL)
+	defer relCancel()
+	relErr := lease.Release(relCtx)
+	switch {
+	case fnErr != nil:
+		return fnErr
+	case lost != nil:
+		return lost
+	default:
+		return relErr
+	}
+}
+
+// Get returns the live lease on key, or ErrNotFound.
+func (l *Locker) Get(ctx context.Context, key string) (*LeaseInfo, error) {
+	if err := store.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	sl, err := l.store.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return infoOf(sl), nil
+}
+
+// ListOptions filters List. Cursor is the NextCursor of the previous page.
+type ListOptions struct {
+	Prefix string
+	Holder string
+	Limit  int // default 100, at most 1000
+	Cursor string
+}
+
+// ListPage is one page of live leases, in key order. NextCursor is set when the page is full;
+// an empty NextCursor means there are no more pages.
+type ListPage struct {
+	Leases     []*LeaseInfo
+	NextCursor string
+}
+
+// List returns live leases whose key starts with opts.Prefix, page by page.
+func (l *Locker) List(ctx context.Context, opts ListOptions) (*ListPage, error) {
+	p := &store.ListParams{Prefix: opts.Prefix, Holder: opts.Holder, After: opts.Cursor, Limit: opts.Limit}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	leases, err := l.store.List(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	page := &ListPage{}
+	if len(leases) == p.Limit {
+		// A full page: there may be more. The next page may turn out empty.
+		page.NextCursor = leases[len(leases)-1].Key
+	}
+	for _, sl := range leases {
+		page.Leases = append(page.Leases, infoOf(sl))
+	}
+	return page, nil
+}
+
+// ForceRelease ends whatever lease holds key, for an operator. The key then rests for that
+// lease's lock-delay. It returns the lease that was ended, or ErrNotFound.
+func (l *Locker) ForceRelease(ctx context.Context, key, reason string) (*LeaseInfo, error) {
+	sl, err := l.store.ForceRelease(ctx, &store.ForceReleaseParams{Key: key, Reason: reason})
+	if err != nil {
+		return nil, err
+	}
+	return infoOf(sl), nil
+}
+
+// LeaseInfo describes a lease as the store holds it. Times are on the store's clock.
+type LeaseInfo struct {
+	Key        string
+	ID         string
+	Holder     string
+	Token      uint64
+	AcquiredAt time.Time
+	ExpiresAt  time.Time
+	Metadata   []byte
+}
+
+func infoOf(sl *store.Lease) *LeaseInfo {
+	return &LeaseInfo{Key: sl.Key, ID: sl.ID, Holder: sl.Holder, Token: sl.Token,
+		AcquiredAt: sl.AcquiredAt, ExpiresAt: sl.ExpiresAt, Metadata: sl.Metadata}
+}

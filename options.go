@@ -1,0 +1,83 @@
+package baton
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/batonhq/baton/store"
+)
+
+// An Option changes one acquisition.
+type Option func(*acquireOptions)
+
+type acquireOptions struct {
+	holder      string
+	ttl         time.Duration
+	metadata    json.RawMessage
+	metadataErr error
+	waitTimeout time.Duration
+	noKeepalive bool
+	cooldown    time.Duration
+	lockDelay   time.Duration
+}
+
+// WithHolder names the holder (a worker or job id). Two acquisitions with the same holder share
+// the lease: the second returns the first, renewed. By default every acquisition gets a holder
+// unique to its process and call ("host:pid:random").
+func WithHolder(holder string) Option { return func(o *acquireOptions) { o.holder = holder } }
+
+// WithTTL sets the lease TTL, between 1 s and 24 h. Default: Config.TTL.
+func WithTTL(ttl time.Duration) Option { return func(o *acquireOptions) { o.ttl = ttl } }
+
+// WithMetadata stores a JSON object (at most 4 KiB once encoded) with the lease. v may be a
+// json.RawMessage, a map or a struct.
+func WithMetadata(v any) Option {
+	return func(o *acquireOptions) {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			o.metadataErr = &InvalidArgumentError{Field: "metadata", Rule: fmt.Sprintf("must encode as JSON: %v", err)}
+			return
+		}
+		o.metadata = raw
+	}
+}
+
+// WithWaitTimeout bounds how long Acquire waits for the key (0: until ctx ends).
+func WithWaitTimeout(d time.Duration) Option { return func(o *acquireOptions) { o.waitTimeout = d } }
+
+// WithKeepalive turns the background renewal on (default) or off. Without it the lease's context
+// ends at its local deadline unless the caller renews.
+func WithKeepalive(on bool) Option { return func(o *acquireOptions) { o.noKeepalive = !on } }
+
+// WithCooldown keeps the key unavailable for d after this lease is cleanly released (ErrCooldown).
+func WithCooldown(d time.Duration) Option { return func(o *acquireOptions) { o.cooldown = d } }
+
+// WithLockDelay keeps the key unavailable for d after this lease expires or is force-released,
+// so that a stalled holder's in-flight writes drain before the next holder starts.
+func WithLockDelay(d time.Duration) Option { return func(o *acquireOptions) { o.lockDelay = d } }
+
+func (l *Locker) params(key string, opts []Option) (*store.AcquireParams, acquireOptions, error) {
+	o := acquireOptions{ttl: l.cfg.TTL}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.metadataErr != nil {
+		return nil, o, o.metadataErr
+	}
+	if o.waitTimeout < 0 {
+		return nil, o, &InvalidArgumentError{Field: "wait_timeout", Rule: "must not be negative"}
+	}
+	holder := o.holder
+	if holder == "" {
+		holder = l.uniqueHolder()
+	}
+	p := &store.AcquireParams{
+		Key: key, LeaseID: newID(), Holder: holder, TTL: o.ttl,
+		Metadata: o.metadata, Cooldown: o.cooldown, LockDelay: o.lockDelay,
+	}
+	if err := p.Validate(); err != nil {
+		return nil, o, err
+	}
+	return p, o, nil
+}

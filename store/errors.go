@@ -1,0 +1,79 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors. Package baton re-exports them; test with errors.Is.
+var (
+	// ErrLockHeld: the key is held by another lease. The concrete error is *LockHeldError.
+	ErrLockHeld = errors.New("baton: lock held")
+	// ErrNotHeld: the lease named in a renew or release is not the live lease on its key.
+	ErrNotHeld = errors.New("baton: lease not held")
+	// ErrNotFound: no live lease on the key.
+	ErrNotFound = errors.New("baton: not found")
+	// ErrCooldown: the key is free but resting (cooldown or lock-delay). The concrete error is
+	// *CooldownError.
+	ErrCooldown = errors.New("baton: key in cooldown")
+	// ErrInvalidArgument: bad input. The concrete error is *InvalidArgumentError.
+	ErrInvalidArgument = errors.New("baton: invalid argument")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("baton: store closed")
+)
+
+// LockHeldError says who holds a key. It matches ErrLockHeld with errors.Is.
+type LockHeldError struct {
+	Key       string
+	Holder    string
+	Token     uint64
+	ExpiresAt time.Time // on the store's clock
+	// RetryAfter is how long, on the store's clock, until the lease expires unless renewed.
+	RetryAfter time.Duration
+}
+
+func (e *LockHeldError) Error() string {
+	return fmt.Sprintf("baton: lock %q held by %q (token %d) until %s (in %s)",
+		e.Key, e.Holder, e.Token, e.ExpiresAt.UTC().Format(time.RFC3339), e.RetryAfter.Round(time.Millisecond))
+}
+
+// Is reports whether target is ErrLockHeld.
+func (e *LockHeldError) Is(target error) bool { return target == ErrLockHeld }
+
+// Cooldown reasons.
+const (
+	ReasonCooldown  = "cooldown"   // after a clean release
+	ReasonLockDelay = "lock-delay" // after an expiry or a force-release
+)
+
+// CooldownError says a key is resting. It matches ErrCooldown with errors.Is.
+type CooldownError struct {
+	Key       string
+	Reason    string        // ReasonCooldown or ReasonLockDelay
+	Remaining time.Duration // on the store's clock
+}
+
+func (e *CooldownError) Error() string {
+	return fmt.Sprintf("baton: lock %q unavailable (%s) for another %s", e.Key, e.Reason, e.Remaining.Round(time.Millisecond))
+}
+
+// Is reports whether target is ErrCooldown.
+func (e *CooldownError) Is(target error) bool { return target == ErrCooldown }
+
+// InvalidArgumentError names the field and the rule it broke. It matches ErrInvalidArgument.
+type InvalidArgumentError struct {
+	Field string
+	Rule  string
+}
+
+func (e *InvalidArgumentError) Error() string {
+	return fmt.Sprintf("baton: invalid argument: %s %s", e.Field, e.Rule)
+}
+
+// Is reports whether target is ErrInvalidArgument.
+func (e *InvalidArgumentError) Is(target error) bool { return target == ErrInvalidArgument }
+
+func invalid(field, rule string, args ...any) error {
+	return &InvalidArgumentError{Field: field, Rule: fmt.Sprintf(rule, args...)}
+}

@@ -1,0 +1,214 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/batonhq/baton/store"
+)
+
+// row is a leases row; times are Unix nanoseconds.
+type row struct {
+	key, leaseID, holder string
+	token                int64
+	acquiredAt           int64
+	expiresAt            int64
+	ended                int
+	availableAt          int64
+	metadata             sql.NullString
+}
+
+func (r *row) scan(sc interface{ Scan(...any) error }) error {
+	return sc.Scan(&r.key, &r.leaseID, &r.holder, &r.token, &r.acquiredAt, &r.expiresAt, &r.ended, &r.availableAt, &r.metadata)
+}
+
+func (r *row) lease(now int64) *store.Lease {
+	l := &store.Lease{
+		Key: r.key, ID: r.leaseID, Holder: r.holder, Token: uint64(r.token),
+		AcquiredAt: time.Unix(0, r.acquiredAt), ExpiresAt: time.Unix(0, r.expiresAt),
+		TTLLeft: time.Duration(r.expiresAt - now),
+	}
+	if r.metadata.Valid {
+		l.Metadata = json.RawMessage(r.metadata.String)
+	}
+	return l
+}
+
+func nullable(md json.RawMessage) sql.NullString {
+	return sql.NullString{String: string(md), Valid: len(md) > 0}
+}
+
+// Acquire runs in one immediate (write-locked) transaction: read the row, decide with the store's
+// clock, and on a grant draw the next token and write the row. Because the token is drawn under
+// the write lock that also grants, grant order and token order agree.
+func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, s.wrap("acquire", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	now := s.now().UnixNano()
+	var cur row
+	err = cur.scan(tx.StmtContext(ctx, s.stmts.selectRow).QueryRowContext(ctx, p.Key))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return nil, s.wrap("acquire", err)
+	case cur.ended == 0 && cur.expiresAt > now && cur.holder == p.Holder:
+		// Idempotent re-acquire: the same lease, renewed.
+		cur.expiresAt = now + int64(p.TTL)
+		if _, err := tx.StmtContext(ctx, s.stmts.extend).ExecContext(ctx, p.Key, cur.expiresAt); err != nil {
+			return nil, s.wrap("acquire", err)
+		}
+		if err := tx.Commit(); err != nil {
+			return nil, s.wrap("acquire", err)
+		}
+		return cur.lease(now), nil
+	case cur.ended == 0 && cur.expiresAt > now:
+		return nil, &store.LockHeldError{Key: p.Key, Holder: cur.holder, Token: uint64(cur.token),
+			ExpiresAt: time.Unix(0, cur.expiresAt), RetryAfter: time.Duration(cur.expiresAt - now)}
+	case cur.availableAt > now:
+		reason := store.ReasonLockDelay
+		if cur.ended == 1 {
+			reason = store.ReasonCooldown
+		}
+		return nil, &store.CooldownError{Key: p.Key, Reason: reason, Remaining: time.Duration(cur.availableAt - now)}
+	}
+	var token int64
+	if err := tx.StmtContext(ctx, s.stmts.bumpToken).QueryRowContext(ctx).Scan(&token); err != nil {
+		return nil, s.wrap("acquire", err)
+	}
+	expires := now + int64(p.TTL)
+	if _, err := tx.StmtContext(ctx, s.stmts.upsert).ExecContext(ctx, p.Key, p.LeaseID, p.Holder, token, now, expires,
+		expires+int64(p.LockDelay), int64(p.Cooldown), int64(p.LockDelay), nullable(p.Metadata)); err != nil {
+		return nil, s.wrap("acquire", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, s.wrap("acquire", err)
+	}
+	return &store.Lease{Key: p.Key, ID: p.LeaseID, Holder: p.Holder, Token: uint64(token),
+		AcquiredAt: time.Unix(0, now), ExpiresAt: time.Unix(0, expires), TTLLeft: p.TTL, Metadata: p.Metadata}, nil
+}
+
+// Renew extends a live lease by p.TTL from now.
+func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	now := s.now().UnixNano()
+	var r row
+	err := r.scan(s.stmts.renew.QueryRowContext(ctx, p.Key, p.LeaseID, now, int64(p.TTL)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ErrNotHeld
+	}
+	if err != nil {
+		return nil, s.wrap("renew", err)
+	}
+	return r.lease(now), nil
+}
+
+// Release ends a live lease and wakes this process's waiters.
+func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.ReleaseResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	res, err := s.stmts.release.ExecContext(ctx, p.Key, p.LeaseID, s.now().UnixNano())
+	if err != nil {
+		return nil, s.wrap("release", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return nil, s.wrap("release", err)
+	} else if n == 1 {
+		s.hub.Notify(p.Key)
+		return &store.ReleaseResult{}, nil
+	}
+	var released int
+	if err := s.stmts.releasedBy.QueryRowContext(ctx, p.Key, p.LeaseID).Scan(&released); err != nil {
+		return nil, s.wrap("release", err)
+	}
+	if released > 0 {
+		return &store.ReleaseResult{AlreadyReleased: true}, nil
+	}
+	return nil, store.ErrNotHeld
+}
+
+// ForceRelease ends the live lease on the key, whoever holds it.
+func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (*store.Lease, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	now := s.now().UnixNano()
+	var r row
+	err := r.scan(s.stmts.forceRelease.QueryRowContext(ctx, p.Key, now))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, s.wrap("force-release", err)
+	}
+	s.hub.Notify(p.Key)
+	return r.lease(now), nil
+}
+
+// Get returns the live lease on key.
+func (s *Store) Get(ctx context.Context, key string) (*store.Lease, error) {
+	if err := store.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	now := s.now().UnixNano()
+	var r row
+	err := r.scan(s.stmts.get.QueryRowContext(ctx, key, now))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, s.wrap("get", err)
+	}
+	return r.lease(now), nil
+}
+
+// List returns live leases in key order.
+func (s *Store) List(ctx context.Context, p *store.ListParams) ([]*store.Lease, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	now := s.now().UnixNano()
+	rows, err := s.stmts.list.QueryContext(ctx, p.After, p.Prefix, p.Holder, now, p.Limit)
+	if err != nil {
+		return nil, s.wrap("list", err)
+	}
+	defer rows.Close()
+	var out []*store.Lease
+	for rows.Next() {
+		var r row
+		if err := r.scan(rows); err != nil {
+			return nil, s.wrap("list", err)
+		}
+		out = append(out, r.lease(now))
+	}
+	return out, s.wrap("list", rows.Err())
+}

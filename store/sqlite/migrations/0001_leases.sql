@@ -1,0 +1,22 @@
+-- Leases are never deleted on release: the row stays as a tombstone that remembers the cooldown
+-- or lock-delay. Times are Unix nanoseconds on the clock of the process that owns the database.
+CREATE TABLE leases (
+    key           TEXT    NOT NULL PRIMARY KEY,
+    lease_id      TEXT    NOT NULL,
+    holder        TEXT    NOT NULL,
+    token         INTEGER NOT NULL,
+    acquired_at   INTEGER NOT NULL,
+    expires_at    INTEGER NOT NULL,
+    ended         INTEGER NOT NULL DEFAULT 0, -- 0 live until expires_at, 1 released, 2 force-released
+    available_at  INTEGER NOT NULL,           -- the key may be granted again at or after this
+    cooldown_ns   INTEGER NOT NULL,
+    lock_delay_ns INTEGER NOT NULL,
+    metadata      TEXT
+) WITHOUT ROWID;
+
+-- The store-wide fencing sequence. Drawn only inside the write transaction that grants a lease.
+CREATE TABLE counters (
+    name  TEXT    NOT NULL PRIMARY KEY,
+    value INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO counters (name, value) VALUES ('token', 0);

@@ -1,0 +1,130 @@
+// Package store is the seam between Baton's lock API and the databases that hold leases.
+//
+// A Store offers a handful of atomic primitives. Each is one atomic step in the backend (a SQL
+// statement or transaction, a Redis Lua script, an etcd Txn), so that every backend can implement it
+// without exposing SQL or transactions here. Keepalive, waiting, holder-side safety and option
+// handling live above the seam, in package baton.
+//
+// Time: every expiry decision is made with the store's clock. Durations returned by a store
+// (RetryAfter, Remaining, TTLLeft) are measured on that clock, so callers never compare clocks.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Store is implemented by every backend and checked by the conformance suite in storetest.
+//
+// Errors: methods return *InvalidArgumentError for bad input (before writing anything),
+// *LockHeldError and *CooldownError from Acquire, ErrNotHeld from Renew and Release, ErrNotFound
+// from Get and ForceRelease, and ErrClosed after Close. Anything else is a transient store error.
+type Store interface {
+	// Acquire grants the key to p.LeaseID if the key is free, or renews the caller's existing
+	// lease if p.Holder already holds the key (then the existing lease ID and token are kept).
+	// The fencing token is assigned in the same atomic step that grants the key.
+	Acquire(ctx context.Context, p *AcquireParams) (*Lease, error)
+
+	// Renew extends the lease named by (Key, LeaseID) by p.TTL from now on the store's clock.
+	// It returns ErrNotHeld if that lease has ended or expired.
+	Renew(ctx context.Context, p *RenewParams) (*Lease, error)
+
+	// Release ends the lease named by (Key, LeaseID). Releasing a lease that this ID already
+	// released returns AlreadyReleased=true and no error; any other miss is ErrNotHeld.
+	Release(ctx context.Context, p *ReleaseParams) (*ReleaseResult, error)
+
+	// Get returns the live lease on key, or ErrNotFound.
+	Get(ctx context.Context, key string) (*Lease, error)
+
+	// List returns live leases in key order, after p.After, at most p.Limit of them.
+	List(ctx context.Context, p *ListParams) ([]*Lease, error)
+
+	// ForceRelease ends whatever live lease holds the key, whoever holds it, and returns it.
+	// The key then stays unavailable for that lease's lock-delay. ErrNotFound if none is live.
+	ForceRelease(ctx context.Context, p *ForceReleaseParams) (*Lease, error)
+
+	// Subscribe registers interest in key becoming free. The returned channel receives (without
+	// blocking the store, coalesced) when a lease on key is released or force-released. Wake-ups
+	// are hints: the subscriber must retry Acquire, and must still poll as a fallback, because a
+	// lease that simply expires sends nothing. cancel must be called to unsubscribe.
+	Subscribe(key string) (wake <-chan struct{}, cancel func())
+
+	// Capabilities describes what this backend can promise.
+	Capabilities() Capabilities
+
+	// Close releases the store's resources and stops its goroutines. Leases stay in the database.
+	Close() error
+}
+
+// Capabilities states a backend's guarantees; the conformance suite reads it to mark cases not
+// applicable instead of passing them.
+type Capabilities struct {
+	// FencingTokens is true when tokens strictly increase per key across every kind of handover
+	// and restarts of the store.
+	FencingTokens bool
+	// PushWakeup is true when Subscribe delivers wake-ups across processes, not only in-process.
+	PushWakeup bool
+}
+
+// Lease is a lease as the store sees it. Times are on the store's clock.
+type Lease struct {
+	Key        string
+	ID         string
+	Holder     string
+	Token      uint64
+	AcquiredAt time.Time
+	ExpiresAt  time.Time
+	// TTLLeft is ExpiresAt minus the store's now at the moment of the operation: a duration the
+	// caller may use without comparing clocks.
+	TTLLeft  time.Duration
+	Metadata json.RawMessage
+}
+
+// AcquireParams are the inputs of Store.Acquire.
+type AcquireParams struct {
+	Key     string
+	LeaseID string // chosen by the caller, unique per acquisition
+	Holder  string
+	TTL     time.Duration
+	// Metadata is a JSON object (or empty) stored with the lease.
+	Metadata json.RawMessage
+	// Cooldown keeps the key unavailable for this long after this lease is cleanly released.
+	Cooldown time.Duration
+	// LockDelay keeps the key unavailable for this long after this lease expires or is
+	// force-released, so that a stalled former holder's in-flight writes can drain.
+	LockDelay time.Duration
+}
+
+// RenewParams are the inputs of Store.Renew.
+type RenewParams struct {
+	Key     string
+	LeaseID string
+	TTL     time.Duration
+}
+
+// ReleaseParams are the inputs of Store.Release.
+type ReleaseParams struct {
+	Key     string
+	LeaseID string
+}
+
+// ReleaseResult reports what Release did.
+type ReleaseResult struct {
+	// AlreadyReleased is true when this lease had been released before; nothing changed.
+	AlreadyReleased bool
+}
+
+// ListParams are the inputs of Store.List.
+type ListParams struct {
+	Prefix string // only keys with this prefix
+	Holder string // only leases held by this holder, if set
+	After  string // only keys greater than this one (the cursor of the previous page)
+	Limit  int    // at most this many; 1..MaxListLimit
+}
+
+// ForceReleaseParams are the inputs of Store.ForceRelease.
+type ForceReleaseParams struct {
+	Key    string
+	Reason string
+}

@@ -1,0 +1,140 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Limits of the lease contract.
+const (
+	MaxKeyLen      = 512
+	MaxHolderLen   = 256
+	MaxIDLen       = 128
+	MaxReasonLen   = 1024
+	MaxMetadataLen = 4096
+	MinTTL         = time.Second
+	MaxTTL         = 24 * time.Hour
+	// MaxPause bounds cooldown and lock-delay.
+	MaxPause        = 24 * time.Hour
+	DefaultListSize = 100
+	MaxListLimit    = 1000
+)
+
+// ValidateKey checks a lock key: UTF-8, 1..MaxKeyLen bytes, no control characters.
+func ValidateKey(key string) error { return validateName("key", key, MaxKeyLen) }
+
+// ValidateHolder checks a holder name with the same rules as a key, 1..MaxHolderLen bytes.
+func ValidateHolder(holder string) error { return validateName("holder", holder, MaxHolderLen) }
+
+// ValidateLeaseID checks a lease ID, 1..MaxIDLen bytes, printable.
+func ValidateLeaseID(id string) error { return validateName("lease_id", id, MaxIDLen) }
+
+func validateName(field, s string, max int) error {
+	switch {
+	case s == "":
+		return invalid(field, "must not be empty")
+	case len(s) > max:
+		return invalid(field, "must be at most %d bytes (got %d)", max, len(s))
+	case !utf8.ValidString(s):
+		return invalid(field, "must be valid UTF-8")
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return invalid(field, "must not contain control characters (found %U)", r)
+		}
+	}
+	return nil
+}
+
+// ValidateTTL checks that ttl lies in [MinTTL, MaxTTL].
+func ValidateTTL(ttl time.Duration) error {
+	if ttl < MinTTL || ttl > MaxTTL {
+		return invalid("ttl", "must be between %s and %s (got %s)", MinTTL, MaxTTL, ttl)
+	}
+	return nil
+}
+
+// ValidateMetadata checks that md is empty or a JSON object of at most MaxMetadataLen bytes.
+func ValidateMetadata(md json.RawMessage) error {
+	if len(md) == 0 {
+		return nil
+	}
+	if len(md) > MaxMetadataLen {
+		return invalid("metadata", "must be at most %d bytes (got %d)", MaxMetadataLen, len(md))
+	}
+	trimmed := bytes.TrimLeft(md, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(md) {
+		return invalid("metadata", "must be a JSON object")
+	}
+	return nil
+}
+
+func validatePause(field string, d time.Duration) error {
+	if d < 0 || d > MaxPause {
+		return invalid(field, "must be between 0 and %s (got %s)", MaxPause, d)
+	}
+	return nil
+}
+
+// Validate checks every field; backends call it before writing.
+func (p *AcquireParams) Validate() error {
+	return firstError(
+		ValidateKey(p.Key), ValidateLeaseID(p.LeaseID), ValidateHolder(p.Holder), ValidateTTL(p.TTL),
+		ValidateMetadata(p.Metadata), validatePause("cooldown", p.Cooldown), validatePause("lock_delay", p.LockDelay))
+}
+
+// Validate checks every field.
+func (p *RenewParams) Validate() error {
+	return firstError(ValidateKey(p.Key), ValidateLeaseID(p.LeaseID), ValidateTTL(p.TTL))
+}
+
+// Validate checks every field.
+func (p *ReleaseParams) Validate() error {
+	return firstError(ValidateKey(p.Key), ValidateLeaseID(p.LeaseID))
+}
+
+// Validate checks every field.
+func (p *ForceReleaseParams) Validate() error {
+	if err := ValidateKey(p.Key); err != nil {
+		return err
+	}
+	if p.Reason == "" {
+		return invalid("reason", "must not be empty")
+	}
+	if len(p.Reason) > MaxReasonLen || !utf8.ValidString(p.Reason) {
+		return invalid("reason", "must be valid UTF-8 of at most %d bytes", MaxReasonLen)
+	}
+	return nil
+}
+
+// Validate checks the filters and applies the default limit.
+func (p *ListParams) Validate() error {
+	if p.Limit == 0 {
+		p.Limit = DefaultListSize
+	}
+	if p.Limit < 0 || p.Limit > MaxListLimit {
+		return invalid("limit", "must be between 1 and %d (got %d)", MaxListLimit, p.Limit)
+	}
+	if len(p.Prefix) > MaxKeyLen {
+		return invalid("prefix", "must be at most %d bytes", MaxKeyLen)
+	}
+	if len(p.After) > MaxKeyLen {
+		return invalid("after", "must be at most %d bytes", MaxKeyLen)
+	}
+	if p.Holder != "" {
+		return ValidateHolder(p.Holder)
+	}
+	return nil
+}
+
+func firstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
