@@ -41,6 +41,8 @@ func CheckExclusion(ctx context.Context, s store.Store, goroutines, attempts, ke
 	var firstErr error
 	var errOnce sync.Once
 	var failed atomic.Bool
+	var releaseErr error
+	var releaseOnce sync.Once
 	fail := func(err error) {
 		errOnce.Do(func() { firstErr = err })
 		failed.Store(true)
@@ -78,13 +80,16 @@ func CheckExclusion(ctx context.Context, s store.Store, goroutines, attempts, ke
 				runtime.Gosched() // let others try while we hold it
 				st.holders.Add(-1)
 				if err := lease.Release(ctx); err != nil {
-					fail(fmt.Errorf("release %s: %w", key, err))
-					return
+					// Reported only if no overlap was seen: an overlap explains it.
+					releaseOnce.Do(func() { releaseErr = fmt.Errorf("release %s: %w", key, err) })
 				}
 			}
 		})
 	}
 	wg.Wait()
+	if firstErr == nil {
+		firstErr = releaseErr
+	}
 	if firstErr == nil && stats.Grants == 0 {
 		firstErr = errors.New("no acquisition succeeded")
 	}

@@ -1,0 +1,16 @@
+.PHONY: test bench lint build
+
+# The test command of README.md; .ci/run runs exactly this.
+test:
+	./scripts/test.sh
+
+# Benchmarks with their raw baselines; figures go to docs/benchmarks.md.
+bench:
+	./scripts/bench.sh
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1)
+	go vet ./...
+
+build:
+	go build -o bin/baton ./cmd/baton

@@ -1,0 +1,65 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/store/sqlite"
+	"github.com/batonhq/baton/store/storetest"
+)
+
+// rawCycle is the baseline: the minimum statements that take and free a lock row, through the
+// same driver, with the same pragmas and pool settings as the store.
+func rawCycle(b *testing.B, dir string) storetest.CycleFunc {
+	db, err := sql.Open("sqlite", sqlite.DSN(filepath.Join(dir, "raw.db"), sqlite.Config{}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	b.Cleanup(func() { db.Close() })
+	if _, err := db.Exec(`CREATE TABLE IF NOT EXISTS raw_locks (key TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID`); err != nil {
+		b.Fatal(err)
+	}
+	return func(ctx context.Context, key string) error {
+		res, err := db.ExecContext(ctx, `INSERT INTO raw_locks (key, holder, expires_at) VALUES (?, 'bench', 0) ON CONFLICT DO NOTHING`, key)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return fmt.Errorf("raw insert took no row for %s", key)
+		}
+		_, err = db.ExecContext(ctx, `DELETE FROM raw_locks WHERE key = ? AND holder = 'bench'`, key)
+		return err
+	}
+}
+
+func BenchmarkLockCycle(b *testing.B) {
+	dir := b.TempDir()
+	raw := rawCycle(b, dir)
+	s := open(b, filepath.Join(dir, "baton.db"))
+	locker, err := baton.NewLocker(s, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, clients := range []int{1, 8} {
+		var rawNs float64
+		b.Run(fmt.Sprintf("clients=%d/raw", clients), func(b *testing.B) {
+			rawNs = storetest.BenchCycles(b, clients, raw)
+		})
+		b.Run(fmt.Sprintf("clients=%d/baton", clients), func(b *testing.B) {
+			storetest.ReportRatio(b, rawNs, storetest.BenchCycles(b, clients, storetest.LockerCycle(locker)))
+		})
+	}
+}
+
+func BenchmarkHandoff16(b *testing.B) {
+	locker, err := baton.NewLocker(open(b, filepath.Join(b.TempDir(), "baton.db")), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	storetest.BenchHandoff(b, locker, 16)
+}
