@@ -58,6 +58,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Leas
 		ctx, cancel = context.WithTimeout(ctx, o.waitTimeout)
 		defer cancel()
 	}
+	p.Wait = true
 	// Subscribe before the first attempt so that a release between the attempt and the wait
 	// still wakes us.
 	wake, unsubscribe := l.store.Subscribe(key)

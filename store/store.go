@@ -94,6 +94,10 @@ type AcquireParams struct {
 	// LockDelay keeps the key unavailable for this long after this lease expires or is
 	// force-released, so that a stalled former holder's in-flight writes can drain.
 	LockDelay time.Duration
+	// Wait says the caller will wait for the key if refused. A store whose wake-up costs
+	// something on every release (PostgreSQL's NOTIFY serialises commits) records the waiter in
+	// the same atomic step as the refusal, and pushes on release only to keys with waiters.
+	Wait bool
 }
 
 // RenewParams are the inputs of Store.Renew.

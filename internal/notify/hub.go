@@ -3,60 +3,66 @@ package notify
 
 import "sync"
 
-// Hub maps keys to subscribers. The zero value is not usable; call NewHub.
+// Hub maps keys to subscribers. Notify wakes one subscriber of a key, the one that subscribed
+// first among those without a wake-up pending: only one waiter can win a freed key, so waking
+// them all would only make them queue on the store. A subscriber that leaves passes a wake-up on
+// to the next, so a wake-up is never lost with a waiter that gave up. The zero value is not
+// usable; call NewHub.
 type Hub struct {
 	mu   sync.Mutex
-	subs map[string]map[*sub]struct{}
+	subs map[string][]*sub // in subscription order
 }
 
 type sub struct{ ch chan struct{} }
 
 // NewHub returns an empty hub.
-func NewHub() *Hub { return &Hub{subs: make(map[string]map[*sub]struct{})} }
+func NewHub() *Hub { return &Hub{subs: make(map[string][]*sub)} }
 
-// Subscribe returns a channel that receives (coalesced, never blocking Notify) after each Notify
-// of key, and a cancel function that must be called when the subscriber stops waiting.
+// Subscribe returns a channel that receives (coalesced, never blocking Notify) when this
+// subscriber is woken, and a cancel function that must be called when it stops waiting.
 func (h *Hub) Subscribe(key string) (<-chan struct{}, func()) {
 	s := &sub{ch: make(chan struct{}, 1)}
 	h.mu.Lock()
-	set := h.subs[key]
-	if set == nil {
-		set = make(map[*sub]struct{})
-		h.subs[key] = set
-	}
-	set[s] = struct{}{}
+	h.subs[key] = append(h.subs[key], s)
 	h.mu.Unlock()
 	var once sync.Once
 	return s.ch, func() {
 		once.Do(func() {
 			h.mu.Lock()
 			defer h.mu.Unlock()
-			if set := h.subs[key]; set != nil {
-				delete(set, s)
-				if len(set) == 0 {
-					delete(h.subs, key)
+			list := h.subs[key]
+			for i, x := range list {
+				if x == s {
+					list = append(list[:i:i], list[i+1:]...)
+					break
 				}
 			}
+			if len(list) == 0 {
+				delete(h.subs, key)
+				return
+			}
+			h.subs[key] = list
+			// The leaver may have taken a wake-up it will not act on: pass one on. A spurious
+			// wake-up costs one acquire attempt; a lost one costs a poll interval.
+			wakeOne(list)
 		})
 	}
 }
 
-// Notify wakes every subscriber of key.
+// Notify wakes one subscriber of key.
 func (h *Hub) Notify(key string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for s := range h.subs[key] {
-		wake(s)
-	}
+	wakeOne(h.subs[key])
 }
 
 // NotifyAll wakes every subscriber of every key, for instance after a lost notification
-// connection was re-established and signals may have been missed.
+// connection was re-established and signals may have been missed, or when the store closes.
 func (h *Hub) NotifyAll() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, set := range h.subs {
-		for s := range set {
+	for _, list := range h.subs {
+		for _, s := range list {
 			wake(s)
 		}
 	}
@@ -67,6 +73,15 @@ func (h *Hub) Watched(key string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.subs[key]) > 0
+}
+
+func wakeOne(list []*sub) {
+	for _, s := range list {
+		if len(s.ch) == 0 {
+			wake(s)
+			return
+		}
+	}
 }
 
 func wake(s *sub) {

@@ -279,7 +279,10 @@ func testInvalidArguments(t *testing.T, h Harness) {
 		}, "ttl"},
 		{"release empty key", func() error { _, err := e.store.Release(e.ctx, &store.ReleaseParams{LeaseID: "x"}); return err }, "key"},
 		{"get bad key", func() error { _, err := e.store.Get(e.ctx, "\x01"); return err }, "key"},
-		{"list bad limit", func() error { _, err := e.store.List(e.ctx, &store.ListParams{Limit: store.MaxListLimit + 1}); return err }, "limit"},
+		{"list bad limit", func() error {
+			_, err := e.store.List(e.ctx, &store.ListParams{Limit: store.MaxListLimit + 1})
+			return err
+		}, "limit"},
 	}
 	for _, c := range direct {
 		var inv *store.InvalidArgumentError

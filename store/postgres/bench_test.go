@@ -1,0 +1,73 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/store/storetest"
+)
+
+// rawCycle is the baseline: the minimum statements that take and free a lock row, through pgx
+// with a pool of the same size as the store's.
+func rawCycle(b *testing.B, schema string, maxConns int32) storetest.CycleFunc {
+	ctx := context.Background()
+	pc, err := pgxpool.ParseConfig(dsn())
+	if err != nil {
+		b.Fatal(err)
+	}
+	pc.MaxConns = maxConns
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	table := pgx.Identifier{schema, "raw_locks"}.Sanitize()
+	if _, err := pool.Exec(ctx, `CREATE TABLE `+table+` (key text PRIMARY KEY, holder text NOT NULL, expires_at timestamptz NOT NULL)`); err != nil {
+		b.Fatal(err)
+	}
+	insert := `INSERT INTO ` + table + ` (key, holder, expires_at) VALUES ($1, 'bench', now() + interval '15 seconds') ON CONFLICT DO NOTHING`
+	del := `DELETE FROM ` + table + ` WHERE key = $1 AND holder = 'bench'`
+	return func(ctx context.Context, key string) error {
+		tag, err := pool.Exec(ctx, insert, key)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() != 1 {
+			return fmt.Errorf("raw insert took no row for %s", key)
+		}
+		_, err = pool.Exec(ctx, del, key)
+		return err
+	}
+}
+
+func BenchmarkLockCycle(b *testing.B) {
+	schema := newSchema(b)
+	s := openStore(b, schema)
+	raw := rawCycle(b, schema, s.Pool().Config().MaxConns)
+	locker, err := baton.NewLocker(s, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, clients := range []int{1, 8} {
+		var rawNs float64
+		b.Run(fmt.Sprintf("clients=%d/raw", clients), func(b *testing.B) {
+			rawNs = storetest.BenchCycles(b, clients, raw)
+		})
+		b.Run(fmt.Sprintf("clients=%d/baton", clients), func(b *testing.B) {
+			storetest.ReportRatio(b, rawNs, storetest.BenchCycles(b, clients, storetest.LockerCycle(locker)))
+		})
+	}
+}
+
+func BenchmarkHandoff16(b *testing.B) {
+	locker, err := baton.NewLocker(openStore(b, newSchema(b)), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	storetest.BenchHandoff(b, locker, 16)
+}

@@ -1,0 +1,346 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/batonhq/baton/store"
+)
+
+// queries holds the statements of one schema, built once at open. Only the schema-qualified names
+// (validated and sanitized) are spliced in; every user value is a bind parameter.
+type queries struct {
+	acquire, renew, release, released, forceRelease, get, list string
+}
+
+// leaseCols is what every lease-returning statement yields, in scanLease's order. The remaining
+// TTL is computed by the database in microseconds so the caller never compares clocks.
+const leaseCols = `key, lease_id, holder, token, acquired_at, expires_at,
+	(extract(epoch FROM expires_at - now()) * 1000000)::bigint, metadata`
+
+// live is the predicate of a lease that holds its key.
+const live = `ended = 0 AND expires_at > now()`
+
+func buildQueries(schema string) queries {
+	t := pgx.Identifier{schema, "leases"}.Sanitize()
+	// The schema name is [a-z0-9_], so the quoted identifier cannot contain a single quote.
+	seq := "'" + pgx.Identifier{schema, "token_seq"}.Sanitize() + "'"
+	return queries{
+		// acquire grants a free key, or renews the caller's own live lease, in one statement,
+		// and when it grants nothing it returns the row that refused it instead.
+		//
+		// Fencing: a token must exceed every token granted before on the key, in real time. A
+		// value drawn from the sequence before the grant can be overtaken (draw 5, stall; another
+		// session draws 6, acquires, releases; then 5 is granted). Here:
+		//   - The VALUES token is used only when the INSERT inserts, i.e. the key has no row.
+		//     Rows are never deleted, so that is the key's first grant ever: nothing to overtake.
+		//     (An operator deleting a row voids this; the store itself never does.)
+		//   - On conflict, DO UPDATE locks the existing row (waiting for any session that holds
+		//     it) before it evaluates WHERE and SET, so the nextval in SET is drawn after every
+		//     earlier grant of the key committed, and is larger than their tokens.
+		//   - CASE evaluates lazily and nextval is volatile, so a renewal draws nothing.
+		// The WHERE branches are disjoint. free ("a.available_at <= now()") is the takeover: a row
+		// with ended = 0 has available_at = expires_at + lock delay, so a free row is never live.
+		// mine is the holder's own live lease, which keeps its ID, token, acquisition time,
+		// metadata and pauses and only gets a new expiry. mark ($8, a waiting caller, refused by
+		// a live lease of another holder) changes only waiters, so that the release of that
+		// lease sends a NOTIFY; it is done at most once per lease.
+		//
+		// Refusal: DO UPDATE keeps its lock on the row even when WHERE rejects it, so the row
+		// cannot change before the statement ends. cur reads it FOR SHARE, which under READ
+		// COMMITTED follows the row to its latest version instead of the snapshot's: the very
+		// row that refused the grant. So the holder named in a refusal held the key when the
+		// grant was refused, not some time later. cur only runs when ins returned nothing
+		// (UNION ALL runs its arms in order), and finds nothing if the row was inserted after
+		// the statement's snapshot; Acquire then retries. A marked refusal comes back from ins
+		// with another holder's name: granted is false.
+		//
+		// now() is the statement's start. If the statement waited for the row lock, now() is
+		// earlier than the decision: that can refuse a key that came free while it waited
+		// (freed reports it; Acquire retries), but never grant one early.
+		//
+		// Columns: granted, then leaseCols, then ended, microseconds until available, live,
+		// freed (available by the clock at the end of the wait).
+		// $1 key, $2 lease_id, $3 holder, $4 ttl ms, $5 metadata, $6 cooldown ms, $7 lock delay ms,
+		// $8 wait.
+		acquire: `WITH ins AS (
+INSERT INTO ` + t + ` AS a
+	(key, lease_id, holder, token, acquired_at, expires_at, ended, available_at, cooldown_ms, lock_delay_ms, metadata)
+VALUES ($1, $2, $3, nextval(` + seq + `), now(), now() + $4::bigint * interval '1 millisecond', 0,
+	now() + ($4::bigint + $7::bigint) * interval '1 millisecond', $6, $7, $5)
+ON CONFLICT (key) DO UPDATE SET
+	lease_id      = CASE WHEN a.available_at <= now() THEN excluded.lease_id ELSE a.lease_id END,
+	holder        = CASE WHEN a.available_at <= now() THEN excluded.holder ELSE a.holder END,
+	token         = CASE WHEN a.available_at <= now() THEN nextval(` + seq + `) ELSE a.token END,
+	acquired_at   = CASE WHEN a.available_at <= now() THEN now() ELSE a.acquired_at END,
+	metadata      = CASE WHEN a.available_at <= now() THEN excluded.metadata ELSE a.metadata END,
+	cooldown_ms   = CASE WHEN a.available_at <= now() THEN excluded.cooldown_ms ELSE a.cooldown_ms END,
+	lock_delay_ms = CASE WHEN a.available_at <= now() THEN excluded.lock_delay_ms ELSE a.lock_delay_ms END,
+	available_at  = CASE WHEN a.available_at <= now() THEN excluded.available_at
+		WHEN a.holder = excluded.holder THEN excluded.expires_at + a.lock_delay_ms * interval '1 millisecond'
+		ELSE a.available_at END,
+	expires_at    = CASE WHEN a.available_at <= now() OR a.holder = excluded.holder THEN excluded.expires_at
+		ELSE a.expires_at END,
+	ended         = 0,
+	waiters       = CASE WHEN a.available_at <= now() THEN false
+		WHEN a.holder = excluded.holder THEN a.waiters ELSE true END
+WHERE a.available_at <= now()
+	OR (a.ended = 0 AND a.expires_at > now() AND (a.holder = excluded.holder OR ($8::boolean AND NOT a.waiters)))
+RETURNING a.*
+), cur AS (
+	SELECT * FROM ` + t + ` WHERE key = $1 FOR SHARE
+)
+SELECT holder = $3, ` + leaseCols + `, ended,
+	(extract(epoch FROM available_at - now()) * 1000000)::bigint, ` + live + `, false FROM ins
+UNION ALL
+SELECT false, ` + leaseCols + `, ended,
+	(extract(epoch FROM available_at - now()) * 1000000)::bigint,
+	` + live + `, available_at <= clock_timestamp()
+FROM cur WHERE NOT EXISTS (SELECT FROM ins)`,
+
+		// $1 key, $2 lease_id, $3 ttl ms.
+		renew: `UPDATE ` + t + ` SET
+	expires_at   = now() + $3::bigint * interval '1 millisecond',
+	available_at = now() + ($3::bigint + lock_delay_ms) * interval '1 millisecond'
+WHERE key = $1 AND lease_id = $2 AND ` + live + `
+RETURNING ` + leaseCols,
+
+		// The NOTIFY is part of the releasing transaction: it is delivered iff the release
+		// commits, and sent only if a waiter marked the lease. Exec reports one row per release.
+		// $1 key, $2 lease_id, $3 channel.
+		release: `WITH u AS (
+	UPDATE ` + t + ` SET ended = 1, available_at = now() + cooldown_ms * interval '1 millisecond'
+	WHERE key = $1 AND lease_id = $2 AND ` + live + `
+	RETURNING key, waiters
+)
+SELECT CASE WHEN waiters THEN pg_notify($3, key)::text END FROM u`,
+
+		released: `SELECT EXISTS (SELECT 1 FROM ` + t + ` WHERE key = $1 AND lease_id = $2 AND ended = 1)`,
+
+		// The CTE locks the live row and keeps its values as they were, so the caller gets the
+		// lease that was ended, with its original expiry. $1 key, $2 channel.
+		forceRelease: `WITH old AS (
+	SELECT key, lease_id, holder, token, acquired_at, expires_at, metadata, waiters
+	FROM ` + t + ` WHERE key = $1 AND ` + live + `
+	FOR UPDATE
+), u AS (
+	UPDATE ` + t + ` l SET ended = 2,
+		expires_at = least(l.expires_at, now()),
+		available_at = now() + l.lock_delay_ms * interval '1 millisecond'
+	FROM old WHERE l.key = old.key
+	RETURNING old.*
+)
+SELECT ` + leaseCols + `, CASE WHEN waiters THEN pg_notify($2, key)::text END IS NULL FROM u`,
+
+		get: `SELECT ` + leaseCols + ` FROM ` + t + ` WHERE key = $1 AND ` + live,
+
+		// key >= $2 bounds the index scan to the prefix range ("C" collation, byte order);
+		// starts_with is the exact test, with no LIKE wildcards to escape.
+		// $1 after, $2 prefix, $3 holder or '', $4 limit.
+		list: `SELECT ` + leaseCols + ` FROM ` + t + `
+WHERE ` + live + ` AND key > $1 AND key >= $2 AND starts_with(key, $2) AND ($3 = '' OR holder = $3)
+ORDER BY key
+LIMIT $4`,
+	}
+}
+
+// acquireAttempts bounds the statements one Acquire runs. A refusal is retried only when the
+// refusing row came free while the statement waited for it, or was inserted after the statement
+// began: both mean another session changed the key meanwhile.
+const acquireAttempts = 5
+
+// Acquire grants p.Key to p.LeaseID or renews p.Holder's live lease on it; see the acquire query
+// for how the fencing token is assigned and how a refusal is explained.
+func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	var md any // NULL for no metadata
+	if len(p.Metadata) > 0 {
+		md = string(p.Metadata)
+	}
+	var lastHolder *store.Lease
+	for range acquireAttempts {
+		var (
+			granted, isLive, freed bool
+			ended                  int16
+			untilAvailable         int64
+		)
+		l, err := scanLease(s.pool.QueryRow(ctx, s.q.acquire,
+			p.Key, p.LeaseID, p.Holder, p.TTL.Milliseconds(), md, p.Cooldown.Milliseconds(), p.LockDelay.Milliseconds(), p.Wait),
+			[]any{&granted}, &ended, &untilAvailable, &isLive, &freed)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			continue // the row appeared after the statement's snapshot
+		case err != nil:
+			var pgErr *pgconn.PgError
+			// Class 22 is a data exception: valid JSON that jsonb cannot hold (\u0000, numbers
+			// beyond numeric's range). The statement failed, so nothing was written.
+			if md != nil && errors.As(err, &pgErr) && len(pgErr.Code) == 5 && pgErr.Code[:2] == "22" {
+				return nil, &store.InvalidArgumentError{Field: "metadata",
+					Rule: "must be storable as PostgreSQL jsonb (" + pgErr.Message + ")"}
+			}
+			return nil, s.fail("acquire", p.Key, err)
+		case granted:
+			return l, nil
+		case freed || isLive && l.Holder == p.Holder:
+			// Available by the clock once the statement had the row (it came free while the
+			// statement waited), or, which the statement rules out, ours: try again.
+			lastHolder = l
+			continue
+		case isLive:
+			return nil, &store.LockHeldError{Key: p.Key, Holder: l.Holder, Token: l.Token,
+				ExpiresAt: l.ExpiresAt, RetryAfter: l.TTLLeft}
+		case ended == 1:
+			return nil, &store.CooldownError{Key: p.Key, Reason: store.ReasonCooldown, Remaining: micros(untilAvailable)}
+		default: // expired or force-released
+			return nil, &store.CooldownError{Key: p.Key, Reason: store.ReasonLockDelay, Remaining: micros(untilAvailable)}
+		}
+	}
+	if lastHolder != nil {
+		// Every attempt lost a race for a key that kept changing hands. The last refusing row
+		// names a holder that had the key during this call; it is free now, hence RetryAfter 0.
+		return nil, &store.LockHeldError{Key: p.Key, Holder: lastHolder.Holder, Token: lastHolder.Token,
+			ExpiresAt: lastHolder.ExpiresAt, RetryAfter: 0}
+	}
+	return nil, fmt.Errorf("postgres: acquire %q: the key's row kept changing; retry", p.Key)
+}
+
+// Renew extends the live lease (p.Key, p.LeaseID) to now() + p.TTL; its lock delay is kept.
+func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	l, err := scanLease(s.pool.QueryRow(ctx, s.q.renew, p.Key, p.LeaseID, p.TTL.Milliseconds()), nil)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrNotHeld
+	}
+	if err != nil {
+		return nil, s.fail("renew", p.Key, err)
+	}
+	return l, nil
+}
+
+// Release ends the live lease (p.Key, p.LeaseID); the key then rests for the lease's cooldown.
+//
+// AlreadyReleased can only be told while the released lease is still the key's latest: once
+// another lease has taken the key, the earlier ID is unknown and the answer is ErrNotHeld.
+func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.ReleaseResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	tag, err := s.pool.Exec(ctx, s.q.release, p.Key, p.LeaseID, s.channel)
+	if err != nil {
+		return nil, s.fail("release", p.Key, err)
+	}
+	if tag.RowsAffected() > 0 {
+		s.hub.Notify(p.Key)
+		return &store.ReleaseResult{}, nil
+	}
+	var already bool
+	if err := s.pool.QueryRow(ctx, s.q.released, p.Key, p.LeaseID).Scan(&already); err != nil {
+		return nil, s.fail("release", p.Key, err)
+	}
+	if already {
+		return &store.ReleaseResult{AlreadyReleased: true}, nil
+	}
+	return nil, store.ErrNotHeld
+}
+
+// Get returns the live lease on key.
+func (s *Store) Get(ctx context.Context, key string) (*store.Lease, error) {
+	if err := store.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	l, err := scanLease(s.pool.QueryRow(ctx, s.q.get, key), nil)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, s.fail("get", key, err)
+	}
+	return l, nil
+}
+
+// List returns live leases in byte order of their keys.
+func (s *Store) List(ctx context.Context, p *store.ListParams) ([]*store.Lease, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	rows, err := s.pool.Query(ctx, s.q.list, p.After, p.Prefix, p.Holder, p.Limit)
+	if err != nil {
+		return nil, s.fail("list", p.Prefix, err)
+	}
+	leases, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*store.Lease, error) { return scanLease(r, nil) })
+	if err != nil {
+		return nil, s.fail("list", p.Prefix, err)
+	}
+	return leases, nil
+}
+
+// ForceRelease ends the live lease on p.Key whoever holds it and returns it as it was. The key then
+// rests for that lease's lock delay. p.Reason is validated; recording it is the audit log's job.
+func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (*store.Lease, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	var notified bool // pg_notify returns void; scanned only to keep the call in the select list
+	l, err := scanLease(s.pool.QueryRow(ctx, s.q.forceRelease, p.Key, s.channel), nil, &notified)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, s.fail("force-release", p.Key, err)
+	}
+	s.hub.Notify(p.Key)
+	return l, nil
+}
+
+// scanLease reads the columns in lead (if any), then leaseCols, then the columns in extra.
+func scanLease(row pgx.Row, lead []any, extra ...any) (*store.Lease, error) {
+	var (
+		l     store.Lease
+		token int64
+		ttlUs int64
+		md    []byte
+	)
+	dest := make([]any, 0, len(lead)+8+len(extra))
+	dest = append(dest, lead...)
+	dest = append(dest, &l.Key, &l.ID, &l.Holder, &token, &l.AcquiredAt, &l.ExpiresAt, &ttlUs, &md)
+	dest = append(dest, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return nil, err
+	}
+	l.Token = uint64(token)
+	l.TTLLeft = micros(ttlUs)
+	if len(md) > 0 {
+		l.Metadata = json.RawMessage(md)
+	}
+	return &l, nil
+}
+
+func micros(us int64) time.Duration { return time.Duration(us) * time.Microsecond }

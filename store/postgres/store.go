@@ -1,0 +1,221 @@
+// Package postgres is Baton's PostgreSQL lease store.
+//
+// All lease state lives in one table, <schema>.leases, with one row per key that is never deleted
+// by the store: a released lease stays as a tombstone so that the next grant of its key draws its
+// fencing token under that row's lock (see Acquire). Every expiry decision uses the database clock,
+// now(). Waiters are woken across processes by LISTEN/NOTIFY on a channel named after the schema.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/batonhq/baton/internal/notify"
+	"github.com/batonhq/baton/store"
+)
+
+// DefaultSchema is the schema used when Config.Schema is empty.
+const DefaultSchema = "baton"
+
+// Config configures a Store.
+type Config struct {
+	// Schema holds the store's tables: 1..63 bytes of [a-z0-9_], not starting with a digit or
+	// "pg_". DefaultSchema if empty. Created on open unless SkipMigrate is set.
+	Schema string
+	// SkipMigrate leaves the schema alone on open, for deployments that run Migrate separately
+	// with a more privileged role. Open then fails unless the schema is at the latest version.
+	SkipMigrate bool
+}
+
+// minPoolConns is the smallest pool Open builds: one connection is held by LISTEN for the life of
+// the store, and lease operations need the rest.
+const minPoolConns = 4
+
+var errNilPool = &store.InvalidArgumentError{Field: "pool", Rule: "must not be nil"}
+
+// Store is a store.Store on PostgreSQL. It is safe for concurrent use.
+type Store struct {
+	pool     *pgxpool.Pool
+	ownsPool bool
+	schema   string
+	channel  string // NOTIFY channel, sent as a bind parameter to pg_notify
+	q        queries
+	hub      *notify.Hub
+	lis      *listener
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to dsn with a pool of its own (pgx's default size, or pool_max_conns from the
+// DSN, plus one connection for LISTEN; at least four), migrates the schema
+// unless cfg.SkipMigrate, and starts listening for wake-ups. Close closes the pool.
+func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
+	schema, err := checkSchema(cfg.Schema)
+	if err != nil {
+		return nil, err
+	}
+	pc, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse dsn: %w", err)
+	}
+	if !strings.Contains(dsn, "pool_max_conns") {
+		// pgx's default size, plus one for the connection that LISTEN holds for good, so that
+		// lease statements get the pool a plain pgx user would have.
+		pc.MaxConns++
+	}
+	if pc.MaxConns < minPoolConns {
+		pc.MaxConns = minPoolConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open pool: %w", err)
+	}
+	cfg.Schema = schema
+	s, err := newStore(ctx, pool, cfg, true)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// New builds a Store on the caller's pool, which it does not close. The pool must allow at least
+// two connections: the store holds one for LISTEN until Close.
+func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
+	schema, err := checkSchema(cfg.Schema)
+	if err != nil {
+		return nil, err
+	}
+	if pool == nil {
+		return nil, errNilPool
+	}
+	if pool.Config().MaxConns < 2 {
+		return nil, &store.InvalidArgumentError{Field: "pool",
+			Rule: "must allow at least 2 connections (one is held for LISTEN)"}
+	}
+	cfg.Schema = schema
+	return newStore(ctx, pool, cfg, false)
+}
+
+func newStore(ctx context.Context, pool *pgxpool.Pool, cfg Config, ownsPool bool) (*Store, error) {
+	if cfg.SkipMigrate {
+		v, err := schemaVersion(ctx, pool, cfg.Schema)
+		if err != nil {
+			return nil, err
+		}
+		if v < latestVersion() {
+			return nil, fmt.Errorf("postgres: schema %q is at version %d, want %d: run Migrate", cfg.Schema, v, latestVersion())
+		}
+	} else if err := migrate(ctx, pool, cfg.Schema); err != nil {
+		return nil, err
+	}
+	s := &Store{
+		pool:     pool,
+		ownsPool: ownsPool,
+		schema:   cfg.Schema,
+		channel:  channelName(cfg.Schema),
+		q:        buildQueries(cfg.Schema),
+		hub:      notify.NewHub(),
+	}
+	lis, err := startListener(ctx, pool, s.channel, s.hub)
+	if err != nil {
+		return nil, err
+	}
+	s.lis = lis
+	return s, nil
+}
+
+// Close stops the LISTEN goroutine and waits for it, wakes every subscriber (their next Acquire
+// sees ErrClosed), and closes the pool if Open created it; that waits for operations in flight.
+// Leases stay in the database. Closing again returns nil.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.lis.stop()
+		s.hub.NotifyAll()
+		if s.ownsPool {
+			s.pool.Close()
+		}
+	})
+	return nil
+}
+
+// Capabilities reports fencing tokens (one database sequence, drawn under the row lock of the
+// grant) and cross-process wake-ups (LISTEN/NOTIFY).
+func (s *Store) Capabilities() store.Capabilities {
+	return store.Capabilities{FencingTokens: true, PushWakeup: true}
+}
+
+// Subscribe registers interest in key. Wake-ups come from releases in this process at once and
+// from any process through NOTIFY; after a lost LISTEN connection every subscriber is woken once.
+// After Close the channel fires at once so that a waiter retries and sees ErrClosed.
+func (s *Store) Subscribe(key string) (<-chan struct{}, func()) {
+	if s.closed.Load() {
+		ch := make(chan struct{}, 1)
+		ch <- struct{}{}
+		return ch, func() {}
+	}
+	return s.hub.Subscribe(key)
+}
+
+// checkSchema applies the default and the naming rule. The rule keeps names that need no quoting
+// and fit PostgreSQL's 63-byte identifiers, so they are never truncated into another schema.
+func checkSchema(schema string) (string, error) {
+	if schema == "" {
+		return DefaultSchema, nil
+	}
+	bad := func(rule string) error { return &store.InvalidArgumentError{Field: "schema", Rule: rule} }
+	if len(schema) > 63 {
+		return "", bad(fmt.Sprintf("must be at most 63 bytes (got %d)", len(schema)))
+	}
+	for i := 0; i < len(schema); i++ {
+		c := schema[i]
+		if !(c == '_' || 'a' <= c && c <= 'z' || i > 0 && '0' <= c && c <= '9') {
+			return "", bad("must match [a-z_][a-z0-9_]*")
+		}
+	}
+	if len(schema) >= 3 && schema[:3] == "pg_" {
+		return "", bad(`must not start with "pg_" (reserved by PostgreSQL)`)
+	}
+	return schema, nil
+}
+
+// channelName is the NOTIFY channel of a schema, so stores in different schemas of one database do
+// not wake each other. Channel names share the 63-byte identifier limit; long schema names are
+// shortened with a hash to stay distinct.
+func channelName(schema string) string {
+	const prefix = "baton_"
+	if len(prefix)+len(schema) <= 63 {
+		return prefix + schema
+	}
+	h := fnv.New64a()
+	h.Write([]byte(schema))
+	return fmt.Sprintf("%s%s_%016x", prefix, schema[:63-len(prefix)-17], h.Sum64())
+}
+
+// fail turns a database error into the store's error: ErrClosed once the store is closed (the
+// pool refuses work then), otherwise the error wrapped with the operation.
+func (s *Store) fail(op, key string, err error) error {
+	if s.closed.Load() {
+		return fmt.Errorf("postgres: %s %q: %w", op, key, store.ErrClosed)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Callers map ErrNoRows themselves; reaching here is a bug, not a store answer.
+		return fmt.Errorf("postgres: %s %q: unexpected empty result", op, key)
+	}
+	return fmt.Errorf("postgres: %s %q: %w", op, key, err)
+}
+
+// Pool returns the connection pool the store uses (one of its connections is held by LISTEN).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
