@@ -41,9 +41,10 @@ func nullable(md json.RawMessage) sql.NullString {
 	return sql.NullString{String: string(md), Valid: len(md) > 0}
 }
 
-// Acquire runs in one immediate (write-locked) transaction: read the row, decide with the store's
-// clock, and on a grant draw the next token and write the row. Because the token is drawn under
-// the write lock that also grants, grant order and token order agree.
+// Acquire is one statement (see statements.go): SQLite runs one writer at a time, so the token
+// read from the counter and the grant that uses it are one atomic step, and grant order and
+// token order agree. When it grants nothing, the row is read to say why; if that row is free by
+// then (another process released it in between), the grant is tried again.
 func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -51,52 +52,37 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, s.wrap("acquire", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	now := s.now().UnixNano()
-	var cur row
-	err = cur.scan(tx.StmtContext(ctx, s.stmts.selectRow).QueryRowContext(ctx, p.Key))
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
-		return nil, s.wrap("acquire", err)
-	case cur.ended == 0 && cur.expiresAt > now && cur.holder == p.Holder:
-		// Idempotent re-acquire: the same lease, renewed.
-		cur.expiresAt = now + int64(p.TTL)
-		if _, err := tx.StmtContext(ctx, s.stmts.extend).ExecContext(ctx, p.Key, cur.expiresAt); err != nil {
+	for {
+		now := s.now().UnixNano()
+		var r row
+		err := r.scan(s.stmts.acquire.QueryRowContext(ctx, p.Key, p.LeaseID, p.Holder, now, int64(p.TTL),
+			int64(p.Cooldown), int64(p.LockDelay), nullable(p.Metadata)))
+		if err == nil {
+			return r.lease(now), nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
 			return nil, s.wrap("acquire", err)
 		}
-		if err := tx.Commit(); err != nil {
+		err = r.scan(s.stmts.selectRow.QueryRowContext(ctx, p.Key))
+		now = s.now().UnixNano()
+		switch {
+		case errors.Is(err, sql.ErrNoRows): // deleted in between: try again
+		case err != nil:
 			return nil, s.wrap("acquire", err)
+		case r.ended == 0 && r.expiresAt > now:
+			return nil, &store.LockHeldError{Key: p.Key, Holder: r.holder, Token: uint64(r.token),
+				ExpiresAt: time.Unix(0, r.expiresAt), RetryAfter: time.Duration(r.expiresAt - now)}
+		case r.availableAt > now:
+			reason := store.ReasonLockDelay
+			if r.ended == 1 {
+				reason = store.ReasonCooldown
+			}
+			return nil, &store.CooldownError{Key: p.Key, Reason: reason, Remaining: time.Duration(r.availableAt - now)}
 		}
-		return cur.lease(now), nil
-	case cur.ended == 0 && cur.expiresAt > now:
-		return nil, &store.LockHeldError{Key: p.Key, Holder: cur.holder, Token: uint64(cur.token),
-			ExpiresAt: time.Unix(0, cur.expiresAt), RetryAfter: time.Duration(cur.expiresAt - now)}
-	case cur.availableAt > now:
-		reason := store.ReasonLockDelay
-		if cur.ended == 1 {
-			reason = store.ReasonCooldown
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
-		return nil, &store.CooldownError{Key: p.Key, Reason: reason, Remaining: time.Duration(cur.availableAt - now)}
 	}
-	var token int64
-	if err := tx.StmtContext(ctx, s.stmts.bumpToken).QueryRowContext(ctx).Scan(&token); err != nil {
-		return nil, s.wrap("acquire", err)
-	}
-	expires := now + int64(p.TTL)
-	if _, err := tx.StmtContext(ctx, s.stmts.upsert).ExecContext(ctx, p.Key, p.LeaseID, p.Holder, token, now, expires,
-		expires+int64(p.LockDelay), int64(p.Cooldown), int64(p.LockDelay), nullable(p.Metadata)); err != nil {
-		return nil, s.wrap("acquire", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, s.wrap("acquire", err)
-	}
-	return &store.Lease{Key: p.Key, ID: p.LeaseID, Holder: p.Holder, Token: uint64(token),
-		AcquiredAt: time.Unix(0, now), ExpiresAt: time.Unix(0, expires), TTLLeft: p.TTL, Metadata: p.Metadata}, nil
 }
 
 // Renew extends a live lease by p.TTL from now.

@@ -9,7 +9,7 @@ const leaseColumns = `key, lease_id, holder, token, acquired_at, expires_at, end
 
 // statements are prepared once per Store.
 type statements struct {
-	selectRow, bumpToken, upsert, extend, renew, release, releasedBy, forceRelease, get, list *sql.Stmt
+	selectRow, acquire, renew, release, releasedBy, forceRelease, get, list *sql.Stmt
 }
 
 func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
@@ -18,12 +18,29 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 		sql string
 	}{
 		{&st.selectRow, `SELECT ` + leaseColumns + ` FROM leases WHERE key = ?`},
-		{&st.bumpToken, `UPDATE counters SET value = value + 1 WHERE name = 'token' RETURNING value`},
-		{&st.upsert, `INSERT INTO leases (key, lease_id, holder, token, acquired_at, expires_at, ended, available_at, cooldown_ns, lock_delay_ns, metadata)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, ?8, ?9, ?10)
-			ON CONFLICT (key) DO UPDATE SET lease_id = ?2, holder = ?3, token = ?4, acquired_at = ?5,
-				expires_at = ?6, ended = 0, available_at = ?7, cooldown_ns = ?8, lock_delay_ns = ?9, metadata = ?10`},
-		{&st.extend, `UPDATE leases SET expires_at = ?2, available_at = ?2 + lock_delay_ns WHERE key = ?1`},
+		// acquire grants a free key (available_at <= now: released, expired or force-released
+		// and past its cooldown or lock-delay) or renews the holder's own live lease, in one
+		// statement, and returns nothing if it did neither. The token is the counter plus one,
+		// read inside the statement's write transaction; the triggers advance the counter.
+		// The idempotent re-acquire keeps ID, token, acquisition time and metadata.
+		// ?1 key, ?2 lease_id, ?3 holder, ?4 now, ?5 ttl, ?6 cooldown, ?7 lock delay, ?8 metadata.
+		{&st.acquire, `INSERT INTO leases AS a (key, lease_id, holder, token, acquired_at, expires_at, ended,
+				available_at, cooldown_ns, lock_delay_ns, metadata)
+			VALUES (?1, ?2, ?3, (SELECT value + 1 FROM counters WHERE name = 'token'), ?4, ?4 + ?5, 0,
+				?4 + ?5 + ?7, ?6, ?7, ?8)
+			ON CONFLICT (key) DO UPDATE SET
+				lease_id      = iif(a.available_at <= ?4, excluded.lease_id, a.lease_id),
+				holder        = iif(a.available_at <= ?4, excluded.holder, a.holder),
+				token         = iif(a.available_at <= ?4, excluded.token, a.token),
+				acquired_at   = iif(a.available_at <= ?4, excluded.acquired_at, a.acquired_at),
+				metadata      = iif(a.available_at <= ?4, excluded.metadata, a.metadata),
+				cooldown_ns   = iif(a.available_at <= ?4, excluded.cooldown_ns, a.cooldown_ns),
+				lock_delay_ns = iif(a.available_at <= ?4, excluded.lock_delay_ns, a.lock_delay_ns),
+				available_at  = iif(a.available_at <= ?4, excluded.available_at, ?4 + ?5 + a.lock_delay_ns),
+				expires_at    = ?4 + ?5,
+				ended         = 0
+			WHERE a.available_at <= ?4 OR (a.ended = 0 AND a.expires_at > ?4 AND a.holder = ?3)
+			RETURNING ` + leaseColumns},
 		{&st.renew, `UPDATE leases SET expires_at = ?3 + ?4, available_at = ?3 + ?4 + lock_delay_ns
 			WHERE key = ?1 AND lease_id = ?2 AND ended = 0 AND expires_at > ?3
 			RETURNING ` + leaseColumns},
@@ -50,7 +67,7 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 }
 
 func (st *statements) close() {
-	for _, s := range []*sql.Stmt{st.selectRow, st.bumpToken, st.upsert, st.extend, st.renew, st.release,
+	for _, s := range []*sql.Stmt{st.selectRow, st.acquire, st.renew, st.release,
 		st.releasedBy, st.forceRelease, st.get, st.list} {
 		if s != nil {
 			s.Close()

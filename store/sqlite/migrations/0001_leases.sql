@@ -20,3 +20,16 @@ CREATE TABLE counters (
     value INTEGER NOT NULL
 ) WITHOUT ROWID;
 INSERT INTO counters (name, value) VALUES ('token', 0);
+
+-- The counter follows every token granted, in the same statement as the grant (SQLite runs one
+-- writer at a time, so reading value + 1 and writing it back cannot interleave with another grant).
+CREATE TRIGGER leases_token_on_insert AFTER INSERT ON leases
+WHEN NEW.token > (SELECT value FROM counters WHERE name = 'token')
+BEGIN
+    UPDATE counters SET value = NEW.token WHERE name = 'token';
+END;
+CREATE TRIGGER leases_token_on_update AFTER UPDATE OF token ON leases
+WHEN NEW.token > (SELECT value FROM counters WHERE name = 'token')
+BEGIN
+    UPDATE counters SET value = NEW.token WHERE name = 'token';
+END;
