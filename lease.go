@@ -26,34 +26,37 @@ type Lease struct {
 	AcquiredAt time.Time
 	Metadata   json.RawMessage
 
-	locker *Locker
-	ttl    time.Duration
-	ctx    context.Context
-	cancel context.CancelCauseFunc
+	locker    *Locker
+	ttl       time.Duration
+	keepalive bool
+	ctx       context.Context
+	cancel    context.CancelCauseFunc
 
-	mu        sync.Mutex
-	expiresAt time.Time   // store clock
-	deadline  *time.Timer // fires at the local deadline
-	released  bool
+	mu         sync.Mutex
+	expiresAt  time.Time   // store clock
+	deadline   *time.Timer // fires at the local deadline
+	renewTimer *time.Timer // next keepalive renew; nil without keepalive
+	stopped    bool        // Release began: no more renews
+	released   bool        // the store confirmed the release
 
-	stopKeepalive chan struct{} // closed by Release
-	keepaliveDone chan struct{} // closed when the keepalive goroutine exits
+	// tickMu is held by a keepalive renew or a best-effort release in flight, so that Release
+	// can wait for it. Keepalive runs on timers, not on a goroutine per lease.
+	tickMu  sync.Mutex
+	failing bool // under tickMu: the last renew failed transiently
 }
 
 func (l *Locker) newLease(parent context.Context, sl *store.Lease, ttl time.Duration, start time.Time, keepalive bool) *Lease {
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	lease := &Lease{
 		Key: sl.Key, ID: sl.ID, Holder: sl.Holder, Token: sl.Token, AcquiredAt: sl.AcquiredAt,
-		Metadata: sl.Metadata, locker: l, ttl: ttl, ctx: ctx, cancel: cancel, expiresAt: sl.ExpiresAt,
-		stopKeepalive: make(chan struct{}), keepaliveDone: make(chan struct{}),
+		Metadata: sl.Metadata, locker: l, ttl: ttl, keepalive: keepalive, ctx: ctx, cancel: cancel,
+		expiresAt: sl.ExpiresAt,
 	}
-	lease.deadline = time.AfterFunc(time.Until(start.Add(l.cfg.validity(ttl))), func() {
-		lease.cancel(fmt.Errorf("%w: no renew succeeded before the holder's local deadline", ErrLeaseLost))
-	})
+	lease.mu.Lock()
+	defer lease.mu.Unlock()
+	lease.deadline = time.AfterFunc(time.Until(start.Add(l.cfg.validity(ttl))), lease.expireLocally)
 	if keepalive {
-		go lease.keepalive()
-	} else {
-		close(lease.keepaliveDone)
+		lease.renewTimer = time.AfterFunc(ttl/3, lease.renewTick)
 	}
 	return lease
 }
@@ -109,11 +112,11 @@ func (l *Lease) Renew(ctx context.Context) error {
 // from the store unless nobody took it yet.
 func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Lock()
-	if l.released {
-		l.mu.Unlock()
+	done := l.released
+	l.mu.Unlock()
+	if done {
 		return nil
 	}
-	l.mu.Unlock()
 	l.stop()
 	l.cancel(ErrReleased)
 	_, err := l.locker.store.Release(ctx, &store.ReleaseParams{Key: l.Key, LeaseID: l.ID})
@@ -126,68 +129,81 @@ func (l *Lease) Release(ctx context.Context) error {
 	return nil
 }
 
-// stop ends the keepalive goroutine and the deadline timer, and waits for the goroutine.
+// stop ends keepalive and the deadline timer, and waits for a renew in flight.
 func (l *Lease) stop() {
 	l.mu.Lock()
-	select {
-	case <-l.stopKeepalive:
-	default:
-		close(l.stopKeepalive)
+	l.stopped = true
+	l.deadline.Stop()
+	if l.renewTimer != nil {
+		l.renewTimer.Stop()
 	}
 	l.mu.Unlock()
-	l.deadline.Stop()
-	<-l.keepaliveDone
+	// Taking the tick lock waits for a renew or best-effort release in flight to finish.
+	l.tickMu.Lock()
+	l.tickMu.Unlock()
 }
 
-// keepalive renews every TTL/3. Transient errors are retried quickly until the local deadline
-// cancels the lease; ErrNotHeld cancels at once. A lease lost to its local deadline is released
-// on a best-effort basis so that the next holder need not wait for the TTL.
-func (l *Lease) keepalive() {
-	defer close(l.keepaliveDone)
-	interval := l.ttl / 3
-	retry := min(max(l.ttl/10, 50*time.Millisecond), time.Second)
-	timer := time.NewTimer(interval)
-	defer timer.Stop()
-	failing := false
-	for {
-		select {
-		case <-l.stopKeepalive:
-			return
-		case <-l.ctx.Done():
-			l.releaseLost()
-			return
-		case <-timer.C:
-		}
-		rctx, cancel := context.WithTimeout(l.ctx, interval)
-		err := l.Renew(rctx)
-		cancel()
-		switch {
-		case err == nil:
-			if failing {
-				l.locker.cfg.Logger.Info("baton: lease renew recovered", "key", l.Key, "lease_id", l.ID)
-			}
-			failing = false
-			timer.Reset(interval)
-		case errors.Is(err, ErrNotHeld):
-			l.locker.cfg.Logger.Warn("baton: lease lost", "key", l.Key, "lease_id", l.ID, "err", err)
-			return
-		default:
-			if !failing && l.ctx.Err() == nil {
-				l.locker.cfg.Logger.Warn("baton: lease renew failed; retrying until the local deadline", "key", l.Key, "lease_id", l.ID, "err", err)
-			}
-			failing = true
-			timer.Reset(jitter(retry))
-		}
+func (l *Lease) isStopped() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stopped
+}
+
+// expireLocally runs at the local deadline. It cancels at once, whatever is in flight (a renew
+// in flight is cancelled with it), then, with keepalive, releases the lease on a best-effort
+// basis so that the next holder need not wait for the TTL.
+func (l *Lease) expireLocally() {
+	l.cancel(fmt.Errorf("%w: no renew succeeded before the holder's local deadline", ErrLeaseLost))
+	if !l.keepalive {
+		return
 	}
-}
-
-func (l *Lease) releaseLost() {
-	if errors.Is(l.Err(), ErrReleased) {
+	l.tickMu.Lock()
+	defer l.tickMu.Unlock()
+	if l.isStopped() || errors.Is(l.Err(), ErrReleased) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_, _ = l.locker.store.Release(ctx, &store.ReleaseParams{Key: l.Key, LeaseID: l.ID})
+}
+
+// renewTick is one keepalive renew, every TTL/3. Transient errors are retried quickly until the
+// local deadline cancels the lease; ErrNotHeld cancels at once.
+func (l *Lease) renewTick() {
+	l.tickMu.Lock()
+	defer l.tickMu.Unlock()
+	if l.isStopped() || l.ctx.Err() != nil {
+		return
+	}
+	interval := l.ttl / 3
+	rctx, cancel := context.WithTimeout(l.ctx, interval)
+	err := l.Renew(rctx)
+	cancel()
+	next := interval
+	log := l.locker.cfg.Logger
+	switch {
+	case err == nil:
+		if l.failing {
+			log.Info("baton: lease renew recovered", "key", l.Key, "lease_id", l.ID)
+		}
+		l.failing = false
+	case errors.Is(err, ErrNotHeld):
+		log.Warn("baton: lease lost", "key", l.Key, "lease_id", l.ID, "err", err)
+		return
+	case l.ctx.Err() != nil:
+		return
+	default:
+		if !l.failing {
+			log.Warn("baton: lease renew failed; retrying until the local deadline", "key", l.Key, "lease_id", l.ID, "err", err)
+		}
+		l.failing = true
+		next = jitter(min(max(l.ttl/10, 50*time.Millisecond), time.Second))
+	}
+	l.mu.Lock()
+	if !l.stopped {
+		l.renewTimer.Reset(next)
+	}
+	l.mu.Unlock()
 }
 
 // jitter spreads d by ±20%.

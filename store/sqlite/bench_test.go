@@ -46,12 +46,8 @@ func BenchmarkLockCycle(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, clients := range []int{1, 8} {
-		var rawNs float64
-		b.Run(fmt.Sprintf("clients=%d/raw", clients), func(b *testing.B) {
-			rawNs = storetest.BenchCycles(b, clients, raw)
-		})
-		b.Run(fmt.Sprintf("clients=%d/baton", clients), func(b *testing.B) {
-			storetest.ReportRatio(b, rawNs, storetest.BenchCycles(b, clients, storetest.LockerCycle(locker)))
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			storetest.BenchPaired(b, clients, raw, storetest.LockerCycle(locker))
 		})
 	}
 }

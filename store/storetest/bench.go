@@ -15,20 +15,47 @@ import (
 // CycleFunc acquires and releases key once.
 type CycleFunc func(ctx context.Context, key string) error
 
-// BenchCycles runs b.N cycles spread over clients goroutines, each on a key of its own
-// (uncontended), and returns the nanoseconds per cycle so that a later benchmark in the same run
-// can report its ratio to this one.
-func BenchCycles(b *testing.B, clients int, cycle CycleFunc) float64 {
+// BenchPaired measures cycle against baseline at clients concurrent clients, each on a key of its
+// own (uncontended). The two alternate in blocks of b.N/10 cycles so that drift in the database
+// (checkpoints, autovacuum, WAL growth) weighs on both alike. ns/op is cycle's; the baseline's
+// ns/op and the throughput ratio baseline/cycle ("x-baseline", 1.0 = as fast) are reported too.
+func BenchPaired(b *testing.B, clients int, baseline, cycle CycleFunc) {
+	const blocks = 10
+	var cycleTime, baseTime time.Duration
+	var cycleN, baseN int
+	b.ResetTimer()
+	for i := range blocks {
+		n := b.N / blocks
+		if i == blocks-1 {
+			n = b.N - (blocks-1)*(b.N/blocks)
+		}
+		b.StopTimer()
+		baseTime += runCycles(b, clients, n, baseline)
+		baseN += n
+		b.StartTimer()
+		cycleTime += runCycles(b, clients, n, cycle)
+		cycleN += n
+	}
+	b.StopTimer()
+	if cycleN > 0 && baseN > 0 && cycleTime > 0 {
+		baseNs := float64(baseTime.Nanoseconds()) / float64(baseN)
+		cycleNs := float64(cycleTime.Nanoseconds()) / float64(cycleN)
+		b.ReportMetric(baseNs, "baseline-ns/op")
+		b.ReportMetric(baseNs/cycleNs, "x-baseline")
+	}
+}
+
+// runCycles runs n cycles over clients goroutines and returns the elapsed time.
+func runCycles(b *testing.B, clients, n int, cycle CycleFunc) time.Duration {
 	ctx := context.Background()
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, clients)
-	b.ResetTimer()
 	start := time.Now()
 	for c := range clients {
 		key := fmt.Sprintf("bench/%d", c)
 		wg.Go(func() {
-			for next.Add(1) <= int64(b.N) {
+			for next.Add(1) <= int64(n) {
 				if err := cycle(ctx, key); err != nil {
 					errs <- err
 					return
@@ -38,13 +65,12 @@ func BenchCycles(b *testing.B, clients int, cycle CycleFunc) float64 {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	b.StopTimer()
 	select {
 	case err := <-errs:
 		b.Fatal(err)
 	default:
 	}
-	return float64(elapsed.Nanoseconds()) / float64(b.N)
+	return elapsed
 }
 
 // LockerCycle is the Baton lock cycle measured against the raw baseline: TryAcquire with the
@@ -56,13 +82,6 @@ func LockerCycle(l *baton.Locker) CycleFunc {
 			return err
 		}
 		return lease.Release(ctx)
-	}
-}
-
-// ReportRatio reports baseline/measured throughput: 1.0 means as fast as the baseline.
-func ReportRatio(b *testing.B, baselineNs, ns float64) {
-	if baselineNs > 0 && ns > 0 {
-		b.ReportMetric(baselineNs/ns, "x-baseline")
 	}
 }
 
