@@ -68,13 +68,6 @@ func (h *Hub) NotifyAll() {
 	}
 }
 
-// Watched reports whether anyone in this process waits on key.
-func (h *Hub) Watched(key string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.subs[key]) > 0
-}
-
 func wakeOne(list []*sub) {
 	for _, s := range list {
 		if len(s.ch) == 0 {

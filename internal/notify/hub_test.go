@@ -33,8 +33,8 @@ func TestNotifyWakesOldestIdleSubscriber(t *testing.T) {
 		t.Fatal("b not woken when a left")
 	}
 	cancelB()
-	if h.Watched("k") {
-		t.Fatal("key still watched after every subscriber left")
+	if list, ok := h.subs["k"]; ok {
+		t.Fatalf("key k still has subscribers after every one left: %v", list)
 	}
 	h.Notify("k") // nobody: must not panic
 }

@@ -370,14 +370,7 @@ func TestLongSchemaName(t *testing.T) {
 	s1, s2 := openStore(t, schema), openStore(t, schema)
 	wake, cancel := s1.Subscribe("k")
 	defer cancel()
-	l, err := s2.Acquire(ctx, acquireParams("k", "h"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	markWaiter(t, ctx, s1, "k")
-	if _, err := s2.Release(ctx, &store.ReleaseParams{Key: "k", LeaseID: l.ID}); err != nil {
-		t.Fatal(err)
-	}
+	releaseWithWaiter(t, ctx, s2, s1, "k")
 	wantWake(t, wake, "a release on another store")
 }
 
@@ -499,14 +492,7 @@ func TestListenAcrossStores(t *testing.T) {
 	foreign, cancelForeign := elsewhere.Subscribe("k")
 	defer cancelForeign()
 
-	l, err := s2.Acquire(ctx, acquireParams("k", "h"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	markWaiter(t, ctx, s1, "k")
-	if _, err := s2.Release(ctx, &store.ReleaseParams{Key: "k", LeaseID: l.ID}); err != nil {
-		t.Fatal(err)
-	}
+	releaseWithWaiter(t, ctx, s2, s1, "k")
 	wantWake(t, wake, "a release on another store")
 
 	if _, err := s2.Acquire(ctx, acquireParams("k", "h")); err != nil {
@@ -551,15 +537,22 @@ func TestListenReconnects(t *testing.T) {
 	// Reconnecting wakes every subscriber, as notifications may have been missed meanwhile.
 	wantWake(t, wake, "the LISTEN connection was replaced")
 
-	l, err := s2.Acquire(ctx, acquireParams("k", "h"))
+	releaseWithWaiter(t, ctx, s2, s1, "k")
+	wantWake(t, wake, "a release on another store, after the reconnect")
+}
+
+// releaseWithWaiter acquires key on holder, has waiter make a refused waiting acquire of it (as
+// Locker.Acquire does before it waits), and releases it on holder.
+func releaseWithWaiter(t *testing.T, ctx context.Context, holder, waiter *postgres.Store, key string) {
+	t.Helper()
+	l, err := holder.Acquire(ctx, acquireParams(key, "h"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	markWaiter(t, ctx, s1, "k")
-	if _, err := s2.Release(ctx, &store.ReleaseParams{Key: "k", LeaseID: l.ID}); err != nil {
+	markWaiter(t, ctx, waiter, key)
+	if _, err := holder.Release(ctx, &store.ReleaseParams{Key: key, LeaseID: l.ID}); err != nil {
 		t.Fatal(err)
 	}
-	wantWake(t, wake, "a release on another store, after the reconnect")
 }
 
 // markWaiter makes the refused, waiting acquire that Locker.Acquire makes before it waits: it

@@ -45,11 +45,7 @@ func BenchmarkLockCycle(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, clients := range []int{1, 8} {
-		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			storetest.BenchPaired(b, clients, raw, storetest.LockerCycle(locker))
-		})
-	}
+	storetest.BenchLockCycle(b, locker, raw)
 }
 
 func BenchmarkHandoff16(b *testing.B) {

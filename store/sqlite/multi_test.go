@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -46,23 +45,6 @@ func TestExclusionAcrossConnections(t *testing.T) {
 	}
 }
 
-// refusals signals each refused Acquire, so the test knows its waiter is waiting.
-type refusals struct {
-	store.Store
-	refused chan struct{}
-}
-
-func (r *refusals) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
-	l, err := r.Store.Acquire(ctx, p)
-	if errors.Is(err, store.ErrLockHeld) {
-		select {
-		case r.refused <- struct{}{}:
-		default:
-		}
-	}
-	return l, err
-}
-
 // A waiter on another connection is not pushed; it finds the key free at its next poll.
 func TestWaiterOnOtherConnectionPolls(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "shared.db")
@@ -71,7 +53,7 @@ func TestWaiterOnOtherConnectionPolls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := &refusals{Store: open(t, path), refused: make(chan struct{}, 1)}
+	other, refused := storetest.SignalRefusal(open(t, path))
 	const poll = 200 * time.Millisecond
 	waiter, err := baton.NewLocker(other, &baton.Config{PollInterval: poll})
 	if err != nil {
@@ -90,7 +72,7 @@ func TestWaiterOnOtherConnectionPolls(t *testing.T) {
 		got, err := waiter.Acquire(ctx, "k", baton.WithWaitTimeout(10*time.Second))
 		done <- result{got, err}
 	}()
-	<-other.refused // the waiter is waiting
+	<-refused // the waiter is waiting
 	released := time.Now()
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)

@@ -73,6 +73,16 @@ func runCycles(b *testing.B, clients, n int, cycle CycleFunc) time.Duration {
 	return elapsed
 }
 
+// BenchLockCycle runs the paired lock-cycle benchmark at 1 and 8 clients: locker's cycle against
+// the backend's raw baseline.
+func BenchLockCycle(b *testing.B, locker *baton.Locker, baseline CycleFunc) {
+	for _, clients := range []int{1, 8} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			BenchPaired(b, clients, baseline, LockerCycle(locker))
+		})
+	}
+}
+
 // LockerCycle is the Baton lock cycle measured against the raw baseline: TryAcquire with the
 // default options (keepalive on) and Release.
 func LockerCycle(l *baton.Locker) CycleFunc {

@@ -73,17 +73,23 @@ func testKeepaliveRowDeleted(t *testing.T, h Harness) {
 	}
 }
 
-// signalStore reports each Acquire that found the key held, so a test knows a waiter is waiting.
-type signalStore struct {
-	store.Store
-	once    sync.Once
-	waiting chan struct{}
+// SignalRefusal wraps s so that the returned channel is closed at the first Acquire that finds
+// the key held: a test then knows its waiter is waiting, without sleeping.
+func SignalRefusal(s store.Store) (store.Store, <-chan struct{}) {
+	r := &refusalSignal{Store: s, refused: make(chan struct{})}
+	return r, r.refused
 }
 
-func (s *signalStore) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
+type refusalSignal struct {
+	store.Store
+	once    sync.Once
+	refused chan struct{}
+}
+
+func (s *refusalSignal) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
 	l, err := s.Store.Acquire(ctx, p)
 	if errors.Is(err, store.ErrLockHeld) {
-		s.once.Do(func() { close(s.waiting) })
+		s.once.Do(func() { close(s.refused) })
 	}
 	return l, err
 }
@@ -97,8 +103,8 @@ func pushHandoff(t *testing.T, holderStore, waiterStore store.Store) time.Durati
 	if err != nil {
 		t.Fatal(err)
 	}
-	sig := &signalStore{Store: waiterStore, waiting: make(chan struct{})}
-	waiterLocker, err := baton.NewLocker(sig, cfg)
+	signalled, waiting := SignalRefusal(waiterStore)
+	waiterLocker, err := baton.NewLocker(signalled, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +125,7 @@ func pushHandoff(t *testing.T, holderStore, waiterStore store.Store) time.Durati
 		got <- result{l, err, time.Now()}
 	}()
 	select {
-	case <-sig.waiting:
+	case <-waiting:
 	case r := <-got:
 		t.Fatalf("waiter returned before the key was released: %v", r.err)
 	}
