@@ -63,9 +63,10 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Leas
 	// still wakes us.
 	wake, unsubscribe := l.store.Subscribe(key)
 	defer unsubscribe()
-	timer := time.NewTimer(0)
+	// Go 1.23+ timers: Reset discards a value not yet received, so no draining is needed (and
+	// the old drain idiom could block forever).
+	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	<-timer.C
 	for {
 		lease, err := l.acquireOnce(ctx, p, o)
 		if err == nil {
@@ -87,9 +88,6 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Leas
 		case <-ctx.Done():
 			return nil, fmt.Errorf("baton: gave up waiting for %q: %w: %w", key, ctx.Err(), err)
 		case <-wake:
-			if !timer.Stop() {
-				<-timer.C
-			}
 		case <-timer.C:
 		}
 	}
