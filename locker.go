@@ -58,19 +58,46 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Leas
 		ctx, cancel = context.WithTimeout(ctx, o.waitTimeout)
 		defer cancel()
 	}
+	var start time.Time
+	sl, err := l.wait(ctx, p, func() (*store.Lease, error) {
+		start = time.Now()
+		return l.store.Acquire(ctx, p)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return l.newLease(ctx, sl, p.TTL, start, !o.noKeepalive), nil
+}
+
+// AcquireRecord waits for the key as Acquire does, but returns the store's record instead of a
+// kept-alive Lease: for a server that hands leases to remote holders, which renew them
+// themselves. p is validated; p.LeaseID must be set by the caller.
+func (l *Locker) AcquireRecord(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return l.wait(ctx, p, func() (*store.Lease, error) { return l.store.Acquire(ctx, p) })
+}
+
+// wait retries attempt until it grants, ctx ends, or it fails with anything but a held key or a
+// resting one.
+func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, attempt func() (*store.Lease, error)) (*store.Lease, error) {
 	p.Wait = true
 	// Subscribe before the first attempt so that a release between the attempt and the wait
 	// still wakes us.
-	wake, unsubscribe := l.store.Subscribe(key)
+	wake, unsubscribe := l.store.Subscribe(p.Key)
 	defer unsubscribe()
 	// Go 1.23+ timers: Reset discards a value not yet received, so no draining is needed (and
 	// the old drain idiom could block forever).
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		lease, err := l.acquireOnce(ctx, p, o)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		sl, err := attempt()
 		if err == nil {
-			return lease, nil
+			return sl, nil
 		}
 		wait := jitter(l.cfg.PollInterval)
 		var held *LockHeldError
@@ -86,7 +113,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Leas
 		timer.Reset(max(wait, time.Millisecond))
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("baton: gave up waiting for %q: %w: %w", key, ctx.Err(), err)
+			return nil, fmt.Errorf("baton: gave up waiting for %q: %w: %w", p.Key, ctx.Err(), err)
 		case <-wake:
 		case <-timer.C:
 		}
