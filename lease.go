@@ -25,6 +25,9 @@ type Lease struct {
 	Token      uint64 // fencing token: strictly greater than every earlier token of Key
 	AcquiredAt time.Time
 	Metadata   json.RawMessage
+	// TookOver is true when this lease took the key over from a lease that expired without
+	// being released: its holder crashed or stalled, and may have left the resource half-done.
+	TookOver bool
 
 	locker    *Locker
 	ttl       time.Duration
@@ -49,7 +52,7 @@ func (l *Locker) newLease(parent context.Context, sl *store.Lease, ttl time.Dura
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	lease := &Lease{
 		Key: sl.Key, ID: sl.ID, Holder: sl.Holder, Token: sl.Token, AcquiredAt: sl.AcquiredAt,
-		Metadata: sl.Metadata, locker: l, ttl: ttl, keepalive: keepalive, ctx: ctx, cancel: cancel,
+		Metadata: sl.Metadata, TookOver: sl.TookOver, locker: l, ttl: ttl, keepalive: keepalive, ctx: ctx, cancel: cancel,
 		expiresAt: sl.ExpiresAt,
 	}
 	lease.mu.Lock()

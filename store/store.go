@@ -79,6 +79,9 @@ type Lease struct {
 	// caller may use without comparing clocks.
 	TTLLeft  time.Duration
 	Metadata json.RawMessage
+	// TookOver is set on a grant that took the key over from a lease that had expired without
+	// being released (a crashed or stalled holder).
+	TookOver bool
 }
 
 // AcquireParams are the inputs of Store.Acquire.

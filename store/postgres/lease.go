@@ -66,7 +66,7 @@ func buildQueries(schema string) queries {
 		// (freed reports it; Acquire retries), but never grant one early.
 		//
 		// Columns: granted, then leaseCols, then ended, microseconds until available, live,
-		// freed (available by the clock at the end of the wait).
+		// freed (available by the clock at the end of the wait), took over an expired lease.
 		// $1 key, $2 lease_id, $3 holder, $4 ttl ms, $5 metadata, $6 cooldown ms, $7 lock delay ms,
 		// $8 wait.
 		acquire: `WITH ins AS (
@@ -87,6 +87,7 @@ ON CONFLICT (key) DO UPDATE SET
 		ELSE a.available_at END,
 	expires_at    = CASE WHEN a.available_at <= now() OR a.holder = excluded.holder THEN excluded.expires_at
 		ELSE a.expires_at END,
+	took_over     = CASE WHEN a.available_at <= now() THEN a.ended = 0 ELSE a.took_over END,
 	ended         = 0,
 	waiters       = CASE WHEN a.available_at <= now() THEN false
 		WHEN a.holder = excluded.holder THEN a.waiters ELSE true END
@@ -97,11 +98,11 @@ RETURNING a.*
 	SELECT * FROM ` + t + ` WHERE key = $1 FOR SHARE
 )
 SELECT holder = $3, ` + leaseCols + `, ended,
-	(extract(epoch FROM available_at - now()) * 1000000)::bigint, ` + live + `, false FROM ins
+	(extract(epoch FROM available_at - now()) * 1000000)::bigint, ` + live + `, false, took_over FROM ins
 UNION ALL
 SELECT false, ` + leaseCols + `, ended,
 	(extract(epoch FROM available_at - now()) * 1000000)::bigint,
-	` + live + `, available_at <= clock_timestamp()
+	` + live + `, available_at <= clock_timestamp(), false
 FROM cur WHERE NOT EXISTS (SELECT FROM ins)`,
 
 		// $1 key, $2 lease_id, $3 ttl ms.
@@ -171,13 +172,13 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	var lastHolder *store.Lease
 	for range acquireAttempts {
 		var (
-			granted, isLive, freed bool
-			ended                  int16
-			untilAvailable         int64
+			granted, isLive, freed, tookOver bool
+			ended                            int16
+			untilAvailable                   int64
 		)
 		l, err := scanLease(s.pool.QueryRow(ctx, s.q.acquire,
 			p.Key, p.LeaseID, p.Holder, p.TTL.Milliseconds(), md, p.Cooldown.Milliseconds(), p.LockDelay.Milliseconds(), p.Wait),
-			[]any{&granted}, &ended, &untilAvailable, &isLive, &freed)
+			[]any{&granted}, &ended, &untilAvailable, &isLive, &freed, &tookOver)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			continue // the row appeared after the statement's snapshot
@@ -191,6 +192,7 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 			}
 			return nil, s.fail("acquire", p.Key, err)
 		case granted:
+			l.TookOver = tookOver
 			return l, nil
 		case freed || isLive && l.Holder == p.Holder:
 			// Available by the clock once the statement had the row (it came free while the

@@ -21,8 +21,11 @@ type row struct {
 	metadata             sql.NullString
 }
 
-func (r *row) scan(sc interface{ Scan(...any) error }) error {
-	return sc.Scan(&r.key, &r.leaseID, &r.holder, &r.token, &r.acquiredAt, &r.expiresAt, &r.ended, &r.availableAt, &r.metadata)
+func (r *row) scan(sc interface{ Scan(...any) error }) error { return sc.Scan(r.fields()...) }
+
+// fields are the scan targets of leaseColumns, then extra.
+func (r *row) fields(extra ...any) []any {
+	return append([]any{&r.key, &r.leaseID, &r.holder, &r.token, &r.acquiredAt, &r.expiresAt, &r.ended, &r.availableAt, &r.metadata}, extra...)
 }
 
 func (r *row) lease(now int64) *store.Lease {
@@ -55,10 +58,13 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	for {
 		now := s.now().UnixNano()
 		var r row
-		err := r.scan(s.stmts.acquire.QueryRowContext(ctx, p.Key, p.LeaseID, p.Holder, now, int64(p.TTL),
-			int64(p.Cooldown), int64(p.LockDelay), nullable(p.Metadata)))
+		var tookOver bool
+		err := s.stmts.acquire.QueryRowContext(ctx, p.Key, p.LeaseID, p.Holder, now, int64(p.TTL),
+			int64(p.Cooldown), int64(p.LockDelay), nullable(p.Metadata)).Scan(r.fields(&tookOver)...)
 		if err == nil {
-			return r.lease(now), nil
+			l := r.lease(now)
+			l.TookOver = tookOver
+			return l, nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return nil, s.wrap("acquire", err)

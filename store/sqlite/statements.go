@@ -38,9 +38,10 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 				lock_delay_ns = iif(a.available_at <= ?4, excluded.lock_delay_ns, a.lock_delay_ns),
 				available_at  = iif(a.available_at <= ?4, excluded.available_at, ?4 + ?5 + a.lock_delay_ns),
 				expires_at    = ?4 + ?5,
+				took_over     = iif(a.available_at <= ?4, a.ended = 0, a.took_over),
 				ended         = 0
 			WHERE a.available_at <= ?4 OR (a.ended = 0 AND a.expires_at > ?4 AND a.holder = ?3)
-			RETURNING ` + leaseColumns},
+			RETURNING ` + leaseColumns + `, took_over`},
 		{&st.renew, `UPDATE leases SET expires_at = ?3 + ?4, available_at = ?3 + ?4 + lock_delay_ns
 			WHERE key = ?1 AND lease_id = ?2 AND ended = 0 AND expires_at > ?3
 			RETURNING ` + leaseColumns},

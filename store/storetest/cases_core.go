@@ -123,6 +123,9 @@ func testExpiry(t *testing.T, h Harness) {
 	if b.Token <= a.Token && e.store.Capabilities().FencingTokens {
 		t.Fatalf("takeover token %d not greater than %d", b.Token, a.Token)
 	}
+	if info, err := e.store.Get(e.ctx, key); err != nil || info.ID != b.ID {
+		t.Fatalf("Get after takeover = %+v, %v", info, err)
+	}
 	if _, err := e.store.Renew(e.ctx, &store.RenewParams{Key: key, LeaseID: a.ID, TTL: time.Second}); !errors.Is(err, store.ErrNotHeld) {
 		t.Fatalf("renew after takeover: %v, want ErrNotHeld", err)
 	}
@@ -133,6 +136,26 @@ func testExpiry(t *testing.T, h Harness) {
 	if err != nil || got.ID != b.ID {
 		t.Fatalf("Get after stale release = %+v, %v; want lease %s", got, err, b.ID)
 	}
+	if !b.TookOver {
+		t.Fatal("the takeover of an expired lease did not report TookOver")
+	}
+	// The store reports the takeover of an expired lease (for metrics and the audit log), and
+	// only that.
+	if err := b.Release(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	sl, err := e.store.Acquire(e.ctx, &store.AcquireParams{Key: key, LeaseID: "after-release", Holder: "c", TTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sl.TookOver {
+		t.Fatal("a grant after a clean release reported TookOver")
+	}
+	sl, err = e.store.Acquire(e.ctx, &store.AcquireParams{Key: key, LeaseID: "after-release", Holder: "c", TTL: time.Second})
+	if err != nil || sl.TookOver {
+		t.Fatalf("idempotent re-acquire = %+v, %v; want no TookOver", sl, err)
+	}
+	_, _ = e.store.Release(e.ctx, &store.ReleaseParams{Key: key, LeaseID: "after-release"})
 }
 
 func testReleaseByOtherID(t *testing.T, h Harness) {

@@ -25,5 +25,7 @@ CREATE TABLE leases (
     metadata      jsonb,
     -- A waiting acquire was refused while this lease was live: its release must NOTIFY. Releases
     -- nobody waits for skip the NOTIFY, whose commit-time lock serialises all notifying commits.
-    waiters       boolean     NOT NULL DEFAULT false
+    waiters       boolean     NOT NULL DEFAULT false,
+    -- This grant took over an expired lease that was never released (a crashed holder).
+    took_over     boolean     NOT NULL DEFAULT false
 ) WITH (fillfactor = 80); -- room for HOT updates: only the primary key is indexed

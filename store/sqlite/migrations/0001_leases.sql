@@ -11,7 +11,8 @@ CREATE TABLE leases (
     available_at  INTEGER NOT NULL,           -- the key may be granted again at or after this
     cooldown_ns   INTEGER NOT NULL,
     lock_delay_ns INTEGER NOT NULL,
-    metadata      TEXT
+    metadata      TEXT,
+    took_over     INTEGER NOT NULL DEFAULT 0  -- this grant took over an expired, unreleased lease
 ) WITHOUT ROWID;
 
 -- The store-wide fencing sequence. Drawn only inside the write transaction that grants a lease.
