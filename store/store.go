@@ -120,6 +120,9 @@ type ReleaseParams struct {
 type ReleaseResult struct {
 	// AlreadyReleased is true when this lease had been released before; nothing changed.
 	AlreadyReleased bool
+	// Held is how long the released lease was held, on the store's clock (zero if
+	// AlreadyReleased).
+	Held time.Duration
 }
 
 // ListParams are the inputs of Store.List.

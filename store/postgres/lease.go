@@ -118,9 +118,9 @@ RETURNING ` + leaseCols,
 		release: `WITH u AS (
 	UPDATE ` + t + ` SET ended = 1, available_at = now() + cooldown_ms * interval '1 millisecond'
 	WHERE key = $1 AND lease_id = $2 AND ` + live + `
-	RETURNING key, waiters
+	RETURNING key, waiters, (extract(epoch FROM now() - acquired_at) * 1000000)::bigint AS held_us
 )
-SELECT CASE WHEN waiters THEN pg_notify($3, key)::text END FROM u`,
+SELECT held_us, CASE WHEN waiters THEN pg_notify($3, key)::text END FROM u`,
 
 		released: `SELECT EXISTS (SELECT 1 FROM ` + t + ` WHERE key = $1 AND lease_id = $2 AND ended = 1)`,
 
@@ -246,13 +246,15 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	tag, err := s.pool.Exec(ctx, s.q.release, p.Key, p.LeaseID, s.channel)
-	if err != nil {
-		return nil, s.fail("release", p.Key, err)
-	}
-	if tag.RowsAffected() > 0 {
+	var heldUs int64
+	var notified *string
+	err := s.pool.QueryRow(ctx, s.q.release, p.Key, p.LeaseID, s.channel).Scan(&heldUs, &notified)
+	if err == nil {
 		s.hub.Notify(p.Key)
-		return &store.ReleaseResult{}, nil
+		return &store.ReleaseResult{Held: micros(heldUs)}, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, s.fail("release", p.Key, err)
 	}
 	var already bool
 	if err := s.pool.QueryRow(ctx, s.q.released, p.Key, p.LeaseID).Scan(&already); err != nil {

@@ -119,15 +119,14 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	res, err := s.stmts.release.ExecContext(ctx, p.Key, p.LeaseID, s.now().UnixNano())
-	if err != nil {
-		return nil, s.wrap("release", err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return nil, s.wrap("release", err)
-	} else if n == 1 {
+	var held int64
+	err := s.stmts.release.QueryRowContext(ctx, p.Key, p.LeaseID, s.now().UnixNano()).Scan(&held)
+	if err == nil {
 		s.hub.Notify(p.Key)
-		return &store.ReleaseResult{}, nil
+		return &store.ReleaseResult{Held: time.Duration(held)}, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, s.wrap("release", err)
 	}
 	var released int
 	if err := s.stmts.releasedBy.QueryRowContext(ctx, p.Key, p.LeaseID).Scan(&released); err != nil {

@@ -46,7 +46,8 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 			WHERE key = ?1 AND lease_id = ?2 AND ended = 0 AND expires_at > ?3
 			RETURNING ` + leaseColumns},
 		{&st.release, `UPDATE leases SET ended = 1, available_at = ?3 + cooldown_ns
-			WHERE key = ?1 AND lease_id = ?2 AND ended = 0 AND expires_at > ?3`},
+			WHERE key = ?1 AND lease_id = ?2 AND ended = 0 AND expires_at > ?3
+			RETURNING ?3 - acquired_at`},
 		{&st.releasedBy, `SELECT count(*) FROM leases WHERE key = ?1 AND lease_id = ?2 AND ended = 1`},
 		{&st.forceRelease, `UPDATE leases SET ended = 2, expires_at = min(expires_at, ?2), available_at = ?2 + lock_delay_ns
 			WHERE key = ?1 AND ended = 0 AND expires_at > ?2

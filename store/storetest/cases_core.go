@@ -179,14 +179,15 @@ func testReleaseByOtherID(t *testing.T, h Harness) {
 func testReleaseTwice(t *testing.T, h Harness) {
 	e := newEnv(t, h, nil)
 	a := e.acquire("twice")
-	if err := a.Release(e.ctx); err != nil {
-		t.Fatal(err)
+	first, err := e.store.Release(e.ctx, &store.ReleaseParams{Key: "twice", LeaseID: a.ID})
+	if err != nil || first.AlreadyReleased || first.Held <= 0 || first.Held > time.Minute {
+		t.Fatalf("first release = %+v, %v; want released after a positive hold time", first, err)
 	}
 	if err := a.Release(e.ctx); err != nil {
 		t.Fatalf("second Lease.Release: %v", err)
 	}
 	res, err := e.store.Release(e.ctx, &store.ReleaseParams{Key: "twice", LeaseID: a.ID})
-	if err != nil || !res.AlreadyReleased {
+	if err != nil || !res.AlreadyReleased || res.Held != 0 {
 		t.Fatalf("store release of a released lease = %+v, %v; want AlreadyReleased", res, err)
 	}
 	if !errors.Is(a.Err(), baton.ErrReleased) {
