@@ -16,7 +16,10 @@ const (
 	MaxReasonLen   = 1024
 	MaxMetadataLen = 4096
 	MinTTL         = time.Second
-	MaxTTL         = 24 * time.Hour
+	// DefaultTTLForServer is the TTL of a remote acquire or renew that names none; the same as
+	// baton.DefaultTTL.
+	DefaultTTLForServer = 15 * time.Second
+	MaxTTL              = 24 * time.Hour
 	// MaxPause bounds cooldown and lock-delay.
 	MaxPause        = 24 * time.Hour
 	DefaultListSize = 100

@@ -1,0 +1,72 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+)
+
+// MaxBodyBytes bounds request bodies.
+const MaxBodyBytes = 64 << 10
+
+// decode reads one JSON object of at most MaxBodyBytes into dst, rejecting unknown fields and
+// trailing data. It answers the problem itself and returns false on bad input.
+func decode(w http.ResponseWriter, r *http.Request, dst any) bool {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		writeProblem(w, newProblem(http.StatusUnsupportedMediaType, "unsupported_media_type", "the body must be application/json"))
+		return false
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(dst)
+	if err == nil {
+		if _, extra := dec.Token(); extra != io.EOF {
+			err = errors.New("trailing data after the JSON object")
+		}
+	}
+	if err == nil {
+		return true
+	}
+	var tooBig *http.MaxBytesError
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &tooBig):
+		writeProblem(w, newProblem(http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the body must be at most %d bytes", MaxBodyBytes)))
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			field = "body"
+		}
+		writeProblem(w, invalidArg(field, "must be a JSON "+jsonKind(typeErr.Type.Kind().String())))
+	case errors.As(err, &syntaxErr), errors.Is(err, io.ErrUnexpectedEOF):
+		writeProblem(w, invalidArg("body", "must be valid JSON ("+err.Error()+")"))
+	case errors.Is(err, io.EOF):
+		writeProblem(w, invalidArg("body", "must be a JSON object, not empty"))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		writeProblem(w, invalidArg(field, "is not a known field"))
+	default:
+		writeProblem(w, invalidArg("body", err.Error()))
+	}
+	return false
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "string"
+	case "int64", "int", "uint64":
+		return "integer"
+	case "bool":
+		return "boolean"
+	case "struct", "map":
+		return "object"
+	default:
+		return goKind
+	}
+}

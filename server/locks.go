@@ -1,0 +1,274 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/batonhq/baton/store"
+)
+
+// leaseJSON is the lease object of the API.
+type leaseJSON struct {
+	Key        string          `json:"key"`
+	LeaseID    string          `json:"lease_id"`
+	Holder     string          `json:"holder"`
+	Token      uint64          `json:"token"`
+	AcquiredAt time.Time       `json:"acquired_at"`
+	ExpiresAt  time.Time       `json:"expires_at"`
+	TTLLeftMs  int64           `json:"ttl_left_ms"`
+	Metadata   json.RawMessage `json:"metadata,omitempty"`
+	TookOver   bool            `json:"took_over,omitempty"`
+}
+
+func toJSON(l *store.Lease) leaseJSON {
+	return leaseJSON{Key: l.Key, LeaseID: l.ID, Holder: l.Holder, Token: l.Token,
+		AcquiredAt: l.AcquiredAt.UTC(), ExpiresAt: l.ExpiresAt.UTC(), TTLLeftMs: l.TTLLeft.Milliseconds(),
+		Metadata: l.Metadata, TookOver: l.TookOver}
+}
+
+type leaseResponse struct {
+	Lease leaseJSON `json:"lease"`
+}
+
+// msDuration converts a millisecond field, checking its range before multiplying so that a huge
+// value is a clear error rather than an overflow.
+func msDuration(field string, v int64, max time.Duration) (time.Duration, *problem) {
+	if v < 0 || v > max.Milliseconds() {
+		return 0, invalidArg(field, "must be between 0 and "+strconv.FormatInt(max.Milliseconds(), 10))
+	}
+	return time.Duration(v) * time.Millisecond, nil
+}
+
+func newLeaseID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+type acquireRequest struct {
+	Key         string          `json:"key"`
+	Holder      string          `json:"holder"`
+	TTLMs       *int64          `json:"ttl_ms"`
+	WaitMs      int64           `json:"wait_ms"`
+	Metadata    json.RawMessage `json:"metadata"`
+	CooldownMs  int64           `json:"cooldown_ms"`
+	LockDelayMs int64           `json:"lock_delay_ms"`
+}
+
+func (s *Server) acquire(w http.ResponseWriter, r *http.Request, _ principal) {
+	var req acquireRequest
+	if !decode(w, r, &req) {
+		s.metrics.failures.WithLabelValues("invalid").Inc()
+		return
+	}
+	p, wait, prob := s.acquireParams(&req)
+	if prob != nil {
+		s.metrics.failures.WithLabelValues("invalid").Inc()
+		s.metrics.acquisitions.WithLabelValues("failed").Inc()
+		writeProblem(w, prob)
+		return
+	}
+	var sl *store.Lease
+	var err error
+	if wait > 0 {
+		ctx, cancel := context.WithTimeout(r.Context(), wait)
+		stop := context.AfterFunc(s.ctx, cancel) // server shutdown ends the wait too
+		sl, err = s.locker.AcquireRecord(ctx, p)
+		stop()
+		cancel()
+	} else {
+		sl, err = s.cfg.Store.Acquire(r.Context(), p)
+	}
+	if err != nil {
+		if r.Context().Err() != nil {
+			return // the client went away
+		}
+		s.countFailure(err)
+		s.writeError(w, r, err)
+		return
+	}
+	result := "granted"
+	if sl.ID != p.LeaseID {
+		result = "renewed"
+	}
+	s.metrics.acquisitions.WithLabelValues(result).Inc()
+	if sl.TookOver {
+		s.metrics.expirations.Inc()
+	}
+	writeJSON(w, http.StatusOK, leaseResponse{toJSON(sl)})
+}
+
+func (s *Server) acquireParams(req *acquireRequest) (*store.AcquireParams, time.Duration, *problem) {
+	ttl := store.DefaultTTLForServer
+	if req.TTLMs != nil {
+		if *req.TTLMs < store.MinTTL.Milliseconds() || *req.TTLMs > store.MaxTTL.Milliseconds() {
+			return nil, 0, invalidArg("ttl_ms", "must be between "+strconv.FormatInt(store.MinTTL.Milliseconds(), 10)+
+				" and "+strconv.FormatInt(store.MaxTTL.Milliseconds(), 10))
+		}
+		ttl = time.Duration(*req.TTLMs) * time.Millisecond
+	}
+	wait, prob := msDuration("wait_ms", req.WaitMs, 24*time.Hour)
+	if prob != nil {
+		return nil, 0, prob
+	}
+	cooldown, prob := msDuration("cooldown_ms", req.CooldownMs, store.MaxPause)
+	if prob != nil {
+		return nil, 0, prob
+	}
+	lockDelay, prob := msDuration("lock_delay_ms", req.LockDelayMs, store.MaxPause)
+	if prob != nil {
+		return nil, 0, prob
+	}
+	holder := req.Holder
+	if holder == "" {
+		holder = "http-" + newLeaseID()[:12]
+	}
+	md := req.Metadata
+	if string(md) == "null" {
+		md = nil
+	}
+	p := &store.AcquireParams{Key: req.Key, LeaseID: newLeaseID(), Holder: holder, TTL: ttl,
+		Metadata: md, Cooldown: cooldown, LockDelay: lockDelay}
+	if err := p.Validate(); err != nil {
+		prob, _ := problemFor(err)
+		return nil, 0, prob
+	}
+	return p, min(wait, s.cfg.MaxWait), nil
+}
+
+func (s *Server) countFailure(err error) {
+	reason := "unavailable"
+	switch {
+	case errors.Is(err, store.ErrLockHeld):
+		reason = "held"
+	case errors.Is(err, store.ErrCooldown):
+		reason = "cooldown"
+	case errors.Is(err, store.ErrInvalidArgument):
+		reason = "invalid"
+	}
+	s.metrics.failures.WithLabelValues(reason).Inc()
+	s.metrics.acquisitions.WithLabelValues("failed").Inc()
+}
+
+type renewRequest struct {
+	Key     string `json:"key"`
+	LeaseID string `json:"lease_id"`
+	TTLMs   *int64 `json:"ttl_ms"`
+}
+
+func (s *Server) renew(w http.ResponseWriter, r *http.Request, _ principal) {
+	var req renewRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	ttl := store.DefaultTTLForServer
+	if req.TTLMs != nil {
+		if *req.TTLMs < store.MinTTL.Milliseconds() || *req.TTLMs > store.MaxTTL.Milliseconds() {
+			writeProblem(w, invalidArg("ttl_ms", "must be between "+strconv.FormatInt(store.MinTTL.Milliseconds(), 10)+
+				" and "+strconv.FormatInt(store.MaxTTL.Milliseconds(), 10)))
+			return
+		}
+		ttl = time.Duration(*req.TTLMs) * time.Millisecond
+	}
+	sl, err := s.cfg.Store.Renew(r.Context(), &store.RenewParams{Key: req.Key, LeaseID: req.LeaseID, TTL: ttl})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, leaseResponse{toJSON(sl)})
+}
+
+type releaseRequest struct {
+	Key     string `json:"key"`
+	LeaseID string `json:"lease_id"`
+}
+
+func (s *Server) release(w http.ResponseWriter, r *http.Request, _ principal) {
+	var req releaseRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	res, err := s.cfg.Store.Release(r.Context(), &store.ReleaseParams{Key: req.Key, LeaseID: req.LeaseID})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if !res.AlreadyReleased {
+		s.metrics.held.Observe(res.Held.Seconds())
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"released": !res.AlreadyReleased, "already_released": res.AlreadyReleased})
+}
+
+type forceReleaseRequest struct {
+	Key    string `json:"key"`
+	Reason string `json:"reason"`
+}
+
+func (s *Server) forceRelease(w http.ResponseWriter, r *http.Request, who principal) {
+	var req forceReleaseRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	sl, err := s.cfg.Store.ForceRelease(r.Context(), &store.ForceReleaseParams{Key: req.Key, Reason: req.Reason})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.Info("lease force-released", "key", sl.Key, "lease_id", sl.ID, "holder", sl.Holder, "token", sl.Token,
+		"actor", who.name, "reason", req.Reason)
+	writeJSON(w, http.StatusOK, leaseResponse{toJSON(sl)})
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request, who principal) {
+	s.getKey(w, r, r.PathValue("key"), who)
+}
+
+func (s *Server) getKey(w http.ResponseWriter, r *http.Request, key string, _ principal) {
+	sl, err := s.cfg.Store.Get(r.Context(), key)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, leaseResponse{toJSON(sl)})
+}
+
+type listResponse struct {
+	Leases     []leaseJSON `json:"leases"`
+	NextCursor string      `json:"next_cursor,omitempty"`
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request, _ principal) {
+	q := r.URL.Query()
+	p := &store.ListParams{Prefix: q.Get("prefix"), Holder: q.Get("holder"), After: q.Get("cursor")}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			writeProblem(w, invalidArg("limit", "must be an integer"))
+			return
+		}
+		if n < 1 {
+			writeProblem(w, invalidArg("limit", "must be between 1 and "+strconv.Itoa(store.MaxListLimit)))
+			return
+		}
+		p.Limit = n
+	}
+	leases, err := s.cfg.Store.List(r.Context(), p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	resp := listResponse{Leases: make([]leaseJSON, 0, len(leases))}
+	for _, l := range leases {
+		resp.Leases = append(resp.Leases, toJSON(l))
+	}
+	if len(leases) == p.Limit {
+		resp.NextCursor = leases[len(leases)-1].Key
+	}
+	writeJSON(w, http.StatusOK, resp)
+}

@@ -1,0 +1,139 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/batonhq/baton/store"
+)
+
+// metrics are registered on a registry of the server's own, never the global one.
+type metrics struct {
+	registry     *prometheus.Registry
+	acquisitions *prometheus.CounterVec
+	failures     *prometheus.CounterVec
+	held         prometheus.Histogram
+	expirations  prometheus.Counter
+	httpDuration *prometheus.HistogramVec
+}
+
+func newMetrics(st store.Store) *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		acquisitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_lock_acquisitions_total",
+			Help: "Acquire requests by result: granted, renewed (same holder re-acquired), failed.",
+		}, []string{"result"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_lock_acquisition_failures_total",
+			Help: "Failed acquire requests by reason: held, cooldown, invalid, unavailable.",
+		}, []string{"reason"}),
+		held: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "baton_lock_held_duration_seconds",
+			Help:    "How long released leases were held, on the store's clock.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 4, 10), // 10 ms .. ~44 min
+		}),
+		expirations: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "baton_lock_expirations_total",
+			Help: "Grants that took a key over from a lease that expired without release (stale locks).",
+		}),
+		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "baton_http_request_duration_seconds",
+			Help:    "HTTP request duration by route, method and status code.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"route", "method", "code"}),
+	}
+	m.registry.MustRegister(m.acquisitions, m.failures, m.held, m.expirations, m.httpDuration,
+		newHeldGauge(st),
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, r := range []string{"granted", "renewed", "failed"} {
+		m.acquisitions.WithLabelValues(r)
+	}
+	for _, r := range []string{"held", "cooldown", "invalid", "unavailable"} {
+		m.failures.WithLabelValues(r)
+	}
+	return m
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+}
+
+// observeRoute times a handler under a fixed route label (never the raw path: keys would make
+// the label set unbounded).
+func (m *metrics) observeRoute(route string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		start := time.Now()
+		h(sw, r)
+		m.httpDuration.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Observe(time.Since(start).Seconds())
+	}
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// heldGauge counts live leases by listing them when scraped, at most once per second, so that
+// it is right whatever other servers or library users do to the store.
+type heldGauge struct {
+	desc  *prometheus.Desc
+	store store.Store
+
+	mu      sync.Mutex
+	at      time.Time
+	count   float64
+	counted bool
+}
+
+func newHeldGauge(st store.Store) *heldGauge {
+	return &heldGauge{store: st, desc: prometheus.NewDesc("baton_locks_held", "Live leases in the store (counted up to 100000).", nil, nil)}
+}
+
+func (g *heldGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
+
+func (g *heldGauge) Collect(ch chan<- prometheus.Metric) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.counted || time.Since(g.at) > time.Second {
+		if n, err := g.countLive(); err == nil {
+			g.count, g.at, g.counted = n, time.Now(), true
+		}
+	}
+	if g.counted {
+		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, g.count)
+	}
+}
+
+func (g *heldGauge) countLive() (float64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	n, after := 0, ""
+	for n < 100000 {
+		page, err := g.store.List(ctx, &store.ListParams{After: after, Limit: store.MaxListLimit})
+		if err != nil {
+			return 0, err
+		}
+		n += len(page)
+		if len(page) < store.MaxListLimit {
+			break
+		}
+		after = page[len(page)-1].Key
+	}
+	return float64(n), nil
+}

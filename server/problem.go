@@ -1,0 +1,134 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/batonhq/baton/store"
+)
+
+// problem is an RFC 9457 problem document with Baton's stable code and extension members.
+type problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Code   string `json:"code"`
+	Detail string `json:"detail,omitempty"`
+
+	Field        string     `json:"field,omitempty"`
+	Rule         string     `json:"rule,omitempty"`
+	RequiredRole string     `json:"required_role,omitempty"`
+	Key          string     `json:"key,omitempty"`
+	Holder       string     `json:"holder,omitempty"`
+	Token        uint64     `json:"token,omitempty"`
+	ExpiresAt    *time.Time `json:"expires_at,omitempty"`
+	RetryAfterMs *int64     `json:"retry_after_ms,omitempty"`
+	Reason       string     `json:"reason,omitempty"`
+	RemainingMs  *int64     `json:"remaining_ms,omitempty"`
+
+	retryAfter time.Duration // for the Retry-After header
+}
+
+var titles = map[string]string{
+	"invalid_argument":       "Invalid argument",
+	"unauthorized":           "Unauthorized",
+	"forbidden":              "Forbidden",
+	"not_found":              "Not found",
+	"method_not_allowed":     "Method not allowed",
+	"lock_held":              "Lock held",
+	"not_held":               "Lease not held",
+	"body_too_large":         "Request body too large",
+	"unsupported_media_type": "Unsupported media type",
+	"cooldown":               "Key resting",
+	"unavailable":            "Store unavailable",
+	"internal":               "Internal error",
+}
+
+func newProblem(status int, code, detail string) *problem {
+	return &problem{Type: "https://baton.dev/problems/" + code, Title: titles[code], Status: status, Code: code, Detail: detail}
+}
+
+// apiFields maps the store's field names to the API's, where the API carries units.
+var apiFields = map[string]string{"ttl": "ttl_ms", "cooldown": "cooldown_ms", "lock_delay": "lock_delay_ms"}
+
+func invalidArg(field, rule string) *problem {
+	p := newProblem(http.StatusBadRequest, "invalid_argument", field+" "+rule)
+	p.Field, p.Rule = field, rule
+	return p
+}
+
+func ms(d time.Duration) *int64 {
+	v := d.Milliseconds()
+	return &v
+}
+
+// problemFor maps an error from the store or the locker to a problem. ok is false for errors
+// that are not the caller's doing (the store is down, or a bug): those are logged by the caller.
+func problemFor(err error) (p *problem, ok bool) {
+	var inv *store.InvalidArgumentError
+	var held *store.LockHeldError
+	var cool *store.CooldownError
+	switch {
+	case errors.As(err, &inv):
+		field := inv.Field
+		if f, ok := apiFields[field]; ok {
+			field = f
+		}
+		return invalidArg(field, inv.Rule), true
+	case errors.As(err, &held):
+		p := newProblem(http.StatusConflict, "lock_held", held.Error())
+		exp := held.ExpiresAt.UTC()
+		p.Key, p.Holder, p.Token, p.ExpiresAt, p.RetryAfterMs = held.Key, held.Holder, held.Token, &exp, ms(held.RetryAfter)
+		p.retryAfter = held.RetryAfter
+		return p, true
+	case errors.As(err, &cool):
+		p := newProblem(http.StatusLocked, "cooldown", cool.Error())
+		p.Key, p.Reason, p.RemainingMs = cool.Key, cool.Reason, ms(cool.Remaining)
+		p.retryAfter = cool.Remaining
+		return p, true
+	case errors.Is(err, store.ErrNotHeld):
+		return newProblem(http.StatusConflict, "not_held", "the lease is not the live lease on its key (expired, released, taken over or force-released)"), true
+	case errors.Is(err, store.ErrNotFound):
+		return newProblem(http.StatusNotFound, "not_found", "no live lease on the key"), true
+	case errors.Is(err, store.ErrClosed), errors.Is(err, context.Canceled):
+		return newProblem(http.StatusServiceUnavailable, "unavailable", "the server is shutting down"), true
+	default:
+		return newProblem(http.StatusServiceUnavailable, "unavailable", "the store did not answer; retry"), false
+	}
+}
+
+func writeProblem(w http.ResponseWriter, p *problem) {
+	if p.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(p.retryAfter.Seconds())), 10))
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(p.Status)
+	_ = json.NewEncoder(w).Encode(p)
+}
+
+// writeError answers err as a problem, logging errors that are not the caller's doing.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	p, ok := problemFor(err)
+	if !ok {
+		s.log.LogAttrs(r.Context(), slog.LevelError, "store error", slog.String("path", r.URL.Path), slog.String("err", err.Error()))
+	}
+	writeProblem(w, p)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func notFound(w http.ResponseWriter, r *http.Request) {
+	writeProblem(w, newProblem(http.StatusNotFound, "not_found", fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)))
+}
