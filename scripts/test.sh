@@ -25,6 +25,13 @@ if ! pg_up; then
   echo "test.sh: WARNING: PostgreSQL unreachable; its tests will be skipped (they fail under CI)" >&2
 fi
 
+# The end-to-end tests run the curl examples of docs/http-api.md, which use jq.
+if ! command -v jq >/dev/null; then
+  echo "test.sh: installing jq for the documentation examples" >&2
+  (apt-get install -y -q jq >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q jq >/dev/null 2>&1)) \
+    || { echo "test.sh: FATAL: jq is missing and could not be installed" >&2; exit 1; }
+fi
+
 echo "== go vet"
 go vet ./...
 echo "== go test -race"

@@ -53,6 +53,7 @@ func newLeaseID() string {
 
 type acquireRequest struct {
 	Key         string          `json:"key"`
+	LeaseID     string          `json:"lease_id"`
 	Holder      string          `json:"holder"`
 	TTLMs       *int64          `json:"ttl_ms"`
 	WaitMs      int64           `json:"wait_ms"`
@@ -133,7 +134,11 @@ func (s *Server) acquireParams(req *acquireRequest) (*store.AcquireParams, time.
 	if string(md) == "null" {
 		md = nil
 	}
-	p := &store.AcquireParams{Key: req.Key, LeaseID: newLeaseID(), Holder: holder, TTL: ttl,
+	leaseID := req.LeaseID
+	if leaseID == "" {
+		leaseID = newLeaseID()
+	}
+	p := &store.AcquireParams{Key: req.Key, LeaseID: leaseID, Holder: holder, TTL: ttl,
 		Metadata: md, Cooldown: cooldown, LockDelay: lockDelay}
 	if err := p.Validate(); err != nil {
 		prob, _ := problemFor(err)
@@ -202,7 +207,8 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request, _ principal) {
 	if !res.AlreadyReleased {
 		s.metrics.held.Observe(res.Held.Seconds())
 	}
-	writeJSON(w, http.StatusOK, map[string]bool{"released": !res.AlreadyReleased, "already_released": res.AlreadyReleased})
+	writeJSON(w, http.StatusOK, map[string]any{"released": !res.AlreadyReleased, "already_released": res.AlreadyReleased,
+		"held_ms": res.Held.Milliseconds()})
 }
 
 type forceReleaseRequest struct {

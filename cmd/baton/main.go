@@ -1,5 +1,5 @@
-// Command baton is Baton's single binary. This first version only reports its version; the
-// server, CLI and `baton run` come next.
+// Command baton is Baton's single binary: the server (`baton serve`), a CLI for its HTTP API
+// (`baton locks …`), and `baton run`, which runs a command while holding a lock.
 package main
 
 import (
@@ -12,31 +12,69 @@ import (
 // version is set at build time with -ldflags "-X main.version=v1.2.3".
 var version = ""
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
 
 const usage = `baton: one job at a time on a resource.
 
 Usage:
-  baton version    print the version
+  baton serve [flags]                      run the HTTP API server
+  baton locks list|status|acquire|renew|release|force-release [flags]
+                                           inspect and manage locks on a server
+  baton run --lock KEY [flags] -- CMD ...  run CMD while holding the lock KEY
+  baton version                            print the version
 
-Exit codes: 0 success, 2 usage error.
+Global flags of 'locks' and 'run' (before or after the command):
+  --server URL   server address (env BATON_SERVER, default ` + defaultServer + `)
+  --token TOKEN  bearer token (env BATON_TOKEN)
+  -o FORMAT      table or json ('locks' only; default table)
+
+Run 'baton COMMAND --help' for a command's flags and examples.
+
+Exit codes: 0 success (for 'run': CMD's exit code); 1 error (server unreachable, unexpected);
+2 usage error; 3 not found or not held; 75 lock busy (held or in cooldown);
+76 lease lost while CMD ran; 77 unauthorized or forbidden.
 `
 
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return 2
+		return exitUsage
 	}
 	switch args[0] {
-	case "version", "--version", "-v":
+	case "version", "--version", "-version", "-v":
 		fmt.Fprintln(stdout, "baton", versionString())
-		return 0
-	case "help", "--help", "-h":
+		return exitOK
+	case "help", "--help", "-help", "-h":
+		if len(args) > 1 && args[0] == "help" {
+			// `baton help locks list` is `baton locks list --help`.
+			return run(append(append([]string(nil), args[1:]...), "--help"), stdin, stdout, stderr)
+		}
 		fmt.Fprint(stdout, usage)
-		return 0
+		return exitOK
+	case "serve":
+		return serveCommand(args[1:], stdout, stderr)
+	}
+	// Global flags may come before the command word: baton --server URL locks list.
+	g := defaultGlobals()
+	top := newCommand("baton", usage, stdout, stderr)
+	g.register(top.fs, true)
+	rest, code, ok := top.parseUntilCommand(args)
+	if !ok {
+		return code
+	}
+	if len(rest) == 0 {
+		return top.usageError("missing command")
+	}
+	switch rest[0] {
+	case "locks":
+		return locksCommand(rest[1:], g, stdout, stderr)
+	case "run":
+		return runCommand(rest[1:], g, stdin, stdout, stderr)
+	case "serve":
+		return serveCommand(rest[1:], stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "baton: unknown command %q\n\n%s", args[0], usage)
-		return 2
+		fmt.Fprintf(stderr, "baton: unknown command %q\n\n%s", rest[0], usage)
+		return exitUsage
 	}
 }
 

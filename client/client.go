@@ -1,0 +1,535 @@
+// Package client is a store.Store over Baton's HTTP API (docs/http-api.md), so that a program
+// talks to a `baton serve` server through the same baton.Locker it would use over a database:
+//
+//	st, err := client.NewStore(client.Config{BaseURL: "http://127.0.0.1:7725", Token: token})
+//	if err != nil { … }
+//	defer st.Close()
+//	locker, err := baton.NewLocker(st, nil)
+//
+// Keepalive, the holder-side deadline and the fencing token work exactly as with a local store.
+// The server chooses lease IDs (AcquireParams.LeaseID is validated, then ignored), and waits for
+// a key itself: a waiting Acquire is a long-poll that the server ends early, with the lease, when
+// the key is released.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/batonhq/baton/internal/notify"
+	"github.com/batonhq/baton/store"
+)
+
+// DefaultMaxWait is the longest wait asked of the server in one acquire request. The server
+// caps it with its own maximum (30 s by default).
+const DefaultMaxWait = 25 * time.Second
+
+// minWait is the shortest server-side wait worth a long-poll. A shorter one is sent as no wait,
+// and the Locker's own loop takes over.
+const minWait = 100 * time.Millisecond
+
+// Response bodies are read up to these sizes: a full page of leases with 4 KiB of metadata each
+// fits, and a problem document is small.
+const (
+	maxBodyBytes    = 16 << 20
+	maxProblemBytes = 64 << 10
+)
+
+// Config configures a Store. Only BaseURL is required.
+type Config struct {
+	// BaseURL is the server's address, http or https, e.g. "http://127.0.0.1:7725". A path
+	// (a reverse proxy's prefix) is kept; API paths are appended to it.
+	BaseURL string
+	// Token is the bearer token sent with every request, if set.
+	Token string
+	// HTTPClient sends the requests. Default: a client of its own (no overall timeout: each
+	// call is bounded by its context) whose transport keeps enough idle connections for many
+	// concurrent holders. A client given here must not have a Timeout shorter than MaxWait plus
+	// a few seconds, or waiting acquires fail.
+	HTTPClient *http.Client
+	// MaxWait is the longest server-side wait per acquire request (default DefaultMaxWait).
+	// A longer wait is the Locker's loop of such requests.
+	MaxWait time.Duration
+}
+
+// Store is a store.Store over the HTTP API. It is safe for concurrent use.
+type Store struct {
+	base     string // scheme://host[/prefix], without a trailing slash
+	token    string
+	hc       *http.Client
+	maxWait  time.Duration
+	hub      *notify.Hub
+	closed   atomic.Bool
+	closeCtx context.Context // ends at Close, aborting calls in flight
+	cancel   context.CancelFunc
+
+	infoMu     sync.Mutex
+	info       *serverInfo // nil until fetched successfully
+	infoFailed time.Time   // when the last fetch failed
+
+}
+
+var _ store.Store = (*Store)(nil)
+
+// NewStore checks cfg and returns a Store. It does no network I/O: the first call does.
+func NewStore(cfg Config) (*Store, error) {
+	u, err := url.Parse(cfg.BaseURL)
+	switch {
+	case cfg.BaseURL == "":
+		return nil, &store.InvalidArgumentError{Field: "base_url", Rule: "must not be empty"}
+	case err != nil:
+		return nil, &store.InvalidArgumentError{Field: "base_url", Rule: fmt.Sprintf("must be a URL (%v)", err)}
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, &store.InvalidArgumentError{Field: "base_url", Rule: fmt.Sprintf("must be an http or https URL (got %q)", cfg.BaseURL)}
+	case u.Host == "":
+		return nil, &store.InvalidArgumentError{Field: "base_url", Rule: fmt.Sprintf("must name a host (got %q)", cfg.BaseURL)}
+	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
+		return nil, &store.InvalidArgumentError{Field: "base_url", Rule: "must not contain credentials, a query or a fragment"}
+	}
+	for _, r := range cfg.Token {
+		if r <= ' ' || r == 0x7f {
+			return nil, &store.InvalidArgumentError{Field: "token", Rule: "must not contain spaces or control characters"}
+		}
+	}
+	if cfg.MaxWait < 0 {
+		return nil, &store.InvalidArgumentError{Field: "max_wait", Rule: fmt.Sprintf("must not be negative (got %s)", cfg.MaxWait)}
+	}
+	if cfg.MaxWait == 0 {
+		cfg.MaxWait = DefaultMaxWait
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		// The default of 2 idle connections per host would make many concurrent holders open
+		// and close a connection per request.
+		t.MaxIdleConnsPerHost = 64
+		hc = &http.Client{Transport: t}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Store{
+		base:     strings.TrimRight(u.Scheme+"://"+u.Host+u.EscapedPath(), "/"),
+		token:    cfg.Token,
+		hc:       hc,
+		maxWait:  cfg.MaxWait,
+		hub:      notify.NewHub(),
+		closeCtx: ctx,
+		cancel:   cancel,
+	}, nil
+}
+
+// BaseURL returns the server address requests go to, without a trailing slash.
+func (s *Store) BaseURL() string { return s.base }
+
+// Acquire asks the server for p.Key.
+//
+// p.LeaseID is sent as the lease ID, so Renew and Release name the lease as the caller knows it.
+//
+// With p.Wait the server waits for the key, up to MaxWait, its own maximum, and ctx's deadline
+// less a margin for the answer to come back. A refusal after such a wait wakes this key's local
+// subscribers, so that a Locker waiting on this store asks again at once instead of sleeping its
+// poll interval.
+func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	req := acquireRequest{
+		Key:         p.Key,
+		LeaseID:     p.LeaseID,
+		Holder:      p.Holder,
+		TTLMs:       ceilMs(p.TTL),
+		Metadata:    p.Metadata,
+		CooldownMs:  ceilMs(p.Cooldown),
+		LockDelayMs: ceilMs(p.LockDelay),
+	}
+	var wait time.Duration
+	if p.Wait {
+		wait = s.waitFor(ctx)
+		req.WaitMs = wait.Milliseconds()
+	}
+	start := time.Now()
+	var resp leaseResponse
+	err := s.do(ctx, http.MethodPost, "/v1/locks/acquire", nil, req, &resp)
+	if err != nil {
+		// Only a request that really waited (most of its window) may trigger an immediate
+		// retry; a server that answers at once must not turn the Locker's loop into a spin.
+		if wait > 0 && time.Since(start) >= wait/2 && (errors.Is(err, store.ErrLockHeld) || errors.Is(err, store.ErrCooldown)) {
+			s.hub.Notify(p.Key)
+		}
+		return nil, err
+	}
+	return resp.Lease.toStore(), nil
+}
+
+// waitFor is the server-side wait of one acquire request: MaxWait, capped by the server's
+// maximum when known, and ending early enough before ctx's deadline for the refusal (which names
+// the holder) to come back before ctx ends.
+func (s *Store) waitFor(ctx context.Context) time.Duration {
+	wait := s.maxWait
+	if info, err := s.serverInfo(ctx); err == nil && info.MaxWaitMs != nil {
+		wait = min(wait, time.Duration(*info.MaxWaitMs)*time.Millisecond)
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		remaining := time.Until(deadline)
+		margin := min(max(remaining/5, 20*time.Millisecond), 2*time.Second)
+		wait = min(wait, remaining-margin)
+	}
+	if wait < minWait {
+		return 0
+	}
+	return wait
+}
+
+// Renew extends the lease by p.TTL from now on the server's store.
+func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	var resp leaseResponse
+	err := s.do(ctx, http.MethodPost, "/v1/locks/renew", nil, renewRequest{Key: p.Key, LeaseID: p.LeaseID, TTLMs: ceilMs(p.TTL)}, &resp)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Lease.toStore(), nil
+}
+
+// Release ends the lease, and wakes a local waiter on the key. Held is set if the server
+// reports it.
+func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.ReleaseResult, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	var resp struct {
+		Released        bool  `json:"released"`
+		AlreadyReleased bool  `json:"already_released"`
+		HeldMs          int64 `json:"held_ms"` // not in every server's answer: Held is then zero
+	}
+	if err := s.do(ctx, http.MethodPost, "/v1/locks/release", nil, releaseRequest{Key: p.Key, LeaseID: p.LeaseID}, &resp); err != nil {
+		return nil, err
+	}
+	if !resp.AlreadyReleased {
+		s.hub.Notify(p.Key)
+	}
+	return &store.ReleaseResult{AlreadyReleased: resp.AlreadyReleased, Held: time.Duration(resp.HeldMs) * time.Millisecond}, nil
+}
+
+// Get returns the live lease on key, or store.ErrNotFound.
+func (s *Store) Get(ctx context.Context, key string) (*store.Lease, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := store.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	var resp leaseResponse
+	if err := s.do(ctx, http.MethodGet, "/v1/locks/"+keyPath(key), nil, nil, &resp); err != nil {
+		return nil, err
+	}
+	return resp.Lease.toStore(), nil
+}
+
+// List returns one page of live leases in key order: p.After is the cursor (the last key of the
+// previous page).
+func (s *Store) List(ctx context.Context, p *store.ListParams) ([]*store.Lease, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	if p.Prefix != "" {
+		q.Set("prefix", p.Prefix)
+	}
+	if p.Holder != "" {
+		q.Set("holder", p.Holder)
+	}
+	if p.After != "" {
+		q.Set("cursor", p.After)
+	}
+	q.Set("limit", strconv.Itoa(p.Limit))
+	var resp struct {
+		Leases     []leaseJSON `json:"leases"`
+		NextCursor string      `json:"next_cursor"`
+	}
+	if err := s.do(ctx, http.MethodGet, "/v1/locks", q, nil, &resp); err != nil {
+		return nil, err
+	}
+	out := make([]*store.Lease, 0, len(resp.Leases))
+	for i := range resp.Leases {
+		out = append(out, resp.Leases[i].toStore())
+	}
+	return out, nil
+}
+
+// ForceRelease ends whatever lease holds the key (admin role) and returns it, and wakes a local
+// waiter on the key.
+func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (*store.Lease, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	var resp leaseResponse
+	if err := s.do(ctx, http.MethodPost, "/v1/locks/force-release", nil, forceReleaseRequest{Key: p.Key, Reason: p.Reason}, &resp); err != nil {
+		return nil, err
+	}
+	s.hub.Notify(p.Key)
+	return resp.Lease.toStore(), nil
+}
+
+// Subscribe registers a local waiter on key. It is woken when a waiting Acquire on this store
+// comes back refused (the server already waited, so the Locker should ask again at once), and
+// when this store releases or force-releases the key. Releases by other clients wake the
+// server's waiters, which are the long-polls of this store's waiting Acquire calls.
+func (s *Store) Subscribe(key string) (<-chan struct{}, func()) { return s.hub.Subscribe(key) }
+
+// Capabilities: fencing tokens as the server's store reports them in GET /v1/info (fetched once
+// and cached; true while the server cannot be asked), and push wake-up, since the server wakes
+// waiting acquires itself.
+func (s *Store) Capabilities() store.Capabilities {
+	caps := store.Capabilities{FencingTokens: true, PushWakeup: true}
+	if s.closed.Load() {
+		return caps
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if info, err := s.serverInfo(ctx); err == nil && info.FencingTokens != nil {
+		caps.FencingTokens = *info.FencingTokens
+	}
+	return caps
+}
+
+// Close aborts calls in flight, makes later calls return store.ErrClosed, wakes every local
+// waiter and closes idle connections. Leases stay on the server. Closing twice is harmless.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.cancel()
+	s.hub.NotifyAll()
+	s.hc.CloseIdleConnections()
+	return nil
+}
+
+func (s *Store) check() error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	return nil
+}
+
+// serverInfo is GET /v1/info, cached once it succeeded.
+type serverInfo struct {
+	Version       string `json:"version"`
+	Store         string `json:"store"`
+	FencingTokens *bool  `json:"fencing_tokens"`
+	MaxWaitMs     *int64 `json:"max_wait_ms"`
+}
+
+// A failed fetch is not retried for infoRetry, so that callers do not each pay for it while the
+// server is unreachable.
+func (s *Store) serverInfo(ctx context.Context) (*serverInfo, error) {
+	s.infoMu.Lock()
+	defer s.infoMu.Unlock()
+	if s.info != nil {
+		return s.info, nil
+	}
+	if !s.infoFailed.IsZero() && time.Since(s.infoFailed) < infoRetry {
+		return nil, errInfoUnavailable
+	}
+	var info serverInfo
+	if err := s.do(ctx, http.MethodGet, "/v1/info", nil, nil, &info); err != nil {
+		s.infoFailed = time.Now()
+		return nil, err
+	}
+	s.info = &info
+	return s.info, nil
+}
+
+const infoRetry = 10 * time.Second
+
+var errInfoUnavailable = errors.New("baton client: server info unavailable")
+
+// do sends one request and decodes a 2xx answer into out, or maps the problem document.
+func (s *Store) do(ctx context.Context, method, path string, query url.Values, body, out any) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	// Close aborts the call, so that a long-poll does not outlive the store.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.closeCtx, cancel)
+	defer stop()
+
+	u := s.base + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("baton client: encoding %s %s: %w", method, path, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return fmt.Errorf("baton client: %s %s: %w", method, path, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json, application/problem+json")
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		if s.closed.Load() {
+			return fmt.Errorf("baton client: %s %s: %w", method, path, store.ErrClosed)
+		}
+		return fmt.Errorf("baton client: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return s.problemError(method, path, resp)
+	}
+	dec := json.NewDecoder(io.LimitReader(resp.Body, maxBodyBytes))
+	if err := dec.Decode(out); err != nil {
+		if s.closed.Load() {
+			return fmt.Errorf("baton client: %s %s: %w", method, path, store.ErrClosed)
+		}
+		return fmt.Errorf("baton client: %s %s: decoding the %d answer: %w", method, path, resp.StatusCode, err)
+	}
+	// Drain what is left (a trailing newline) so that the connection can be reused.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	return nil
+}
+
+// ceilMs is d in whole milliseconds, rounded up so that a lease or a pause is never shorter on
+// the server than asked.
+func ceilMs(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// keyPath escapes key for GET /v1/locks/{key}: each "/"-separated segment is path-escaped and
+// the slashes are kept, so that "team/db" reads as /v1/locks/team/db. Where a literal slash or
+// dot segment would be cleaned away by the server's router ("a//b", "/a", "a/./b", "a/.."),
+// it is escaped instead (%2F, %2E), which the router decodes back into the key.
+func keyPath(key string) string {
+	segs := strings.Split(key, "/")
+	var b strings.Builder
+	for i, seg := range segs {
+		if i > 0 {
+			if segs[i-1] == "" || (seg == "" && i < len(segs)-1) {
+				b.WriteString("%2F")
+			} else {
+				b.WriteByte('/')
+			}
+		}
+		switch seg {
+		case ".":
+			b.WriteString("%2E")
+		case "..":
+			b.WriteString("%2E%2E")
+		default:
+			b.WriteString(url.PathEscape(seg))
+		}
+	}
+	return b.String()
+}
+
+// Wire types of docs/http-api.md.
+
+type acquireRequest struct {
+	Key         string          `json:"key"`
+	LeaseID     string          `json:"lease_id,omitempty"`
+	Holder      string          `json:"holder,omitempty"`
+	TTLMs       int64           `json:"ttl_ms,omitempty"`
+	WaitMs      int64           `json:"wait_ms,omitempty"`
+	Metadata    json.RawMessage `json:"metadata,omitempty"`
+	CooldownMs  int64           `json:"cooldown_ms,omitempty"`
+	LockDelayMs int64           `json:"lock_delay_ms,omitempty"`
+}
+
+type renewRequest struct {
+	Key     string `json:"key"`
+	LeaseID string `json:"lease_id"`
+	TTLMs   int64  `json:"ttl_ms,omitempty"`
+}
+
+type releaseRequest struct {
+	Key     string `json:"key"`
+	LeaseID string `json:"lease_id"`
+}
+
+type forceReleaseRequest struct {
+	Key    string `json:"key"`
+	Reason string `json:"reason"`
+}
+
+type leaseResponse struct {
+	Lease leaseJSON `json:"lease"`
+}
+
+type leaseJSON struct {
+	Key        string          `json:"key"`
+	LeaseID    string          `json:"lease_id"`
+	Holder     string          `json:"holder"`
+	Token      uint64          `json:"token"`
+	AcquiredAt time.Time       `json:"acquired_at"`
+	ExpiresAt  time.Time       `json:"expires_at"`
+	TTLLeftMs  int64           `json:"ttl_left_ms"`
+	Metadata   json.RawMessage `json:"metadata"`
+	TookOver   bool            `json:"took_over"`
+}
+
+func (l *leaseJSON) toStore() *store.Lease {
+	md := l.Metadata
+	if len(md) == 0 || string(md) == "null" {
+		md = nil
+	}
+	return &store.Lease{
+		Key:        l.Key,
+		ID:         l.LeaseID,
+		Holder:     l.Holder,
+		Token:      l.Token,
+		AcquiredAt: l.AcquiredAt.UTC(),
+		ExpiresAt:  l.ExpiresAt.UTC(),
+		TTLLeft:    time.Duration(l.TTLLeftMs) * time.Millisecond,
+		Metadata:   md,
+		TookOver:   l.TookOver,
+	}
+}
+
+// isJSON reports whether a Content-Type is JSON (application/json, application/problem+json).
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
+}

@@ -1,0 +1,127 @@
+package client
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/batonhq/baton/store"
+)
+
+// Sentinels for the server's refusals of the caller itself. Test with errors.Is; errors.As gives
+// the *ProblemError.
+var (
+	// ErrUnauthorized: the server wants a bearer token, or does not know the one sent (401).
+	ErrUnauthorized = errors.New("baton client: unauthorized")
+	// ErrForbidden: the token's role does not allow the call (403).
+	ErrForbidden = errors.New("baton client: forbidden")
+)
+
+// ProblemError is an error answer of the server (an RFC 9457 problem document) that has no
+// store error of its own: unauthorized, forbidden, unavailable, internal, and codes this client
+// does not know. Errors the store contract names (lock_held, cooldown, not_held, not_found,
+// invalid_argument) are returned as the store's errors instead.
+type ProblemError struct {
+	Status int    // the HTTP status
+	Code   string // the problem's stable code, e.g. "unauthorized"; empty if the answer was not a problem document
+	Title  string
+	Detail string
+}
+
+func (e *ProblemError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "baton server: %d", e.Status)
+	if e.Code != "" {
+		b.WriteString(" " + e.Code)
+	} else if t := http.StatusText(e.Status); t != "" {
+		b.WriteString(" " + t)
+	}
+	if e.Detail != "" {
+		b.WriteString(": " + e.Detail)
+	}
+	return b.String()
+}
+
+// Is matches ErrUnauthorized and ErrForbidden, by code or, for an answer without a problem
+// document (a proxy's), by status.
+func (e *ProblemError) Is(target error) bool {
+	switch target {
+	case ErrUnauthorized:
+		return e.Code == "unauthorized" || (e.Code == "" && e.Status == http.StatusUnauthorized)
+	case ErrForbidden:
+		return e.Code == "forbidden" || (e.Code == "" && e.Status == http.StatusForbidden)
+	}
+	return false
+}
+
+// problemJSON is a problem document with Baton's extension members.
+type problemJSON struct {
+	Type         string     `json:"type"`
+	Title        string     `json:"title"`
+	Status       int        `json:"status"`
+	Code         string     `json:"code"`
+	Detail       string     `json:"detail"`
+	Field        string     `json:"field"`
+	Rule         string     `json:"rule"`
+	Key          string     `json:"key"`
+	Holder       string     `json:"holder"`
+	Token        uint64     `json:"token"`
+	ExpiresAt    *time.Time `json:"expires_at"`
+	RetryAfterMs *int64     `json:"retry_after_ms"`
+	Reason       string     `json:"reason"`
+	RemainingMs  *int64     `json:"remaining_ms"`
+}
+
+// apiFields maps the API's field names back to the store's, so that errors read as those of any
+// other store.
+var apiFields = map[string]string{"ttl_ms": "ttl", "cooldown_ms": "cooldown", "lock_delay_ms": "lock_delay"}
+
+// problemError maps an error answer to the store's errors or a *ProblemError.
+func (s *Store) problemError(method, path string, resp *http.Response) error {
+	var p problemJSON
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxProblemBytes))
+	if isJSON(resp.Header.Get("Content-Type")) {
+		if json.Unmarshal(raw, &p) != nil {
+			p = problemJSON{} // a document we cannot read is treated as no document
+		}
+	}
+	ms := func(v *int64) time.Duration {
+		if v == nil {
+			return 0
+		}
+		return time.Duration(*v) * time.Millisecond
+	}
+	switch p.Code {
+	case "lock_held":
+		e := &store.LockHeldError{Key: p.Key, Holder: p.Holder, Token: p.Token, RetryAfter: ms(p.RetryAfterMs)}
+		if p.ExpiresAt != nil {
+			e.ExpiresAt = p.ExpiresAt.UTC()
+		}
+		return e
+	case "cooldown":
+		return &store.CooldownError{Key: p.Key, Reason: p.Reason, Remaining: ms(p.RemainingMs)}
+	case "not_held":
+		return store.ErrNotHeld
+	case "not_found":
+		return store.ErrNotFound
+	case "invalid_argument":
+		field := p.Field
+		if f, ok := apiFields[field]; ok {
+			field = f
+		}
+		return &store.InvalidArgumentError{Field: field, Rule: p.Rule}
+	}
+	pe := &ProblemError{Status: resp.StatusCode, Code: p.Code, Title: p.Title, Detail: p.Detail}
+	if p.Code == "" {
+		// Not a problem document (a proxy, or not a Baton server): show the start of the body.
+		pe.Detail = strings.TrimSpace(string(raw[:min(len(raw), 200)]))
+	}
+	if errors.Is(pe, ErrUnauthorized) || errors.Is(pe, ErrForbidden) {
+		return pe
+	}
+	return fmt.Errorf("baton client: %s %s: %w", method, path, pe)
+}

@@ -1,0 +1,422 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/store"
+)
+
+const locksUsage = `Usage: baton locks COMMAND [flags]
+
+Inspect and manage locks on a baton server.
+
+Commands:
+  list           list live leases
+  status         show the lease on a key, or that it is free
+  acquire        take a lock (no keepalive: renew it yourself, or use 'baton run')
+  renew          extend a lease
+  release        release a lease
+  force-release  end whoever's lease holds a key (admin)
+
+Run 'baton locks COMMAND --help' for a command's flags.
+
+` + exitCodesHelp + "\n"
+
+func locksCommand(args []string, g *globals, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, locksUsage)
+		return exitUsage
+	}
+	sub, rest := args[0], args[1:]
+	switch sub {
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, locksUsage)
+		return exitOK
+	case "list", "ls":
+		return locksList(rest, g, stdout, stderr)
+	case "status", "get":
+		return locksStatus(rest, g, stdout, stderr)
+	case "acquire":
+		return locksAcquire(rest, g, stdout, stderr)
+	case "renew":
+		return locksRenew(rest, g, stdout, stderr)
+	case "release":
+		return locksRelease(rest, g, stdout, stderr)
+	case "force-release":
+		return locksForceRelease(rest, g, stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "baton locks: unknown command %q\n\n%s", sub, locksUsage)
+		return exitUsage
+	}
+}
+
+// clientCommand parses a client command's flags and positional arguments, checks that there are
+// exactly nargs of them, and checks the global flags.
+func clientCommand(c *command, g *globals, args []string, nargs int, what string) ([]string, int, bool) {
+	pos, code, ok := c.parse(args)
+	if !ok {
+		return nil, code, false
+	}
+	if len(pos) != nargs {
+		if len(pos) < nargs {
+			return nil, c.usageError("missing %s", what), false
+		}
+		return nil, c.usageError("unexpected argument %q", pos[nargs]), false
+	}
+	if err := g.check(); err != nil {
+		return nil, c.usageError("%v", err), false
+	}
+	return pos, 0, true
+}
+
+// listPageSize is the page size of 'locks list' without --limit (a variable for tests).
+var listPageSize = store.MaxListLimit
+
+func callContext(extra time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), requestTimeout+extra)
+}
+
+func locksList(args []string, g *globals, stdout, stderr io.Writer) int {
+	c := newCommand("baton locks list", `Usage: baton locks list [--prefix P] [--holder H] [--limit N] [-o table|json]
+
+List live leases in key order. Without --limit, every page is fetched.
+
+Example:
+  baton locks list --prefix terraform/
+
+Output (table):
+  KEY             HOLDER       TOKEN  EXPIRES          LEASE_ID
+  terraform/prod  ci-runner-7  42     14:31:49Z (14s)  9f0c2d…
+
+With -o json, a JSON array of lease objects (docs/http-api.md).
+
+`+exitCodesHelp+"\n", stdout, stderr)
+	g.register(c.fs, true)
+	prefix := c.fs.String("prefix", "", "only keys starting with `P`")
+	holder := c.fs.String("holder", "", "only leases held by `H`")
+	limit := c.fs.Int("limit", 0, "at most `N` leases (1-1000), one page")
+	if _, code, ok := clientCommand(c, g, args, 0, ""); !ok {
+		return code
+	}
+	if *limit < 0 || *limit > store.MaxListLimit {
+		return c.usageError("--limit must be between 1 and %d", store.MaxListLimit)
+	}
+	st, err := g.store()
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	defer st.Close()
+	ctx, cancel := callContext(0)
+	defer cancel()
+	var all []*store.Lease
+	p := &store.ListParams{Prefix: *prefix, Holder: *holder, Limit: *limit}
+	if *limit == 0 {
+		p.Limit = listPageSize
+	}
+	for {
+		page, err := st.List(ctx, p)
+		if err != nil {
+			return c.fail(g, err)
+		}
+		all = append(all, page...)
+		if *limit != 0 || len(page) < p.Limit {
+			break
+		}
+		p.After = page[len(page)-1].Key
+	}
+	if err := writeLeases(stdout, g, all); err != nil {
+		return c.fail(g, err)
+	}
+	return exitOK
+}
+
+func locksStatus(args []string, g *globals, stdout, stderr io.Writer) int {
+	c := newCommand("baton locks status", `Usage: baton locks status KEY [-o table|json]
+
+Show the live lease on KEY, or say that KEY is free (exit code 0 either way).
+
+Example:
+  baton locks status terraform/prod
+
+Output (table):
+  KEY             HOLDER       TOKEN  EXPIRES          LEASE_ID
+  terraform/prod  ci-runner-7  42     14:31:49Z (14s)  9f0c2d…
+or
+  terraform/prod is free
+
+With -o json, the lease object (docs/http-api.md), or null if KEY is free.
+
+`+exitCodesHelp+"\n", stdout, stderr)
+	g.register(c.fs, true)
+	pos, code, ok := clientCommand(c, g, args, 1, "KEY")
+	if !ok {
+		return code
+	}
+	key := pos[0]
+	st, err := g.store()
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	defer st.Close()
+	ctx, cancel := callContext(0)
+	defer cancel()
+	l, err := st.Get(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		if g.output == "json" {
+			fmt.Fprintln(stdout, "null")
+		} else {
+			fmt.Fprintf(stdout, "%s is free\n", key)
+		}
+		return exitOK
+	}
+	if err != nil {
+		return c.fail(g, err)
+	}
+	if err := writeLease(stdout, g, l); err != nil {
+		return c.fail(g, err)
+	}
+	return exitOK
+}
+
+func locksAcquire(args []string, g *globals, stdout, stderr io.Writer) int {
+	c := newCommand("baton locks acquire", `Usage: baton locks acquire KEY [--holder NAME] [--ttl 15s] [--wait 0s] [--metadata JSON] [-o table|json]
+
+Take the lock on KEY and print the lease, with its lease ID and fencing token. Nothing keeps
+the lease alive: renew it with 'baton locks renew KEY --lease ID' before its TTL runs out, and
+release it with 'baton locks release KEY --lease ID'. To run a command under a lock that is
+kept alive for as long as the command runs, use 'baton run'.
+
+The same --holder acquiring a key it holds gets its lease back, renewed (a safe retry).
+
+Example:
+  baton locks acquire deploy/web --holder job-1234 --ttl 5m --wait 30s --metadata '{"job":"1234"}'
+
+Output (table):
+  KEY         HOLDER    TOKEN  EXPIRES             LEASE_ID
+  deploy/web  job-1234  43     14:36:34Z (5m0s)    5b1e07…
+
+Exit code 75 if the lock is still held (or resting after a release) when --wait runs out:
+  baton locks acquire: lock "deploy/web" held by "job-7" (token 42) until 14:32:15Z (in 41s)
+
+`+exitCodesHelp+"\n", stdout, stderr)
+	g.register(c.fs, true)
+	holder := c.fs.String("holder", "", "holder `name` (default: host:pid:random)")
+	ttl := c.fs.Duration("ttl", baton.DefaultTTL, "lease `TTL`, 1s to 24h")
+	wait := c.fs.Duration("wait", 0, "wait up to `duration` for the lock (0: fail at once if it is held)")
+	metadata := c.fs.String("metadata", "", "a `JSON` object stored with the lease (at most 4 KiB)")
+	pos, code, ok := clientCommand(c, g, args, 1, "KEY")
+	if !ok {
+		return code
+	}
+	if *wait < 0 {
+		return c.usageError("--wait must not be negative")
+	}
+	p := &store.AcquireParams{Key: pos[0], LeaseID: randomHex(16), Holder: *holder, TTL: *ttl}
+	if p.Holder == "" {
+		p.Holder = defaultHolder()
+	}
+	if *metadata != "" {
+		p.Metadata = json.RawMessage(*metadata)
+	}
+	if err := p.Validate(); err != nil {
+		return c.fail(g, err)
+	}
+	st, err := g.store()
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	defer st.Close()
+	ctx, cancel := callContext(*wait)
+	defer cancel()
+	var l *store.Lease
+	if *wait == 0 {
+		l, err = st.Acquire(ctx, p)
+	} else {
+		locker, lerr := baton.NewLocker(st, nil)
+		if lerr != nil {
+			return c.fail(g, lerr)
+		}
+		wctx, wcancel := context.WithTimeout(ctx, *wait)
+		l, err = locker.AcquireRecord(wctx, p)
+		wcancel()
+	}
+	if err != nil {
+		return c.fail(g, err)
+	}
+	if err := writeLease(stdout, g, l); err != nil {
+		return c.fail(g, err)
+	}
+	return exitOK
+}
+
+func locksRenew(args []string, g *globals, stdout, stderr io.Writer) int {
+	c := newCommand("baton locks renew", `Usage: baton locks renew KEY --lease ID [--ttl 15s] [-o table|json]
+
+Extend the lease ID on KEY by --ttl from now, and print it. Exit code 3 if the lease is no
+longer the live lease on KEY (it expired, was released, taken over or force-released).
+
+Example:
+  baton locks renew deploy/web --lease 5b1e07… --ttl 5m
+
+`+exitCodesHelp+"\n", stdout, stderr)
+	g.register(c.fs, true)
+	lease := c.fs.String("lease", "", "the lease `ID` (required)")
+	ttl := c.fs.Duration("ttl", baton.DefaultTTL, "new `TTL` from now, 1s to 24h")
+	pos, code, ok := clientCommand(c, g, args, 1, "KEY")
+	if !ok {
+		return code
+	}
+	if *lease == "" {
+		return c.usageError("--lease is required")
+	}
+	p := &store.RenewParams{Key: pos[0], LeaseID: *lease, TTL: *ttl}
+	if err := p.Validate(); err != nil {
+		return c.fail(g, err)
+	}
+	st, err := g.store()
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	defer st.Close()
+	ctx, cancel := callContext(0)
+	defer cancel()
+	l, err := st.Renew(ctx, p)
+	if errors.Is(err, store.ErrNotHeld) {
+		fmt.Fprintf(stderr, "%s: lease %s is not the live lease on %q (it expired, was released, taken over or force-released)\n", c.name, p.LeaseID, p.Key)
+		return exitNotFound
+	}
+	if err != nil {
+		return c.fail(g, err)
+	}
+	if err := writeLease(stdout, g, l); err != nil {
+		return c.fail(g, err)
+	}
+	return exitOK
+}
+
+func locksRelease(args []string, g *globals, stdout, stderr io.Writer) int {
+	c := newCommand("baton locks release", `Usage: baton locks release KEY --lease ID [-o table|json]
+
+Release the lease ID on KEY. Releasing a lease again is harmless ("already released", exit
+code 0); exit code 3 if the lease is not the live lease on KEY (it expired and the key was
+taken, or it was force-released).
+
+Example:
+  baton locks release deploy/web --lease 5b1e07…
+
+Output:
+  released lease 5b1e07… on deploy/web
+
+With -o json: {"released": true, "already_released": false}
+
+`+exitCodesHelp+"\n", stdout, stderr)
+	g.register(c.fs, true)
+	lease := c.fs.String("lease", "", "the lease `ID` (required)")
+	pos, code, ok := clientCommand(c, g, args, 1, "KEY")
+	if !ok {
+		return code
+	}
+	if *lease == "" {
+		return c.usageError("--lease is required")
+	}
+	p := &store.ReleaseParams{Key: pos[0], LeaseID: *lease}
+	if err := p.Validate(); err != nil {
+		return c.fail(g, err)
+	}
+	st, err := g.store()
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	defer st.Close()
+	ctx, cancel := callContext(0)
+	defer cancel()
+	res, err := st.Release(ctx, p)
+	if errors.Is(err, store.ErrNotHeld) {
+		fmt.Fprintf(stderr, "%s: lease %s is not the live lease on %q (it expired and the key was taken, or it was force-released)\n", c.name, p.LeaseID, p.Key)
+		return exitNotFound
+	}
+	if err != nil {
+		return c.fail(g, err)
+	}
+	switch {
+	case g.output == "json":
+		err = writeJSON(stdout, map[string]bool{"released": !res.AlreadyReleased, "already_released": res.AlreadyReleased})
+	case res.AlreadyReleased:
+		_, err = fmt.Fprintf(stdout, "lease %s on %s was already released\n", p.LeaseID, p.Key)
+	default:
+		_, err = fmt.Fprintf(stdout, "released lease %s on %s\n", p.LeaseID, p.Key)
+	}
+	if err != nil {
+		return c.fail(g, err)
+	}
+	return exitOK
+}
+
+func locksForceRelease(args []string, g *globals, stdout, stderr io.Writer) int {
+	c := newCommand("baton locks force-release", `Usage: baton locks force-release KEY --reason TEXT [-o table|json]
+
+End whatever lease holds KEY, whoever holds it (admin role), and print the lease that was
+ended. The key then rests for that lease's lock-delay. The holder finds out at its next renew;
+it may still be working: prefer letting the lease expire. Exit code 3 if KEY is free.
+
+Example:
+  baton locks force-release terraform/prod --reason "runner ci-7 is wedged"
+
+`+exitCodesHelp+"\n", stdout, stderr)
+	g.register(c.fs, true)
+	reason := c.fs.String("reason", "", "why, for the server's log (required)")
+	pos, code, ok := clientCommand(c, g, args, 1, "KEY")
+	if !ok {
+		return code
+	}
+	if *reason == "" {
+		return c.usageError("--reason is required")
+	}
+	p := &store.ForceReleaseParams{Key: pos[0], Reason: *reason}
+	if err := p.Validate(); err != nil {
+		return c.fail(g, err)
+	}
+	st, err := g.store()
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	defer st.Close()
+	ctx, cancel := callContext(0)
+	defer cancel()
+	l, err := st.ForceRelease(ctx, p)
+	if errors.Is(err, store.ErrNotFound) {
+		fmt.Fprintf(stderr, "%s: %q is free: no lease to end\n", c.name, p.Key)
+		return exitNotFound
+	}
+	if err != nil {
+		return c.fail(g, err)
+	}
+	if err := writeLease(stdout, g, l); err != nil {
+		return c.fail(g, err)
+	}
+	return exitOK
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b)
+}
+
+// defaultHolder is unique to this call, like the Locker's default: host:pid:random.
+func defaultHolder() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), randomHex(6))
+}

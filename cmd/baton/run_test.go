@@ -1,0 +1,206 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/store"
+)
+
+// runAsync starts `baton run` in-process against f and returns its stdout and a channel of its
+// result. The tests in this file are not parallel: some send signals to the test process.
+func (f *fixture) runAsync(t *testing.T, stdin string, args ...string) (*syncBuffer, *syncBuffer, <-chan result) {
+	t.Helper()
+	var out, errOut syncBuffer
+	done := make(chan result, 1)
+	args = append([]string{"run", "--server", f.url}, args...)
+	go func() {
+		code := run(args, strings.NewReader(stdin), &out, &errOut)
+		done <- result{code, out.String(), errOut.String()}
+	}()
+	return &out, &errOut, done
+}
+
+func waitResult(t *testing.T, done <-chan result, limit time.Duration) result {
+	t.Helper()
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(limit):
+		t.Fatalf("baton run still running after %s", limit)
+		return result{}
+	}
+}
+
+func waitSeen(t *testing.T, buf *syncBuffer, marker string, limit time.Duration) {
+	t.Helper()
+	select {
+	case <-buf.seen(marker):
+	case <-time.After(limit):
+		t.Fatalf("%q not seen within %s; output so far:\n%s", marker, limit, buf.String())
+	}
+}
+
+func (f *fixture) requireFree(t *testing.T, key string) {
+	t.Helper()
+	if l, err := f.store.Get(context.Background(), key); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("%q still held after baton run: %+v, %v", key, l, err)
+	}
+}
+
+func TestRunPassesLeaseStdinAndExitCode(t *testing.T) {
+	f := newFixture(t, nil)
+	_, _, done := f.runAsync(t, "from stdin\n", "--lock", "jobs/nightly", "--holder", "ci-7", "--",
+		"sh", "-c", `read line; echo "$line|$BATON_LOCK_KEY|$BATON_LEASE_ID|$BATON_FENCING_TOKEN"; exit 7`)
+	r := waitResult(t, done, 30*time.Second)
+	if r.code != 7 || !regexp.MustCompile(`^from stdin\|jobs/nightly\|[0-9a-f]{32}\|1\n$`).MatchString(r.stdout) {
+		t.Fatalf("%s\nwant exit 7 and the line, key, lease ID and token 1", r)
+	}
+	f.requireFree(t, "jobs/nightly")
+
+	// Death by a signal is 128+N, as shells report it.
+	_, _, done = f.runAsync(t, "", "--lock", "jobs/nightly", "--", "sh", "-c", "kill -TERM $$")
+	if r := waitResult(t, done, 30*time.Second); r.code != 128+int(syscall.SIGTERM) {
+		t.Fatalf("CMD killed by SIGTERM: %s", r)
+	}
+	f.requireFree(t, "jobs/nightly")
+}
+
+func TestRunBusy(t *testing.T) {
+	f := newFixture(t, nil)
+	held, err := f.client(t, "").Acquire(context.Background(), &store.AcquireParams{Key: "k", LeaseID: "x", Holder: "job-7", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, done := f.runAsync(t, "", "--lock", "k", "--no-wait", "--", "echo", "ran")
+	r := waitResult(t, done, 30*time.Second)
+	if r.code != exitBusy || r.stdout != "" || !strings.Contains(r.stderr, `lock "k" held by "job-7" (token 1) until `) {
+		t.Fatalf("--no-wait on a held key: %s", r)
+	}
+	start := time.Now()
+	_, _, done = f.runAsync(t, "", "--lock", "k", "--wait", "300ms", "--", "echo", "ran")
+	r = waitResult(t, done, 30*time.Second)
+	if r.code != exitBusy || r.stdout != "" || !strings.Contains(r.stderr, "waiting up to 300ms") {
+		t.Fatalf("--wait 300ms on a held key: %s", r)
+	}
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Fatalf("gave up after %s", d)
+	}
+	if l, err := f.store.Get(context.Background(), "k"); err != nil || l.ID != held.ID {
+		t.Fatalf("the holder's lease changed: %+v, %v", l, err)
+	}
+}
+
+func TestRunWaitsForRelease(t *testing.T) {
+	f := newFixture(t, nil)
+	c := f.client(t, "")
+	held, err := c.Acquire(context.Background(), &store.AcquireParams{Key: "k", LeaseID: "x", Holder: "job-7", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, done := f.runAsync(t, "", "--lock", "k", "--wait", "30s", "--", "sh", "-c", "echo token $BATON_FENCING_TOKEN")
+	<-f.refused
+	released := time.Now()
+	if _, err := c.Release(context.Background(), &store.ReleaseParams{Key: "k", LeaseID: held.ID}); err != nil {
+		t.Fatal(err)
+	}
+	r := waitResult(t, done, 30*time.Second)
+	if r.code != 0 || r.stdout != "token 2\n" {
+		t.Fatalf("run after the release: %s", r)
+	}
+	// The server's long-poll hands the key over at the release, not at a poll.
+	if d := time.Since(released); d > 5*time.Second {
+		t.Fatalf("ran %s after the release", d)
+	}
+}
+
+func TestRunLeaseLostTerminatesCMD(t *testing.T) {
+	f := newFixture(t, nil)
+	c := f.client(t, "")
+	out, _, done := f.runAsync(t, "", "--lock", "k", "--ttl", "3s", "--",
+		"sh", "-c", `trap 'echo terminated; exit 0' TERM; echo ready; while :; do sleep 0.05; done`)
+	waitSeen(t, out, "ready", 30*time.Second)
+	if _, err := c.ForceRelease(context.Background(), &store.ForceReleaseParams{Key: "k", Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	// The next keepalive renew (every TTL/3) is refused.
+	r := waitResult(t, done, 30*time.Second)
+	if r.code != exitLeaseLost || !strings.Contains(r.stdout, "terminated") || !strings.Contains(r.stderr, `lease on "k" lost while CMD ran`) {
+		t.Fatalf("lease force-released under CMD: %s", r)
+	}
+}
+
+func TestRunKillsCMDAfterGrace(t *testing.T) {
+	f := newFixture(t, nil)
+	c := f.client(t, "")
+	out, _, done := f.runAsync(t, "", "--lock", "k", "--ttl", "3s", "--grace", "200ms", "--",
+		"sh", "-c", `trap '' TERM; echo ready; while :; do sleep 0.05; done`)
+	waitSeen(t, out, "ready", 30*time.Second)
+	if _, err := c.ForceRelease(context.Background(), &store.ForceReleaseParams{Key: "k", Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	r := waitResult(t, done, 30*time.Second)
+	if r.code != exitLeaseLost || !strings.Contains(r.stderr, "sending SIGKILL") || !strings.Contains(r.stderr, "status 137") {
+		t.Fatalf("CMD ignoring SIGTERM after the loss: %s", r)
+	}
+}
+
+func TestRunLeaseLostWhenServerUnreachable(t *testing.T) {
+	f := newFixture(t, nil)
+	out, _, done := f.runAsync(t, "", "--lock", "k", "--ttl", "2s", "--",
+		"sh", "-c", `trap 'exit 0' TERM; echo ready; while :; do sleep 0.05; done`)
+	waitSeen(t, out, "ready", 30*time.Second)
+	start := time.Now()
+	f.ts.Close()
+	r := waitResult(t, done, 30*time.Second)
+	if r.code != exitLeaseLost || !strings.Contains(r.stderr, "unreachable") {
+		t.Fatalf("server gone under CMD: %s", r)
+	}
+	// The holder's own deadline (TTL less drift and margin, from the last renew before the
+	// server went away) signals CMD before the TTL; CMD then takes a moment to exit.
+	if d := time.Since(start); d > 2500*time.Millisecond {
+		t.Fatalf("CMD stopped %s after the server went away, with a 2s TTL", d)
+	}
+}
+
+func TestRunForwardsSignals(t *testing.T) {
+	f := newFixture(t, nil)
+	out, _, done := f.runAsync(t, "", "--lock", "k", "--",
+		"sh", "-c", `trap 'echo got-usr1' USR1; trap 'echo got-term; exit 9' TERM; echo ready; while :; do sleep 0.05; done`)
+	waitSeen(t, out, "ready", 30*time.Second)
+	if err := syscall.Kill(syscall.Getpid(), syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	waitSeen(t, out, "got-usr1", 30*time.Second)
+	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	r := waitResult(t, done, 30*time.Second)
+	if r.code != 9 || !strings.Contains(r.stdout, "got-term") {
+		t.Fatalf("SIGTERM to baton run: %s\nwant CMD's exit code 9", r)
+	}
+	f.requireFree(t, "k")
+}
+
+func TestRunSignalWhileWaitingGivesUp(t *testing.T) {
+	f := newFixture(t, nil)
+	if _, err := f.client(t, "").Acquire(context.Background(), &store.AcquireParams{Key: "k", LeaseID: "x", Holder: "job-7", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, done := f.runAsync(t, "", "--lock", "k", "--wait", "1m", "--", "echo", "ran")
+	<-f.refused
+	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	r := waitResult(t, done, 30*time.Second)
+	if r.code != 128+int(syscall.SIGTERM) || r.stdout != "" || !strings.Contains(r.stderr, "giving up") {
+		t.Fatalf("SIGTERM while waiting: %s", r)
+	}
+}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/batonhq/baton/internal/storeurl"
+	"github.com/batonhq/baton/server"
+)
+
+const serveUsage = `Usage: baton serve [flags]
+
+Runs the Baton HTTP API over a lease store. Every flag can also be set with an environment
+variable BATON_<NAME> (e.g. BATON_STORE, BATON_AUTH_FILE); a flag on the command line wins.
+
+Examples:
+  baton serve                                        # SQLite file ./baton.db, 127.0.0.1:7725
+  baton serve --store postgres://baton@db/app         # PostgreSQL, schema "baton"
+  baton serve --listen :7725 --auth-file tokens.txt --tls-cert c.pem --tls-key k.pem
+
+Flags:
+`
+
+// serveFlags are the serve command's settings.
+type serveFlags struct {
+	listen, store, authFile, tlsCert, tlsKey, logFormat string
+	insecureNoAuth                                      bool
+	maxWait, shutdownGrace                              time.Duration
+}
+
+func serveCommand(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f serveFlags
+	fs.StringVar(&f.listen, "listen", envOr("BATON_LISTEN", "127.0.0.1:7725"), "address to listen on (env BATON_LISTEN)")
+	fs.StringVar(&f.store, "store", envOr("BATON_STORE", "sqlite://./baton.db"), "store URL: sqlite://PATH or postgres://… (env BATON_STORE)")
+	fs.StringVar(&f.authFile, "auth-file", envOr("BATON_AUTH_FILE", ""), "bearer tokens: lines of \"name role sha256-hex\" (env BATON_AUTH_FILE)")
+	fs.StringVar(&f.tlsCert, "tls-cert", envOr("BATON_TLS_CERT", ""), "TLS certificate file (env BATON_TLS_CERT)")
+	fs.StringVar(&f.tlsKey, "tls-key", envOr("BATON_TLS_KEY", ""), "TLS key file (env BATON_TLS_KEY)")
+	fs.StringVar(&f.logFormat, "log-format", envOr("BATON_LOG_FORMAT", "text"), "text or json (env BATON_LOG_FORMAT)")
+	fs.BoolVar(&f.insecureNoAuth, "insecure-no-auth", os.Getenv("BATON_INSECURE_NO_AUTH") == "true", "allow a non-loopback address without --auth-file (env BATON_INSECURE_NO_AUTH=true)")
+	fs.DurationVar(&f.maxWait, "max-wait", server.DefaultMaxWait, "longest server-side wait of one acquire request")
+	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 10*time.Second, "how long SIGTERM waits for requests in flight")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, serveUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "baton serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	var log *slog.Logger
+	switch f.logFormat {
+	case "text":
+		log = slog.New(slog.NewTextHandler(stderr, nil))
+	case "json":
+		log = slog.New(slog.NewJSONHandler(stderr, nil))
+	default:
+		fmt.Fprintf(stderr, "baton serve: --log-format must be text or json, not %q\n", f.logFormat)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := serve(ctx, f, log); err != nil {
+		log.Error("baton serve", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func serve(ctx context.Context, f serveFlags, log *slog.Logger) error {
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return errors.New("--tls-cert and --tls-key go together")
+	}
+	var auth *server.Auth
+	if f.authFile != "" {
+		a, err := server.LoadAuthFile(f.authFile)
+		if err != nil {
+			return fmt.Errorf("--auth-file: %w", err)
+		}
+		auth = a
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return err
+	}
+	if auth == nil {
+		if !isLoopback(ln.Addr()) && !f.insecureNoAuth {
+			ln.Close()
+			return fmt.Errorf("refusing to listen on %s without --auth-file: anyone could force-release locks (use a loopback address, --auth-file, or --insecure-no-auth)", ln.Addr())
+		}
+		log.Warn("no --auth-file: every caller is admin", "listen", ln.Addr().String())
+	}
+	st, storeName, err := storeurl.Open(ctx, f.store)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer st.Close()
+	srv, err := server.New(server.Config{Store: st, Auth: auth, Logger: log, MaxWait: f.maxWait, Version: versionString(), StoreName: storeName})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer srv.Close()
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	scheme := "http"
+	if f.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("TLS: %w", err)
+		}
+		hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		ln = tls.NewListener(ln, hs.TLSConfig)
+		scheme = "https"
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	log.Info("baton serving", "url", scheme+"://"+ln.Addr().String(), "store", storeName, "auth", auth != nil, "version", versionString())
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	// Graceful stop: end long-polls (they answer lock_held at once), stop accepting, let
+	// requests in flight finish, then close the store. Leases live in the store, so holders
+	// renew again once a server is back within their TTL.
+	log.Info("baton shutting down")
+	srv.Close()
+	sctx, cancel := context.WithTimeout(context.Background(), f.shutdownGrace)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("baton stopped")
+	return nil
+}
+
+func isLoopback(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
+func envOr(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/batonhq/baton/server"
+)
+
+// Bad requests against the real binary: each gets its documented problem, the server stays up,
+// and nothing is written.
+func TestBadRequestsAgainstTheBinary(t *testing.T) {
+	auth := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(auth, []byte("reader read "+server.HashToken("r-tok")+"\nwriter write "+server.HashToken("w-tok")+
+		"\nops admin "+server.HashToken("a-tok")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, "sqlite://"+filepath.Join(t.TempDir(), "b.db"), "--auth-file", auth)
+	cases := []struct {
+		name, method, path, token, body string
+		status                          int
+		code                            string
+	}{
+		{"malformed JSON", "POST", "/v1/locks/acquire", "w-tok", `{"key":`, 400, "invalid_argument"},
+		{"wrong types", "POST", "/v1/locks/acquire", "w-tok", `{"key":["a"]}`, 400, "invalid_argument"},
+		{"unknown field", "POST", "/v1/locks/acquire", "w-tok", `{"key":"k","owner":"me"}`, 400, "invalid_argument"},
+		{"huge body", "POST", "/v1/locks/acquire", "w-tok", `{"key":"` + strings.Repeat("k", 1<<20) + `"}`, 413, "body_too_large"},
+		{"invalid key", "POST", "/v1/locks/acquire", "w-tok", `{"key":"a\nb"}`, 400, "invalid_argument"},
+		{"missing token", "POST", "/v1/locks/acquire", "", `{"key":"k"}`, 401, "unauthorized"},
+		{"wrong token", "POST", "/v1/locks/acquire", "guess", `{"key":"k"}`, 401, "unauthorized"},
+		{"read token writes", "POST", "/v1/locks/acquire", "r-tok", `{"key":"k"}`, 403, "forbidden"},
+		{"non-admin force-release", "POST", "/v1/locks/force-release", "w-tok", `{"key":"k","reason":"r"}`, 403, "forbidden"},
+	}
+	for _, c := range cases {
+		req, _ := http.NewRequest(c.method, s.url+c.path, strings.NewReader(c.body))
+		req.Header.Set("Content-Type", "application/json")
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v (did the server die?)", c.name, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status || !strings.Contains(string(body), `"code":"`+c.code+`"`) ||
+			resp.Header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("%s: %d %s, want %d %s", c.name, resp.StatusCode, body, c.status, c.code)
+		}
+	}
+	req, _ := http.NewRequest("GET", s.url+"/v1/locks", nil)
+	req.Header.Set("Authorization", "Bearer r-tok")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"leases":[]`) {
+		t.Fatalf("after bad requests: %d %s; want an empty list", resp.StatusCode, body)
+	}
+}
+
+// The curl examples of docs/http-api.md work as written: every line of its ```sh blocks runs in
+// one bash session, with BATON set to the server's URL, and must succeed.
+func TestDocsCurlExamples(t *testing.T) {
+	s := startServer(t, "sqlite://"+filepath.Join(t.TempDir(), "b.db"))
+	f, err := os.Open("../docs/http-api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var script strings.Builder
+	script.WriteString("set -euo pipefail\n")
+	in, blocks := false, 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "```sh":
+			in = true
+			blocks++
+		case in && line == "```":
+			in = false
+		case in:
+			script.WriteString(line + "\n")
+		}
+	}
+	if blocks == 0 {
+		t.Fatal("docs/http-api.md has no sh examples")
+	}
+	cmd := exec.Command("bash", "-c", script.String())
+	cmd.Env = append(os.Environ(), "BATON="+s.url)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the examples failed: %v\n--- script\n%s--- output\n%s", err, script.String(), out)
+	}
+	t.Logf("%d blocks ran:\n%s", blocks, out)
+}
