@@ -91,9 +91,16 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, attempt func(
 	// the old drain idiom could block forever).
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	var refusal error // the last *LockHeldError or *CooldownError: who we were waiting for
+	gaveUp := func() error {
+		if refusal == nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("baton: gave up waiting for %q: %w: %w", p.Key, ctx.Err(), refusal)
+	}
 	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+		if ctx.Err() != nil {
+			return nil, gaveUp()
 		}
 		sl, err := attempt()
 		if err == nil {
@@ -107,13 +114,17 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, attempt func(
 			wait = min(wait, held.RetryAfter+time.Millisecond)
 		case errors.As(err, &cool):
 			wait = min(wait, cool.Remaining+time.Millisecond)
+		case ctx.Err() != nil:
+			// The wait ended during the attempt: report whom we were waiting for.
+			return nil, gaveUp()
 		default:
 			return nil, err
 		}
+		refusal = err
 		timer.Reset(max(wait, time.Millisecond))
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("baton: gave up waiting for %q: %w: %w", p.Key, ctx.Err(), err)
+			return nil, gaveUp()
 		case <-wake:
 		case <-timer.C:
 		}

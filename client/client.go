@@ -292,11 +292,50 @@ func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (
 		return nil, err
 	}
 	var resp leaseResponse
-	if err := s.do(ctx, http.MethodPost, "/v1/locks/force-release", nil, forceReleaseRequest{Key: p.Key, Reason: p.Reason}, &resp); err != nil {
+	if err := s.do(ctx, http.MethodPost, "/v1/locks/force-release", nil, forceReleaseRequest{Key: p.Key, Reason: p.Reason, Actor: p.Actor}, &resp); err != nil {
 		return nil, err
 	}
 	s.hub.Notify(p.Key)
 	return resp.Lease.toStore(), nil
+}
+
+// Events lists the server's audit log (an admin call).
+func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Event, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	q := url.Values{"limit": {strconv.Itoa(p.Limit)}}
+	if p.Key != "" {
+		q.Set("key", p.Key)
+	}
+	if p.After > 0 {
+		q.Set("cursor", strconv.FormatUint(p.After, 10))
+	}
+	var resp struct {
+		Events []struct {
+			ID      uint64    `json:"id"`
+			At      time.Time `json:"at"`
+			Kind    string    `json:"kind"`
+			Key     string    `json:"key"`
+			LeaseID string    `json:"lease_id"`
+			Holder  string    `json:"holder"`
+			Token   uint64    `json:"token"`
+			Actor   string    `json:"actor"`
+			Reason  string    `json:"reason"`
+		} `json:"events"`
+	}
+	if err := s.do(ctx, http.MethodGet, "/v1/events", q, nil, &resp); err != nil {
+		return nil, err
+	}
+	out := make([]*store.Event, 0, len(resp.Events))
+	for _, e := range resp.Events {
+		out = append(out, &store.Event{ID: e.ID, At: e.At, Kind: e.Kind, Key: e.Key, LeaseID: e.LeaseID,
+			Holder: e.Holder, Token: e.Token, Actor: e.Actor, Reason: e.Reason})
+	}
+	return out, nil
 }
 
 // Subscribe registers a local waiter on key. It is woken when a waiting Acquire on this store
@@ -492,6 +531,7 @@ type releaseRequest struct {
 type forceReleaseRequest struct {
 	Key    string `json:"key"`
 	Reason string `json:"reason"`
+	Actor  string `json:"actor,omitempty"`
 }
 
 type leaseResponse struct {

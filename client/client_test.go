@@ -47,7 +47,7 @@ type backendOptions struct {
 func newBackend(t testing.TB, o backendOptions) *backend {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "baton.db")
-	st, err := sqlite.Open(context.Background(), path, sqlite.Config{})
+	st, err := sqlite.Open(context.Background(), path, sqlite.Config{Audit: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bufio"
+	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -102,4 +104,39 @@ func TestDocsCurlExamples(t *testing.T) {
 		t.Fatalf("the examples failed: %v\n--- script\n%s--- output\n%s", err, script.String(), out)
 	}
 	t.Logf("%d blocks ran:\n%s", blocks, out)
+}
+
+// The audit log through the CLI: a force-release shows who (the admin token's name) and why;
+// the log needs an admin token.
+func TestAuditLogThroughTheCLI(t *testing.T) {
+	auth := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(auth, []byte("ci write "+server.HashToken("w-tok")+"\nops admin "+server.HashToken("a-tok")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, "sqlite://"+filepath.Join(t.TempDir(), "b.db"), "--auth-file", auth)
+	ctx := context.Background()
+	if code, out := s.baton(ctx, []string{"BATON_TOKEN=w-tok"}, "locks", "acquire", "db/main", "--holder", "job-9", "--ttl", "1m"); code != 0 {
+		t.Fatalf("acquire: %d %s", code, out)
+	}
+	if code, out := s.baton(ctx, []string{"BATON_TOKEN=w-tok"}, "locks", "force-release", "db/main", "--reason", "x"); code != 77 {
+		t.Fatalf("force-release with a write token: %d %s; want 77", code, out)
+	}
+	if code, out := s.baton(ctx, []string{"BATON_TOKEN=a-tok"}, "locks", "force-release", "db/main", "--reason", "runner wedged"); code != 0 {
+		t.Fatalf("force-release: %d %s", code, out)
+	}
+	code, out := s.baton(ctx, []string{"BATON_TOKEN=a-tok"}, "events", "--key", "db/main", "-o", "json")
+	if code != 0 {
+		t.Fatalf("events: %d %s", code, out)
+	}
+	var evs []struct{ Kind, Holder, Actor, Reason string }
+	if err := json.Unmarshal([]byte(out), &evs); err != nil {
+		t.Fatalf("events -o json: %v\n%s", err, out)
+	}
+	if len(evs) != 2 || evs[0].Kind != "acquire" || evs[0].Holder != "job-9" ||
+		evs[1].Kind != "force_release" || evs[1].Actor != "ops" || evs[1].Reason != "runner wedged" {
+		t.Fatalf("audit log = %+v", evs)
+	}
+	if code, out := s.baton(ctx, []string{"BATON_TOKEN=w-tok"}, "events"); code != 77 {
+		t.Fatalf("events with a write token: %d %s; want 77", code, out)
+	}
 }

@@ -94,6 +94,7 @@ func (s *Server) routes() http.Handler {
 		{"/v1/locks/force-release", http.MethodPost, "force_release", RoleAdmin, s.forceRelease},
 		{"/v1/locks/{key...}", http.MethodGet, "get", RoleRead, s.get},
 		{"/v1/locks", http.MethodGet, "list", RoleRead, s.list},
+		{"/v1/events", http.MethodGet, "events", RoleAdmin, s.events},
 		{"/v1/info", http.MethodGet, "info", RoleRead, s.info},
 		{"/healthz", http.MethodGet, "healthz", RoleNone, s.healthz},
 		{"/readyz", http.MethodGet, "readyz", RoleNone, s.readyz},

@@ -35,7 +35,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, withAuth bool) *fixture {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "b.db"), sqlite.Config{})
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "b.db"), sqlite.Config{Audit: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,6 +44,10 @@ type Store interface {
 	// The key then stays unavailable for that lease's lock-delay. ErrNotFound if none is live.
 	ForceRelease(ctx context.Context, p *ForceReleaseParams) (*Lease, error)
 
+	// Events lists the audit log: every grant, release, expiry takeover and force-release, in
+	// the order of their IDs, recorded in the same atomic step as the change itself.
+	Events(ctx context.Context, p *EventsParams) ([]*Event, error)
+
 	// Subscribe registers interest in key becoming free. The returned channel receives (without
 	// blocking the store, coalesced) when a lease on key is released or force-released. Wake-ups
 	// are hints: the subscriber must retry Acquire, and must still poll as a fallback, because a
@@ -65,6 +69,8 @@ type Capabilities struct {
 	FencingTokens bool
 	// PushWakeup is true when Subscribe delivers wake-ups across processes, not only in-process.
 	PushWakeup bool
+	// Audit is true when the store records the audit log (Events).
+	Audit bool
 }
 
 // Lease is a lease as the store sees it. Times are on the store's clock.
@@ -137,4 +143,33 @@ type ListParams struct {
 type ForceReleaseParams struct {
 	Key    string
 	Reason string
+	Actor  string // who forced it, for the audit log; "unknown" if empty
+}
+
+// Event kinds.
+const (
+	EventAcquire        = "acquire"
+	EventRelease        = "release"
+	EventExpiryTakeover = "expiry_takeover" // a grant that took over an expired, unreleased lease
+	EventForceRelease   = "force_release"
+)
+
+// Event is one entry of the audit log.
+type Event struct {
+	ID      uint64
+	At      time.Time // store clock
+	Kind    string
+	Key     string
+	LeaseID string
+	Holder  string
+	Token   uint64
+	Actor   string // the holder, or the admin who forced a release
+	Reason  string // of a force-release
+}
+
+// EventsParams filter Store.Events.
+type EventsParams struct {
+	Key   string // only this key, if set
+	After uint64 // only events with a greater ID (the cursor of the previous page)
+	Limit int    // 1..MaxListLimit; DefaultListSize if zero
 }

@@ -99,9 +99,15 @@ func (p *ReleaseParams) Validate() error {
 	return firstError(ValidateKey(p.Key), ValidateLeaseID(p.LeaseID))
 }
 
-// Validate checks every field.
+// Validate checks every field and names an unknown actor.
 func (p *ForceReleaseParams) Validate() error {
 	if err := ValidateKey(p.Key); err != nil {
+		return err
+	}
+	if p.Actor == "" {
+		p.Actor = "unknown"
+	}
+	if err := validateName("actor", p.Actor, MaxHolderLen); err != nil {
 		return err
 	}
 	if p.Reason == "" {
@@ -129,6 +135,20 @@ func (p *ListParams) Validate() error {
 	}
 	if p.Holder != "" {
 		return ValidateHolder(p.Holder)
+	}
+	return nil
+}
+
+// Validate checks the filters and applies the default limit.
+func (p *EventsParams) Validate() error {
+	if p.Limit == 0 {
+		p.Limit = DefaultListSize
+	}
+	if p.Limit < 0 || p.Limit > MaxListLimit {
+		return invalid("limit", "must be between 1 and %d (got %d)", MaxListLimit, p.Limit)
+	}
+	if p.Key != "" {
+		return ValidateKey(p.Key)
 	}
 	return nil
 }

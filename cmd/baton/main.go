@@ -21,12 +21,13 @@ Usage:
   baton locks list|status|acquire|renew|release|force-release [flags]
                                            inspect and manage locks on a server
   baton run --lock KEY [flags] -- CMD ...  run CMD while holding the lock KEY
+  baton events [--key KEY]                 the audit log (admin)
   baton version                            print the version
 
-Global flags of 'locks' and 'run' (before or after the command):
+Global flags of 'locks', 'events' and 'run' (before or after the command):
   --server URL   server address (env BATON_SERVER, default ` + defaultServer + `)
   --token TOKEN  bearer token (env BATON_TOKEN)
-  -o FORMAT      table or json ('locks' only; default table)
+  -o FORMAT      table or json ('locks' and 'events'; default table)
 
 Run 'baton COMMAND --help' for a command's flags and examples.
 
@@ -70,6 +71,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return locksCommand(rest[1:], g, stdout, stderr)
 	case "run":
 		return runCommand(rest[1:], g, stdin, stdout, stderr)
+	case "events":
+		return eventsCommand(rest[1:], g, stdout, stderr)
 	case "serve":
 		return serveCommand(rest[1:], stdout, stderr)
 	default:

@@ -18,7 +18,8 @@ import (
 	"github.com/batonhq/baton/store/sqlite"
 )
 
-// Open opens the store that raw names. name is a description safe to log (no password).
+// Open opens the store that raw names, with the audit log on (the server lists it). name is a
+// description safe to log (no password).
 func Open(ctx context.Context, raw string) (st store.Store, name string, err error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
@@ -29,7 +30,7 @@ func Open(ctx context.Context, raw string) (st store.Store, name string, err err
 		if rest == "" {
 			return nil, "", fmt.Errorf("store URL %q: the SQLite path is empty", raw)
 		}
-		s, err := sqlite.Open(ctx, rest, sqlite.Config{})
+		s, err := sqlite.Open(ctx, rest, sqlite.Config{Audit: true})
 		if err != nil {
 			return nil, "", err
 		}
@@ -43,7 +44,7 @@ func Open(ctx context.Context, raw string) (st store.Store, name string, err err
 		schema := q.Get("baton_schema")
 		q.Del("baton_schema")
 		u.RawQuery = q.Encode()
-		s, err := postgres.Open(ctx, u.String(), postgres.Config{Schema: schema})
+		s, err := postgres.Open(ctx, u.String(), postgres.Config{Schema: schema, Audit: true})
 		if err != nil {
 			return nil, "", fmt.Errorf("postgres store %s: %w", redact(raw), err)
 		}

@@ -16,7 +16,7 @@ import (
 // queries holds the statements of one schema, built once at open. Only the schema-qualified names
 // (validated and sanitized) are spliced in; every user value is a bind parameter.
 type queries struct {
-	acquire, renew, release, released, forceRelease, get, list string
+	acquire, renew, release, released, forceRelease, get, list, events string
 }
 
 // leaseCols is what every lease-returning statement yields, in scanLease's order. The remaining
@@ -131,7 +131,7 @@ SELECT held_us, CASE WHEN waiters THEN pg_notify($3, key)::text END FROM u`,
 	FROM ` + t + ` WHERE key = $1 AND ` + live + `
 	FOR UPDATE
 ), u AS (
-	UPDATE ` + t + ` l SET ended = 2,
+	UPDATE ` + t + ` l SET ended = 2, end_actor = $3, end_reason = $4,
 		expires_at = least(l.expires_at, now()),
 		available_at = now() + l.lock_delay_ms * interval '1 millisecond'
 	FROM old WHERE l.key = old.key
@@ -144,6 +144,10 @@ SELECT ` + leaseCols + `, CASE WHEN waiters THEN pg_notify($2, key)::text END IS
 		// key >= $2 bounds the index scan to the prefix range ("C" collation, byte order);
 		// starts_with is the exact test, with no LIKE wildcards to escape.
 		// $1 after, $2 prefix, $3 holder or '', $4 limit.
+		// $1 after, $2 key or '', $3 limit.
+		events: `SELECT id, at, kind, key, lease_id, holder, token, actor, reason FROM ` + pgx.Identifier{schema, "events"}.Sanitize() + `
+WHERE id > $1 AND ($2 = '' OR key = $2) ORDER BY id LIMIT $3`,
+
 		list: `SELECT ` + leaseCols + ` FROM ` + t + `
 WHERE ` + live + ` AND key > $1 AND key >= $2 AND starts_with(key, $2) AND ($3 = '' OR holder = $3)
 ORDER BY key
@@ -313,7 +317,7 @@ func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (
 		return nil, store.ErrClosed
 	}
 	var notified bool // pg_notify returns void; scanned only to keep the call in the select list
-	l, err := scanLease(s.pool.QueryRow(ctx, s.q.forceRelease, p.Key, s.channel), nil, &notified)
+	l, err := scanLease(s.pool.QueryRow(ctx, s.q.forceRelease, p.Key, s.channel, p.Actor, p.Reason), nil, &notified)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -348,3 +352,32 @@ func scanLease(row pgx.Row, lead []any, extra ...any) (*store.Lease, error) {
 }
 
 func micros(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
+
+// Events lists the audit log.
+func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Event, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	rows, err := s.pool.Query(ctx, s.q.events, int64(p.After), p.Key, p.Limit)
+	if err != nil {
+		return nil, s.fail("events", p.Key, err)
+	}
+	defer rows.Close()
+	var out []*store.Event
+	for rows.Next() {
+		var e store.Event
+		var id, token int64
+		if err := rows.Scan(&id, &e.At, &e.Kind, &e.Key, &e.LeaseID, &e.Holder, &token, &e.Actor, &e.Reason); err != nil {
+			return nil, s.fail("events", p.Key, err)
+		}
+		e.ID, e.Token = uint64(id), uint64(token)
+		out = append(out, &e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("events", p.Key, err)
+	}
+	return out, nil
+}

@@ -85,7 +85,7 @@ func queryInt(t testing.TB, sql string, args ...any) int64 {
 
 func openStore(t testing.TB, schema string) *postgres.Store {
 	t.Helper()
-	s, err := postgres.Open(testCtx(t), dsn(), postgres.Config{Schema: schema})
+	s, err := postgres.Open(testCtx(t), dsn(), postgres.Config{Schema: schema, Audit: true})
 	if err != nil {
 		t.Fatalf("Open(%q): %v", schema, err)
 	}

@@ -30,6 +30,10 @@ type Config struct {
 	// Schema holds the store's tables: 1..63 bytes of [a-z0-9_], not starting with a digit or
 	// "pg_". DefaultSchema if empty. Created on open unless SkipMigrate is set.
 	Schema string
+	// Audit records every grant, release, expiry takeover and force-release in the schema's
+	// events table (see Store.Events). It is a property of the schema: once a store opens with
+	// it, every writer is recorded. It costs one row insert per grant and per release.
+	Audit bool
 	// SkipMigrate leaves the schema alone on open, for deployments that run Migrate separately
 	// with a more privileged role. Open then fails unless the schema is at the latest version.
 	SkipMigrate bool
@@ -51,6 +55,7 @@ type Store struct {
 	hub      *notify.Hub
 	lis      *listener
 
+	audit     bool
 	closed    atomic.Bool
 	closeOnce sync.Once
 }
@@ -120,6 +125,11 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg Config, ownsPool bool
 	} else if err := migrate(ctx, pool, cfg.Schema); err != nil {
 		return nil, err
 	}
+	if cfg.Audit {
+		if err := enableAudit(ctx, pool, cfg.Schema); err != nil {
+			return nil, fmt.Errorf("postgres: enable audit: %w", err)
+		}
+	}
 	s := &Store{
 		pool:     pool,
 		ownsPool: ownsPool,
@@ -127,6 +137,7 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg Config, ownsPool bool
 		channel:  channelName(cfg.Schema),
 		q:        buildQueries(cfg.Schema),
 		hub:      notify.NewHub(),
+		audit:    cfg.Audit,
 	}
 	lis, err := startListener(ctx, pool, s.channel, s.hub)
 	if err != nil {
@@ -154,7 +165,7 @@ func (s *Store) Close() error {
 // Capabilities reports fencing tokens (one database sequence, drawn under the row lock of the
 // grant) and cross-process wake-ups (LISTEN/NOTIFY).
 func (s *Store) Capabilities() store.Capabilities {
-	return store.Capabilities{FencingTokens: true, PushWakeup: true}
+	return store.Capabilities{FencingTokens: true, PushWakeup: true, Audit: s.audit}
 }
 
 // Subscribe registers interest in key. Wake-ups come from releases in this process at once and

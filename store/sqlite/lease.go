@@ -119,14 +119,19 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	var held int64
-	err := s.stmts.release.QueryRowContext(ctx, p.Key, p.LeaseID, s.now().UnixNano()).Scan(&held)
-	if err == nil {
-		s.hub.Notify(p.Key)
-		return &store.ReleaseResult{Held: time.Duration(held)}, nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
+	now := s.now().UnixNano()
+	res, err := s.stmts.release.ExecContext(ctx, p.Key, p.LeaseID, now)
+	if err != nil {
 		return nil, s.wrap("release", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return nil, s.wrap("release", err)
+	} else if n == 1 {
+		s.hub.Notify(p.Key)
+		// Best effort: if another process re-granted the key meanwhile, Held stays zero.
+		var held int64
+		_ = s.stmts.heldFor.QueryRowContext(ctx, p.Key, p.LeaseID, now).Scan(&held)
+		return &store.ReleaseResult{Held: time.Duration(held)}, nil
 	}
 	var released int
 	if err := s.stmts.releasedBy.QueryRowContext(ctx, p.Key, p.LeaseID).Scan(&released); err != nil {
@@ -148,7 +153,7 @@ func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (
 	}
 	now := s.now().UnixNano()
 	var r row
-	err := r.scan(s.stmts.forceRelease.QueryRowContext(ctx, p.Key, now))
+	err := r.scan(s.stmts.forceRelease.QueryRowContext(ctx, p.Key, now, p.Actor, p.Reason))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -202,4 +207,30 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) ([]*store.Lease, 
 		out = append(out, r.lease(now))
 	}
 	return out, s.wrap("list", rows.Err())
+}
+
+// Events lists the audit log.
+func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Event, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	rows, err := s.stmts.events.QueryContext(ctx, int64(p.After), p.Key, p.Limit)
+	if err != nil {
+		return nil, s.wrap("events", err)
+	}
+	defer rows.Close()
+	var out []*store.Event
+	for rows.Next() {
+		var e store.Event
+		var id, at, token int64
+		if err := rows.Scan(&id, &at, &e.Kind, &e.Key, &e.LeaseID, &e.Holder, &token, &e.Actor, &e.Reason); err != nil {
+			return nil, s.wrap("events", err)
+		}
+		e.ID, e.At, e.Token = uint64(id), time.Unix(0, at), uint64(token)
+		out = append(out, &e)
+	}
+	return out, s.wrap("events", rows.Err())
 }

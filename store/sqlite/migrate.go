@@ -15,6 +15,11 @@ import (
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
+// auditSQL creates the audit triggers if they do not exist.
+//
+//go:embed audit.sql
+var auditSQL string
+
 type migration struct {
 	version int
 	name    string

@@ -16,7 +16,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func open(t testing.TB, path string) *sqlite.Store {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), path, sqlite.Config{})
+	s, err := sqlite.Open(context.Background(), path, sqlite.Config{Audit: true})
 	if err != nil {
 		t.Fatal(err)
 	}

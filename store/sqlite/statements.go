@@ -9,7 +9,7 @@ const leaseColumns = `key, lease_id, holder, token, acquired_at, expires_at, end
 
 // statements are prepared once per Store.
 type statements struct {
-	selectRow, acquire, renew, release, releasedBy, forceRelease, get, list *sql.Stmt
+	selectRow, acquire, renew, release, heldFor, releasedBy, forceRelease, get, list, events *sql.Stmt
 }
 
 func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
@@ -46,10 +46,13 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 			WHERE key = ?1 AND lease_id = ?2 AND ended = 0 AND expires_at > ?3
 			RETURNING ` + leaseColumns},
 		{&st.release, `UPDATE leases SET ended = 1, available_at = ?3 + cooldown_ns
-			WHERE key = ?1 AND lease_id = ?2 AND ended = 0 AND expires_at > ?3
-			RETURNING ?3 - acquired_at`},
+			WHERE key = ?1 AND lease_id = ?2 AND ended = 0 AND expires_at > ?3`},
+		// The hold time is read after the release commits: UPDATE … RETURNING through this
+		// driver halves release throughput. ?1 key, ?2 lease_id, ?3 now.
+		{&st.heldFor, `SELECT ?3 - acquired_at FROM leases WHERE key = ?1 AND lease_id = ?2 AND ended = 1`},
 		{&st.releasedBy, `SELECT count(*) FROM leases WHERE key = ?1 AND lease_id = ?2 AND ended = 1`},
-		{&st.forceRelease, `UPDATE leases SET ended = 2, expires_at = min(expires_at, ?2), available_at = ?2 + lock_delay_ns
+		{&st.forceRelease, `UPDATE leases SET ended = 2, expires_at = min(expires_at, ?2), available_at = ?2 + lock_delay_ns,
+				end_actor = ?3, end_reason = ?4
 			WHERE key = ?1 AND ended = 0 AND expires_at > ?2
 			RETURNING ` + leaseColumns},
 		{&st.get, `SELECT ` + leaseColumns + ` FROM leases WHERE key = ?1 AND ended = 0 AND expires_at > ?2`},
@@ -57,6 +60,8 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 			WHERE key > ?1 AND substr(key, 1, length(?2)) = ?2 AND (?3 = '' OR holder = ?3)
 				AND ended = 0 AND expires_at > ?4
 			ORDER BY key LIMIT ?5`},
+		{&st.events, `SELECT id, at, kind, key, lease_id, holder, token, actor, reason FROM events
+			WHERE id > ?1 AND (?2 = '' OR key = ?2) ORDER BY id LIMIT ?3`},
 	} {
 		stmt, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -69,8 +74,8 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 }
 
 func (st *statements) close() {
-	for _, s := range []*sql.Stmt{st.selectRow, st.acquire, st.renew, st.release,
-		st.releasedBy, st.forceRelease, st.get, st.list} {
+	for _, s := range []*sql.Stmt{st.selectRow, st.acquire, st.renew, st.release, st.heldFor,
+		st.releasedBy, st.forceRelease, st.get, st.list, st.events} {
 		if s != nil {
 			s.Close()
 		}

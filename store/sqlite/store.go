@@ -31,6 +31,10 @@ type Config struct {
 	BusyTimeout time.Duration
 	// Now is the store's clock (default time.Now). Tests may inject one.
 	Now func() time.Time
+	// Audit records every grant, release, expiry takeover and force-release in the events
+	// table (see Store.Events). It is a property of the file: once a store opens with it, every
+	// process's changes are recorded. It costs one row insert per grant and per release.
+	Audit bool
 }
 
 // Store is a store.Store on SQLite.
@@ -40,6 +44,7 @@ type Store struct {
 	hub    *notify.Hub
 	closed atomic.Bool
 	stmts  statements
+	audit  bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -92,10 +97,16 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	s := &Store{db: db, now: cfg.Now, hub: notify.NewHub()}
+	s := &Store{db: db, now: cfg.Now, hub: notify.NewHub(), audit: cfg.Audit}
 	if err := migrate(ctx, db); err != nil {
 		db.Close()
 		return nil, err
+	}
+	if cfg.Audit {
+		if _, err := db.ExecContext(ctx, auditSQL); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sqlite: enable audit: %w", err)
+		}
 	}
 	if err := s.stmts.prepare(ctx, db); err != nil {
 		db.Close()
@@ -106,7 +117,7 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 
 // Capabilities: fencing tokens yes; push wake-up only within this process.
 func (s *Store) Capabilities() store.Capabilities {
-	return store.Capabilities{FencingTokens: true, PushWakeup: false}
+	return store.Capabilities{FencingTokens: true, PushWakeup: false, Audit: s.audit}
 }
 
 // Subscribe wakes the subscriber when this process releases key.

@@ -298,6 +298,15 @@ func testInvalidArguments(t *testing.T, h Harness) {
 	if len(page.Leases) != 0 {
 		t.Fatalf("bad input left leases behind: %+v", page.Leases[0])
 	}
+	evs, err := e.store.Events(e.ctx, &store.EventsParams{}) // empty without audit
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if ev.Key != "valid" { // the one valid case above acquired and released "valid"
+			t.Fatalf("bad input left an audit event behind: %+v", ev)
+		}
+	}
 	if b, err := e.locker.TryAcquire(e.ctx, "valid"); err != nil {
 		t.Fatalf("key touched by rejected calls is not free: %v", err)
 	} else {

@@ -47,6 +47,7 @@ func Run(t *testing.T, h Harness) {
 		{"WithLockReportsLoss", testWithLockLoss},
 		{"InvalidArguments", testInvalidArguments},
 		{"ClosedStore", testClosedStore},
+		{"AuditTrail", testAuditTrail},
 	}
 	for _, c := range parallel {
 		t.Run(c.name, func(t *testing.T) {

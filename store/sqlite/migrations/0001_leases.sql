@@ -12,7 +12,9 @@ CREATE TABLE leases (
     cooldown_ns   INTEGER NOT NULL,
     lock_delay_ns INTEGER NOT NULL,
     metadata      TEXT,
-    took_over     INTEGER NOT NULL DEFAULT 0  -- this grant took over an expired, unreleased lease
+    took_over     INTEGER NOT NULL DEFAULT 0, -- this grant took over an expired, unreleased lease
+    end_actor     TEXT    NOT NULL DEFAULT '', -- who force-released it
+    end_reason    TEXT    NOT NULL DEFAULT ''  -- and why
 ) WITHOUT ROWID;
 
 -- The store-wide fencing sequence. Drawn only inside the write transaction that grants a lease.
@@ -34,3 +36,20 @@ WHEN NEW.token > (SELECT value FROM counters WHERE name = 'token')
 BEGIN
     UPDATE counters SET value = NEW.token WHERE name = 'token';
 END;
+
+-- The audit log: written by triggers (created when a store opens with Config.Audit, see
+-- audit.sql), in the transaction of the change itself, so no path that changes a lease can skip
+-- it. Times are the store's (the grant's acquired_at, the release's now). No AUTOINCREMENT: it
+-- would cost a write to sqlite_sequence per event; rows are never deleted, so rowids only grow.
+CREATE TABLE events (
+    id       INTEGER PRIMARY KEY,
+    at       INTEGER NOT NULL,
+    kind     TEXT    NOT NULL,
+    key      TEXT    NOT NULL,
+    lease_id TEXT    NOT NULL,
+    holder   TEXT    NOT NULL,
+    token    INTEGER NOT NULL,
+    actor    TEXT    NOT NULL,
+    reason   TEXT    NOT NULL DEFAULT ''
+);
+CREATE INDEX events_by_key ON events (key, id);

@@ -1,0 +1,44 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// The audit triggers. Audit is a property of the schema, not of one Store: once enabled, every
+// writer's changes are recorded, whichever process makes them. The WHEN clause keeps renewals and
+// waiter flags from even calling the function.
+const auditTriggers = `
+CREATE OR REPLACE TRIGGER leases_audit_insert AFTER INSERT ON leases
+    FOR EACH ROW EXECUTE FUNCTION leases_audit();
+CREATE OR REPLACE TRIGGER leases_audit_update AFTER UPDATE ON leases
+    FOR EACH ROW WHEN (NEW.lease_id <> OLD.lease_id OR (OLD.ended = 0 AND NEW.ended <> 0))
+    EXECUTE FUNCTION leases_audit();
+`
+
+// enableAudit creates the audit triggers unless they exist. It looks first, so that opening an
+// audited schema takes no lock on the leases table.
+func enableAudit(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	leases := pgx.Identifier{schema, "leases"}.Sanitize()
+	const count = `SELECT count(*) FROM pg_trigger WHERE tgrelid = $1::regclass
+		AND tgname IN ('leases_audit_insert', 'leases_audit_update')`
+	var n int
+	if err := pool.QueryRow(ctx, count, leases).Scan(&n); err != nil {
+		return err
+	}
+	if n == 2 {
+		return nil
+	}
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1::int, hashtext($2))", migrateLockClass, schema); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "SET LOCAL search_path TO "+pgx.Identifier{schema}.Sanitize()+", pg_temp"); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, auditTriggers)
+		return err
+	})
+}
