@@ -9,7 +9,7 @@ COUNT="${COUNT:-6}"
 BENCHTIME="${BENCHTIME:-2s}"
 mkdir -p bench/results
 out="bench/results/leases-$(date -u +%Y%m%dT%H%M%SZ).txt"
-go test -run '^$' -bench . -benchtime "$BENCHTIME" -count "$COUNT" ./store/sqlite/ ./store/postgres/ | tee "$out"
+go test -run '^$' -bench . -benchtime "$BENCHTIME" -count "$COUNT" ./store/sqlite/ ./store/postgres/ ./server/ | tee "$out"
 if command -v benchstat >/dev/null || [ -x "$(go env GOPATH)/bin/benchstat" ]; then
   PATH="$PATH:$(go env GOPATH)/bin" benchstat "$out"
 fi

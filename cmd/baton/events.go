@@ -87,7 +87,15 @@ func writeEvents(w io.Writer, g *globals, evs []*store.Event) error {
 	fmt.Fprintln(tw, "ID\tAT\tKIND\tKEY\tHOLDER\tTOKEN\tACTOR\tREASON")
 	for _, e := range evs {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", e.ID, e.At.UTC().Format(time.RFC3339), e.Kind,
-			printable(e.Key), printable(e.Holder), e.Token, printable(e.Actor), printable(e.Reason))
+			printable(e.Key), printable(e.Holder), e.Token, printable(e.Actor), blankOr(e.Reason))
 	}
 	return tw.Flush()
+}
+
+// blankOr prints an optional text: nothing when it is empty.
+func blankOr(s string) string {
+	if s == "" {
+		return ""
+	}
+	return printable(s)
 }

@@ -59,6 +59,19 @@ func BenchmarkLockCycle(b *testing.B) {
 	storetest.BenchLockCycle(b, locker, raw)
 }
 
+// BenchmarkLockCycleAudit is the lock cycle at 8 clients with the audit log on (as baton serve
+// runs it): the price of one event row per grant and per release.
+func BenchmarkLockCycleAudit(b *testing.B) {
+	schema := newSchema(b)
+	s := openStore(b, schema)
+	raw := rawCycle(b, schema, s.Pool().Config().MaxConns-1)
+	locker, err := baton.NewLocker(s, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	storetest.BenchPaired(b, 8, raw, storetest.LockerCycle(locker))
+}
+
 func BenchmarkHandoff16(b *testing.B) {
 	locker, err := baton.NewLocker(openDefault(b, newSchema(b)), nil)
 	if err != nil {

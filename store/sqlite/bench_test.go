@@ -48,6 +48,18 @@ func BenchmarkLockCycle(b *testing.B) {
 	storetest.BenchLockCycle(b, locker, raw)
 }
 
+// BenchmarkLockCycleAudit is the lock cycle at 8 clients with the audit log on (as baton serve
+// runs it): the price of one event row per grant and per release.
+func BenchmarkLockCycleAudit(b *testing.B) {
+	dir := b.TempDir()
+	raw := rawCycle(b, dir)
+	locker, err := baton.NewLocker(open(b, filepath.Join(dir, "baton.db")), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	storetest.BenchPaired(b, 8, raw, storetest.LockerCycle(locker))
+}
+
 func BenchmarkHandoff16(b *testing.B) {
 	locker, err := baton.NewLocker(openDefault(b, filepath.Join(b.TempDir(), "baton.db")), nil)
 	if err != nil {
