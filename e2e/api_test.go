@@ -18,12 +18,18 @@ import (
 // Bad requests against the real binary: each gets its documented problem, the server stays up,
 // and nothing is written.
 func TestBadRequestsAgainstTheBinary(t *testing.T) {
+	for name, storeURL := range stores(t) {
+		t.Run(name, func(t *testing.T) { badRequests(t, storeURL(t)) })
+	}
+}
+
+func badRequests(t *testing.T, storeURL string) {
 	auth := filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(auth, []byte("reader read "+server.HashToken("r-tok")+"\nwriter write "+server.HashToken("w-tok")+
 		"\nops admin "+server.HashToken("a-tok")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := startServer(t, "sqlite://"+filepath.Join(t.TempDir(), "b.db"), "--auth-file", auth)
+	s := startServer(t, storeURL, "--auth-file", auth)
 	cases := []struct {
 		name, method, path, token, body string
 		status                          int

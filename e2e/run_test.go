@@ -106,7 +106,13 @@ func waitFile(t *testing.T, path string, limit time.Duration) {
 // kill -9 of a `baton run` that holds the lock: its command dies with it, and the next waiter
 // gets the lock within TTL + 1 s.
 func TestKilledRunnerHandsOverWithinTTL(t *testing.T) {
-	s := startServer(t, "sqlite://"+filepath.Join(t.TempDir(), "b.db"))
+	for name, storeURL := range stores(t) {
+		t.Run(name, func(t *testing.T) { killedRunnerHandsOver(t, storeURL(t)) })
+	}
+}
+
+func killedRunnerHandsOver(t *testing.T, storeURL string) {
+	s := startServer(t, storeURL)
 	dir := t.TempDir()
 	const ttl = 3 * time.Second
 	first, _ := startRun(t, s, dir, "run", "--lock", "k9", "--ttl", ttl.String(), "--", "sh", "-c",
