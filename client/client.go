@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/notify"
+	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
 )
 
@@ -147,11 +148,12 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	req := acquireRequest{
+	ttl := ceilMs(p.TTL)
+	req := wire.AcquireRequest{
 		Key:         p.Key,
 		LeaseID:     p.LeaseID,
 		Holder:      p.Holder,
-		TTLMs:       ceilMs(p.TTL),
+		TTLMs:       &ttl,
 		Metadata:    p.Metadata,
 		CooldownMs:  ceilMs(p.Cooldown),
 		LockDelayMs: ceilMs(p.LockDelay),
@@ -162,7 +164,7 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 		req.WaitMs = wait.Milliseconds()
 	}
 	start := time.Now()
-	var resp leaseResponse
+	var resp wire.LeaseResponse
 	err := s.do(ctx, http.MethodPost, "/v1/locks/acquire", nil, req, &resp)
 	if err != nil {
 		// Only a request that really waited (most of its window) may trigger an immediate
@@ -172,7 +174,7 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 		}
 		return nil, err
 	}
-	return resp.Lease.toStore(), nil
+	return resp.Lease.Store(), nil
 }
 
 // waitFor is the server-side wait of one acquire request: MaxWait, capped by the server's
@@ -202,12 +204,13 @@ func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, 
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	var resp leaseResponse
-	err := s.do(ctx, http.MethodPost, "/v1/locks/renew", nil, renewRequest{Key: p.Key, LeaseID: p.LeaseID, TTLMs: ceilMs(p.TTL)}, &resp)
+	ttl := ceilMs(p.TTL)
+	var resp wire.LeaseResponse
+	err := s.do(ctx, http.MethodPost, "/v1/locks/renew", nil, wire.RenewRequest{Key: p.Key, LeaseID: p.LeaseID, TTLMs: &ttl}, &resp)
 	if err != nil {
 		return nil, err
 	}
-	return resp.Lease.toStore(), nil
+	return resp.Lease.Store(), nil
 }
 
 // Release ends the lease, and wakes a local waiter on the key. Held is set if the server
@@ -219,12 +222,8 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	var resp struct {
-		Released        bool  `json:"released"`
-		AlreadyReleased bool  `json:"already_released"`
-		HeldMs          int64 `json:"held_ms"` // not in every server's answer: Held is then zero
-	}
-	if err := s.do(ctx, http.MethodPost, "/v1/locks/release", nil, releaseRequest{Key: p.Key, LeaseID: p.LeaseID}, &resp); err != nil {
+	var resp wire.ReleaseResponse // held_ms is zero from servers that do not report it
+	if err := s.do(ctx, http.MethodPost, "/v1/locks/release", nil, wire.ReleaseRequest{Key: p.Key, LeaseID: p.LeaseID}, &resp); err != nil {
 		return nil, err
 	}
 	if !resp.AlreadyReleased {
@@ -241,11 +240,11 @@ func (s *Store) Get(ctx context.Context, key string) (*store.Lease, error) {
 	if err := store.ValidateKey(key); err != nil {
 		return nil, err
 	}
-	var resp leaseResponse
+	var resp wire.LeaseResponse
 	if err := s.do(ctx, http.MethodGet, "/v1/locks/"+keyPath(key), nil, nil, &resp); err != nil {
 		return nil, err
 	}
-	return resp.Lease.toStore(), nil
+	return resp.Lease.Store(), nil
 }
 
 // List returns one page of live leases in key order: p.After is the cursor (the last key of the
@@ -268,16 +267,13 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) ([]*store.Lease, 
 		q.Set("cursor", p.After)
 	}
 	q.Set("limit", strconv.Itoa(p.Limit))
-	var resp struct {
-		Leases     []leaseJSON `json:"leases"`
-		NextCursor string      `json:"next_cursor"`
-	}
+	var resp wire.ListResponse
 	if err := s.do(ctx, http.MethodGet, "/v1/locks", q, nil, &resp); err != nil {
 		return nil, err
 	}
 	out := make([]*store.Lease, 0, len(resp.Leases))
 	for i := range resp.Leases {
-		out = append(out, resp.Leases[i].toStore())
+		out = append(out, resp.Leases[i].Store())
 	}
 	return out, nil
 }
@@ -291,12 +287,12 @@ func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	var resp leaseResponse
-	if err := s.do(ctx, http.MethodPost, "/v1/locks/force-release", nil, forceReleaseRequest{Key: p.Key, Reason: p.Reason, Actor: p.Actor}, &resp); err != nil {
+	var resp wire.LeaseResponse
+	if err := s.do(ctx, http.MethodPost, "/v1/locks/force-release", nil, wire.ForceReleaseRequest{Key: p.Key, Reason: p.Reason, Actor: p.Actor}, &resp); err != nil {
 		return nil, err
 	}
 	s.hub.Notify(p.Key)
-	return resp.Lease.toStore(), nil
+	return resp.Lease.Store(), nil
 }
 
 // Events lists the server's audit log (an admin call).
@@ -314,26 +310,13 @@ func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Eve
 	if p.After > 0 {
 		q.Set("cursor", strconv.FormatUint(p.After, 10))
 	}
-	var resp struct {
-		Events []struct {
-			ID      uint64    `json:"id"`
-			At      time.Time `json:"at"`
-			Kind    string    `json:"kind"`
-			Key     string    `json:"key"`
-			LeaseID string    `json:"lease_id"`
-			Holder  string    `json:"holder"`
-			Token   uint64    `json:"token"`
-			Actor   string    `json:"actor"`
-			Reason  string    `json:"reason"`
-		} `json:"events"`
-	}
+	var resp wire.EventsResponse
 	if err := s.do(ctx, http.MethodGet, "/v1/events", q, nil, &resp); err != nil {
 		return nil, err
 	}
 	out := make([]*store.Event, 0, len(resp.Events))
-	for _, e := range resp.Events {
-		out = append(out, &store.Event{ID: e.ID, At: e.At, Kind: e.Kind, Key: e.Key, LeaseID: e.LeaseID,
-			Holder: e.Holder, Token: e.Token, Actor: e.Actor, Reason: e.Reason})
+	for i := range resp.Events {
+		out = append(out, resp.Events[i].Store())
 	}
 	return out, nil
 }
@@ -502,70 +485,6 @@ func keyPath(key string) string {
 		}
 	}
 	return b.String()
-}
-
-// Wire types of docs/http-api.md.
-
-type acquireRequest struct {
-	Key         string          `json:"key"`
-	LeaseID     string          `json:"lease_id,omitempty"`
-	Holder      string          `json:"holder,omitempty"`
-	TTLMs       int64           `json:"ttl_ms,omitempty"`
-	WaitMs      int64           `json:"wait_ms,omitempty"`
-	Metadata    json.RawMessage `json:"metadata,omitempty"`
-	CooldownMs  int64           `json:"cooldown_ms,omitempty"`
-	LockDelayMs int64           `json:"lock_delay_ms,omitempty"`
-}
-
-type renewRequest struct {
-	Key     string `json:"key"`
-	LeaseID string `json:"lease_id"`
-	TTLMs   int64  `json:"ttl_ms,omitempty"`
-}
-
-type releaseRequest struct {
-	Key     string `json:"key"`
-	LeaseID string `json:"lease_id"`
-}
-
-type forceReleaseRequest struct {
-	Key    string `json:"key"`
-	Reason string `json:"reason"`
-	Actor  string `json:"actor,omitempty"`
-}
-
-type leaseResponse struct {
-	Lease leaseJSON `json:"lease"`
-}
-
-type leaseJSON struct {
-	Key        string          `json:"key"`
-	LeaseID    string          `json:"lease_id"`
-	Holder     string          `json:"holder"`
-	Token      uint64          `json:"token"`
-	AcquiredAt time.Time       `json:"acquired_at"`
-	ExpiresAt  time.Time       `json:"expires_at"`
-	TTLLeftMs  int64           `json:"ttl_left_ms"`
-	Metadata   json.RawMessage `json:"metadata"`
-	TookOver   bool            `json:"took_over"`
-}
-
-func (l *leaseJSON) toStore() *store.Lease {
-	md := l.Metadata
-	if len(md) == 0 || string(md) == "null" {
-		md = nil
-	}
-	return &store.Lease{
-		Key:        l.Key,
-		ID:         l.LeaseID,
-		Holder:     l.Holder,
-		Token:      l.Token,
-		AcquiredAt: l.AcquiredAt.UTC(),
-		ExpiresAt:  l.ExpiresAt.UTC(),
-		TTLLeft:    time.Duration(l.TTLLeftMs) * time.Millisecond,
-		Metadata:   md,
-		TookOver:   l.TookOver,
-	}
 }
 
 // isJSON reports whether a Content-Type is JSON (application/json, application/problem+json).

@@ -3,27 +3,10 @@ package server
 import (
 	"net/http"
 	"strconv"
-	"time"
 
+	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
 )
-
-type eventJSON struct {
-	ID      uint64    `json:"id"`
-	At      time.Time `json:"at"`
-	Kind    string    `json:"kind"`
-	Key     string    `json:"key"`
-	LeaseID string    `json:"lease_id"`
-	Holder  string    `json:"holder"`
-	Token   uint64    `json:"token"`
-	Actor   string    `json:"actor"`
-	Reason  string    `json:"reason,omitempty"`
-}
-
-type eventsResponse struct {
-	Events     []eventJSON `json:"events"`
-	NextCursor string      `json:"next_cursor,omitempty"`
-}
 
 // events lists the audit log (admin: it names every holder and every operator's reasons).
 func (s *Server) events(w http.ResponseWriter, r *http.Request, _ principal) {
@@ -50,10 +33,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, _ principal) {
 		s.writeError(w, r, err)
 		return
 	}
-	resp := eventsResponse{Events: make([]eventJSON, 0, len(evs))}
+	resp := wire.EventsResponse{Events: make([]wire.Event, 0, len(evs))}
 	for _, e := range evs {
-		resp.Events = append(resp.Events, eventJSON{ID: e.ID, At: e.At.UTC(), Kind: e.Kind, Key: e.Key, LeaseID: e.LeaseID,
-			Holder: e.Holder, Token: e.Token, Actor: e.Actor, Reason: e.Reason})
+		resp.Events = append(resp.Events, wire.EventFrom(e))
 	}
 	if len(evs) == p.Limit {
 		resp.NextCursor = strconv.FormatUint(evs[len(evs)-1].ID, 10)

@@ -4,37 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
 )
-
-// leaseJSON is the lease object of the API.
-type leaseJSON struct {
-	Key        string          `json:"key"`
-	LeaseID    string          `json:"lease_id"`
-	Holder     string          `json:"holder"`
-	Token      uint64          `json:"token"`
-	AcquiredAt time.Time       `json:"acquired_at"`
-	ExpiresAt  time.Time       `json:"expires_at"`
-	TTLLeftMs  int64           `json:"ttl_left_ms"`
-	Metadata   json.RawMessage `json:"metadata,omitempty"`
-	TookOver   bool            `json:"took_over,omitempty"`
-}
-
-func toJSON(l *store.Lease) leaseJSON {
-	return leaseJSON{Key: l.Key, LeaseID: l.ID, Holder: l.Holder, Token: l.Token,
-		AcquiredAt: l.AcquiredAt.UTC(), ExpiresAt: l.ExpiresAt.UTC(), TTLLeftMs: l.TTLLeft.Milliseconds(),
-		Metadata: l.Metadata, TookOver: l.TookOver}
-}
-
-type leaseResponse struct {
-	Lease leaseJSON `json:"lease"`
-}
 
 // msDuration converts a millisecond field, checking its range before multiplying so that a huge
 // value is a clear error rather than an overflow.
@@ -51,19 +28,8 @@ func newLeaseID() string {
 	return hex.EncodeToString(b[:])
 }
 
-type acquireRequest struct {
-	Key         string          `json:"key"`
-	LeaseID     string          `json:"lease_id"`
-	Holder      string          `json:"holder"`
-	TTLMs       *int64          `json:"ttl_ms"`
-	WaitMs      int64           `json:"wait_ms"`
-	Metadata    json.RawMessage `json:"metadata"`
-	CooldownMs  int64           `json:"cooldown_ms"`
-	LockDelayMs int64           `json:"lock_delay_ms"`
-}
-
 func (s *Server) acquire(w http.ResponseWriter, r *http.Request, _ principal) {
-	var req acquireRequest
+	var req wire.AcquireRequest
 	if !decode(w, r, &req) {
 		s.metrics.failures.WithLabelValues("invalid").Inc()
 		return
@@ -102,10 +68,10 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request, _ principal) {
 	if sl.TookOver {
 		s.metrics.expirations.Inc()
 	}
-	writeJSON(w, http.StatusOK, leaseResponse{toJSON(sl)})
+	writeJSON(w, http.StatusOK, wire.LeaseResponse{Lease: wire.LeaseFrom(sl)})
 }
 
-func (s *Server) acquireParams(req *acquireRequest) (*store.AcquireParams, time.Duration, *problem) {
+func (s *Server) acquireParams(req *wire.AcquireRequest) (*store.AcquireParams, time.Duration, *problem) {
 	ttl := store.DefaultTTLForServer
 	if req.TTLMs != nil {
 		if *req.TTLMs < store.MinTTL.Milliseconds() || *req.TTLMs > store.MaxTTL.Milliseconds() {
@@ -161,14 +127,8 @@ func (s *Server) countFailure(err error) {
 	s.metrics.acquisitions.WithLabelValues("failed").Inc()
 }
 
-type renewRequest struct {
-	Key     string `json:"key"`
-	LeaseID string `json:"lease_id"`
-	TTLMs   *int64 `json:"ttl_ms"`
-}
-
 func (s *Server) renew(w http.ResponseWriter, r *http.Request, _ principal) {
-	var req renewRequest
+	var req wire.RenewRequest
 	if !decode(w, r, &req) {
 		return
 	}
@@ -186,16 +146,11 @@ func (s *Server) renew(w http.ResponseWriter, r *http.Request, _ principal) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, leaseResponse{toJSON(sl)})
-}
-
-type releaseRequest struct {
-	Key     string `json:"key"`
-	LeaseID string `json:"lease_id"`
+	writeJSON(w, http.StatusOK, wire.LeaseResponse{Lease: wire.LeaseFrom(sl)})
 }
 
 func (s *Server) release(w http.ResponseWriter, r *http.Request, _ principal) {
-	var req releaseRequest
+	var req wire.ReleaseRequest
 	if !decode(w, r, &req) {
 		return
 	}
@@ -207,18 +162,12 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request, _ principal) {
 	if !res.AlreadyReleased {
 		s.metrics.held.Observe(res.Held.Seconds())
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"released": !res.AlreadyReleased, "already_released": res.AlreadyReleased,
-		"held_ms": res.Held.Milliseconds()})
-}
-
-type forceReleaseRequest struct {
-	Key    string `json:"key"`
-	Reason string `json:"reason"`
-	Actor  string `json:"actor"` // recorded only without auth; with auth the token's name is
+	writeJSON(w, http.StatusOK, wire.ReleaseResponse{Released: !res.AlreadyReleased, AlreadyReleased: res.AlreadyReleased,
+		HeldMs: res.Held.Milliseconds()})
 }
 
 func (s *Server) forceRelease(w http.ResponseWriter, r *http.Request, who principal) {
-	var req forceReleaseRequest
+	var req wire.ForceReleaseRequest
 	if !decode(w, r, &req) {
 		return
 	}
@@ -235,7 +184,7 @@ func (s *Server) forceRelease(w http.ResponseWriter, r *http.Request, who princi
 	}
 	s.log.Info("lease force-released", "key", sl.Key, "lease_id", sl.ID, "holder", sl.Holder, "token", sl.Token,
 		"actor", who.name, "reason", req.Reason)
-	writeJSON(w, http.StatusOK, leaseResponse{toJSON(sl)})
+	writeJSON(w, http.StatusOK, wire.LeaseResponse{Lease: wire.LeaseFrom(sl)})
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request, who principal) {
@@ -248,12 +197,7 @@ func (s *Server) getKey(w http.ResponseWriter, r *http.Request, key string, _ pr
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, leaseResponse{toJSON(sl)})
-}
-
-type listResponse struct {
-	Leases     []leaseJSON `json:"leases"`
-	NextCursor string      `json:"next_cursor,omitempty"`
+	writeJSON(w, http.StatusOK, wire.LeaseResponse{Lease: wire.LeaseFrom(sl)})
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, _ principal) {
@@ -276,9 +220,9 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, _ principal) {
 		s.writeError(w, r, err)
 		return
 	}
-	resp := listResponse{Leases: make([]leaseJSON, 0, len(leases))}
+	resp := wire.ListResponse{Leases: make([]wire.Lease, 0, len(leases))}
 	for _, l := range leases {
-		resp.Leases = append(resp.Leases, toJSON(l))
+		resp.Leases = append(resp.Leases, wire.LeaseFrom(l))
 	}
 	if len(leases) == p.Limit {
 		resp.NextCursor = leases[len(leases)-1].Key

@@ -16,6 +16,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/client"
+	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
 )
 
@@ -246,24 +247,6 @@ func roundDuration(d time.Duration) time.Duration {
 	return d.Round(time.Second)
 }
 
-// leaseOut is the lease object of docs/http-api.md, for -o json.
-type leaseOut struct {
-	Key        string          `json:"key"`
-	LeaseID    string          `json:"lease_id"`
-	Holder     string          `json:"holder"`
-	Token      uint64          `json:"token"`
-	AcquiredAt time.Time       `json:"acquired_at"`
-	ExpiresAt  time.Time       `json:"expires_at"`
-	TTLLeftMs  int64           `json:"ttl_left_ms"`
-	Metadata   json.RawMessage `json:"metadata,omitempty"`
-}
-
-func toOut(l *store.Lease) leaseOut {
-	return leaseOut{Key: l.Key, LeaseID: l.ID, Holder: l.Holder, Token: l.Token,
-		AcquiredAt: l.AcquiredAt.UTC(), ExpiresAt: l.ExpiresAt.UTC(), TTLLeftMs: l.TTLLeft.Milliseconds(),
-		Metadata: l.Metadata}
-}
-
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -296,9 +279,9 @@ func printable(s string) string {
 // writeLeases prints leases in the chosen format: a table, or a JSON array of lease objects.
 func writeLeases(w io.Writer, g *globals, leases []*store.Lease) error {
 	if g.output == "json" {
-		out := make([]leaseOut, 0, len(leases))
+		out := make([]wire.Lease, 0, len(leases))
 		for _, l := range leases {
-			out = append(out, toOut(l))
+			out = append(out, wire.LeaseFrom(l))
 		}
 		return writeJSON(w, out)
 	}
@@ -308,7 +291,7 @@ func writeLeases(w io.Writer, g *globals, leases []*store.Lease) error {
 // writeLease prints one lease: a one-row table, or the lease object.
 func writeLease(w io.Writer, g *globals, l *store.Lease) error {
 	if g.output == "json" {
-		return writeJSON(w, toOut(l))
+		return writeJSON(w, wire.LeaseFrom(l))
 	}
 	return writeTable(w, []*store.Lease{l})
 }

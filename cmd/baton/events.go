@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
 )
 
@@ -63,23 +64,11 @@ Output (table):
 	return exitOK
 }
 
-type eventOut struct {
-	ID      uint64    `json:"id"`
-	At      time.Time `json:"at"`
-	Kind    string    `json:"kind"`
-	Key     string    `json:"key"`
-	LeaseID string    `json:"lease_id"`
-	Holder  string    `json:"holder"`
-	Token   uint64    `json:"token"`
-	Actor   string    `json:"actor"`
-	Reason  string    `json:"reason,omitempty"`
-}
-
 func writeEvents(w io.Writer, g *globals, evs []*store.Event) error {
 	if g.output == "json" {
-		out := make([]eventOut, 0, len(evs))
+		out := make([]wire.Event, 0, len(evs))
 		for _, e := range evs {
-			out = append(out, eventOut{e.ID, e.At.UTC(), e.Kind, e.Key, e.LeaseID, e.Holder, e.Token, e.Actor, e.Reason})
+			out = append(out, wire.EventFrom(e))
 		}
 		return writeJSON(w, out)
 	}

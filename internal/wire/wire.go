@@ -1,0 +1,129 @@
+// Package wire holds the JSON shapes of the HTTP API (docs/http-api.md), shared by the server,
+// the Go client and the CLI's -o json output, so the three cannot drift apart.
+package wire
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/batonhq/baton/store"
+)
+
+// Lease is the lease object.
+type Lease struct {
+	Key        string          `json:"key"`
+	LeaseID    string          `json:"lease_id"`
+	Holder     string          `json:"holder"`
+	Token      uint64          `json:"token"`
+	AcquiredAt time.Time       `json:"acquired_at"`
+	ExpiresAt  time.Time       `json:"expires_at"`
+	TTLLeftMs  int64           `json:"ttl_left_ms"`
+	Metadata   json.RawMessage `json:"metadata,omitempty"`
+	TookOver   bool            `json:"took_over,omitempty"`
+}
+
+// LeaseFrom converts a store lease.
+func LeaseFrom(l *store.Lease) Lease {
+	return Lease{Key: l.Key, LeaseID: l.ID, Holder: l.Holder, Token: l.Token,
+		AcquiredAt: l.AcquiredAt.UTC(), ExpiresAt: l.ExpiresAt.UTC(), TTLLeftMs: l.TTLLeft.Milliseconds(),
+		Metadata: l.Metadata, TookOver: l.TookOver}
+}
+
+// Store converts back to a store lease.
+func (l *Lease) Store() *store.Lease {
+	md := l.Metadata
+	if len(md) == 0 || string(md) == "null" {
+		md = nil
+	}
+	return &store.Lease{Key: l.Key, ID: l.LeaseID, Holder: l.Holder, Token: l.Token,
+		AcquiredAt: l.AcquiredAt.UTC(), ExpiresAt: l.ExpiresAt.UTC(),
+		TTLLeft: time.Duration(l.TTLLeftMs) * time.Millisecond, Metadata: md, TookOver: l.TookOver}
+}
+
+// LeaseResponse answers acquire, renew, get and force-release.
+type LeaseResponse struct {
+	Lease Lease `json:"lease"`
+}
+
+// ListResponse answers GET /v1/locks.
+type ListResponse struct {
+	Leases     []Lease `json:"leases"`
+	NextCursor string  `json:"next_cursor,omitempty"`
+}
+
+// AcquireRequest is the body of POST /v1/locks/acquire. A nil TTLMs means the default.
+type AcquireRequest struct {
+	Key         string          `json:"key"`
+	LeaseID     string          `json:"lease_id,omitempty"`
+	Holder      string          `json:"holder,omitempty"`
+	TTLMs       *int64          `json:"ttl_ms,omitempty"`
+	WaitMs      int64           `json:"wait_ms,omitempty"`
+	Metadata    json.RawMessage `json:"metadata,omitempty"`
+	CooldownMs  int64           `json:"cooldown_ms,omitempty"`
+	LockDelayMs int64           `json:"lock_delay_ms,omitempty"`
+}
+
+// RenewRequest is the body of POST /v1/locks/renew. A nil TTLMs means the default.
+type RenewRequest struct {
+	Key     string `json:"key"`
+	LeaseID string `json:"lease_id"`
+	TTLMs   *int64 `json:"ttl_ms,omitempty"`
+}
+
+// ReleaseRequest is the body of POST /v1/locks/release.
+type ReleaseRequest struct {
+	Key     string `json:"key"`
+	LeaseID string `json:"lease_id"`
+}
+
+// ReleaseResponse answers POST /v1/locks/release.
+type ReleaseResponse struct {
+	Released        bool  `json:"released"`
+	AlreadyReleased bool  `json:"already_released"`
+	HeldMs          int64 `json:"held_ms"`
+}
+
+// ForceReleaseRequest is the body of POST /v1/locks/force-release. Actor counts only on a
+// server without auth; with auth the token's name is recorded.
+type ForceReleaseRequest struct {
+	Key    string `json:"key"`
+	Reason string `json:"reason"`
+	Actor  string `json:"actor,omitempty"`
+}
+
+// Event is one audit log entry.
+type Event struct {
+	ID      uint64    `json:"id"`
+	At      time.Time `json:"at"`
+	Kind    string    `json:"kind"`
+	Key     string    `json:"key"`
+	LeaseID string    `json:"lease_id"`
+	Holder  string    `json:"holder"`
+	Token   uint64    `json:"token"`
+	Actor   string    `json:"actor"`
+	Reason  string    `json:"reason,omitempty"`
+}
+
+// EventFrom converts a store event.
+func EventFrom(e *store.Event) Event {
+	return Event{ID: e.ID, At: e.At.UTC(), Kind: e.Kind, Key: e.Key, LeaseID: e.LeaseID, Holder: e.Holder,
+		Token: e.Token, Actor: e.Actor, Reason: e.Reason}
+}
+
+// Store converts back to a store event.
+func (e *Event) Store() *store.Event {
+	return &store.Event{ID: e.ID, At: e.At.UTC(), Kind: e.Kind, Key: e.Key, LeaseID: e.LeaseID, Holder: e.Holder,
+		Token: e.Token, Actor: e.Actor, Reason: e.Reason}
+}
+
+// EventsResponse answers GET /v1/events.
+type EventsResponse struct {
+	Events     []Event `json:"events"`
+	NextCursor string  `json:"next_cursor,omitempty"`
+}
+
+// Ms returns a pointer to d in milliseconds, for the optional duration fields.
+func Ms(d time.Duration) *int64 {
+	v := d.Milliseconds()
+	return &v
+}
