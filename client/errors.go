@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
 )
 
@@ -58,23 +59,8 @@ func (e *ProblemError) Is(target error) bool {
 	return false
 }
 
-// problemJSON is a problem document with Baton's extension members.
-type problemJSON struct {
-	Type         string     `json:"type"`
-	Title        string     `json:"title"`
-	Status       int        `json:"status"`
-	Code         string     `json:"code"`
-	Detail       string     `json:"detail"`
-	Field        string     `json:"field"`
-	Rule         string     `json:"rule"`
-	Key          string     `json:"key"`
-	Holder       string     `json:"holder"`
-	Token        uint64     `json:"token"`
-	ExpiresAt    *time.Time `json:"expires_at"`
-	RetryAfterMs *int64     `json:"retry_after_ms"`
-	Reason       string     `json:"reason"`
-	RemainingMs  *int64     `json:"remaining_ms"`
-}
+// problemJSON is the API's problem document.
+type problemJSON = wire.Problem
 
 // apiFields maps the API's field names back to the store's, so that errors read as those of any
 // other store.

@@ -11,29 +11,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
 )
 
-// problem is an RFC 9457 problem document with Baton's stable code and extension members.
+// problem is the problem document, and the Retry-After it implies.
 type problem struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Code   string `json:"code"`
-	Detail string `json:"detail,omitempty"`
-
-	Field        string     `json:"field,omitempty"`
-	Rule         string     `json:"rule,omitempty"`
-	RequiredRole string     `json:"required_role,omitempty"`
-	Key          string     `json:"key,omitempty"`
-	Holder       string     `json:"holder,omitempty"`
-	Token        uint64     `json:"token,omitempty"`
-	ExpiresAt    *time.Time `json:"expires_at,omitempty"`
-	RetryAfterMs *int64     `json:"retry_after_ms,omitempty"`
-	Reason       string     `json:"reason,omitempty"`
-	RemainingMs  *int64     `json:"remaining_ms,omitempty"`
-
-	retryAfter time.Duration // for the Retry-After header
+	wire.Problem
+	retryAfter time.Duration
 }
 
 var titles = map[string]string{
@@ -52,7 +37,7 @@ var titles = map[string]string{
 }
 
 func newProblem(status int, code, detail string) *problem {
-	return &problem{Type: "https://baton.dev/problems/" + code, Title: titles[code], Status: status, Code: code, Detail: detail}
+	return &problem{Problem: wire.Problem{Type: "https://baton.dev/problems/" + code, Title: titles[code], Status: status, Code: code, Detail: detail}}
 }
 
 // apiFields maps the store's field names to the API's, where the API carries units.
@@ -111,7 +96,7 @@ func writeProblem(w http.ResponseWriter, p *problem) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(p.Status)
-	_ = json.NewEncoder(w).Encode(p)
+	_ = json.NewEncoder(w).Encode(p.Problem)
 }
 
 // writeError answers err as a problem, logging errors that are not the caller's doing.

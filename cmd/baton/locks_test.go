@@ -12,21 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/store"
 )
 
-// leaseJSON decodes the CLI's -o json lease object.
-type leaseJSON struct {
-	Key        string          `json:"key"`
-	LeaseID    string          `json:"lease_id"`
-	Holder     string          `json:"holder"`
-	Token      uint64          `json:"token"`
-	AcquiredAt time.Time       `json:"acquired_at"`
-	ExpiresAt  time.Time       `json:"expires_at"`
-	TTLLeftMs  int64           `json:"ttl_left_ms"`
-	Metadata   json.RawMessage `json:"metadata"`
-}
+// leaseJSON is the CLI's -o json lease object: the API's.
+type leaseJSON = wire.Lease
 
 func decodeLease(t *testing.T, r result) leaseJSON {
 	t.Helper()

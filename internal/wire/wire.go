@@ -127,3 +127,23 @@ func Ms(d time.Duration) *int64 {
 	v := d.Milliseconds()
 	return &v
 }
+
+// Problem is an RFC 9457 problem document with Baton's stable code and extension members.
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Code   string `json:"code"`
+	Detail string `json:"detail,omitempty"`
+
+	Field        string     `json:"field,omitempty"`
+	Rule         string     `json:"rule,omitempty"`
+	RequiredRole string     `json:"required_role,omitempty"`
+	Key          string     `json:"key,omitempty"`
+	Holder       string     `json:"holder,omitempty"`
+	Token        uint64     `json:"token,omitempty"`
+	ExpiresAt    *time.Time `json:"expires_at,omitempty"`
+	RetryAfterMs *int64     `json:"retry_after_ms,omitempty"`
+	Reason       string     `json:"reason,omitempty"`
+	RemainingMs  *int64     `json:"remaining_ms,omitempty"`
+}

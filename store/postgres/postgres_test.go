@@ -51,8 +51,8 @@ func newSchema(t testing.TB) string {
 	return schema
 }
 
-// exec runs one statement on a connection of its own, outside any store.
-func exec(t testing.TB, sql string, args ...any) {
+// withConn runs fn on a connection of its own, outside any store.
+func withConn(t testing.TB, fn func(ctx context.Context, conn *pgx.Conn) error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -61,25 +61,32 @@ func exec(t testing.TB, sql string, args ...any) {
 		t.Fatalf("connect: %v", err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, sql, args...); err != nil {
-		t.Fatalf("%s: %v", sql, err)
+	if err := fn(ctx, conn); err != nil {
+		t.Fatal(err)
 	}
+}
+
+// exec runs one statement on a connection of its own.
+func exec(t testing.TB, sql string, args ...any) {
+	t.Helper()
+	withConn(t, func(ctx context.Context, conn *pgx.Conn) error {
+		if _, err := conn.Exec(ctx, sql, args...); err != nil {
+			return fmt.Errorf("%s: %w", sql, err)
+		}
+		return nil
+	})
 }
 
 // queryInt runs a one-value query on a connection of its own.
 func queryInt(t testing.TB, sql string, args ...any) int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn())
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	defer conn.Close(ctx)
 	var n int64
-	if err := conn.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
+	withConn(t, func(ctx context.Context, conn *pgx.Conn) error {
+		if err := conn.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
+			return fmt.Errorf("%s: %w", sql, err)
+		}
+		return nil
+	})
 	return n
 }
 
