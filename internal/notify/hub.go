@@ -83,3 +83,7 @@ func wake(s *sub) {
 	default: // a wake-up is already pending
 	}
 }
+
+// JobKey is the hub key under which a store signals that a job of kind may be claimable. Lease
+// keys cannot contain control characters, so it never collides with one.
+func JobKey(kind string) string { return "\x1fjob:" + kind }

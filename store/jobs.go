@@ -1,0 +1,327 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// JobStore is the seam of the job queue, implemented by the SQLite and PostgreSQL stores and by
+// the HTTP client, and checked by storetest.RunJobs.
+//
+// The execution record is the lock: a running job's row carries its own lease (worker, fencing
+// token, expiry on the store's clock). The database enforces at most one running job per
+// resource. Per resource, jobs run one at a time in queue order (Job.Seq): only the oldest
+// unfinished job of a resource (its head) can be claimed, and it stays head through its retries.
+//
+// Every method is one atomic step. Errors: *InvalidArgumentError for bad input (nothing written),
+// ErrNotFound for an unknown job or resource, ErrNotHeld when (ID, Token) no longer names the
+// running attempt, *ResourceBusyError from SubmitJob under the reject policy, *JobStateError when
+// the job's state forbids the operation, ErrClosed after Close.
+type JobStore interface {
+	// RegisterKinds creates or replaces kind definitions, all or none.
+	RegisterKinds(ctx context.Context, kinds []Kind) error
+	// Kinds lists the registered kinds, by name.
+	Kinds(ctx context.Context) ([]Kind, error)
+
+	// SubmitJob enqueues a job. With an idempotency key that exists, it returns the existing job
+	// and Existing=true, whatever the other fields say; concurrent submits with one key create
+	// one job. The kind must be registered.
+	SubmitJob(ctx context.Context, p *SubmitParams) (*SubmitResult, error)
+	// GetJob returns one job, or ErrNotFound.
+	GetJob(ctx context.Context, id int64) (*Job, error)
+	// ListJobs lists jobs by ID, after p.After, at most p.Limit.
+	ListJobs(ctx context.Context, p *JobListParams) ([]*Job, error)
+
+	// ClaimJobs starts up to p.Limit claimable jobs of p.Kinds for p.Worker: each becomes
+	// running with a fresh fencing token (drawn in the claim, from the same store-wide sequence
+	// as lease tokens) and a lease of p.TTL. A job whose kind's state guard refuses the
+	// resource's state is not started: it is discarded with error code CodeInvalidResourceState
+	// (in the same atomic step) and not returned.
+	ClaimJobs(ctx context.Context, p *ClaimParams) ([]*Job, error)
+	// HeartbeatJob extends the running attempt's lease by p.TTL. ErrNotHeld if (ID, Token) is
+	// not the running attempt. It reports whether a cancel was requested.
+	HeartbeatJob(ctx context.Context, p *HeartbeatParams) (*HeartbeatResult, error)
+	// CompleteJob ends the running attempt (ID, Token) as succeeded, or cancelled if a cancel
+	// was requested; sets the resource's success state; promotes the resource's next job.
+	CompleteJob(ctx context.Context, p *CompleteParams) (*Job, error)
+	// FailJob ends the running attempt (ID, Token) with an error: retryable after p.RetryAfter
+	// while attempts remain, else discarded (dead letter, resource set to the failure state);
+	// discarded at once if p.Permanent; cancelled if a cancel was requested.
+	FailJob(ctx context.Context, p *FailParams) (*Job, error)
+
+	// CancelJob cancels a job that is not running (it becomes cancelled at once) or requests
+	// the cancellation of a running one (CancelRequested; it ends when its worker stops or its
+	// lease expires). *JobStateError for a finished job.
+	CancelJob(ctx context.Context, id int64) (*Job, error)
+	// RetryJob makes a discarded, cancelled or skipped job available again at the back of its
+	// resource's queue (a new Seq; MaxAttempts raised to Attempt+1 if exhausted), or a retryable
+	// job claimable now. *JobStateError for other states.
+	RetryJob(ctx context.Context, id int64) (*Job, error)
+	// PurgeJobs deletes discarded jobs (the dead letters) matching p; returns how many.
+	PurgeJobs(ctx context.Context, p *PurgeParams) (int, error)
+
+	// ReapJobs ends the attempts of running jobs whose lease expired (CodeWorkerTimeout) or that
+	// hold no lease (CodeLockStateLost): retryable if attempts remain, else discarded; cancelled
+	// if a cancel was requested. At most p.Limit per call.
+	ReapJobs(ctx context.Context, p *ReapParams) ([]*ReapedJob, error)
+	// CleanJobs deletes succeeded, cancelled and skipped jobs finished more than p.Age ago (on
+	// the store's clock), and discarded ones too if p.Discarded; at most p.Limit per call.
+	CleanJobs(ctx context.Context, p *CleanParams) (int, error)
+	// JobCounts counts jobs per kind and state (unfinished states only).
+	JobCounts(ctx context.Context) ([]*JobCount, error)
+
+	// GetResource returns a resource, or ErrNotFound if no job or state was ever recorded.
+	GetResource(ctx context.Context, key string) (*Resource, error)
+	// ListResources lists resources by key, after p.After.
+	ListResources(ctx context.Context, p *ResourceListParams) ([]*Resource, error)
+	// SetResourceState sets a resource's state (creating the resource if needed), bumping its
+	// version; with p.IfVersion set, only if the version matches (else *VersionMismatchError).
+	SetResourceState(ctx context.Context, p *SetResourceStateParams) (*Resource, error)
+
+	// SubscribeJobs registers interest in jobs of kind becoming claimable (a submit, a
+	// promotion, a retry). Wake-ups are hints, coalesced; the subscriber must still poll.
+	SubscribeJobs(kind string) (wake <-chan struct{}, cancel func())
+}
+
+// JobState is the state of a job.
+type JobState string
+
+// Job states. Unfinished: scheduled, available, running, retryable. Final: the rest.
+const (
+	JobScheduled JobState = "scheduled" // waiting for ScheduledAt
+	JobAvailable JobState = "available" // claimable when it is its resource's head
+	JobRunning   JobState = "running"   // an attempt holds the job's lease
+	JobRetryable JobState = "retryable" // an attempt failed; claimable again at ScheduledAt
+	JobSucceeded JobState = "succeeded"
+	JobCancelled JobState = "cancelled"
+	JobDiscarded JobState = "discarded" // the dead letter state
+	JobSkipped   JobState = "skipped"   // submitted under the skip policy to a busy resource
+)
+
+// JobStates lists every state, unfinished first.
+var JobStates = []JobState{JobScheduled, JobAvailable, JobRunning, JobRetryable,
+	JobSucceeded, JobCancelled, JobDiscarded, JobSkipped}
+
+// Final reports whether a job in state s will not run again unless retried by hand.
+func (s JobState) Final() bool {
+	return s == JobSucceeded || s == JobCancelled || s == JobDiscarded || s == JobSkipped
+}
+
+// Valid reports whether s is a known state.
+func (s JobState) Valid() bool {
+	for _, v := range JobStates {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// BusyPolicy says what a submit does when its resource has unfinished jobs.
+type BusyPolicy string
+
+// Busy policies.
+const (
+	PolicyQueue  BusyPolicy = "queue"  // wait for its turn (the default)
+	PolicySkip   BusyPolicy = "skip"   // record the job as skipped, "resource busy"
+	PolicyReject BusyPolicy = "reject" // refuse: *ResourceBusyError, nothing written
+)
+
+// Error codes recorded in Job.Errors.
+const (
+	CodeHandlerError         = "handler_error"          // the handler returned an error
+	CodePermanent            = "permanent"              // the handler returned baton.Permanent(err)
+	CodeTimeout              = "timeout"                // the attempt exceeded the kind's timeout
+	CodeWorkerTimeout        = "worker_timeout"         // the attempt's lease expired (reaper)
+	CodeLockStateLost        = "lock_state_lost"        // a running job held no lease (reaper)
+	CodeInvalidResourceState = "invalid_resource_state" // the kind's state guard refused
+	CodeResourceBusy         = "resource_busy"          // skipped under the skip policy
+	CodeCancelled            = "cancelled"              // cancelled while running
+)
+
+// Kind is a job kind's definition, stored in the database so that every process (and the
+// server, for remote submitters and workers) applies the same rules.
+type Kind struct {
+	Name        string     `json:"name"`
+	Policy      BusyPolicy `json:"policy,omitempty"`       // default PolicyQueue
+	MaxAttempts int        `json:"max_attempts,omitempty"` // default DefaultMaxAttempts
+	// Timeout bounds one attempt (the handler's context); 0 means none.
+	Timeout time.Duration `json:"timeout,omitempty"`
+	// Cooldown: after a job of this kind finishes on a resource, the next job of this kind on
+	// that resource does not start before this much time has passed.
+	Cooldown time.Duration `json:"cooldown,omitempty"`
+	// State guard (optional). FromStates lists the resource states from which a job of this kind
+	// may start ("" is the state of a resource never set); empty means any. RunningState is set
+	// when an attempt starts; SuccessState when the job succeeds; FailureState when it ends
+	// discarded or cancelled after an attempt. "" leaves the state alone. A retry of a job
+	// whose earlier attempt set RunningState may start from RunningState.
+	FromStates   []string `json:"from_states,omitempty"`
+	RunningState string   `json:"running_state,omitempty"`
+	SuccessState string   `json:"success_state,omitempty"`
+	FailureState string   `json:"failure_state,omitempty"`
+}
+
+// JobError is one failed attempt in a job's history.
+type JobError struct {
+	Attempt int       `json:"attempt"`
+	At      time.Time `json:"at"`
+	Code    string    `json:"code"`
+	Message string    `json:"message"`
+}
+
+// Job is a job as the store sees it. Times are on the store's clock; zero when not set.
+type Job struct {
+	ID             int64
+	Seq            int64 // queue position within its resource (smaller runs first)
+	Kind           string
+	Resource       string
+	Args           json.RawMessage // a JSON object
+	State          JobState
+	Attempt        int // attempts started
+	MaxAttempts    int
+	Priority       int // across resources, smaller is claimed first
+	IdempotencyKey string
+	Errors         []JobError
+	CreatedAt      time.Time
+	ScheduledAt    time.Time // claimable from (with Head)
+	AttemptedAt    time.Time // start of the latest attempt
+	FinishedAt     time.Time
+	// Head: the oldest unfinished job of its resource, the only one that may be claimed.
+	Head bool
+	// The latest attempt's lease: who runs it, its fencing token, when the lease expires.
+	Worker          string
+	Token           uint64
+	LeaseExpiresAt  time.Time
+	CancelRequested bool
+	// Timeout of one attempt (from the kind at claim time); 0 means none.
+	Timeout time.Duration
+}
+
+// SubmitParams are the inputs of JobStore.SubmitJob.
+type SubmitParams struct {
+	Kind     string
+	Resource string
+	// Args is a JSON object; empty means {}.
+	Args           json.RawMessage
+	IdempotencyKey string
+	Policy         BusyPolicy // "" means the kind's
+	MaxAttempts    int        // 0 means the kind's
+	Priority       int        // 0..MaxPriority; smaller is claimed first across resources
+	// ScheduledAt delays the job (zero: now). It is an absolute time on the submitter's clock;
+	// Delay, relative to the store's clock, is preferred when both are possible.
+	ScheduledAt time.Time
+	Delay       time.Duration
+}
+
+// SubmitResult is what SubmitJob returns.
+type SubmitResult struct {
+	Job *Job
+	// Existing is true when the idempotency key named a job submitted before.
+	Existing bool
+}
+
+// JobListParams filter ListJobs. Zero fields match everything.
+type JobListParams struct {
+	State    JobState
+	Kind     string
+	Resource string
+	After    int64 // only IDs greater than this (the cursor of the previous page)
+	Limit    int   // 1..MaxListLimit; DefaultListSize if zero
+}
+
+// ClaimParams are the inputs of ClaimJobs.
+type ClaimParams struct {
+	Worker string        // the holder name recorded on the job
+	Kinds  []string      // claim only these kinds (at least one)
+	Limit  int           // 1..MaxClaimLimit
+	TTL    time.Duration // the job lease's TTL
+}
+
+// HeartbeatParams are the inputs of HeartbeatJob.
+type HeartbeatParams struct {
+	ID    int64
+	Token uint64
+	TTL   time.Duration
+}
+
+// HeartbeatResult is what HeartbeatJob returns.
+type HeartbeatResult struct {
+	CancelRequested bool
+	TTLLeft         time.Duration // on the store's clock
+}
+
+// CompleteParams are the inputs of CompleteJob.
+type CompleteParams struct {
+	ID    int64
+	Token uint64
+}
+
+// FailParams are the inputs of FailJob.
+type FailParams struct {
+	ID         int64
+	Token      uint64
+	Code       string // CodeHandlerError if empty
+	Message    string
+	Permanent  bool
+	RetryAfter time.Duration // backoff before the next attempt, on the store's clock
+}
+
+// PurgeParams select dead letters to delete. Zero fields match everything.
+type PurgeParams struct {
+	IDs      []int64
+	Kind     string
+	Resource string
+}
+
+// ReapParams are the inputs of ReapJobs.
+type ReapParams struct {
+	Limit int // 1..MaxListLimit
+	// RetryAfter is the backoff of a reaped job that will be retried.
+	RetryAfter time.Duration
+}
+
+// ReapedJob is one job ReapJobs ended.
+type ReapedJob struct {
+	Job    *Job   // after the change
+	Reason string // CodeWorkerTimeout or CodeLockStateLost
+}
+
+// CleanParams are the inputs of CleanJobs.
+type CleanParams struct {
+	Age       time.Duration
+	Discarded bool
+	Limit     int // 1..MaxCleanLimit
+}
+
+// JobCount is one row of JobCounts.
+type JobCount struct {
+	Kind  string
+	State JobState
+	Count int64
+}
+
+// Resource is a resource's recorded state.
+type Resource struct {
+	Key       string
+	State     string
+	Version   int64 // bumped by every state change
+	UpdatedAt time.Time
+	// RunningJob is the ID of its running job, 0 if none; Unfinished counts its unfinished jobs.
+	RunningJob int64
+	Unfinished int64
+}
+
+// ResourceListParams filter ListResources.
+type ResourceListParams struct {
+	Prefix string
+	After  string
+	Limit  int
+}
+
+// SetResourceStateParams are the inputs of SetResourceState.
+type SetResourceStateParams struct {
+	Key       string
+	State     string
+	IfVersion *int64 // compare-and-set when not nil
+}
