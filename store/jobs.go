@@ -42,8 +42,9 @@ type JobStore interface {
 	// HeartbeatJob extends the running attempt's lease by p.TTL. ErrNotHeld if (ID, Token) is
 	// not the running attempt. It reports whether a cancel was requested.
 	HeartbeatJob(ctx context.Context, p *HeartbeatParams) (*HeartbeatResult, error)
-	// CompleteJob ends the running attempt (ID, Token) as succeeded, or cancelled if a cancel
-	// was requested; sets the resource's success state; promotes the resource's next job.
+	// CompleteJob ends the running attempt (ID, Token) as succeeded (a cancel request that came
+	// too late is ignored: the work is done); sets the resource's success state; promotes the
+	// resource's next job.
 	CompleteJob(ctx context.Context, p *CompleteParams) (*Job, error)
 	// FailJob ends the running attempt (ID, Token) with an error: retryable after p.RetryAfter
 	// while attempts remain, else discarded (dead letter, resource set to the failure state);

@@ -14,7 +14,10 @@ CREATE TABLE job_kinds (
     from_states   text[]  NOT NULL DEFAULT '{}',
     running_state text    NOT NULL DEFAULT '',
     success_state text    NOT NULL DEFAULT '',
-    failure_state text    NOT NULL DEFAULT ''
+    failure_state text    NOT NULL DEFAULT '',
+    -- A worker found nothing to claim and may be waiting: submits and promotions of this kind
+    -- NOTIFY until then. Busy queues skip the NOTIFY, whose commit-time lock serialises commits.
+    waiting_until timestamptz NOT NULL DEFAULT '-infinity'
 );
 
 -- One row per resource that ever had a job or a state. Submits and job ends lock it, so that the
@@ -62,6 +65,8 @@ CREATE TABLE jobs (
 
 -- The last line of defence: at most one running job per resource.
 CREATE UNIQUE INDEX jobs_one_running_per_resource ON jobs (resource) WHERE state = 'running';
+-- At most one head per resource: the queue order has one front.
+CREATE UNIQUE INDEX jobs_one_head_per_resource ON jobs (resource) WHERE head;
 -- Idempotency keys are unique among jobs that exist (the cleaner frees them).
 CREATE UNIQUE INDEX jobs_idempotency_key ON jobs (idempotency_key) WHERE idempotency_key IS NOT NULL;
 -- Claiming: heads only, so blocked jobs behind a head are never scanned.
