@@ -1,0 +1,227 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/batonhq/baton/internal/notify"
+	"github.com/batonhq/baton/store"
+)
+
+// The job queue on SQLite (store.JobStore; the semantics are in docs/jobs.md). Every write is
+// one BEGIN IMMEDIATE transaction: SQLite's write lock serialises it with every other writer of
+// the file, in this process and in others, and the store's clock is read once that lock is held.
+// Workers of this process are woken through the same in-process hub as lease waiters; workers of
+// other processes sharing the file find new jobs at their next poll.
+
+// SubscribeJobs registers interest in jobs of kind becoming claimable in this process (a
+// submit, a promotion, a retry). After Close, every subscriber is woken once and then polls into
+// store.ErrClosed, as lease waiters do.
+func (s *Store) SubscribeJobs(kind string) (<-chan struct{}, func()) {
+	return s.hub.Subscribe(notify.JobKey(kind))
+}
+
+func validateID(id int64) error {
+	if id <= 0 {
+		return &store.InvalidArgumentError{Field: "id", Rule: fmt.Sprintf("must be a positive job ID (got %d)", id)}
+	}
+	return nil
+}
+
+// GetJob returns one job, or store.ErrNotFound.
+func (s *Store) GetJob(ctx context.Context, id int64) (*store.Job, error) {
+	if err := validateID(id); err != nil {
+		return nil, err
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	j, err := newJobTx(ctx, s.db, s.now()).job(id)
+	if err != nil {
+		return nil, s.wrapJob("get job", err)
+	}
+	return j, nil
+}
+
+// ListJobs lists jobs by ID, after p.After, at most p.Limit. The WHERE clause is assembled from
+// constant fragments, one per filter set, so that SQLite can use the (state, id) and
+// (resource, id) indexes; every value is a bind parameter.
+func (s *Store) ListJobs(ctx context.Context, p *store.JobListParams) ([]*store.Job, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	where, args := []string{"id > ?"}, []any{p.After}
+	for _, f := range []struct {
+		cond, val string
+	}{{"state = ?", string(p.State)}, {"kind = ?", p.Kind}, {"resource = ?", p.Resource}} {
+		if f.val != "" {
+			where, args = append(where, f.cond), append(args, f.val)
+		}
+	}
+	jobs, err := scanJobs(s.db.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE `+strings.Join(where, " AND ")+
+		` ORDER BY id LIMIT ?`, append(args, p.Limit)...))
+	if err != nil {
+		return nil, s.wrap("list jobs", err)
+	}
+	return jobs, nil
+}
+
+// ClaimJobs starts up to p.Limit claimable heads of p.Kinds, by priority then seq. A job whose
+// kind's guard refuses its resource's state is discarded instead (and the next job of its
+// resource promoted, which may then be claimed by the same call).
+//
+// INDEXED BY: without statistics SQLite would rather read jobs_by_state, i.e. every queued job,
+// heads or not; the partial index reads heads only (and the statement fails if it cannot).
+func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.Job, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	kinds, err := json.Marshal(p.Kinds)
+	if err != nil {
+		return nil, err
+	}
+	var out []*store.Job
+	err = s.inTx(ctx, "claim jobs", func(x *jobTx) error {
+		out = nil
+		for len(out) < p.Limit {
+			cands, err := scanJobs(x.q.QueryContext(x.ctx, `SELECT `+jobColumns+` FROM jobs INDEXED BY jobs_claimable
+				WHERE head AND state IN `+sqlClaimable+` AND scheduled_at <= ?
+					AND kind IN (SELECT value FROM json_each(?))
+				ORDER BY priority, seq LIMIT ?`, x.now.UnixNano(), string(kinds), p.Limit-len(out)))
+			if err != nil || len(cands) == 0 {
+				return err
+			}
+			refused := false
+			for _, j := range cands {
+				started, err := x.start(j, p.Worker, p.TTL)
+				if err != nil {
+					return err
+				}
+				if started {
+					out = append(out, j)
+				} else {
+					refused = true
+				}
+			}
+			if !refused {
+				return nil
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// start runs j for worker if its kind's guard allows its resource's state, else discards it.
+// The fencing token is drawn here, inside the write transaction, after the job was read.
+func (x *jobTx) start(j *store.Job, worker string, ttl time.Duration) (bool, error) {
+	k, err := x.kind(j.Kind)
+	if err != nil {
+		return false, err
+	}
+	r, err := x.resource(j.Resource)
+	if err != nil {
+		return false, err
+	}
+	if !guardAllows(k, r.state, j.Attempt) {
+		x.addError(j, store.CodeInvalidResourceState, fmt.Sprintf("resource %q is in state %q; kind %q starts only from %q",
+			j.Resource, r.state, k.Name, k.FromStates))
+		return false, x.end(j, store.JobDiscarded, false)
+	}
+	tok, err := x.next("token")
+	if err != nil {
+		return false, err
+	}
+	j.State, j.Attempt, j.AttemptedAt = store.JobRunning, j.Attempt+1, x.now
+	j.Worker, j.Token, j.LeaseExpiresAt = worker, uint64(tok), x.now.Add(ttl)
+	j.CancelRequested, j.Timeout = false, k.Timeout
+	if err := x.saveJob(j); err != nil {
+		return false, err
+	}
+	if k.RunningState != "" && k.RunningState != r.state {
+		return true, x.setResourceState(r, k.RunningState)
+	}
+	return true, nil
+}
+
+// guardAllows: FromStates (any if empty), plus RunningState for a job that had an attempt.
+func guardAllows(k *store.Kind, state string, attempt int) bool {
+	return len(k.FromStates) == 0 || slices.Contains(k.FromStates, state) ||
+		attempt > 0 && k.RunningState != "" && state == k.RunningState
+}
+
+// HeartbeatJob extends the running attempt's live lease by p.TTL from now, in one statement.
+func (s *Store) HeartbeatJob(ctx context.Context, p *store.HeartbeatParams) (*store.HeartbeatResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	now := s.now().UnixNano()
+	var cancel bool
+	err := s.db.QueryRowContext(ctx, `UPDATE jobs SET lease_expires_at = ?1 + ?2
+		WHERE id = ?3 AND token = ?4 AND state = 'running' AND lease_expires_at > ?1
+		RETURNING cancel_requested`, now, int64(p.TTL), p.ID, int64(p.Token)).Scan(&cancel)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ErrNotHeld
+	}
+	if err != nil {
+		return nil, s.wrap("heartbeat job", err)
+	}
+	return &store.HeartbeatResult{CancelRequested: cancel, TTLLeft: p.TTL}, nil
+}
+
+// CompleteJob ends the running attempt (even past its lease, until it is reaped): succeeded, or
+// cancelled if a cancel was requested.
+func (s *Store) CompleteJob(ctx context.Context, p *store.CompleteParams) (*store.Job, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	var out *store.Job
+	err := s.inTx(ctx, "complete job", func(x *jobTx) (err error) {
+		if out, err = x.runningJob(p.ID, p.Token); err != nil {
+			return err
+		}
+		out.LeaseExpiresAt = time.Time{}
+		if out.CancelRequested {
+			return x.end(out, store.JobCancelled, true)
+		}
+		return x.end(out, store.JobSucceeded, true)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// FailJob ends the running attempt with an error: retryable after p.RetryAfter while attempts
+// remain, else (or if p.Permanent) discarded; cancelled if a cancel was requested.
+func (s *Store) FailJob(ctx context.Context, p *store.FailParams) (*store.Job, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	var out *store.Job
+	err := s.inTx(ctx, "fail job", func(x *jobTx) (err error) {
+		if out, err = x.runningJob(p.ID, p.Token); err != nil {
+			return err
+		}
+		return x.endAttempt(out, p.Code, p.Message, p.Permanent, p.RetryAfter)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

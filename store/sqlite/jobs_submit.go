@@ -1,0 +1,119 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/batonhq/baton/store"
+)
+
+var _ store.JobStore = (*Store)(nil)
+
+// SubmitJob enqueues a job in one write transaction (see store.JobStore). If the job becomes
+// its resource's head, this process's workers of its kind are woken once it commits.
+func (s *Store) SubmitJob(ctx context.Context, p *store.SubmitParams) (*store.SubmitResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	var out *store.SubmitResult
+	err := s.inTx(ctx, "submit job", func(x *jobTx) (err error) {
+		out, err = x.submit(p)
+		return err
+	})
+	return out, err
+}
+
+// SubmitJobTx runs SubmitJob inside the caller's transaction tx, opened on the caller's own
+// *sql.DB on this store's file, so that the job is enqueued if and only if the caller's other
+// writes commit. It has the same rules and errors; a *store.ResourceBusyError or any other error
+// leaves nothing of the job in tx (the caller decides whether to commit the rest).
+//
+// The store cannot know when tx commits, so it wakes no worker: workers, in this process too,
+// find the job at their next poll. Open tx with BEGIN IMMEDIATE (DSN's _txlock=immediate, as
+// DSN does) or make its first statement a write: a deferred transaction that reads first and
+// then writes after another process's write fails with SQLITE_BUSY instead of waiting.
+func (s *Store) SubmitJobTx(ctx context.Context, tx *sql.Tx, p *store.SubmitParams) (*store.SubmitResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if tx == nil {
+		return nil, &store.InvalidArgumentError{Field: "tx", Rule: "must not be nil"}
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	out, err := newJobTx(ctx, tx, s.now()).submit(p)
+	if err != nil {
+		return nil, s.wrapJob("submit job", err)
+	}
+	return out, nil
+}
+
+// submit is SubmitJob on x. Every check that can refuse the submit runs before its first write,
+// so that a refusal inside a caller's transaction (SubmitJobTx) leaves nothing behind.
+func (x *jobTx) submit(p *store.SubmitParams) (*store.SubmitResult, error) {
+	if p.IdempotencyKey != "" {
+		j, err := scanJob(x.q.QueryRowContext(x.ctx, `SELECT `+jobColumns+` FROM jobs WHERE idempotency_key = ?`, p.IdempotencyKey))
+		if err == nil {
+			return &store.SubmitResult{Job: j, Existing: true}, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return nil, err
+		}
+	}
+	k, err := x.kind(p.Kind)
+	if err != nil {
+		return nil, err
+	}
+	policy, maxAttempts := p.Policy, p.MaxAttempts
+	if policy == "" {
+		policy = k.Policy
+	}
+	if maxAttempts == 0 {
+		maxAttempts = k.MaxAttempts
+	}
+	head, err := x.headOf(p.Resource)
+	if err != nil {
+		return nil, err
+	}
+	if head != nil && policy == store.PolicyReject {
+		return nil, &store.ResourceBusyError{Resource: p.Resource, HeadJob: head.ID, State: head.State}
+	}
+	r, err := x.ensureResource(p.Resource)
+	if err != nil {
+		return nil, err
+	}
+	seq, err := x.next("job_seq")
+	if err != nil {
+		return nil, err
+	}
+	args := p.Args
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	j := &store.Job{Seq: seq, Kind: p.Kind, Resource: p.Resource, Args: args, MaxAttempts: maxAttempts,
+		Priority: p.Priority, IdempotencyKey: p.IdempotencyKey, CreatedAt: x.now, ScheduledAt: x.now,
+		State: store.JobAvailable}
+	switch {
+	case p.Delay > 0:
+		j.ScheduledAt = x.now.Add(p.Delay)
+	case p.ScheduledAt.After(x.now):
+		j.ScheduledAt = p.ScheduledAt
+	}
+	switch {
+	case head != nil && policy == store.PolicySkip:
+		j.State, j.FinishedAt = store.JobSkipped, x.now
+		x.addError(j, store.CodeResourceBusy, fmt.Sprintf("resource %q busy: job %d is %s", p.Resource, head.ID, head.State))
+	case head == nil:
+		x.makeHead(j, r)
+	case j.ScheduledAt.After(x.now):
+		j.State = store.JobScheduled
+	}
+	if err := x.insertJob(j); err != nil {
+		return nil, err
+	}
+	return &store.SubmitResult{Job: j}, nil
+}

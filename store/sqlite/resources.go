@@ -1,0 +1,170 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/batonhq/baton/store"
+)
+
+// resourceRow is a resources row as a job transaction reads and changes it.
+type resourceRow struct {
+	key, state string
+	version    int64
+	updatedAt  int64
+	cooldowns  map[string]int64 // kind → Unix ns before which no job of that kind starts
+}
+
+// resource reads a resource (once per transaction); store.ErrNotFound if it has no row.
+func (x *jobTx) resource(key string) (*resourceRow, error) {
+	if r, ok := x.res[key]; ok {
+		return r, nil
+	}
+	r := &resourceRow{key: key}
+	var cooldowns string
+	err := x.q.QueryRowContext(x.ctx, `SELECT state, version, updated_at, cooldowns FROM resources WHERE key = ?`, key).
+		Scan(&r.state, &r.version, &r.updatedAt, &cooldowns)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(cooldowns), &r.cooldowns); err != nil {
+		return nil, err
+	}
+	if r.cooldowns == nil {
+		r.cooldowns = map[string]int64{}
+	}
+	x.res[key] = r
+	return r, nil
+}
+
+// ensureResource creates the resource's row if it has none, and reads it.
+func (x *jobTx) ensureResource(key string) (*resourceRow, error) {
+	if _, err := x.q.ExecContext(x.ctx, `INSERT INTO resources (key, updated_at) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`,
+		key, x.now.UnixNano()); err != nil {
+		return nil, err
+	}
+	return x.resource(key)
+}
+
+// setResourceState sets the state and bumps the version.
+func (x *jobTx) setResourceState(r *resourceRow, state string) error {
+	r.state, r.version, r.updatedAt = state, r.version+1, x.now.UnixNano()
+	return x.saveResource(r)
+}
+
+// saveResource writes the row back, dropping cooldowns that have ended.
+func (x *jobTx) saveResource(r *resourceRow) error {
+	for k, until := range r.cooldowns {
+		if until <= x.now.UnixNano() {
+			delete(r.cooldowns, k)
+		}
+	}
+	cooldowns, err := json.Marshal(r.cooldowns)
+	if err != nil {
+		return err
+	}
+	_, err = x.q.ExecContext(x.ctx, `UPDATE resources SET state = ?, version = ?, updated_at = ?, cooldowns = ? WHERE key = ?`,
+		r.state, r.version, r.updatedAt, string(cooldowns), r.key)
+	return err
+}
+
+// resourceSelect reads resources with their running job and unfinished count.
+const resourceSelect = `SELECT key, state, version, updated_at,
+		coalesce((SELECT id FROM jobs WHERE resource = r.key AND state = 'running'), 0),
+		(SELECT count(*) FROM jobs WHERE resource = r.key AND state IN ` + sqlUnfinished + `)
+	FROM resources AS r`
+
+func scanResource(sc interface{ Scan(...any) error }) (*store.Resource, error) {
+	var r store.Resource
+	var updated int64
+	if err := sc.Scan(&r.Key, &r.State, &r.Version, &updated, &r.RunningJob, &r.Unfinished); err != nil {
+		return nil, err
+	}
+	r.UpdatedAt = time.Unix(0, updated)
+	return &r, nil
+}
+
+func getResource(ctx context.Context, q querier, key string) (*store.Resource, error) {
+	r, err := scanResource(q.QueryRowContext(ctx, resourceSelect+` WHERE key = ?`, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	return r, err
+}
+
+// GetResource returns a resource, or store.ErrNotFound if no job or state was ever recorded.
+func (s *Store) GetResource(ctx context.Context, key string) (*store.Resource, error) {
+	if err := store.ValidateResource(key); err != nil {
+		return nil, err
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	r, err := getResource(ctx, s.db, key)
+	if err != nil {
+		return nil, s.wrapJob("get resource", err)
+	}
+	return r, nil
+}
+
+// ListResources lists resources by key, after p.After, whose key starts with p.Prefix.
+func (s *Store) ListResources(ctx context.Context, p *store.ResourceListParams) ([]*store.Resource, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, resourceSelect+` WHERE key > ?1 AND substr(key, 1, length(?2)) = ?2
+		ORDER BY key LIMIT ?3`, p.After, p.Prefix, p.Limit)
+	if err != nil {
+		return nil, s.wrap("list resources", err)
+	}
+	defer rows.Close()
+	var out []*store.Resource
+	for rows.Next() {
+		r, err := scanResource(rows)
+		if err != nil {
+			return nil, s.wrap("list resources", err)
+		}
+		out = append(out, r)
+	}
+	return out, s.wrap("list resources", rows.Err())
+}
+
+// SetResourceState sets a resource's state, creating the resource if needed and bumping its
+// version; with p.IfVersion, only if the version matches (a resource never recorded is at 0).
+func (s *Store) SetResourceState(ctx context.Context, p *store.SetResourceStateParams) (*store.Resource, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	var out *store.Resource
+	err := s.inTx(ctx, "set resource state", func(x *jobTx) error {
+		r, err := x.resource(p.Key)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			if p.IfVersion != nil && *p.IfVersion != 0 {
+				return &store.VersionMismatchError{Key: p.Key, Want: *p.IfVersion, Current: 0}
+			}
+			if r, err = x.ensureResource(p.Key); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		case p.IfVersion != nil && *p.IfVersion != r.version:
+			return &store.VersionMismatchError{Key: p.Key, Want: *p.IfVersion, Current: r.version}
+		}
+		if err := x.setResourceState(r, p.State); err != nil {
+			return err
+		}
+		out, err = getResource(x.ctx, x.q, p.Key)
+		return err
+	})
+	return out, err
+}
