@@ -52,6 +52,7 @@ type Store struct {
 	schema   string
 	channel  string // NOTIFY channel, sent as a bind parameter to pg_notify
 	q        queries
+	jq       jobQueries
 	hub      *notify.Hub
 	lis      *listener
 
@@ -136,6 +137,7 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg Config, ownsPool bool
 		schema:   cfg.Schema,
 		channel:  channelName(cfg.Schema),
 		q:        buildQueries(cfg.Schema),
+		jq:       buildJobQueries(cfg.Schema, channelName(cfg.Schema)),
 		hub:      notify.NewHub(),
 		audit:    cfg.Audit,
 	}
@@ -230,3 +232,6 @@ func (s *Store) fail(op, key string, err error) error {
 
 // Pool returns the connection pool the store uses (one of its connections is held by LISTEN).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Schema returns the schema that holds the store's tables.
+func (s *Store) Schema() string { return s.schema }

@@ -184,8 +184,8 @@ func (s *Store) HeartbeatJob(ctx context.Context, p *store.HeartbeatParams) (*st
 	return &store.HeartbeatResult{CancelRequested: cancel, TTLLeft: p.TTL}, nil
 }
 
-// CompleteJob ends the running attempt (even past its lease, until it is reaped): succeeded, or
-// cancelled if a cancel was requested.
+// CompleteJob ends the running attempt (even past its lease, until it is reaped) as succeeded: a
+// cancel request that came too late is ignored, since the work is done.
 func (s *Store) CompleteJob(ctx context.Context, p *store.CompleteParams) (*store.Job, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -196,9 +196,6 @@ func (s *Store) CompleteJob(ctx context.Context, p *store.CompleteParams) (*stor
 			return err
 		}
 		out.LeaseExpiresAt = time.Time{}
-		if out.CancelRequested {
-			return x.end(out, store.JobCancelled, true)
-		}
 		return x.end(out, store.JobSucceeded, true)
 	})
 	if err != nil {

@@ -84,8 +84,9 @@ func TestJobCancelRunning(t *testing.T) {
 	if err != nil || !hb.CancelRequested {
 		t.Fatalf("heartbeat = %+v, %v", hb, err)
 	}
-	if done := x.complete(c); done.State != store.JobCancelled {
-		t.Fatalf("complete after cancel = %+v", done)
+	done, err := x.s.FailJob(x.ctx, &store.FailParams{ID: a.ID, Token: c.Token, Message: "context canceled"})
+	if err != nil || done.State != store.JobCancelled {
+		t.Fatalf("fail after cancel = %+v, %v", done, err)
 	}
 	var se *store.JobStateError
 	if _, err := x.s.CancelJob(x.ctx, a.ID); !errors.As(err, &se) || se.Op != "cancel" || se.State != store.JobCancelled || se.ID != a.ID {

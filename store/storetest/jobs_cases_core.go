@@ -281,7 +281,7 @@ func testJobTokens(t *testing.T, h JobHarness) {
 	j = e.claimOne(b.ID, "tok")
 	next("next job", j)
 	e.cancel(j.ID)
-	if _, err := e.s.CompleteJob(e.ctx, &store.CompleteParams{ID: j.ID, Token: j.Token}); err != nil {
+	if _, err := e.s.FailJob(e.ctx, &store.FailParams{ID: j.ID, Token: j.Token, Message: "stopped"}); err != nil {
 		t.Fatal(err)
 	}
 	retried := e.retry(b.ID)

@@ -153,8 +153,9 @@ func testJobCancel(t *testing.T, h JobHarness) {
 	if r := e.resource("cx/1"); r.RunningJob != b.ID {
 		t.Fatalf("resource = %+v; want job %d still running", r, b.ID)
 	}
-	if done := e.complete(jb); done.State != store.JobCancelled || done.FinishedAt.IsZero() {
-		t.Fatalf("complete after a cancel request: %s; want cancelled", show(done))
+	// The work finished anyway: a cancel request that came too late does not undo it.
+	if done := e.complete(jb); done.State != store.JobSucceeded || done.FinishedAt.IsZero() {
+		t.Fatalf("complete after a cancel request: %s; want succeeded", show(done))
 	}
 	// The same through FailJob: cancelled, not retried.
 	jd := e.claimOne(d.ID, "cx")

@@ -335,14 +335,10 @@ func (s *memJobStore) CompleteJob(_ context.Context, p *store.CompleteParams) (*
 	if k.Cooldown > 0 {
 		r.cooldowns[j.Kind] = now.Add(k.Cooldown)
 	}
-	if j.CancelRequested {
-		s.finish(j, store.JobCancelled, now)
-	} else {
-		if k.SuccessState != "" {
-			s.setState(r, k.SuccessState, now)
-		}
-		s.finish(j, store.JobSucceeded, now)
+	if k.SuccessState != "" {
+		s.setState(r, k.SuccessState, now)
 	}
+	s.finish(j, store.JobSucceeded, now)
 	return clone(j), nil
 }
 

@@ -1,0 +1,289 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/batonhq/baton/internal/notify"
+	"github.com/batonhq/baton/store"
+)
+
+var _ store.JobStore = (*Store)(nil)
+
+// querier is what submit needs: the pool, or a caller's transaction.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// RegisterKinds creates or replaces kinds, all in one transaction.
+func (s *Store) RegisterKinds(ctx context.Context, kinds []store.Kind) error {
+	for i := range kinds {
+		if err := kinds[i].Validate(); err != nil {
+			return err
+		}
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		for _, k := range kinds {
+			from := k.FromStates
+			if from == nil {
+				from = []string{}
+			}
+			if _, err := tx.Exec(ctx, s.jq.kindUpsert, k.Name, string(k.Policy), k.MaxAttempts, k.Timeout.Milliseconds(),
+				k.Cooldown.Milliseconds(), from, k.RunningState, k.SuccessState, k.FailureState); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return s.jobErr("register kinds", err)
+	}
+	return nil
+}
+
+// Kinds lists the registered kinds.
+func (s *Store) Kinds(ctx context.Context) ([]store.Kind, error) {
+	rows, err := s.pool.Query(ctx, s.jq.kindList)
+	if err != nil {
+		return nil, s.jobErr("list kinds", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Kind, error) { return scanKind(r) })
+	if err != nil {
+		return nil, s.jobErr("list kinds", err)
+	}
+	return out, nil
+}
+
+func scanKind(r pgx.Row) (store.Kind, error) {
+	var k store.Kind
+	var policy string
+	var timeoutMS, cooldownMS int64
+	err := r.Scan(&k.Name, &policy, &k.MaxAttempts, &timeoutMS, &cooldownMS, &k.FromStates, &k.RunningState,
+		&k.SuccessState, &k.FailureState)
+	k.Policy = store.BusyPolicy(policy)
+	k.Timeout = time.Duration(timeoutMS) * time.Millisecond
+	k.Cooldown = time.Duration(cooldownMS) * time.Millisecond
+	if len(k.FromStates) == 0 {
+		k.FromStates = nil
+	}
+	return k, err
+}
+
+// SubmitJob enqueues a job in a transaction of its own.
+func (s *Store) SubmitJob(ctx context.Context, p *store.SubmitParams) (*store.SubmitResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	var res *store.SubmitResult
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		res, err = s.submit(ctx, tx, p)
+		return err
+	})
+	if err != nil {
+		return nil, s.jobErr("submit job", err)
+	}
+	return res, nil
+}
+
+// SubmitJobTx enqueues a job in the caller's transaction: it exists, and wakes workers (NOTIFY
+// is delivered at commit), only if that transaction commits.
+func (s *Store) SubmitJobTx(ctx context.Context, tx pgx.Tx, p *store.SubmitParams) (*store.SubmitResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if tx == nil {
+		return nil, &store.InvalidArgumentError{Field: "tx", Rule: "must not be nil"}
+	}
+	res, err := s.submit(ctx, tx, p)
+	if err != nil {
+		return nil, s.jobErr("submit job", err)
+	}
+	return res, nil
+}
+
+// SubmitJobTxAny is SubmitJobTx for callers that cannot name pgx.Tx (package baton).
+func (s *Store) SubmitJobTxAny(ctx context.Context, tx any, p *store.SubmitParams) (*store.SubmitResult, error) {
+	t, ok := tx.(pgx.Tx)
+	if !ok {
+		return nil, &store.InvalidArgumentError{Field: "tx", Rule: fmt.Sprintf("must be a pgx.Tx for the postgres store (got %T)", tx)}
+	}
+	return s.SubmitJobTx(ctx, t, p)
+}
+
+// submit: return the job an idempotency key names; else lock the resource row (so that its
+// head is decided by one transaction at a time), see whether it is busy, apply the policy, insert.
+func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*store.SubmitResult, error) {
+	if p.IdempotencyKey != "" {
+		if j, err := scanJob(q.QueryRow(ctx, s.jq.existing, p.IdempotencyKey)); err == nil {
+			return &store.SubmitResult{Job: j, Existing: true}, nil
+		} else if !errors.Is(err, pgx.ErrNoRows) {
+			return nil, err
+		}
+	}
+	kind, err := scanKind(q.QueryRow(ctx, s.jq.kindGet, p.Kind))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, unknownKind(p.Kind)
+	} else if err != nil {
+		return nil, err
+	}
+	var cooldownEnd *time.Time
+	if err := q.QueryRow(ctx, s.jq.lockResource, p.Resource, p.Kind).Scan(&cooldownEnd); err != nil {
+		return nil, err
+	}
+	var headID int64
+	var headState string
+	err = q.QueryRow(ctx, s.jq.busy, p.Resource).Scan(&headID, &headState)
+	busy := err == nil
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return nil, err
+	}
+	policy := p.Policy
+	if policy == "" {
+		policy = kind.Policy
+	}
+	if busy && policy == store.PolicyReject {
+		return nil, &store.ResourceBusyError{Resource: p.Resource, HeadJob: headID, State: store.JobState(headState)}
+	}
+	skipped := busy && policy == store.PolicySkip
+	maxAttempts := p.MaxAttempts
+	if maxAttempts == 0 {
+		maxAttempts = kind.MaxAttempts
+	}
+	args := p.Args
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	errs := []byte(`[]`)
+	if skipped {
+		errs, _ = json.Marshal([]map[string]any{{"attempt": 0, "at": time.Now().UTC(), "code": store.CodeResourceBusy,
+			"message": fmt.Sprintf("resource busy: job %d is %s", headID, headState)}})
+	}
+	var at *time.Time
+	if !p.ScheduledAt.IsZero() {
+		at = &p.ScheduledAt
+	}
+	head := !busy
+	j, err := scanJob(q.QueryRow(ctx, s.jq.insert, p.Kind, p.Resource, string(args), skipped, head, maxAttempts,
+		p.Priority, p.IdempotencyKey, at, p.Delay.Milliseconds(), cooldownEnd, string(errs)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		// A concurrent submit with the same key committed first (the insert waited for it).
+		j, err = scanJob(q.QueryRow(ctx, s.jq.existing, p.IdempotencyKey))
+		if err != nil {
+			return nil, err
+		}
+		return &store.SubmitResult{Job: j, Existing: true}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if head {
+		if _, err := q.Exec(ctx, s.jq.notifyAny, p.Kind); err != nil {
+			return nil, err
+		}
+		s.hub.Notify(notify.JobKey(p.Kind))
+	}
+	return &store.SubmitResult{Job: j}, nil
+}
+
+func unknownKind(name string) error {
+	return &store.InvalidArgumentError{Field: "kind", Rule: fmt.Sprintf("unknown kind %q (register it first)", name)}
+}
+
+// GetJob returns one job.
+func (s *Store) GetJob(ctx context.Context, id int64) (*store.Job, error) {
+	if id <= 0 {
+		return nil, &store.InvalidArgumentError{Field: "id", Rule: fmt.Sprintf("must be a positive job ID (got %d)", id)}
+	}
+	j, err := scanJob(s.pool.QueryRow(ctx, s.jq.get, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("postgres: job %d: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, s.jobErr("get job", err)
+	}
+	return j, nil
+}
+
+// ListJobs lists jobs by ID.
+func (s *Store) ListJobs(ctx context.Context, p *store.JobListParams) ([]*store.Job, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, s.jq.list, p.After, string(p.State), p.Kind, p.Resource, p.Limit)
+	if err != nil {
+		return nil, s.jobErr("list jobs", err)
+	}
+	out, err := collectJobs(rows)
+	if err != nil {
+		return nil, s.jobErr("list jobs", err)
+	}
+	return out, nil
+}
+
+// SubscribeJobs wakes the subscriber when a job of kind may have become claimable, in this
+// process or (through NOTIFY, sent while some worker of the kind recently found nothing to do)
+// in any other.
+func (s *Store) SubscribeJobs(kind string) (<-chan struct{}, func()) {
+	return s.Subscribe(notify.JobKey(kind))
+}
+
+func collectJobs(rows pgx.Rows) ([]*store.Job, error) {
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*store.Job, error) { return scanJob(r) })
+}
+
+func scanJob(r pgx.Row) (*store.Job, error) {
+	var j store.Job
+	var state string
+	var errs []byte
+	var attemptedAt, finishedAt, leaseExp *time.Time
+	var token, timeoutMS int64
+	var args []byte
+	err := r.Scan(&j.ID, &j.Seq, &j.Kind, &j.Resource, &args, &state, &j.Attempt, &j.MaxAttempts, &j.Priority,
+		&j.IdempotencyKey, &errs, &j.CreatedAt, &j.ScheduledAt, &attemptedAt, &finishedAt,
+		&j.Head, &j.Worker, &token, &leaseExp, &j.CancelRequested, &timeoutMS)
+	if err != nil {
+		return nil, err
+	}
+	j.Args = json.RawMessage(args)
+	j.State = store.JobState(state)
+	j.Token = uint64(token)
+	j.Timeout = time.Duration(timeoutMS) * time.Millisecond
+	if attemptedAt != nil {
+		j.AttemptedAt = *attemptedAt
+	}
+	if finishedAt != nil {
+		j.FinishedAt = *finishedAt
+	}
+	if leaseExp != nil {
+		j.LeaseExpiresAt = *leaseExp
+	}
+	if err := json.Unmarshal(errs, &j.Errors); err != nil {
+		return nil, fmt.Errorf("job %d: errors column: %w", j.ID, err)
+	}
+	return &j, nil
+}
+
+// jobErr maps errors of job operations: the store's own errors pass through (wrapped only if
+// they are not already store errors), ErrClosed once closed.
+func (s *Store) jobErr(op string, err error) error {
+	var inv *store.InvalidArgumentError
+	var busy *store.ResourceBusyError
+	var st *store.JobStateError
+	var vm *store.VersionMismatchError
+	if errors.As(err, &inv) || errors.As(err, &busy) || errors.As(err, &st) || errors.As(err, &vm) ||
+		errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotHeld) {
+		return err
+	}
+	if s.closed.Load() {
+		return fmt.Errorf("postgres: %s: %w", op, store.ErrClosed)
+	}
+	return fmt.Errorf("postgres: %s: %w", op, err)
+}

@@ -1,0 +1,124 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/batonhq/baton/internal/notify"
+	"github.com/batonhq/baton/store"
+)
+
+// ClaimJobs starts up to p.Limit claimable heads. One round trip: the claim statement and the
+// promotion of the successors of guard-refused heads go in one batch, which PostgreSQL runs as
+// one implicit transaction (each statement with a fresh snapshot). When it finds fewer jobs than
+// asked, it marks the kinds as having a waiting worker, so that the next submit or promotion
+// NOTIFYs, and claims once more, in case a job arrived before the mark.
+func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.Job, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	jobs, err := s.claim(ctx, p, p.Limit)
+	if err != nil || len(jobs) == p.Limit {
+		return jobs, err
+	}
+	tag, err := s.pool.Exec(ctx, s.jq.markWaiting, p.Kinds)
+	if err != nil {
+		return nil, s.jobErr("claim jobs", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return jobs, nil
+	}
+	more, err := s.claim(ctx, p, p.Limit-len(jobs))
+	if err != nil {
+		// The first claim's jobs are started: hand them out; the error comes back next time.
+		return jobs, nil
+	}
+	return append(jobs, more...), nil
+}
+
+func (s *Store) claim(ctx context.Context, p *store.ClaimParams, limit int) ([]*store.Job, error) {
+	b := &pgx.Batch{}
+	var jobs []*store.Job
+	b.Queue(s.jq.claim, p.Kinds, limit, p.Worker, p.TTL.Milliseconds()).Query(func(rows pgx.Rows) error {
+		var err error
+		jobs, err = collectJobs(rows)
+		return err
+	})
+	b.Queue(s.jq.lockRejected)
+	b.Queue(s.jq.promoteRejected)
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return nil, s.jobErr("claim jobs", err)
+	}
+	return jobs, nil
+}
+
+// HeartbeatJob extends the running attempt's lease.
+func (s *Store) HeartbeatJob(ctx context.Context, p *store.HeartbeatParams) (*store.HeartbeatResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	var res store.HeartbeatResult
+	var leftUS int64
+	err := s.pool.QueryRow(ctx, s.jq.heartbeat, p.ID, int64(p.Token), p.TTL.Milliseconds()).Scan(&res.CancelRequested, &leftUS)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("postgres: heartbeat job %d token %d: %w", p.ID, p.Token, store.ErrNotHeld)
+	}
+	if err != nil {
+		return nil, s.jobErr("heartbeat job", err)
+	}
+	res.TTLLeft = time.Duration(leftUS) * time.Microsecond
+	return &res, nil
+}
+
+// CompleteJob ends the running attempt as succeeded.
+func (s *Store) CompleteJob(ctx context.Context, p *store.CompleteParams) (*store.Job, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return s.finish(ctx, "complete job", p.ID, p.Token, true, "", "", false, 0, false)
+}
+
+// FailJob ends the running attempt with an error.
+func (s *Store) FailJob(ctx context.Context, p *store.FailParams) (*store.Job, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return s.finish(ctx, "fail job", p.ID, p.Token, false, p.Code, p.Message, p.Permanent, p.RetryAfter, false)
+}
+
+// finish runs finishSQL, then locks the job's resource and promotes its next job, in one batch
+// (one implicit transaction, one round trip). The resource lock comes after the job lock, the
+// order claims keep too.
+func (s *Store) finish(ctx context.Context, op string, id int64, token uint64, ok bool, code, msg string,
+	permanent bool, retryAfter time.Duration, reap bool) (*store.Job, error) {
+	b := &pgx.Batch{}
+	var j *store.Job
+	b.Queue(s.jq.finish, id, int64(token), ok, code, msg, permanent, retryAfter.Milliseconds(), reap).
+		Query(func(rows pgx.Rows) error {
+			js, err := collectJobs(rows)
+			if len(js) == 1 {
+				j = js[0]
+			}
+			return err
+		})
+	b.Queue(s.jq.lockFinished, id)
+	b.Queue(s.jq.promoteFinished, id)
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return nil, s.jobErr(op, err)
+	}
+	if j == nil {
+		return nil, fmt.Errorf("postgres: %s %d token %d: %w", op, id, token, store.ErrNotHeld)
+	}
+	s.wakeLocal(j)
+	return j, nil
+}
+
+// wakeLocal signals this process's workers: a retryable job due now, or (cheaply, as a hint) any
+// kind after a job ended, since a successor may have been promoted.
+func (s *Store) wakeLocal(j *store.Job) {
+	s.hub.Notify(notify.JobKey(j.Kind))
+}

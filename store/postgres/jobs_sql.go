@@ -1,0 +1,255 @@
+package postgres
+
+import (
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// jobQueries holds the job statements of one schema, built once at open. Only schema-qualified
+// names (validated, then sanitized) are spliced in; every user value is a bind parameter.
+type jobQueries struct {
+	kindGet, kindUpsert, kindList                                      string
+	existing, lockResource, busy, insert                               string
+	get, list                                                          string
+	claim, markWaiting, lockRejected, promoteRejected                  string
+	heartbeat, finish, lockFinished, promoteFinished                   string
+	lockJob, setCancel, cancel, retryFinal, retryNow, purge            string
+	reapCandidates, clean, counts                                      string
+	resourceGet, resourceList, resourceSet, resourceVersion, notifyAny string
+}
+
+// jobCols is what every job-returning statement yields, in scanJob's order.
+const jobCols = `j.id, j.seq, j.kind, j.resource, j.args, j.state, j.attempt, j.max_attempts, j.priority,
+	coalesce(j.idempotency_key, ''), j.errors, j.created_at, j.scheduled_at, j.attempted_at, j.finished_at,
+	j.head, j.worker, j.token, j.lease_expires_at, j.cancel_requested, j.timeout_ms`
+
+const unfinished = `('scheduled', 'available', 'running', 'retryable')`
+
+// promote makes the oldest unfinished job of each resource in {set} its head, if it is not
+// already, raises its scheduled_at to its kind's cooldown on the resource, and NOTIFYs workers
+// of its kind that may be waiting. It must run in a statement AFTER the one that locked those
+// resources' rows, so that its snapshot sees every submit that committed before the lock.
+const promote = `WITH nxt AS (
+	SELECT DISTINCT ON (u.resource) u.id
+	FROM {jobs} u
+	WHERE u.resource IN ({set}) AND u.state IN ` + unfinished + `
+	ORDER BY u.resource, u.seq
+), p AS (
+	UPDATE {jobs} j SET head = true,
+		scheduled_at = greatest(j.scheduled_at, coalesce((r.cooldowns ->> j.kind)::timestamptz, '-infinity'))
+	FROM nxt, {resources} r
+	WHERE j.id = nxt.id AND NOT j.head AND r.key = j.resource
+	RETURNING j.kind, j.scheduled_at
+)
+SELECT count(*)::int FROM (
+	SELECT pg_notify({channel}, {jobkey} || p.kind)
+	FROM p JOIN {kinds} k ON k.name = p.kind
+	WHERE k.waiting_until > now() AND p.scheduled_at <= now()
+) n`
+
+func buildJobQueries(schema, channel string) jobQueries {
+	id := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
+	// The schema is [a-z0-9_] and the channel derives from it, so neither can hold a quote.
+	r := strings.NewReplacer(
+		"{jobs}", id("jobs"), "{resources}", id("resources"), "{kinds}", id("job_kinds"),
+		"{token_seq}", "'"+id("token_seq")+"'", "{job_seq}", "'"+id("job_seq")+"'",
+		"{channel}", "'"+channel+"'", "{jobkey}", "E'\\x1fjob:'",
+	)
+	q := func(s string) string { return r.Replace(s) }
+	return jobQueries{
+		kindGet: q(`SELECT name, policy, max_attempts, timeout_ms, cooldown_ms, from_states, running_state,
+	success_state, failure_state FROM {kinds} WHERE name = $1`),
+		kindList: q(`SELECT name, policy, max_attempts, timeout_ms, cooldown_ms, from_states, running_state,
+	success_state, failure_state FROM {kinds} ORDER BY name`),
+		kindUpsert: q(`INSERT INTO {kinds} (name, policy, max_attempts, timeout_ms, cooldown_ms, from_states,
+	running_state, success_state, failure_state) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+ON CONFLICT (name) DO UPDATE SET policy = excluded.policy, max_attempts = excluded.max_attempts,
+	timeout_ms = excluded.timeout_ms, cooldown_ms = excluded.cooldown_ms, from_states = excluded.from_states,
+	running_state = excluded.running_state, success_state = excluded.success_state,
+	failure_state = excluded.failure_state`),
+
+		existing: q(`SELECT ` + jobCols + ` FROM {jobs} j WHERE j.idempotency_key = $1`),
+		// The no-op DO UPDATE locks an existing row, so submits to one resource (and the ends of
+		// its jobs) decide its head one at a time.
+		lockResource: q(`INSERT INTO {resources} AS r (key) VALUES ($1)
+ON CONFLICT (key) DO UPDATE SET key = r.key
+RETURNING (r.cooldowns ->> $2)::timestamptz`),
+		busy: q(`SELECT j.id, j.state FROM {jobs} j WHERE j.resource = $1 AND j.state IN ` + unfinished + `
+ORDER BY j.seq LIMIT 1`),
+		// $1 kind, $2 resource, $3 args, $4 skipped, $5 head, $6 max attempts, $7 priority,
+		// $8 idempotency key, $9 absolute time or null, $10 delay ms, $11 cooldown end, $12 errors.
+		insert: q(`WITH v AS (
+	SELECT CASE WHEN $5::bool THEN greatest(t.at, $11::timestamptz) ELSE t.at END AS at
+	FROM (SELECT coalesce($9::timestamptz, now() + $10::bigint * interval '1 millisecond') AS at) t
+)
+INSERT INTO {jobs} AS j (seq, kind, resource, args, state, head, max_attempts, priority, idempotency_key,
+	scheduled_at, finished_at, errors)
+SELECT nextval({job_seq}), $1, $2, $3, CASE WHEN $4::bool THEN 'skipped' WHEN v.at > now() THEN 'scheduled'
+	ELSE 'available' END, $5, $6, $7, nullif($8, ''), v.at, CASE WHEN $4::bool THEN now() END, $12
+FROM v
+ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+RETURNING ` + jobCols),
+		notifyAny: q(`SELECT pg_notify({channel}, {jobkey} || k.name) FROM {kinds} k
+WHERE k.name = $1 AND k.waiting_until > now()`),
+
+		get: q(`SELECT ` + jobCols + ` FROM {jobs} j WHERE j.id = $1`),
+		list: q(`SELECT ` + jobCols + ` FROM {jobs} j
+WHERE j.id > $1 AND ($2 = '' OR j.state = $2) AND ($3 = '' OR j.kind = $3) AND ($4 = '' OR j.resource = $4)
+ORDER BY j.id LIMIT $5`),
+
+		claim:           q(claimSQL),
+		markWaiting:     q(`UPDATE {kinds} SET waiting_until = now() + interval '30 seconds' WHERE name = ANY($1) AND waiting_until < now() + interval '20 seconds'`),
+		lockRejected:    q(`SELECT 1 FROM {resources} WHERE key IN (` + rejectedSet + `) ORDER BY key FOR UPDATE`),
+		promoteRejected: q(strings.ReplaceAll(promote, "{set}", rejectedSet)),
+
+		heartbeat: q(`UPDATE {jobs} j SET lease_expires_at = now() + $3::bigint * interval '1 millisecond'
+WHERE j.id = $1 AND j.token = $2 AND j.state = 'running' AND j.lease_expires_at > now()
+RETURNING j.cancel_requested, (extract(epoch FROM j.lease_expires_at - now()) * 1000000)::bigint`),
+		finish:          q(finishSQL),
+		lockFinished:    q(`SELECT 1 FROM {resources} WHERE key = (SELECT resource FROM {jobs} WHERE id = $1) FOR UPDATE`),
+		promoteFinished: q(strings.ReplaceAll(promote, "{set}", `SELECT resource FROM {jobs} WHERE id = $1`)),
+
+		lockJob:   q(`SELECT ` + jobCols + ` FROM {jobs} j WHERE j.id = $1 FOR UPDATE`),
+		setCancel: q(`UPDATE {jobs} j SET cancel_requested = true WHERE j.id = $1 RETURNING ` + jobCols),
+		cancel:    q(cancelSQL),
+		retryFinal: q(`UPDATE {jobs} j SET state = 'available', seq = nextval({job_seq}), scheduled_at = now(),
+	finished_at = NULL, cancel_requested = false, max_attempts = greatest(j.max_attempts, j.attempt + 1),
+	head = NOT EXISTS (SELECT 1 FROM {jobs} u WHERE u.resource = j.resource AND u.state IN ` + unfinished + `)
+WHERE j.id = $1 RETURNING ` + jobCols),
+		retryNow: q(`UPDATE {jobs} j SET scheduled_at = now() WHERE j.id = $1 RETURNING ` + jobCols),
+		purge: q(`DELETE FROM {jobs} j WHERE j.state = 'discarded'
+AND (cardinality($1::bigint[]) = 0 OR j.id = ANY($1)) AND ($2 = '' OR j.kind = $2) AND ($3 = '' OR j.resource = $3)`),
+
+		reapCandidates: q(`SELECT j.id, j.token, j.lease_expires_at IS NULL FROM {jobs} j
+WHERE j.state = 'running' AND (j.lease_expires_at IS NULL OR j.lease_expires_at <= now())
+ORDER BY j.lease_expires_at NULLS FIRST LIMIT $1`),
+		clean: q(`DELETE FROM {jobs} WHERE id IN (
+	SELECT id FROM {jobs} WHERE finished_at < now() - $1::bigint * interval '1 millisecond'
+	AND state IN ('succeeded', 'cancelled', 'skipped', CASE WHEN $2::bool THEN 'discarded' END)
+	ORDER BY finished_at LIMIT $3)`),
+		counts: q(`SELECT kind, state, count(*) FROM {jobs} WHERE state IN ` + unfinished + ` GROUP BY kind, state ORDER BY kind, state`),
+
+		resourceGet: q(`SELECT r.key, r.state, r.version, r.updated_at,
+	coalesce((SELECT j.id FROM {jobs} j WHERE j.resource = r.key AND j.state = 'running'), 0),
+	(SELECT count(*) FROM {jobs} j WHERE j.resource = r.key AND j.state IN ` + unfinished + `)
+FROM {resources} r WHERE r.key = $1`),
+		resourceList: q(`SELECT r.key, r.state, r.version, r.updated_at,
+	coalesce((SELECT j.id FROM {jobs} j WHERE j.resource = r.key AND j.state = 'running'), 0),
+	(SELECT count(*) FROM {jobs} j WHERE j.resource = r.key AND j.state IN ` + unfinished + `)
+FROM {resources} r WHERE r.key >= $1 AND left(r.key, length($1)) = $1 AND r.key > $2
+ORDER BY r.key LIMIT $3`),
+		resourceVersion: q(`SELECT version FROM {resources} WHERE key = $1 FOR UPDATE`),
+		resourceSet: q(`INSERT INTO {resources} AS r (key, state, version) VALUES ($1, $2, 1)
+ON CONFLICT (key) DO UPDATE SET state = excluded.state, version = r.version + 1, updated_at = now()
+RETURNING r.key, r.state, r.version, r.updated_at`),
+	}
+}
+
+// rejectedSet names the resources of jobs a claim statement of this transaction discarded by
+// their state guard: now() is the transaction's start, so it singles them out (a match from
+// another transaction would only make promote re-check a resource, which is always correct).
+const rejectedSet = `SELECT resource FROM {jobs} WHERE state = 'discarded' AND finished_at = now()`
+
+// claimSQL starts up to $2 claimable heads of kinds $1 for worker $3 with a lease of $4 ms.
+//
+// cand locks heads with SKIP LOCKED, so workers never wait for each other; FOR UPDATE re-checks
+// the WHERE on the latest row version, so a head that changed meanwhile is skipped. guard checks
+// each guarded kind's state rule with an UPDATE of the resource row: its WHERE is re-checked on
+// the latest version after any concurrent change commits, so the check and the new running state
+// are one step. started draws the fencing token after the job row is locked (a value drawn
+// before could be overtaken; see docs/guarantees.md). rejected discards heads whose guard
+// refused; lockRejected and promoteRejected, run next in the same transaction, promote their
+// successors.
+const claimSQL = `WITH cand AS (
+	SELECT j.id, j.resource, j.attempt, k.from_states, k.running_state, k.timeout_ms,
+		cardinality(k.from_states) > 0 OR k.running_state <> '' AS guarded
+	FROM {jobs} j JOIN {kinds} k ON k.name = j.kind
+	WHERE j.head AND j.state IN ('scheduled', 'available', 'retryable') AND j.scheduled_at <= now()
+		AND j.kind = ANY($1)
+	ORDER BY j.priority, j.seq
+	LIMIT $2
+	FOR UPDATE OF j SKIP LOCKED
+), guard AS (
+	UPDATE {resources} r SET
+		state = CASE WHEN c.running_state <> '' THEN c.running_state ELSE r.state END,
+		version = r.version + CASE WHEN c.running_state <> '' AND c.running_state <> r.state THEN 1 ELSE 0 END,
+		updated_at = CASE WHEN c.running_state <> '' AND c.running_state <> r.state THEN now() ELSE r.updated_at END
+	FROM cand c
+	WHERE c.guarded AND r.key = c.resource AND (cardinality(c.from_states) = 0 OR r.state = ANY(c.from_states)
+		OR (c.attempt > 0 AND c.running_state <> '' AND r.state = c.running_state))
+	RETURNING r.key
+), started AS (
+	UPDATE {jobs} j SET state = 'running', attempt = j.attempt + 1, attempted_at = now(), worker = $3,
+		token = nextval({token_seq}), lease_expires_at = now() + $4::bigint * interval '1 millisecond',
+		timeout_ms = c.timeout_ms, cancel_requested = false
+	FROM cand c
+	WHERE j.id = c.id AND (NOT c.guarded OR c.resource IN (SELECT key FROM guard))
+	RETURNING ` + jobCols + `
+), rejected AS (
+	UPDATE {jobs} j SET state = 'discarded', head = false, finished_at = now(),
+		errors = j.errors || jsonb_build_array(jsonb_build_object('attempt', j.attempt, 'at', now(),
+			'code', 'invalid_resource_state', 'message', format('resource %s is in state %s; kind %s starts from %s',
+				to_json(r.key), to_json(r.state), to_json(j.kind), to_json(c.from_states))))
+	FROM cand c, {resources} r
+	WHERE j.id = c.id AND c.guarded AND r.key = c.resource AND c.resource NOT IN (SELECT key FROM guard)
+	RETURNING j.id
+)
+SELECT * FROM started`
+
+// finishSQL ends the running attempt $1 with token $2: $3 true = success; else failure with
+// code $4, message $5, permanent $6, backoff $7 ms. $8 true = only if its lease has expired or is
+// missing (the reaper). It locks the job row, then the resource row (the order every statement
+// keeps), applies the kind's success or failure state and cooldown, and returns the job. (A
+// data-modifying WITH runs to completion whether or not the main statement reads it.)
+// lockFinished and promoteFinished follow in the same transaction.
+const finishSQL = `WITH j0 AS (
+	SELECT j.id, j.kind, j.resource, j.attempt, j.max_attempts, j.cancel_requested,
+		k.success_state, k.failure_state, k.cooldown_ms
+	FROM {jobs} j JOIN {kinds} k ON k.name = j.kind
+	WHERE j.id = $1 AND j.token = $2 AND j.state = 'running'
+		AND (NOT $8::bool OR j.lease_expires_at IS NULL OR j.lease_expires_at <= now())
+	FOR UPDATE OF j
+), nx AS (
+	SELECT j0.*, CASE
+		WHEN $3::bool THEN 'succeeded'
+		WHEN j0.cancel_requested THEN 'cancelled'
+		WHEN $6::bool OR j0.attempt >= j0.max_attempts THEN 'discarded'
+		ELSE 'retryable' END AS next
+	FROM j0
+), res AS (
+	UPDATE {resources} r SET
+		state = CASE WHEN s.ns <> '' THEN s.ns ELSE r.state END,
+		version = r.version + CASE WHEN s.ns <> '' AND s.ns <> r.state THEN 1 ELSE 0 END,
+		updated_at = CASE WHEN s.ns <> '' AND s.ns <> r.state THEN now() ELSE r.updated_at END,
+		cooldowns = CASE WHEN s.next <> 'retryable' AND s.cooldown_ms > 0
+			THEN r.cooldowns || jsonb_build_object(s.kind, now() + s.cooldown_ms * interval '1 millisecond')
+			ELSE r.cooldowns END
+	FROM (SELECT nx.*, CASE nx.next WHEN 'succeeded' THEN nx.success_state WHEN 'retryable' THEN ''
+		ELSE nx.failure_state END AS ns FROM nx) s
+	WHERE r.key = s.resource
+	RETURNING r.key
+)
+UPDATE {jobs} j SET state = nx.next, head = (nx.next = 'retryable'), lease_expires_at = NULL,
+	finished_at = CASE WHEN nx.next = 'retryable' THEN NULL ELSE now() END,
+	scheduled_at = CASE WHEN nx.next = 'retryable' THEN now() + $7::bigint * interval '1 millisecond'
+		ELSE j.scheduled_at END,
+	errors = CASE WHEN $3::bool THEN j.errors ELSE j.errors || jsonb_build_array(jsonb_build_object(
+		'attempt', j.attempt, 'at', now(), 'code', $4::text, 'message', $5::text)) END
+FROM nx
+WHERE j.id = nx.id
+RETURNING ` + jobCols
+
+// cancelSQL cancels job $1, which the caller locked and found neither running nor finished;
+// the resource's failure state applies if it is the head and an attempt had started (a job
+// retried by hand behind another must not touch the state that one set). Run with the resource
+// locked.
+const cancelSQL = `WITH res AS (
+	UPDATE {resources} r SET state = k.failure_state, version = r.version + 1, updated_at = now()
+	FROM {jobs} j JOIN {kinds} k ON k.name = j.kind
+	WHERE j.id = $1 AND r.key = j.resource AND j.head AND j.attempt > 0 AND k.failure_state <> '' AND r.state <> k.failure_state
+	RETURNING r.key
+)
+UPDATE {jobs} j SET state = 'cancelled', head = false, finished_at = now()
+WHERE j.id = $1
+RETURNING ` + jobCols
