@@ -326,3 +326,9 @@ type SetResourceStateParams struct {
 	State     string
 	IfVersion *int64 // compare-and-set when not nil
 }
+
+// BatchCompleter is implemented by stores that can complete many attempts in one round trip.
+// The result is aligned with ps: nil where CompleteJob would have returned ErrNotHeld.
+type BatchCompleter interface {
+	CompleteJobs(ctx context.Context, ps []*CompleteParams) ([]*Job, error)
+}

@@ -105,7 +105,8 @@ func (s *Store) finish(ctx context.Context, op string, id int64, token uint64, o
 			}
 			return err
 		})
-	b.Queue(s.jq.lockFinished, id)
+	// finishSQL updated the resource row whenever it ended the attempt, so the resource is
+	// locked before promoteFinished takes its snapshot.
 	b.Queue(s.jq.promoteFinished, id)
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return nil, s.jobErr(op, err)
@@ -121,4 +122,45 @@ func (s *Store) finish(ctx context.Context, op string, id int64, token uint64, o
 // kind after a job ended, since a successor may have been promoted.
 func (s *Store) wakeLocal(j *store.Job) {
 	s.hub.Notify(notify.JobKey(j.Kind))
+}
+
+// CompleteJobs completes many attempts in one round trip (one statement, one promotion, one
+// commit): the result is aligned with ps, nil where the attempt was no longer running with that
+// token (ErrNotHeld for CompleteJob). A worker pool calls it with the attempts that ended while
+// its previous completion was in flight.
+func (s *Store) CompleteJobs(ctx context.Context, ps []*store.CompleteParams) ([]*store.Job, error) {
+	ids := make([]int64, len(ps))
+	tokens := make([]int64, len(ps))
+	for i, p := range ps {
+		if err := p.Validate(); err != nil {
+			return nil, err
+		}
+		ids[i], tokens[i] = p.ID, int64(p.Token)
+	}
+	out := make([]*store.Job, len(ps))
+	if len(ps) == 0 {
+		return out, nil
+	}
+	var done []*store.Job
+	b := &pgx.Batch{}
+	b.Queue(s.jq.completeMany, ids, tokens).Query(func(rows pgx.Rows) error {
+		var err error
+		done, err = collectJobs(rows)
+		return err
+	})
+	b.Queue(s.jq.promoteMany, ids)
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return nil, s.jobErr("complete jobs", err)
+	}
+	byID := make(map[int64]*store.Job, len(done))
+	for _, j := range done {
+		byID[j.ID] = j
+	}
+	for i, p := range ps {
+		if j := byID[p.ID]; j != nil && j.Token == p.Token {
+			out[i] = j
+			s.wakeLocal(j)
+		}
+	}
+	return out, nil
 }

@@ -14,6 +14,7 @@ type jobQueries struct {
 	get, list                                                          string
 	claim, markWaiting, lockRejected, promoteRejected                  string
 	heartbeat, finish, lockFinished, promoteFinished                   string
+	completeMany, promoteMany                                          string
 	lockJob, setCancel, cancel, retryFinal, retryNow, purge            string
 	reapCandidates, clean, counts                                      string
 	resourceGet, resourceList, resourceSet, resourceVersion, notifyAny string
@@ -107,6 +108,8 @@ ORDER BY j.id LIMIT $5`),
 WHERE j.id = $1 AND j.token = $2 AND j.state = 'running' AND j.lease_expires_at > now()
 RETURNING j.cancel_requested, (extract(epoch FROM j.lease_expires_at - now()) * 1000000)::bigint`),
 		finish:          q(finishSQL),
+		completeMany:    q(completeManySQL),
+		promoteMany:     q(strings.ReplaceAll(promote, "{set}", `SELECT resource FROM {jobs} WHERE id = ANY($1)`)),
 		lockFinished:    q(`SELECT 1 FROM {resources} WHERE key = (SELECT resource FROM {jobs} WHERE id = $1) FOR UPDATE`),
 		promoteFinished: q(strings.ReplaceAll(promote, "{set}", `SELECT resource FROM {jobs} WHERE id = $1`)),
 
@@ -153,23 +156,34 @@ const rejectedSet = `SELECT resource FROM {jobs} WHERE state = 'discarded' AND f
 
 // claimSQL starts up to $2 claimable heads of kinds $1 for worker $3 with a lease of $4 ms.
 //
-// cand locks heads with SKIP LOCKED, so workers never wait for each other; FOR UPDATE re-checks
-// the WHERE on the latest row version, so a head that changed meanwhile is skipped. guard checks
+// picked walks, per kind, the claimable-heads index in (priority, seq) order and locks heads
+// with SKIP LOCKED, so workers never wait for each other and claiming costs O(limit · log n)
+// however many heads wait (a "kind = ANY(...)" scan would sort them all). FOR UPDATE re-checks the
+// WHERE on the latest row version, so a head that changed meanwhile is skipped. With several
+// kinds, up to limit heads per kind are locked and the best limit started; the others are
+// released at commit. guard checks
 // each guarded kind's state rule with an UPDATE of the resource row: its WHERE is re-checked on
 // the latest version after any concurrent change commits, so the check and the new running state
 // are one step. started draws the fencing token after the job row is locked (a value drawn
 // before could be overtaken; see docs/guarantees.md). rejected discards heads whose guard
 // refused; lockRejected and promoteRejected, run next in the same transaction, promote their
 // successors.
-const claimSQL = `WITH cand AS (
-	SELECT j.id, j.resource, j.attempt, k.from_states, k.running_state, k.timeout_ms,
-		cardinality(k.from_states) > 0 OR k.running_state <> '' AS guarded
-	FROM {jobs} j JOIN {kinds} k ON k.name = j.kind
-	WHERE j.head AND j.state IN ('scheduled', 'available', 'retryable') AND j.scheduled_at <= now()
-		AND j.kind = ANY($1)
-	ORDER BY j.priority, j.seq
+const claimSQL = `WITH picked AS (
+	SELECT x.* FROM unnest($1::text[]) AS kk (kind) CROSS JOIN LATERAL (
+		SELECT j.id, j.kind, j.resource, j.attempt, j.priority, j.seq
+		FROM {jobs} j
+		WHERE j.kind = kk.kind AND j.head AND j.state IN ('scheduled', 'available', 'retryable')
+			AND j.scheduled_at <= now()
+		ORDER BY j.priority, j.seq
+		LIMIT $2
+		FOR UPDATE OF j SKIP LOCKED
+	) x
+	ORDER BY x.priority, x.seq
 	LIMIT $2
-	FOR UPDATE OF j SKIP LOCKED
+), cand AS (
+	SELECT p.id, p.resource, p.attempt, k.from_states, k.running_state, k.timeout_ms,
+		cardinality(k.from_states) > 0 OR k.running_state <> '' AS guarded
+	FROM picked p JOIN {kinds} k ON k.name = p.kind
 ), guard AS (
 	UPDATE {resources} r SET
 		state = CASE WHEN c.running_state <> '' THEN c.running_state ELSE r.state END,
@@ -252,4 +266,32 @@ const cancelSQL = `WITH res AS (
 )
 UPDATE {jobs} j SET state = 'cancelled', head = false, finished_at = now()
 WHERE j.id = $1
+RETURNING ` + jobCols
+
+// completeManySQL is finishSQL's success path for many attempts at once: $1 ids, $2 tokens.
+// Attempts that are no longer running with that token are left out of the result. Running jobs
+// are on distinct resources, so the rows it locks are disjoint from any other completion's.
+const completeManySQL = `WITH j0 AS (
+	SELECT j.id, j.kind, j.resource, k.success_state, k.cooldown_ms
+	FROM unnest($1::bigint[], $2::bigint[]) AS req (id, token)
+	JOIN {jobs} j ON j.id = req.id AND j.token = req.token
+	JOIN {kinds} k ON k.name = j.kind
+	WHERE j.state = 'running'
+	ORDER BY j.id
+	FOR UPDATE OF j
+), res AS (
+	UPDATE {resources} r SET
+		state = CASE WHEN j0.success_state <> '' THEN j0.success_state ELSE r.state END,
+		version = r.version + CASE WHEN j0.success_state <> '' AND j0.success_state <> r.state THEN 1 ELSE 0 END,
+		updated_at = CASE WHEN j0.success_state <> '' AND j0.success_state <> r.state THEN now() ELSE r.updated_at END,
+		cooldowns = CASE WHEN j0.cooldown_ms > 0
+			THEN r.cooldowns || jsonb_build_object(j0.kind, now() + j0.cooldown_ms * interval '1 millisecond')
+			ELSE r.cooldowns END
+	FROM j0
+	WHERE r.key = j0.resource
+	RETURNING r.key
+)
+UPDATE {jobs} j SET state = 'succeeded', head = false, lease_expires_at = NULL, finished_at = now()
+FROM j0
+WHERE j.id = j0.id
 RETURNING ` + jobCols

@@ -222,3 +222,38 @@ func (s *Store) FailJob(ctx context.Context, p *store.FailParams) (*store.Job, e
 	}
 	return out, nil
 }
+
+// CompleteJobs completes many attempts in one write transaction (one commit, one fsync). The
+// result is aligned with ps: nil where the attempt was no longer running with that token.
+func (s *Store) CompleteJobs(ctx context.Context, ps []*store.CompleteParams) ([]*store.Job, error) {
+	for _, p := range ps {
+		if err := p.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]*store.Job, len(ps))
+	if len(ps) == 0 {
+		return out, nil
+	}
+	err := s.inTx(ctx, "complete jobs", func(x *jobTx) error {
+		for i, p := range ps {
+			j, err := x.runningJob(p.ID, p.Token)
+			if errors.Is(err, store.ErrNotHeld) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			j.LeaseExpiresAt = time.Time{}
+			if err := x.end(j, store.JobSucceeded, true); err != nil {
+				return err
+			}
+			out[i] = j
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

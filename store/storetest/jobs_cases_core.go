@@ -327,3 +327,30 @@ func testJobSubscribe(t *testing.T, h JobHarness) {
 	cancel()
 	e.sub("sub", "sub/2")
 }
+
+// testJobCompleteMany checks a BatchCompleter: results aligned with the request, stale attempts
+// left out, successors promoted.
+func testJobCompleteMany(t *testing.T, h JobHarness) {
+	e := newJobEnv(t, h, store.Kind{Name: "many", SuccessState: "DONE"})
+	bc, ok := e.s.(store.BatchCompleter)
+	requireNotApplicable(t, ok, "the store does not complete in batches")
+	a := e.sub("many", "m/1")
+	ja := e.claimOne(a.ID, "many")
+	b := e.sub("many", "m/2")
+	jb := e.claimOne(b.ID, "many")
+	next := e.sub("many", "m/1")
+	res, err := bc.CompleteJobs(e.ctx, []*store.CompleteParams{
+		{ID: ja.ID, Token: ja.Token}, {ID: jb.ID, Token: jb.Token + 1000}, {ID: jb.ID, Token: jb.Token}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 3 || res[0] == nil || res[0].State != store.JobSucceeded || res[1] != nil || res[2] == nil || res[2].ID != b.ID {
+		t.Fatalf("CompleteJobs = %v; want [a succeeded, nil (stale token), b succeeded]", res)
+	}
+	if r := e.resource("m/1"); r.State != "DONE" {
+		t.Fatalf("resource m/1 = %+v; want DONE", r)
+	}
+	if g := e.get(next.ID); !g.Head {
+		t.Fatalf("the next job on m/1 was not promoted: %s", show(g))
+	}
+}

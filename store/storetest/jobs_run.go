@@ -45,6 +45,7 @@ func RunJobs(t *testing.T, h JobHarness) {
 		// Core and FIFO.
 		{"RegisterKinds", testJobKinds},
 		{"SubmitGetList", testJobSubmitGetList},
+		{"CompleteMany", testJobCompleteMany},
 		{"PerResourceFIFO", testJobFIFO},
 		{"PriorityAcrossResources", testJobPriority},
 		{"TokensIncreasePerResource", testJobTokens},
