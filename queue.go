@@ -1,0 +1,141 @@
+package baton
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+
+	"github.com/batonhq/baton/store"
+)
+
+// QueueConfig configures a Queue. The zero value is valid.
+type QueueConfig struct {
+	// Kinds are registered (created or replaced, all or none) by NewQueue. Kinds already in the
+	// store need not be repeated: the definitions live in the database.
+	Kinds []Kind
+	// Logger receives the queue's, its workers' and its maintenance's logs. Default:
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Queue submits and administers jobs over a store.JobStore, and makes workers and the
+// maintenance runner. It is safe for concurrent use. It does not own the store: close the store
+// when done with it.
+type Queue struct {
+	st  store.JobStore
+	log *slog.Logger
+}
+
+// NewQueue returns a Queue over st, after registering cfg.Kinds. A nil cfg means no kinds and
+// the default logger.
+func NewQueue(ctx context.Context, st store.JobStore, cfg *QueueConfig) (*Queue, error) {
+	if st == nil {
+		return nil, &InvalidArgumentError{Field: "store", Rule: "must not be nil"}
+	}
+	var c QueueConfig
+	if cfg != nil {
+		c = *cfg
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	q := &Queue{st: st, log: c.Logger}
+	if len(c.Kinds) > 0 {
+		if err := q.RegisterKinds(ctx, c.Kinds...); err != nil {
+			return nil, err
+		}
+	}
+	return q, nil
+}
+
+// Store returns the job store the Queue works over.
+func (q *Queue) Store() store.JobStore { return q.st }
+
+// RegisterKinds creates or replaces kind definitions, all or none.
+func (q *Queue) RegisterKinds(ctx context.Context, kinds ...Kind) error {
+	// A copy: the store applies defaults to what it is given.
+	return q.st.RegisterKinds(ctx, append([]Kind(nil), kinds...))
+}
+
+// Kinds lists the registered kinds, by name.
+func (q *Queue) Kinds(ctx context.Context) ([]Kind, error) { return q.st.Kinds(ctx) }
+
+// Submit enqueues a job. With an idempotency key that exists, it returns the existing job and
+// Existing=true. Under the reject policy a busy resource gives a *ResourceBusyError.
+func (q *Queue) Submit(ctx context.Context, p SubmitParams) (*SubmitResult, error) {
+	return q.st.SubmitJob(ctx, &p)
+}
+
+// sqlTxSubmitter is a store that enqueues inside the caller's database/sql transaction (SQLite).
+type sqlTxSubmitter interface {
+	SubmitJobTx(ctx context.Context, tx *sql.Tx, p *store.SubmitParams) (*store.SubmitResult, error)
+}
+
+// anyTxSubmitter is a store that enqueues inside a transaction of its own driver's type (pgx.Tx
+// for PostgreSQL), which package baton cannot name without importing the driver. It returns an
+// *InvalidArgumentError on field "tx" for a transaction of the wrong type.
+type anyTxSubmitter interface {
+	SubmitJobTxAny(ctx context.Context, tx any, p *store.SubmitParams) (*store.SubmitResult, error)
+}
+
+// SubmitTx enqueues a job inside the caller's own transaction, so that the job exists if and
+// only if the transaction commits: a *sql.Tx on the SQLite store's database, a pgx.Tx on the
+// PostgreSQL store's. Workers are woken when the job becomes claimable, at the latest by their
+// poll. A transaction the store cannot use is an *InvalidArgumentError on field "tx".
+func (q *Queue) SubmitTx(ctx context.Context, tx any, p SubmitParams) (*SubmitResult, error) {
+	if tx == nil {
+		return nil, &InvalidArgumentError{Field: "tx", Rule: "must not be nil"}
+	}
+	if t, ok := tx.(*sql.Tx); ok {
+		if s, ok := q.st.(sqlTxSubmitter); ok {
+			return s.SubmitJobTx(ctx, t, &p)
+		}
+	}
+	if s, ok := q.st.(anyTxSubmitter); ok {
+		return s.SubmitJobTxAny(ctx, tx, &p)
+	}
+	return nil, &InvalidArgumentError{Field: "tx",
+		Rule: fmt.Sprintf("this store (%T) cannot enqueue in a caller's transaction of type %T", q.st, tx)}
+}
+
+// Get returns one job, or ErrNotFound.
+func (q *Queue) Get(ctx context.Context, id int64) (*Job, error) { return q.st.GetJob(ctx, id) }
+
+// List lists jobs by ID, after p.After, at most p.Limit (default 100).
+func (q *Queue) List(ctx context.Context, p JobListParams) ([]*Job, error) {
+	return q.st.ListJobs(ctx, &p)
+}
+
+// Cancel cancels a job that is not running, or asks the worker of a running one to stop: its
+// handler's context is cancelled with ErrJobCancelled at the worker's next heartbeat, and the
+// job ends cancelled. A finished job gives a *JobStateError.
+func (q *Queue) Cancel(ctx context.Context, id int64) (*Job, error) { return q.st.CancelJob(ctx, id) }
+
+// Retry makes a discarded, cancelled or skipped job available again at the back of its
+// resource's queue, or a retryable job claimable now. Other states give a *JobStateError.
+func (q *Queue) Retry(ctx context.Context, id int64) (*Job, error) { return q.st.RetryJob(ctx, id) }
+
+// Purge deletes the dead letters (discarded jobs) matching p and says how many.
+func (q *Queue) Purge(ctx context.Context, p PurgeParams) (int, error) {
+	return q.st.PurgeJobs(ctx, &p)
+}
+
+// Counts counts unfinished jobs per kind and state.
+func (q *Queue) Counts(ctx context.Context) ([]*JobCount, error) { return q.st.JobCounts(ctx) }
+
+// Resource returns a resource's recorded state, or ErrNotFound.
+func (q *Queue) Resource(ctx context.Context, key string) (*Resource, error) {
+	return q.st.GetResource(ctx, key)
+}
+
+// Resources lists resources by key, after p.After.
+func (q *Queue) Resources(ctx context.Context, p ResourceListParams) ([]*Resource, error) {
+	return q.st.ListResources(ctx, &p)
+}
+
+// SetResourceState sets a resource's state, creating the resource if needed; with p.IfVersion
+// set, only if its version matches (else a *VersionMismatchError).
+func (q *Queue) SetResourceState(ctx context.Context, p SetResourceStateParams) (*Resource, error) {
+	return q.st.SetResourceState(ctx, &p)
+}

@@ -1,0 +1,379 @@
+package baton
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/batonhq/baton/store"
+)
+
+// Defaults of WorkerConfig.
+const (
+	DefaultConcurrency     = 10
+	MaxConcurrency         = 1000
+	DefaultJobLeaseTTL     = 30 * time.Second
+	DefaultShutdownTimeout = 30 * time.Second
+)
+
+// Handler runs one attempt of a job. Its context is cancelled, with a cause that
+// context.Cause reports, when the job's lease is lost (ErrLeaseLost), a cancel is requested
+// (ErrJobCancelled), the kind's timeout passes (ErrJobTimeout) or the worker's shutdown timeout
+// passes (ErrWorkerShutdown). Returning nil completes the job; an error fails the attempt, to be
+// retried after a backoff unless attempts are exhausted or it is Permanent. job.Token is the
+// attempt's fencing token: pass it to the resource so that it can refuse a stale attempt.
+type Handler func(ctx context.Context, job *Job) error
+
+// WorkerConfig configures a Worker. Zero fields take their defaults.
+type WorkerConfig struct {
+	// Name is recorded on the jobs this worker runs (Job.Worker). Default: host:pid:random.
+	Name string
+	// Concurrency is how many jobs run at once (DefaultConcurrency, at most MaxConcurrency).
+	Concurrency int
+	// Handlers maps each kind this worker runs to its handler; at least one.
+	Handlers map[string]Handler
+	// LeaseTTL is the TTL of each job's lease (DefaultJobLeaseTTL, 1 s .. 24 h); heartbeats
+	// renew it every LeaseTTL/3. A worker cut off from the store stops its handlers (context
+	// cause ErrLeaseLost) at claim or heartbeat start + LeaseTTL*(1-DriftFactor) - SafetyMargin,
+	// before the store could hand the job to another worker.
+	LeaseTTL time.Duration
+	// DriftFactor and SafetyMargin shorten the worker's view of a job lease's validity, as in
+	// Config (DefaultDriftFactor, DefaultSafetyMargin).
+	DriftFactor  float64
+	SafetyMargin time.Duration
+	// PollInterval is the fallback poll for claimable jobs, jittered by ±20%
+	// (DefaultPollInterval). Workers are normally woken by the store when a job of their kinds
+	// becomes claimable.
+	PollInterval time.Duration
+	// Backoff says how long to wait before retrying a job whose attempt number attempt failed.
+	// Default: DefaultBackoff.
+	Backoff func(attempt int) time.Duration
+	// ShutdownTimeout is how long running jobs may go on after Run's context ends before their
+	// contexts are cancelled with ErrWorkerShutdown (DefaultShutdownTimeout).
+	ShutdownTimeout time.Duration
+	// Logger defaults to the Queue's.
+	Logger *slog.Logger
+	// OnJobEnd, if set, is called after each attempt with the job as the store returned it and
+	// its state (succeeded, retryable, discarded, cancelled), and how long the handler ran.
+	// outcome is "" when the worker could not report the attempt: its lease was lost (the reaper
+	// ends it) or the store refused or failed the report. It must not block.
+	OnJobEnd func(job *Job, outcome JobState, took time.Duration)
+}
+
+func (c WorkerConfig) withDefaults(q *Queue) (WorkerConfig, Config, error) {
+	if c.Name == "" {
+		c.Name = defaultHolderPrefix() + ":" + newID()[:12]
+	}
+	if err := store.ValidateHolder(c.Name); err != nil {
+		return c, Config{}, &InvalidArgumentError{Field: "name", Rule: err.(*InvalidArgumentError).Rule}
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.Concurrency < 1 || c.Concurrency > MaxConcurrency {
+		return c, Config{}, &InvalidArgumentError{Field: "concurrency",
+			Rule: fmt.Sprintf("must be between 1 and %d (got %d)", MaxConcurrency, c.Concurrency)}
+	}
+	if len(c.Handlers) == 0 {
+		return c, Config{}, &InvalidArgumentError{Field: "handlers", Rule: "must name at least one kind"}
+	}
+	for kind, h := range c.Handlers {
+		if err := store.ValidateKind(kind); err != nil {
+			return c, Config{}, &InvalidArgumentError{Field: "handlers", Rule: err.(*InvalidArgumentError).Rule}
+		}
+		if h == nil {
+			return c, Config{}, &InvalidArgumentError{Field: "handlers", Rule: fmt.Sprintf("handler of kind %q must not be nil", kind)}
+		}
+	}
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = DefaultJobLeaseTTL
+	}
+	if c.Backoff == nil {
+		c.Backoff = DefaultBackoff
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.ShutdownTimeout < 0 {
+		return c, Config{}, &InvalidArgumentError{Field: "shutdown_timeout", Rule: "must not be negative"}
+	}
+	if c.Logger == nil {
+		c.Logger = q.log
+	}
+	// The job lease follows the lease rules: validate and default like a Locker's Config.
+	lc, err := Config{TTL: c.LeaseTTL, DriftFactor: c.DriftFactor, SafetyMargin: c.SafetyMargin,
+		PollInterval: c.PollInterval, Logger: c.Logger}.withDefaults()
+	if err != nil {
+		var inv *InvalidArgumentError
+		if errors.As(err, &inv) && inv.Field == "ttl" {
+			return c, lc, &InvalidArgumentError{Field: "lease_ttl", Rule: inv.Rule}
+		}
+		return c, lc, err
+	}
+	c.DriftFactor, c.SafetyMargin, c.PollInterval = lc.DriftFactor, lc.SafetyMargin, lc.PollInterval
+	return c, lc, nil
+}
+
+// Worker claims jobs of its kinds and runs their handlers, each under the job's lease. Make one
+// with Queue.NewWorker and run it with Run (or Start and Stop). A Worker runs once.
+type Worker struct {
+	q     *Queue
+	st    store.JobStore
+	cfg   WorkerConfig
+	lease Config // the job lease's TTL, drift and margin, as a lease Config
+	kinds []string
+	log   *slog.Logger
+
+	started  atomic.Bool
+	active   atomic.Int64  // jobs running
+	freed    chan struct{} // a job ended (capacity 1, coalesced)
+	jobsDone sync.WaitGroup
+
+	// Start and Stop.
+	stopMu   sync.Mutex
+	stopRun  context.CancelFunc
+	hardStop chan struct{} // closed by Stop when its context ends: cancel running jobs now
+	hardOnce sync.Once
+	runDone  chan struct{}
+	runErr   error
+}
+
+// NewWorker returns a worker for the kinds of cfg.Handlers.
+func (q *Queue) NewWorker(cfg WorkerConfig) (*Worker, error) {
+	c, lc, err := cfg.withDefaults(q)
+	if err != nil {
+		return nil, err
+	}
+	handlers := make(map[string]Handler, len(c.Handlers))
+	kinds := make([]string, 0, len(c.Handlers))
+	for k, h := range c.Handlers {
+		handlers[k] = h
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	c.Handlers = handlers
+	return &Worker{q: q, st: q.st, cfg: c, lease: lc, kinds: kinds, log: c.Logger.With("worker", c.Name),
+		freed: make(chan struct{}, 1), hardStop: make(chan struct{}), runDone: make(chan struct{})}, nil
+}
+
+// Name is the worker's name, recorded on the jobs it runs.
+func (w *Worker) Name() string { return w.cfg.Name }
+
+// Running is the number of jobs the worker is running now.
+func (w *Worker) Running() int { return int(w.active.Load()) }
+
+var errWorkerStarted = errors.New("baton: worker already started")
+
+// Run claims and runs jobs until ctx ends, then shuts down: it stops claiming, lets running jobs
+// finish for up to ShutdownTimeout, cancels those still running with ErrWorkerShutdown and waits
+// for them. It returns nil after such a shutdown, or the store error (ErrClosed, a rejected
+// claim) that stopped it, after the same shutdown.
+func (w *Worker) Run(ctx context.Context) error {
+	if !w.started.CompareAndSwap(false, true) {
+		return errWorkerStarted
+	}
+	return w.run(ctx)
+}
+
+func (w *Worker) run(ctx context.Context) error {
+	// Running jobs outlive ctx: they end on their own, or at the shutdown deadline.
+	jobsCtx, cancelJobs := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancelJobs(nil)
+	err := w.claimLoop(ctx, jobsCtx)
+	w.shutdown(cancelJobs)
+	w.log.Debug("baton: worker stopped")
+	w.runErr = err
+	close(w.runDone)
+	return err
+}
+
+// Start runs the worker in the background until Stop (or until ctx ends, as Run).
+func (w *Worker) Start(ctx context.Context) error {
+	if !w.started.CompareAndSwap(false, true) {
+		return errWorkerStarted
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	w.stopMu.Lock()
+	w.stopRun = cancel
+	w.stopMu.Unlock()
+	go func() { _ = w.run(runCtx) }()
+	return nil
+}
+
+// Stop shuts a started worker down as Run does when its context ends, and returns Run's error.
+// If ctx ends first, running jobs are cancelled at once (ErrWorkerShutdown); Stop still waits for
+// them to return, then returns ctx's error.
+func (w *Worker) Stop(ctx context.Context) error {
+	w.stopMu.Lock()
+	stop := w.stopRun
+	w.stopMu.Unlock()
+	if stop == nil {
+		return errors.New("baton: worker not started")
+	}
+	stop()
+	select {
+	case <-w.runDone:
+		return w.runErr
+	case <-ctx.Done():
+		w.hardOnce.Do(func() { close(w.hardStop) })
+		<-w.runDone
+		return ctx.Err()
+	}
+}
+
+// claimLoop claims as many jobs as there are free slots, one round trip at a time, and waits for
+// a wake-up from the store, a free slot or the poll timer when there is nothing to claim.
+func (w *Worker) claimLoop(ctx, jobsCtx context.Context) error {
+	wake, unsubscribe := w.subscribe()
+	defer unsubscribe()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	failing := false
+	for ctx.Err() == nil {
+		free := w.cfg.Concurrency - int(w.active.Load())
+		full := free <= 0
+		more := false
+		wait := jitter(w.cfg.PollInterval)
+		if !full {
+			limit := min(free, store.MaxClaimLimit)
+			n, err := w.claim(jobsCtx, limit)
+			switch {
+			case err == nil:
+				if failing {
+					w.log.Info("baton: claiming jobs recovered")
+				}
+				failing = false
+				// A full batch: there may be more right now. Else wait for news.
+				more = n == limit && n < free
+				full = n == free
+			case errors.Is(err, ErrClosed) || errors.Is(err, ErrInvalidArgument):
+				return err
+			default:
+				if ctx.Err() != nil {
+					return nil
+				}
+				if !failing {
+					w.log.Warn("baton: claiming jobs failed; retrying", "err", err)
+				}
+				failing = true
+			}
+		}
+		if more {
+			continue
+		}
+		// When every slot is busy, wait for one to free and leave wake-ups unread: a store that
+		// wakes one subscriber per event (SQLite's in-process hub) then passes them to another
+		// worker. Otherwise wait for news of claimable jobs.
+		wakeC, freed := wake, (<-chan struct{})(nil)
+		if full {
+			wakeC, freed = nil, w.freed
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+		case <-wakeC:
+		case <-freed:
+		case <-timer.C:
+		}
+	}
+	return nil
+}
+
+// claim claims up to limit jobs and starts them. The claim is not cut short by the end of Run's
+// context: jobs it claimed are held by this worker and are run, not left to the reaper.
+func (w *Worker) claim(jobsCtx context.Context, limit int) (int, error) {
+	ctx, cancel := context.WithTimeout(jobsCtx, w.lease.validity(w.cfg.LeaseTTL))
+	defer cancel()
+	start := time.Now()
+	jobs, err := w.st.ClaimJobs(ctx, &store.ClaimParams{Worker: w.cfg.Name, Kinds: w.kinds, Limit: limit, TTL: w.cfg.LeaseTTL})
+	if err != nil {
+		return 0, err
+	}
+	for _, job := range jobs {
+		h := w.cfg.Handlers[job.Kind]
+		if h == nil {
+			// The store returned a kind we did not ask for: leave the job to its lease's expiry.
+			w.log.Error("baton: claimed a job of a kind this worker has no handler for", "job", job.ID, "kind", job.Kind)
+			continue
+		}
+		w.active.Add(1)
+		w.jobsDone.Add(1)
+		r := w.newJobRun(jobsCtx, job, h, start)
+		go func() {
+			defer w.jobsDone.Done()
+			r.run()
+			w.active.Add(-1)
+			select {
+			case w.freed <- struct{}{}:
+			default:
+			}
+		}()
+	}
+	return len(jobs), nil
+}
+
+// subscribe merges the store's wake-ups for each kind into one channel.
+func (w *Worker) subscribe() (<-chan struct{}, func()) {
+	merged := make(chan struct{}, 1)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	cancels := make([]func(), 0, len(w.kinds))
+	for _, kind := range w.kinds {
+		wake, cancel := w.st.SubscribeJobs(kind)
+		cancels = append(cancels, cancel)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-wake:
+					// Block while a wake-up is pending: until it is read, this kind's next
+					// wake-up stays in the store's channel, where the store sees it pending.
+					select {
+					case merged <- struct{}{}:
+					case <-stop:
+						return
+					}
+				}
+			}
+		}()
+	}
+	return merged, func() {
+		close(stop)
+		wg.Wait()
+		for _, cancel := range cancels {
+			cancel()
+		}
+	}
+}
+
+// shutdown waits for running jobs, up to ShutdownTimeout (or Stop's hard stop), then cancels
+// them with ErrWorkerShutdown and waits for them to return.
+func (w *Worker) shutdown(cancelJobs context.CancelCauseFunc) {
+	done := make(chan struct{})
+	go func() {
+		w.jobsDone.Wait()
+		close(done)
+	}()
+	if n := w.active.Load(); n > 0 {
+		w.log.Info("baton: worker shutting down; waiting for running jobs", "running", n, "timeout", w.cfg.ShutdownTimeout)
+	}
+	timer := time.NewTimer(w.cfg.ShutdownTimeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return
+	case <-timer.C:
+	case <-w.hardStop:
+	}
+	w.log.Warn("baton: cancelling running jobs", "running", w.active.Load())
+	cancelJobs(ErrWorkerShutdown)
+	<-done
+}

@@ -1,0 +1,265 @@
+package baton
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/batonhq/baton/store"
+)
+
+// jobRun is one claimed attempt: the handler's goroutine, and the job lease kept alive on timers
+// as a Lease is. The lease is lost, and the handler's context cancelled with ErrLeaseLost, when a
+// heartbeat says ErrNotHeld or when no heartbeat succeeded before the local deadline.
+type jobRun struct {
+	w       *Worker
+	job     *Job
+	handler Handler
+	log     *slog.Logger
+
+	// leaseCtx is cancelled when the job lease is lost; its cause wraps ErrLeaseLost.
+	leaseCtx  context.Context
+	loseLease context.CancelCauseFunc
+	// hctx is the handler's context: cancelled by lease loss, a cancel request, or shutdown.
+	hctx    context.Context
+	hcancel context.CancelCauseFunc
+
+	// reporting is set while the attempt is reported: a heartbeat that finds the attempt ended
+	// then is seeing the report's own effect, and the report learns of a real loss by itself.
+	reporting atomic.Bool
+
+	mu       sync.Mutex
+	deadline *time.Timer // the local deadline of the job lease
+	hbTimer  *time.Timer // the next heartbeat
+	stopped  bool
+
+	// tickMu is held by a heartbeat in flight, so that stop can wait for it.
+	tickMu  sync.Mutex
+	failing bool // under tickMu: the last heartbeat failed transiently
+}
+
+// newJobRun arms the job lease's local deadline from the start of the claim request and its
+// first heartbeat.
+func (w *Worker) newJobRun(jobsCtx context.Context, job *Job, h Handler, claimStart time.Time) *jobRun {
+	r := &jobRun{w: w, job: job, handler: h,
+		log: w.log.With("job", job.ID, "kind", job.Kind, "resource", job.Resource, "attempt", job.Attempt)}
+	r.leaseCtx, r.loseLease = context.WithCancelCause(context.Background())
+	r.hctx, r.hcancel = context.WithCancelCause(jobsCtx)
+	context.AfterFunc(r.leaseCtx, func() { r.hcancel(context.Cause(r.leaseCtx)) })
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.deadline = time.AfterFunc(time.Until(claimStart.Add(w.lease.validity(w.cfg.LeaseTTL))), r.expireLocally)
+	r.hbTimer = time.AfterFunc(w.cfg.LeaseTTL/3, r.heartbeat)
+	return r
+}
+
+// run calls the handler, reports the outcome while the lease is kept alive, then stops the
+// lease's timers.
+func (r *jobRun) run() {
+	ctx := r.hctx
+	if r.job.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, r.job.Timeout, ErrJobTimeout)
+		defer cancel()
+	}
+	started := time.Now()
+	panicked, err := r.call(ctx)
+	took := time.Since(started)
+	cause := context.Cause(ctx)
+
+	final, outcome := r.job, JobState("")
+	if r.leaseCtx.Err() != nil {
+		// Another worker may already run the job: reporting could only be refused or, worse,
+		// record a result for work that stopped half-way. The reaper ends the attempt.
+		r.log.Warn("baton: job lease lost; leaving the attempt to the reaper", "cause", context.Cause(r.leaseCtx), "err", err)
+	} else if job, rerr := r.report(r.outcome(err, panicked, cause)); rerr != nil {
+		if errors.Is(rerr, ErrNotHeld) {
+			r.log.Warn("baton: job lease lost before the attempt was reported", "err", rerr)
+		} else {
+			r.log.Error("baton: reporting the attempt failed; the reaper will end it", "err", rerr)
+		}
+	} else {
+		final, outcome = job, job.State
+	}
+	r.stop()
+	r.hcancel(nil)
+	r.loseLease(nil)
+	if f := r.w.cfg.OnJobEnd; f != nil {
+		f(final, outcome, took)
+	}
+}
+
+// call runs the handler, turning a panic into an error.
+func (r *jobRun) call(ctx context.Context) (panicked bool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error("baton: job handler panicked", "panic", p, "stack", string(debug.Stack()))
+			panicked, err = true, fmt.Errorf("panic: %v", p)
+		}
+	}()
+	// The handler gets a copy: what it does to it cannot change what is reported.
+	job := *r.job
+	return false, r.handler(ctx, &job)
+}
+
+// outcome says how to report an attempt: nil FailParams to complete it.
+func (r *jobRun) outcome(err error, panicked bool, cause error) *store.FailParams {
+	if err == nil && !panicked {
+		return nil
+	}
+	fp := &store.FailParams{ID: r.job.ID, Token: r.job.Token, Code: store.CodeHandlerError, Message: err.Error()}
+	switch {
+	case panicked:
+		fp.RetryAfter = retryAfter(r.w.cfg.Backoff, r.job.Attempt)
+	case errors.Is(cause, ErrJobCancelled):
+		// The store ends the job cancelled whatever the code; this one says why it stopped.
+		fp.Code = store.CodeCancelled
+	case IsPermanent(err):
+		fp.Code, fp.Permanent = store.CodePermanent, true
+	case errors.Is(cause, ErrJobTimeout):
+		fp.Code = store.CodeTimeout
+		fp.RetryAfter = retryAfter(r.w.cfg.Backoff, r.job.Attempt)
+	case errors.Is(cause, ErrWorkerShutdown):
+		// Not the job's fault: retry at once, on a worker that is not going away.
+		fp.Code = CodeWorkerShutdown
+	default:
+		fp.RetryAfter = retryAfter(r.w.cfg.Backoff, r.job.Attempt)
+	}
+	return fp
+}
+
+// report completes (fp nil) or fails the attempt, retrying transient store errors while the job
+// lease is alive (heartbeats go on meanwhile), for at most one TTL.
+func (r *jobRun) report(fp *store.FailParams) (*Job, error) {
+	r.reporting.Store(true)
+	ctx, cancel := context.WithTimeout(r.leaseCtx, r.w.cfg.LeaseTTL)
+	defer cancel()
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for logged := false; ; logged = true {
+		var job *Job
+		var err error
+		if fp == nil {
+			job, err = r.w.st.CompleteJob(ctx, &store.CompleteParams{ID: r.job.ID, Token: r.job.Token})
+		} else {
+			p := *fp
+			job, err = r.w.st.FailJob(ctx, &p)
+		}
+		if err == nil || !transient(err) || ctx.Err() != nil {
+			if err != nil && ctx.Err() != nil && r.leaseCtx.Err() != nil {
+				err = fmt.Errorf("%w (%w)", context.Cause(r.leaseCtx), err)
+			}
+			return job, err
+		}
+		if !logged {
+			r.log.Warn("baton: reporting the attempt failed; retrying", "err", err)
+		}
+		wait := jitter(min(max(r.w.cfg.LeaseTTL/10, 50*time.Millisecond), time.Second))
+		if timer == nil {
+			timer = time.NewTimer(wait)
+		} else {
+			timer.Reset(wait)
+		}
+		select {
+		case <-ctx.Done():
+		case <-timer.C:
+		}
+	}
+}
+
+// transient reports whether a store error may go away by itself.
+func transient(err error) bool {
+	for _, e := range []error{ErrNotHeld, ErrNotFound, ErrInvalidArgument, ErrClosed, ErrJobState} {
+		if errors.Is(err, e) {
+			return false
+		}
+	}
+	return true
+}
+
+// heartbeat extends the job lease, every TTL/3. Transient errors are retried quickly until the
+// local deadline; ErrNotHeld loses the lease at once; a requested cancel cancels the handler.
+func (r *jobRun) heartbeat() {
+	r.tickMu.Lock()
+	defer r.tickMu.Unlock()
+	if r.isStopped() || r.leaseCtx.Err() != nil {
+		return
+	}
+	ttl := r.w.cfg.LeaseTTL
+	interval := ttl / 3
+	ctx, cancel := context.WithTimeout(r.leaseCtx, interval)
+	start := time.Now()
+	res, err := r.w.st.HeartbeatJob(ctx, &store.HeartbeatParams{ID: r.job.ID, Token: r.job.Token, TTL: ttl})
+	cancel()
+	next := interval
+	switch {
+	case err == nil:
+		r.mu.Lock()
+		if r.leaseCtx.Err() == nil && !r.stopped {
+			r.deadline.Reset(time.Until(start.Add(r.w.lease.validity(ttl))))
+		}
+		r.mu.Unlock()
+		if r.failing {
+			r.log.Info("baton: job heartbeat recovered")
+		}
+		r.failing = false
+		if res.CancelRequested {
+			r.hcancel(ErrJobCancelled)
+		}
+	case (errors.Is(err, ErrNotHeld) || errors.Is(err, ErrNotFound)) && r.reporting.Load():
+		return
+	case errors.Is(err, ErrNotHeld) || errors.Is(err, ErrNotFound):
+		r.log.Warn("baton: job lease lost", "err", err)
+		r.loseLease(fmt.Errorf("%w: %w", ErrLeaseLost, err))
+		return
+	case r.leaseCtx.Err() != nil:
+		return
+	default:
+		if !r.failing {
+			r.log.Warn("baton: job heartbeat failed; retrying until the local deadline", "err", err)
+		}
+		r.failing = true
+		next = jitter(min(max(ttl/10, 50*time.Millisecond), time.Second))
+	}
+	r.mu.Lock()
+	if !r.stopped {
+		r.hbTimer.Reset(next)
+	}
+	r.mu.Unlock()
+}
+
+// expireLocally runs at the local deadline: no heartbeat succeeded in time, so the store may hand
+// the job to another worker soon. Stop the handler now.
+func (r *jobRun) expireLocally() {
+	if r.isStopped() {
+		return
+	}
+	r.log.Warn("baton: job lease lost: no heartbeat succeeded before the local deadline")
+	r.loseLease(fmt.Errorf("%w: no heartbeat succeeded before the worker's local deadline", ErrLeaseLost))
+}
+
+func (r *jobRun) isStopped() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopped
+}
+
+// stop ends the heartbeats and the deadline timer, and waits for a heartbeat in flight.
+func (r *jobRun) stop() {
+	r.mu.Lock()
+	r.stopped = true
+	r.deadline.Stop()
+	r.hbTimer.Stop()
+	r.mu.Unlock()
+	r.tickMu.Lock()
+	r.tickMu.Unlock()
+}
