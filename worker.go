@@ -129,10 +129,12 @@ type Worker struct {
 	kinds []string
 	log   *slog.Logger
 
-	started  atomic.Bool
-	active   atomic.Int64  // jobs running
-	freed    chan struct{} // a job ended (capacity 1, coalesced)
-	jobsDone sync.WaitGroup
+	started atomic.Bool
+	active  atomic.Int64  // jobs running
+	freed   chan struct{} // a job ended (capacity 1, coalesced)
+	// completer batches completions when the store can (nil otherwise); set by run.
+	completer *completer
+	jobsDone  sync.WaitGroup
 
 	// Start and Stop.
 	stopMu   sync.Mutex
@@ -184,8 +186,14 @@ func (w *Worker) run(ctx context.Context) error {
 	// Running jobs outlive ctx: they end on their own, or at the shutdown deadline.
 	jobsCtx, cancelJobs := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelJobs(nil)
+	if bc, ok := w.st.(store.BatchCompleter); ok {
+		w.completer = newCompleter(bc, w.cfg.LeaseTTL)
+	}
 	err := w.claimLoop(ctx, jobsCtx)
 	w.shutdown(cancelJobs)
+	if w.completer != nil {
+		w.completer.close() // every job has returned: nobody sends to it any more
+	}
 	w.log.Debug("baton: worker stopped")
 	w.runErr = err
 	close(w.runDone)
@@ -216,6 +224,11 @@ func (w *Worker) Stop(ctx context.Context) error {
 		return errors.New("baton: worker not started")
 	}
 	stop()
+	select {
+	case <-w.runDone:
+		return w.runErr
+	default:
+	}
 	select {
 	case <-w.runDone:
 		return w.runErr

@@ -148,9 +148,12 @@ func (r *jobRun) report(fp *store.FailParams) (*Job, error) {
 	for logged := false; ; logged = true {
 		var job *Job
 		var err error
-		if fp == nil {
+		switch {
+		case fp == nil && r.w.completer != nil:
+			job, err = r.w.completer.complete(ctx, &store.CompleteParams{ID: r.job.ID, Token: r.job.Token})
+		case fp == nil:
 			job, err = r.w.st.CompleteJob(ctx, &store.CompleteParams{ID: r.job.ID, Token: r.job.Token})
-		} else {
+		default:
 			p := *fp
 			job, err = r.w.st.FailJob(ctx, &p)
 		}
@@ -262,4 +265,102 @@ func (r *jobRun) stop() {
 	r.mu.Unlock()
 	r.tickMu.Lock()
 	r.tickMu.Unlock()
+}
+
+// completer sends the completions of many attempts in one round trip when the store offers
+// store.BatchCompleter: the completions that arrive while one batch is in flight go together in
+// the next, so a lone completion waits for nothing and a busy worker pays one commit per batch.
+type completer struct {
+	bc      store.BatchCompleter
+	timeout time.Duration
+	reqs    chan *completion
+	done    chan struct{}
+}
+
+type completion struct {
+	ctx   context.Context
+	p     *store.CompleteParams
+	reply chan completed // capacity 1: the completer never blocks on a job gone away
+}
+
+type completed struct {
+	job *Job
+	err error
+}
+
+func newCompleter(bc store.BatchCompleter, timeout time.Duration) *completer {
+	c := &completer{bc: bc, timeout: timeout, reqs: make(chan *completion), done: make(chan struct{})}
+	go c.run()
+	return c
+}
+
+// complete completes one attempt, batched with others, as CompleteJob would.
+func (c *completer) complete(ctx context.Context, p *store.CompleteParams) (*Job, error) {
+	req := &completion{ctx: ctx, p: p, reply: make(chan completed, 1)}
+	select {
+	case c.reqs <- req:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case r := <-req.reply:
+		return r.job, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// close stops the completer once no job can send to it any more.
+func (c *completer) close() {
+	close(c.reqs)
+	<-c.done
+}
+
+func (c *completer) run() {
+	defer close(c.done)
+	for req := range c.reqs {
+		batch := []*completion{req}
+	drain:
+		for len(batch) < store.MaxClaimLimit {
+			select {
+			case r, ok := <-c.reqs:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		c.flush(batch)
+	}
+}
+
+func (c *completer) flush(batch []*completion) {
+	ps := make([]*store.CompleteParams, 0, len(batch))
+	live := batch[:0]
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.reply <- completed{err: err}
+			continue
+		}
+		ps = append(ps, r.p)
+		live = append(live, r)
+	}
+	if len(ps) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	jobs, err := c.bc.CompleteJobs(ctx, ps)
+	for i, r := range live {
+		switch {
+		case err != nil:
+			r.reply <- completed{err: err}
+		case i >= len(jobs) || jobs[i] == nil:
+			r.reply <- completed{err: fmt.Errorf("baton: complete job %d: %w", r.p.ID, ErrNotHeld)}
+		default:
+			r.reply <- completed{job: jobs[i]}
+		}
+	}
 }

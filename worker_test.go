@@ -533,3 +533,66 @@ func TestWorkerConfigValidation(t *testing.T) {
 		}
 	}
 }
+
+// batchingStore records how a worker completes jobs on a store that can complete a batch.
+type batchingStore struct {
+	jobStore
+	mu      sync.Mutex
+	sizes   []int
+	singles int
+}
+
+func (s *batchingStore) CompleteJobs(ctx context.Context, ps []*store.CompleteParams) ([]*store.Job, error) {
+	s.mu.Lock()
+	s.sizes = append(s.sizes, len(ps))
+	s.mu.Unlock()
+	return s.jobStore.(store.BatchCompleter).CompleteJobs(ctx, ps)
+}
+
+func (s *batchingStore) CompleteJob(ctx context.Context, p *store.CompleteParams) (*store.Job, error) {
+	s.mu.Lock()
+	s.singles++
+	s.mu.Unlock()
+	return s.jobStore.CompleteJob(ctx, p)
+}
+
+// On a store.BatchCompleter, completions go through CompleteJobs, those that end while a batch is
+// in flight together.
+func TestWorkerBatchesCompletions(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		st := &batchingStore{jobStore: b.open(t)}
+		q := newQueue(t, st, baton.Kind{Name: "k"})
+		const n = 60
+		for i := range n {
+			submit(t, q, baton.SubmitParams{Kind: "k", Resource: fmt.Sprintf("r/%d", i)})
+		}
+		var succeeded atomic.Int32
+		done := make(chan struct{})
+		w, err := q.NewWorker(baton.WorkerConfig{
+			Concurrency: 16,
+			Handlers:    map[string]baton.Handler{"k": func(context.Context, *baton.Job) error { return nil }},
+			OnJobEnd: func(_ *baton.Job, outcome baton.JobState, _ time.Duration) {
+				if outcome == baton.JobSucceeded && succeeded.Add(1) == n {
+					close(done)
+				}
+			},
+			Logger: quietLogger(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := runWorker(t, w)
+		recv(t, done)
+		stop()
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		total, largest := 0, 0
+		for _, s := range st.sizes {
+			total, largest = total+s, max(largest, s)
+		}
+		if total != n || st.singles != 0 {
+			t.Fatalf("%d completions in batches %v, %d one by one; want %d in batches", total, st.sizes, st.singles, n)
+		}
+		t.Logf("%d completions in %d batches (largest %d)", total, len(st.sizes), largest)
+	})
+}
