@@ -1,5 +1,6 @@
 // Command baton is Baton's single binary: the server (`baton serve`), a CLI for its HTTP API
-// (`baton locks …`), and `baton run`, which runs a command while holding a lock.
+// (`baton locks …`, `baton jobs …`), `baton run`, which runs a command while holding a lock, and
+// `baton worker`, which runs a command for each job of a queue.
 package main
 
 import (
@@ -22,18 +23,25 @@ Usage:
                                            inspect and manage locks on a server
   baton run --lock KEY [flags] -- CMD ...  run CMD while holding the lock KEY
   baton events [--key KEY]                 the audit log (admin)
+  baton jobs submit|list|show|cancel|retry [flags]
+                                           submit and manage jobs
+  baton dlq list|retry|purge [flags]       the dead letters (discarded jobs)
+  baton resources list|show|set-state      resources' recorded states
+  baton kinds list|set [flags]             job kinds (set: admin)
+  baton worker --kind KIND [flags] -- CMD ...
+                                           run CMD once per job of KIND
   baton version                            print the version
 
-Global flags of 'locks', 'events' and 'run' (before or after the command):
+Global flags of the client commands (all but 'serve'; before or after the command):
   --server URL   server address (env BATON_SERVER, default ` + defaultServer + `)
   --token TOKEN  bearer token (env BATON_TOKEN)
-  -o FORMAT      table or json ('locks' and 'events'; default table)
+  -o FORMAT      table or json (not 'run' and 'worker'; default table)
 
 Run 'baton COMMAND --help' for a command's flags and examples.
 
 Exit codes: 0 success (for 'run': CMD's exit code); 1 error (server unreachable, unexpected);
-2 usage error; 3 not found or not held; 75 lock busy (held or in cooldown);
-76 lease lost while CMD ran; 77 unauthorized or forbidden.
+2 usage error; 3 not found or not held; 4 job state or resource version conflict;
+75 lock or resource busy; 76 lease lost while CMD ran; 77 unauthorized or forbidden.
 `
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -73,6 +81,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runCommand(rest[1:], g, stdin, stdout, stderr)
 	case "events":
 		return eventsCommand(rest[1:], g, stdout, stderr)
+	case "jobs":
+		return jobsCommand(rest[1:], g, stdout, stderr)
+	case "dlq":
+		return dlqCommand(rest[1:], g, stdout, stderr)
+	case "resources":
+		return resourcesCommand(rest[1:], g, stdout, stderr)
+	case "kinds":
+		return kindsCommand(rest[1:], g, stdout, stderr)
+	case "worker":
+		return workerCommand(rest[1:], g, stdout, stderr)
 	case "serve":
 		return serveCommand(rest[1:], stdout, stderr)
 	default:

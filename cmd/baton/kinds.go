@@ -1,0 +1,243 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/batonhq/baton/internal/wire"
+	"github.com/batonhq/baton/store"
+)
+
+const kindsUsage = `Usage: baton kinds COMMAND [flags]
+
+Job kinds: a kind is registered before jobs of it can be submitted, and says how they run
+(busy policy, attempts, timeout, cooldown, state guard). Definitions live in the server's
+database: every submitter and worker applies the same rules.
+
+Commands:
+  list  list the registered kinds
+  set   create or change a kind (admin)
+
+Run 'baton kinds COMMAND --help' for a command's flags.
+
+` + jobExitCodesHelp + "\n"
+
+func kindsCommand(args []string, g *globals, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, kindsUsage)
+		return exitUsage
+	}
+	sub, rest := args[0], args[1:]
+	switch sub {
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, kindsUsage)
+		return exitOK
+	case "list", "ls":
+		return kindsList(rest, g, stdout, stderr)
+	case "set":
+		return kindsSet(rest, g, stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "baton kinds: unknown command %q\n\n%s", sub, kindsUsage)
+		return exitUsage
+	}
+}
+
+const kindOutputHelp = `Output (table):
+  NAME    POLICY  ATTEMPTS  TIMEOUT  COOLDOWN  FROM_STATES  RUNNING_STATE  SUCCESS_STATE  FAILURE_STATE
+  deploy  reject  3         10m0s    -         "",deployed  deploying      deployed       broken
+
+("" is the state of a resource never set.) With -o json: {"name", "policy", "max_attempts",
+"timeout_ms", "cooldown_ms", "from_states", "running_state", "success_state", "failure_state"}.`
+
+func kindsList(args []string, g *globals, stdout, stderr io.Writer) int {
+	c := newCommand("baton kinds list", `Usage: baton kinds list [-o table|json]
+
+List the registered kinds, by name.
+
+`+kindOutputHelp+` A JSON array for list.
+
+`+jobExitCodesHelp+"\n", stdout, stderr)
+	g.register(c.fs, true)
+	if _, code, ok := clientCommand(c, g, args, 0, ""); !ok {
+		return code
+	}
+	js, closeFn, code, ok := openJobStore(c, g)
+	if !ok {
+		return code
+	}
+	defer closeFn()
+	ctx, cancel := callContext(0)
+	defer cancel()
+	kinds, err := js.Kinds(ctx)
+	if err != nil {
+		return c.jobFail(g, err, nil, "")
+	}
+	if err := writeKinds(stdout, g, kinds); err != nil {
+		return c.jobFail(g, err, nil, "")
+	}
+	return exitOK
+}
+
+var kindNames = flagNames{"kind": "NAME", "name": "NAME"}
+
+func kindsSet(args []string, g *globals, stdout, stderr io.Writer) int {
+	c := newCommand("baton kinds set", `Usage: baton kinds set NAME [--policy queue|skip|reject] [--max-attempts N] [--timeout D] [--cooldown D]
+         [--from-states A,B] [--running-state S] [--success-state S] [--failure-state S] [-o table|json]
+
+Create or change the kind NAME (admin) and print it. Flags not given keep the kind's current
+values (for a new kind: the defaults). An empty value clears a setting: --timeout 0,
+--from-states '' (any state), --success-state ''.
+
+- --policy: what a submit does when the job's resource has unfinished jobs: queue behind them
+  (default), skip (record the job as skipped) or reject (refuse it; exit code 75).
+- --max-attempts (default 5): attempts before the job is discarded (the dead letter queue).
+- --timeout: bounds one attempt ('baton worker' then stops CMD); 0 means none.
+- --cooldown: after a job of this kind ends on a resource, the next one of this kind on that
+  resource waits this long.
+- State guard: a job starts only if its resource's state is one of --from-states (comma
+  separated; an empty item is the state of a resource never set, e.g. ',idle'; empty list:
+  any state). --running-state is set when an attempt starts, --success-state when the job
+  succeeds, --failure-state when it ends discarded or cancelled after an attempt.
+
+The change is a read and a replace: do not run two for the same kind at once.
+
+Examples:
+  baton kinds set deploy --policy queue --max-attempts 3 --timeout 10m
+  baton kinds set migrate --from-states ,migrated --running-state migrating --success-state migrated --failure-state broken
+
+`+kindOutputHelp+`
+
+`+jobExitCodesHelp+"\n", stdout, stderr)
+	g.register(c.fs, true)
+	policy := c.fs.String("policy", "", "queue, skip or reject")
+	maxAttempts := c.fs.Int("max-attempts", 0, "attempts before a job is discarded, 1-1000")
+	timeout := c.fs.Duration("timeout", 0, "time limit of one attempt, up to 24h (0: none)")
+	cooldown := c.fs.Duration("cooldown", 0, "pause between two jobs of this kind on one resource")
+	fromStates := c.fs.String("from-states", "", "comma-separated resource `states` a job may start from (empty: any)")
+	runningState := c.fs.String("running-state", "", "resource `state` set when an attempt starts")
+	successState := c.fs.String("success-state", "", "resource `state` set when a job succeeds")
+	failureState := c.fs.String("failure-state", "", "resource `state` set when a job ends discarded or cancelled")
+	pos, code, ok := clientCommand(c, g, args, 1, "NAME")
+	if !ok {
+		return code
+	}
+	name := pos[0]
+	if err := store.ValidateKind(name); err != nil {
+		return c.jobFail(g, err, kindNames, "")
+	}
+	js, closeFn, code, ok := openJobStore(c, g)
+	if !ok {
+		return code
+	}
+	defer closeFn()
+	ctx, cancel := callContext(0)
+	defer cancel()
+	kinds, err := js.Kinds(ctx)
+	if err != nil {
+		return c.jobFail(g, err, nil, "")
+	}
+	k := store.Kind{Name: name}
+	if i := slices.IndexFunc(kinds, func(k store.Kind) bool { return k.Name == name }); i >= 0 {
+		k = kinds[i]
+	}
+	c.fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "policy":
+			k.Policy = store.BusyPolicy(*policy)
+		case "max-attempts":
+			k.MaxAttempts = *maxAttempts
+		case "timeout":
+			k.Timeout = *timeout
+		case "cooldown":
+			k.Cooldown = *cooldown
+		case "from-states":
+			k.FromStates = splitStates(*fromStates)
+		case "running-state":
+			k.RunningState = *runningState
+		case "success-state":
+			k.SuccessState = *successState
+		case "failure-state":
+			k.FailureState = *failureState
+		}
+	})
+	if err := k.Validate(); err != nil {
+		return c.jobFail(g, err, kindNames, "")
+	}
+	if err := js.RegisterKinds(ctx, []store.Kind{k}); err != nil {
+		return c.jobFail(g, err, kindNames, "")
+	}
+	if g.output == "json" {
+		err = writeJSON(stdout, wire.KindFrom(&k))
+	} else {
+		err = writeKinds(stdout, g, []store.Kind{k})
+	}
+	if err != nil {
+		return c.jobFail(g, err, nil, "")
+	}
+	return exitOK
+}
+
+// splitStates reads --from-states: "" is the empty list (any state); otherwise comma-separated
+// states, an empty item standing for the state of a resource never set. Duplicates are dropped.
+func splitStates(s string) []string {
+	if s == "" {
+		return nil
+	}
+	var out []string
+	for _, st := range strings.Split(s, ",") {
+		if !slices.Contains(out, st) {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+func writeKinds(w io.Writer, g *globals, kinds []store.Kind) error {
+	if g.output == "json" {
+		out := make([]wire.Kind, len(kinds))
+		for i := range kinds {
+			out[i] = wire.KindFrom(&kinds[i])
+		}
+		return writeJSON(w, out)
+	}
+	if len(kinds) == 0 {
+		_, err := fmt.Fprintln(w, "no kinds registered")
+		return err
+	}
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return printable(s)
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tPOLICY\tATTEMPTS\tTIMEOUT\tCOOLDOWN\tFROM_STATES\tRUNNING_STATE\tSUCCESS_STATE\tFAILURE_STATE")
+	for _, k := range kinds {
+		timeout, cooldown := "-", "-"
+		if k.Timeout > 0 {
+			timeout = k.Timeout.String()
+		}
+		if k.Cooldown > 0 {
+			cooldown = k.Cooldown.String()
+		}
+		from := "-"
+		if len(k.FromStates) > 0 {
+			states := make([]string, len(k.FromStates))
+			for i, s := range k.FromStates {
+				states[i] = strconv.Quote(s)
+				if s != "" && !strings.ContainsAny(s, " \t\",") {
+					states[i] = s
+				}
+			}
+			from = strings.Join(states, ",")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", k.Name, k.Policy, k.MaxAttempts, timeout, cooldown,
+			from, dash(k.RunningState), dash(k.SuccessState), dash(k.FailureState))
+	}
+	return tw.Flush()
+}
