@@ -1,5 +1,6 @@
-// Package client is a store.Store over Baton's HTTP API (docs/http-api.md), so that a program
-// talks to a `baton serve` server through the same baton.Locker it would use over a database:
+// Package client is a store.Store and a store.JobStore over Baton's HTTP API
+// (docs/http-api.md), so that a program talks to a `baton serve` server through the same
+// baton.Locker, baton.Queue and baton.Worker it would use over a database:
 //
 //	st, err := client.NewStore(client.Config{BaseURL: "http://127.0.0.1:7725", Token: token})
 //	if err != nil { … }
@@ -9,7 +10,8 @@
 // Keepalive, the holder-side deadline and the fencing token work exactly as with a local store.
 // The server chooses lease IDs (AcquireParams.LeaseID is validated, then ignored), and waits for
 // a key itself: a waiting Acquire is a long-poll that the server ends early, with the lease, when
-// the key is released.
+// the key is released. Likewise a worker's ClaimJobs waits in the server (Config.ClaimWait) and
+// is answered as soon as a job of its kinds becomes claimable.
 package client
 
 import (
@@ -58,23 +60,36 @@ type Config struct {
 	// HTTPClient sends the requests. Default: a client of its own (no overall timeout: each
 	// call is bounded by its context) whose transport keeps enough idle connections for many
 	// concurrent holders. A client given here must not have a Timeout shorter than MaxWait plus
-	// a few seconds, or waiting acquires fail.
+	// a few seconds, or waiting acquires fail; nor shorter than ClaimWait plus a few seconds.
 	HTTPClient *http.Client
 	// MaxWait is the longest server-side wait per acquire request (default DefaultMaxWait).
 	// A longer wait is the Locker's loop of such requests.
 	MaxWait time.Duration
+	// ClaimWait is how long ClaimJobs asks the server to wait for a claimable job when there is
+	// none (a long-poll; DefaultClaimWait if zero, no wait if negative), so that a baton.Worker
+	// over HTTP waits in the server instead of polling. It is further capped by the server's
+	// maximum, by the claim's context deadline, and by a third of the claim's TTL: a worker
+	// measures a job's lease from the start of the claim request, so a long wait before the job
+	// was claimed would eat into the time it believes it holds the job.
+	ClaimWait time.Duration
 }
 
-// Store is a store.Store over the HTTP API. It is safe for concurrent use.
+// DefaultClaimWait is the default of Config.ClaimWait.
+const DefaultClaimWait = 10 * time.Second
+
+// Store is a store.Store and a store.JobStore over the HTTP API. It is safe for concurrent use.
 type Store struct {
-	base     string // scheme://host[/prefix], without a trailing slash
-	token    string
-	hc       *http.Client
-	maxWait  time.Duration
-	hub      *notify.Hub
-	closed   atomic.Bool
-	closeCtx context.Context // ends at Close, aborting calls in flight
-	cancel   context.CancelFunc
+	base    string // scheme://host[/prefix], without a trailing slash
+	token   string
+	hc      *http.Client
+	maxWait time.Duration
+	hub     *notify.Hub
+	// claimWait is Config.ClaimWait with its default applied; 0 means no wait.
+	claimWait time.Duration
+	jobHub    *kindHub
+	closed    atomic.Bool
+	closeCtx  context.Context // ends at Close, aborting calls in flight
+	cancel    context.CancelFunc
 
 	infoMu     sync.Mutex
 	info       *serverInfo // nil until fetched successfully
@@ -82,7 +97,10 @@ type Store struct {
 
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.JobStore = (*Store)(nil)
+)
 
 // NewStore checks cfg and returns a Store. It does no network I/O: the first call does.
 func NewStore(cfg Config) (*Store, error) {
@@ -110,6 +128,12 @@ func NewStore(cfg Config) (*Store, error) {
 	if cfg.MaxWait == 0 {
 		cfg.MaxWait = DefaultMaxWait
 	}
+	switch {
+	case cfg.ClaimWait == 0:
+		cfg.ClaimWait = DefaultClaimWait
+	case cfg.ClaimWait < 0:
+		cfg.ClaimWait = 0
+	}
 	hc := cfg.HTTPClient
 	if hc == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
@@ -120,13 +144,15 @@ func NewStore(cfg Config) (*Store, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Store{
-		base:     strings.TrimRight(u.Scheme+"://"+u.Host+u.EscapedPath(), "/"),
-		token:    cfg.Token,
-		hc:       hc,
-		maxWait:  cfg.MaxWait,
-		hub:      notify.NewHub(),
-		closeCtx: ctx,
-		cancel:   cancel,
+		base:      strings.TrimRight(u.Scheme+"://"+u.Host+u.EscapedPath(), "/"),
+		token:     cfg.Token,
+		hc:        hc,
+		maxWait:   cfg.MaxWait,
+		hub:       notify.NewHub(),
+		claimWait: cfg.ClaimWait,
+		jobHub:    newKindHub(),
+		closeCtx:  ctx,
+		cancel:    cancel,
 	}, nil
 }
 
@@ -160,7 +186,7 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	}
 	var wait time.Duration
 	if p.Wait {
-		wait = s.waitFor(ctx)
+		wait = s.waitFor(ctx, s.maxWait)
 		req.WaitMs = wait.Milliseconds()
 	}
 	start := time.Now()
@@ -177,11 +203,10 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	return resp.Lease.Store(), nil
 }
 
-// waitFor is the server-side wait of one acquire request: MaxWait, capped by the server's
-// maximum when known, and ending early enough before ctx's deadline for the refusal (which names
-// the holder) to come back before ctx ends.
-func (s *Store) waitFor(ctx context.Context) time.Duration {
-	wait := s.maxWait
+// waitFor is the server-side wait of one acquire or claim request: wait (MaxWait, ClaimWait),
+// capped by the server's maximum when known, and ending early enough before ctx's deadline for
+// the answer (a refusal naming the holder, an empty claim) to come back before ctx ends.
+func (s *Store) waitFor(ctx context.Context, wait time.Duration) time.Duration {
 	if info, err := s.serverInfo(ctx); err == nil && info.MaxWaitMs != nil {
 		wait = min(wait, time.Duration(*info.MaxWaitMs)*time.Millisecond)
 	}
@@ -351,6 +376,7 @@ func (s *Store) Close() error {
 	}
 	s.cancel()
 	s.hub.NotifyAll()
+	s.jobHub.notifyAll()
 	s.hc.CloseIdleConnections()
 	return nil
 }
@@ -396,8 +422,14 @@ var errInfoUnavailable = errors.New("baton client: server info unavailable")
 
 // do sends one request and decodes a 2xx answer into out, or maps the problem document.
 func (s *Store) do(ctx context.Context, method, path string, query url.Values, body, out any) error {
+	_, err := s.doHeader(ctx, method, path, query, nil, body, out)
+	return err
+}
+
+// doHeader is do with extra request headers; it returns the status of a 2xx answer.
+func (s *Store) doHeader(ctx context.Context, method, path string, query url.Values, header http.Header, body, out any) (int, error) {
 	if err := s.check(); err != nil {
-		return err
+		return 0, err
 	}
 	// Close aborts the call, so that a long-poll does not outlive the store.
 	ctx, cancel := context.WithCancel(ctx)
@@ -413,13 +445,16 @@ func (s *Store) do(ctx context.Context, method, path string, query url.Values, b
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return fmt.Errorf("baton client: encoding %s %s: %w", method, path, err)
+			return 0, fmt.Errorf("baton client: encoding %s %s: %w", method, path, err)
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
-		return fmt.Errorf("baton client: %s %s: %w", method, path, err)
+		return 0, fmt.Errorf("baton client: %s %s: %w", method, path, err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -431,24 +466,24 @@ func (s *Store) do(ctx context.Context, method, path string, query url.Values, b
 	resp, err := s.hc.Do(req)
 	if err != nil {
 		if s.closed.Load() {
-			return fmt.Errorf("baton client: %s %s: %w", method, path, store.ErrClosed)
+			return 0, fmt.Errorf("baton client: %s %s: %w", method, path, store.ErrClosed)
 		}
-		return fmt.Errorf("baton client: %s %s: %w", method, path, err)
+		return 0, fmt.Errorf("baton client: %s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return s.problemError(method, path, resp)
+		return 0, s.problemError(method, path, resp)
 	}
 	dec := json.NewDecoder(io.LimitReader(resp.Body, maxBodyBytes))
 	if err := dec.Decode(out); err != nil {
 		if s.closed.Load() {
-			return fmt.Errorf("baton client: %s %s: %w", method, path, store.ErrClosed)
+			return 0, fmt.Errorf("baton client: %s %s: %w", method, path, store.ErrClosed)
 		}
-		return fmt.Errorf("baton client: %s %s: decoding the %d answer: %w", method, path, resp.StatusCode, err)
+		return 0, fmt.Errorf("baton client: %s %s: decoding the %d answer: %w", method, path, resp.StatusCode, err)
 	}
 	// Drain what is left (a trailing newline) so that the connection can be reused.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-	return nil
+	return resp.StatusCode, nil
 }
 
 // ceilMs is d in whole milliseconds, rounded up so that a lease or a pause is never shorter on

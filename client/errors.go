@@ -23,9 +23,10 @@ var (
 )
 
 // ProblemError is an error answer of the server (an RFC 9457 problem document) that has no
-// store error of its own: unauthorized, forbidden, unavailable, internal, and codes this client
-// does not know. Errors the store contract names (lock_held, cooldown, not_held, not_found,
-// invalid_argument) are returned as the store's errors instead.
+// store error of its own: unauthorized, forbidden, unavailable, internal, not_implemented (a
+// store without a job queue), and codes this client does not know. Errors the store contract
+// names (lock_held, cooldown, not_held, not_found, invalid_argument, resource_busy, job_state,
+// version_mismatch) are returned as the store's errors instead.
 type ProblemError struct {
 	Status int    // the HTTP status
 	Code   string // the problem's stable code, e.g. "unauthorized"; empty if the answer was not a problem document
@@ -64,7 +65,8 @@ type problemJSON = wire.Problem
 
 // apiFields maps the API's field names back to the store's, so that errors read as those of any
 // other store.
-var apiFields = map[string]string{"ttl_ms": "ttl", "cooldown_ms": "cooldown", "lock_delay_ms": "lock_delay"}
+var apiFields = map[string]string{"ttl_ms": "ttl", "cooldown_ms": "cooldown", "lock_delay_ms": "lock_delay",
+	"delay_ms": "delay", "retry_after_ms": "retry_after", "timeout_ms": "timeout", "age_ms": "age"}
 
 // problemError maps an error answer to the store's errors or a *ProblemError.
 func (s *Store) problemError(method, path string, resp *http.Response) error {
@@ -100,6 +102,19 @@ func (s *Store) problemError(method, path string, resp *http.Response) error {
 			field = f
 		}
 		return &store.InvalidArgumentError{Field: field, Rule: p.Rule}
+	case "resource_busy":
+		return &store.ResourceBusyError{Resource: p.Resource, HeadJob: p.HeadJob, State: store.JobState(p.State)}
+	case "job_state":
+		return &store.JobStateError{ID: p.JobID, Op: p.Op, State: store.JobState(p.State)}
+	case "version_mismatch":
+		e := &store.VersionMismatchError{Key: p.Resource}
+		if p.IfVersion != nil {
+			e.Want = *p.IfVersion
+		}
+		if p.CurrentVersion != nil {
+			e.Current = *p.CurrentVersion
+		}
+		return e
 	}
 	pe := &ProblemError{Status: resp.StatusCode, Code: p.Code, Title: p.Title, Detail: p.Detail}
 	if p.Code == "" {

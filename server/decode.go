@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,16 +17,35 @@ const MaxBodyBytes = 64 << 10
 // decode reads one JSON object of at most MaxBodyBytes into dst, rejecting unknown fields and
 // trailing data. It answers the problem itself and returns false on bad input.
 func decode(w http.ResponseWriter, r *http.Request, dst any) bool {
+	return decodeBody(w, r, dst, false)
+}
+
+// decodeLocating is decode, except that a syntax error inside the value of a top-level member
+// is reported on that member (e.g. "args") rather than on the whole body.
+func decodeLocating(w http.ResponseWriter, r *http.Request, dst any) bool {
+	return decodeBody(w, r, dst, true)
+}
+
+func decodeBody(w http.ResponseWriter, r *http.Request, dst any, locate bool) bool {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		writeProblem(w, newProblem(http.StatusUnsupportedMediaType, "unsupported_media_type", "the body must be application/json"))
 		return false
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(dst)
+	var body io.Reader = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	var raw []byte
+	var err error
+	if locate {
+		raw, err = io.ReadAll(body)
+		body = bytes.NewReader(raw)
+	}
 	if err == nil {
-		if _, extra := dec.Token(); extra != io.EOF {
-			err = errors.New("trailing data after the JSON object")
+		dec := json.NewDecoder(body)
+		dec.DisallowUnknownFields()
+		err = dec.Decode(dst)
+		if err == nil {
+			if _, extra := dec.Token(); extra != io.EOF {
+				err = errors.New("trailing data after the JSON object")
+			}
 		}
 	}
 	if err == nil {
@@ -44,7 +64,11 @@ func decode(w http.ResponseWriter, r *http.Request, dst any) bool {
 		}
 		writeProblem(w, invalidArg(field, "must be a JSON "+jsonKind(typeErr.Type.Kind().String())))
 	case errors.As(err, &syntaxErr), errors.Is(err, io.ErrUnexpectedEOF):
-		writeProblem(w, invalidArg("body", "must be valid JSON ("+err.Error()+")"))
+		field := "body"
+		if locate {
+			field = memberAt(raw)
+		}
+		writeProblem(w, invalidArg(field, "must be valid JSON ("+err.Error()+")"))
 	case errors.Is(err, io.EOF):
 		writeProblem(w, invalidArg("body", "must be a JSON object, not empty"))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
@@ -69,4 +93,28 @@ func jsonKind(goKind string) string {
 	default:
 		return goKind
 	}
+}
+
+// memberAt returns the top-level member of a JSON object in whose value raw stops being valid
+// JSON, or "body" if it breaks outside any member's value or is merely cut short.
+func memberAt(raw []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return "body"
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		key, ok := tok.(string)
+		if err != nil || !ok {
+			return "body"
+		}
+		var v json.RawMessage
+		var syntaxErr *json.SyntaxError
+		if err := dec.Decode(&v); errors.As(err, &syntaxErr) {
+			return key
+		} else if err != nil {
+			return "body"
+		}
+	}
+	return "body"
 }

@@ -34,6 +34,10 @@ var titles = map[string]string{
 	"cooldown":               "Key resting",
 	"unavailable":            "Store unavailable",
 	"internal":               "Internal error",
+	"resource_busy":          "Resource busy",
+	"job_state":              "Job state forbids this",
+	"version_mismatch":       "Resource version mismatch",
+	"not_implemented":        "Not implemented",
 }
 
 func newProblem(status int, code, detail string) *problem {
@@ -41,7 +45,8 @@ func newProblem(status int, code, detail string) *problem {
 }
 
 // apiFields maps the store's field names to the API's, where the API carries units.
-var apiFields = map[string]string{"ttl": "ttl_ms", "cooldown": "cooldown_ms", "lock_delay": "lock_delay_ms"}
+var apiFields = map[string]string{"ttl": "ttl_ms", "cooldown": "cooldown_ms", "lock_delay": "lock_delay_ms",
+	"delay": "delay_ms", "retry_after": "retry_after_ms", "timeout": "timeout_ms", "age": "age_ms"}
 
 func invalidArg(field, rule string) *problem {
 	p := newProblem(http.StatusBadRequest, "invalid_argument", field+" "+rule)

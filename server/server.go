@@ -1,6 +1,7 @@
 // Package server is Baton's HTTP API over any store.Store: the lease calls of package baton for
-// any language, with bearer-token auth, Prometheus metrics and health endpoints. The API is
-// documented in docs/http-api.md.
+// any language, with bearer-token auth, Prometheus metrics and health endpoints; and, when the
+// store is also a store.JobStore, the job queue (submit, administer, and remote workers). The
+// API is documented in docs/http-api.md.
 package server
 
 import (
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/batonhq/baton"
@@ -36,7 +38,13 @@ type Server struct {
 	log     *slog.Logger
 	locker  *baton.Locker
 	metrics *metrics
-	handler http.Handler
+	// jobs is the store as a job store, nil if it is not one (the job routes answer 501).
+	jobs       store.JobStore
+	jobMetrics *jobMetrics
+	// claimPoll is the fallback re-poll of a waiting claim, jittered (the store's wake-ups are
+	// hints that do not cross processes on every store).
+	claimPoll time.Duration
+	handler   http.Handler
 	// ctx ends when the server closes, so that waiting acquires return at once.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -61,7 +69,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, log: cfg.Logger, locker: locker, metrics: newMetrics(cfg.Store), ctx: ctx, cancel: cancel}
+	s := &Server{cfg: cfg, log: cfg.Logger, locker: locker, metrics: newMetrics(cfg.Store), ctx: ctx, cancel: cancel,
+		claimPoll: defaultClaimPoll}
+	s.jobs, _ = cfg.Store.(store.JobStore)
+	s.jobMetrics = newJobMetrics(s.metrics.registry, s.jobs)
 	s.handler = s.routes()
 	return s, nil
 }
@@ -69,7 +80,7 @@ func New(cfg Config) (*Server, error) {
 // Handler returns the HTTP handler of the API, metrics and health endpoints.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Close makes waiting acquire requests return at once. It does not close the store.
+// Close makes waiting acquire and claim requests return at once. It does not close the store.
 func (s *Server) Close() error {
 	s.cancel()
 	return nil
@@ -96,6 +107,26 @@ func (s *Server) routes() http.Handler {
 		{"/v1/locks", http.MethodGet, "list", RoleRead, s.list},
 		{"/v1/events", http.MethodGet, "events", RoleAdmin, s.events},
 		{"/v1/info", http.MethodGet, "info", RoleRead, s.info},
+		// The job queue (jobs.go, jobs_worker.go, resources.go).
+		{"/v1/jobs", http.MethodPost, "jobs", RoleWrite, s.jobRoute(s.submitJob)},
+		{"/v1/jobs", http.MethodGet, "jobs", RoleRead, s.jobRoute(s.listJobs)},
+		{"/v1/jobs/{id}", http.MethodGet, "job", RoleRead, s.jobRoute(s.getJob)},
+		{"/v1/jobs/{id}/cancel", http.MethodPost, "job_cancel", RoleWrite, s.jobRoute(s.cancelJob)},
+		{"/v1/jobs/{id}/retry", http.MethodPost, "job_retry", RoleWrite, s.jobRoute(s.retryJob)},
+		{"/v1/jobs/counts", http.MethodGet, "job_counts", RoleRead, s.jobRoute(s.jobCounts)},
+		{"/v1/jobs/claim", http.MethodPost, "job_claim", RoleWrite, s.jobRoute(s.claimJobs)},
+		{"/v1/jobs/{id}/heartbeat", http.MethodPost, "job_heartbeat", RoleWrite, s.jobRoute(s.heartbeatJob)},
+		{"/v1/jobs/{id}/complete", http.MethodPost, "job_complete", RoleWrite, s.jobRoute(s.completeJob)},
+		{"/v1/jobs/{id}/fail", http.MethodPost, "job_fail", RoleWrite, s.jobRoute(s.failJob)},
+		{"/v1/jobs/reap", http.MethodPost, "job_reap", RoleAdmin, s.jobRoute(s.reapJobs)},
+		{"/v1/jobs/clean", http.MethodPost, "job_clean", RoleAdmin, s.jobRoute(s.cleanJobs)},
+		{"/v1/dlq/purge", http.MethodPost, "dlq_purge", RoleAdmin, s.jobRoute(s.purgeJobs)},
+		{"/v1/kinds", http.MethodGet, "kinds", RoleRead, s.jobRoute(s.listKinds)},
+		{"/v1/kinds", http.MethodPost, "kinds", RoleAdmin, s.jobRoute(s.registerKinds)},
+		{"/v1/kinds/{name}", http.MethodPut, "kind", RoleAdmin, s.jobRoute(s.putKind)},
+		{"/v1/resources", http.MethodGet, "resources", RoleRead, s.jobRoute(s.listResources)},
+		{"/v1/resources/{key...}", http.MethodGet, "resource", RoleRead, s.jobRoute(s.getResource)},
+		{"/v1/resources/{key...}", http.MethodPut, "resource", RoleAdmin, s.jobRoute(s.setResourceState)},
 		{"/healthz", http.MethodGet, "healthz", RoleNone, s.healthz},
 		{"/readyz", http.MethodGet, "readyz", RoleNone, s.readyz},
 		{"/metrics", http.MethodGet, "metrics", RoleNone, func(w http.ResponseWriter, r *http.Request, _ principal) {
@@ -121,9 +152,14 @@ func (s *Server) routes() http.Handler {
 				}
 				return
 			}
-			w.Header().Set("Allow", rts[0].method)
+			methods := make([]string, len(rts))
+			for i, rt := range rts {
+				methods[i] = rt.method
+			}
+			allow := strings.Join(methods, ", ")
+			w.Header().Set("Allow", allow)
 			writeProblem(w, newProblem(http.StatusMethodNotAllowed, "method_not_allowed",
-				fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, rts[0].method)))
+				fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, strings.Join(methods, " or "))))
 		}))
 	}
 	mux.HandleFunc("/", notFound)
@@ -169,5 +205,6 @@ func (s *Server) info(w http.ResponseWriter, _ *http.Request, _ principal) {
 		"store":          s.cfg.StoreName,
 		"fencing_tokens": s.cfg.Store.Capabilities().FencingTokens,
 		"max_wait_ms":    s.cfg.MaxWait.Milliseconds(),
+		"jobs":           s.jobs != nil,
 	})
 }

@@ -146,4 +146,15 @@ type Problem struct {
 	RetryAfterMs *int64     `json:"retry_after_ms,omitempty"`
 	Reason       string     `json:"reason,omitempty"`
 	RemainingMs  *int64     `json:"remaining_ms,omitempty"`
+
+	// Job queue members: resource_busy names the resource and its head job (and the head's
+	// state); job_state the job, the operation and the state that forbade it;
+	// version_mismatch the resource, the version asked for and the current one.
+	Resource       string `json:"resource,omitempty"`
+	HeadJob        int64  `json:"head_job,omitempty"`
+	JobID          int64  `json:"job_id,omitempty"`
+	Op             string `json:"op,omitempty"`
+	State          string `json:"state,omitempty"`
+	IfVersion      *int64 `json:"if_version,omitempty"`
+	CurrentVersion *int64 `json:"current_version,omitempty"`
 }

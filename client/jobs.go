@@ -1,0 +1,453 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/batonhq/baton/internal/wire"
+	"github.com/batonhq/baton/store"
+)
+
+// The job queue over HTTP: *Store is a store.JobStore. Every method checks its input as the
+// database stores do, so that bad input is the same *store.InvalidArgumentError without a round
+// trip, then makes one request, which the server serves with one store call.
+
+// RegisterKinds creates or replaces kind definitions, all or none (an admin call). Defaults are
+// applied to copies; durations are sent in whole milliseconds, rounded up.
+func (s *Store) RegisterKinds(ctx context.Context, kinds []store.Kind) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	req := wire.KindsRequest{Kinds: make([]wire.Kind, len(kinds))}
+	for i := range kinds {
+		k := kinds[i]
+		if err := k.Validate(); err != nil {
+			return err
+		}
+		req.Kinds[i] = wire.KindFrom(&k)
+		req.Kinds[i].TimeoutMs, req.Kinds[i].CooldownMs = ceilMs(k.Timeout), ceilMs(k.Cooldown)
+	}
+	if len(kinds) == 0 {
+		return nil
+	}
+	var resp wire.KindsResponse
+	return s.do(ctx, http.MethodPost, "/v1/kinds", nil, req, &resp)
+}
+
+// Kinds lists the registered kinds, by name.
+func (s *Store) Kinds(ctx context.Context) ([]store.Kind, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	var resp wire.KindsResponse
+	if err := s.do(ctx, http.MethodGet, "/v1/kinds", nil, nil, &resp); err != nil {
+		return nil, err
+	}
+	out := make([]store.Kind, len(resp.Kinds))
+	for i := range resp.Kinds {
+		out[i] = resp.Kinds[i].Store()
+	}
+	return out, nil
+}
+
+// SubmitJob enqueues a job. The idempotency key is sent as the Idempotency-Key header; the
+// server answers 200 instead of 201 when it names a job submitted before (Existing). p.Delay is
+// sent in whole milliseconds, rounded up; p.ScheduledAt as RFC 3339.
+func (s *Store) SubmitJob(ctx context.Context, p *store.SubmitParams) (*store.SubmitResult, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	req := wire.SubmitRequest{Kind: p.Kind, Resource: p.Resource, Args: p.Args, Policy: p.Policy,
+		MaxAttempts: p.MaxAttempts, Priority: p.Priority, DelayMs: ceilMs(p.Delay)}
+	if !p.ScheduledAt.IsZero() {
+		req.ScheduledAt = p.ScheduledAt.UTC().Format(time.RFC3339Nano)
+	}
+	var header http.Header
+	if p.IdempotencyKey != "" {
+		header = http.Header{"Idempotency-Key": {p.IdempotencyKey}}
+	}
+	var resp wire.Job
+	status, err := s.doHeader(ctx, http.MethodPost, "/v1/jobs", nil, header, req, &resp)
+	if err != nil {
+		return nil, err
+	}
+	j := resp.Store()
+	existing := status != http.StatusCreated
+	if !existing && j.Head && j.State == store.JobAvailable {
+		s.jobHub.notify(j.Kind)
+	}
+	return &store.SubmitResult{Job: j, Existing: existing}, nil
+}
+
+func checkJobID(id int64) error {
+	if id <= 0 {
+		return &store.InvalidArgumentError{Field: "id", Rule: fmt.Sprintf("must be a positive job ID (got %d)", id)}
+	}
+	return nil
+}
+
+func jobPath(id int64, op string) string {
+	p := "/v1/jobs/" + strconv.FormatInt(id, 10)
+	if op != "" {
+		p += "/" + op
+	}
+	return p
+}
+
+// GetJob returns one job, or store.ErrNotFound.
+func (s *Store) GetJob(ctx context.Context, id int64) (*store.Job, error) {
+	return s.jobCall(ctx, http.MethodGet, id, "", nil)
+}
+
+// jobCall is a request on one job answered with the job.
+func (s *Store) jobCall(ctx context.Context, method string, id int64, op string, body any) (*store.Job, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := checkJobID(id); err != nil {
+		return nil, err
+	}
+	var resp wire.Job
+	if err := s.do(ctx, method, jobPath(id, op), nil, body, &resp); err != nil {
+		return nil, err
+	}
+	return resp.Store(), nil
+}
+
+// ListJobs lists jobs by ID, after p.After, at most p.Limit.
+func (s *Store) ListJobs(ctx context.Context, p *store.JobListParams) ([]*store.Job, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	q := url.Values{"limit": {strconv.Itoa(p.Limit)}}
+	if p.State != "" {
+		q.Set("state", string(p.State))
+	}
+	if p.Kind != "" {
+		q.Set("kind", p.Kind)
+	}
+	if p.Resource != "" {
+		q.Set("resource", p.Resource)
+	}
+	if p.After > 0 {
+		q.Set("after", strconv.FormatInt(p.After, 10))
+	}
+	var resp wire.JobsResponse
+	if err := s.do(ctx, http.MethodGet, "/v1/jobs", q, nil, &resp); err != nil {
+		return nil, err
+	}
+	return wire.StoreJobs(resp.Jobs), nil
+}
+
+// ClaimJobs claims up to p.Limit jobs of p.Kinds. When none is claimable the server waits for
+// one, up to Config.ClaimWait (capped as its documentation says), and answers as soon as one
+// is claimed: a worker over HTTP waits there rather than polling. After such a wait came back
+// empty, this store's SubscribeJobs subscribers of p.Kinds are woken, so that a worker asks
+// again at once and is always waiting in the server.
+func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.Job, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	ttl := ceilMs(p.TTL)
+	req := wire.ClaimRequest{Worker: p.Worker, Kinds: p.Kinds, Limit: p.Limit, TTLMs: &ttl}
+	var wait time.Duration
+	if s.claimWait > 0 {
+		wait = s.waitFor(ctx, min(s.claimWait, p.TTL/3))
+		req.WaitMs = wait.Milliseconds()
+	}
+	start := time.Now()
+	var resp wire.JobsResponse
+	if err := s.do(ctx, http.MethodPost, "/v1/jobs/claim", nil, req, &resp); err != nil {
+		return nil, err
+	}
+	// Only a request that really waited wakes the subscribers: a server that answers at once
+	// (shutting down, or not waiting) must not turn a worker's loop into a spin.
+	if len(resp.Jobs) == 0 && wait > 0 && time.Since(start) >= wait/2 {
+		s.jobHub.notify(p.Kinds...)
+	}
+	return wire.StoreJobs(resp.Jobs), nil
+}
+
+// HeartbeatJob extends the running attempt's lease by p.TTL (sent in whole milliseconds,
+// rounded up). store.ErrNotHeld if (ID, Token) is not the running attempt.
+func (s *Store) HeartbeatJob(ctx context.Context, p *store.HeartbeatParams) (*store.HeartbeatResult, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	ttl := ceilMs(p.TTL)
+	var resp wire.HeartbeatResponse
+	if err := s.do(ctx, http.MethodPost, jobPath(p.ID, "heartbeat"), nil, wire.HeartbeatRequest{Token: p.Token, TTLMs: &ttl}, &resp); err != nil {
+		return nil, err
+	}
+	return &store.HeartbeatResult{CancelRequested: resp.CancelRequested, TTLLeft: time.Duration(resp.TTLLeftMs) * time.Millisecond}, nil
+}
+
+// CompleteJob ends the running attempt (ID, Token) as succeeded.
+func (s *Store) CompleteJob(ctx context.Context, p *store.CompleteParams) (*store.Job, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	j, err := s.jobCall(ctx, http.MethodPost, p.ID, "complete", wire.CompleteRequest{Token: p.Token})
+	if err != nil {
+		return nil, err
+	}
+	s.jobHub.notifyAll() // the resource's next job, of any kind, may have been promoted
+	return j, nil
+}
+
+// FailJob ends the running attempt (ID, Token) with an error. p.RetryAfter is sent in whole
+// milliseconds, rounded up.
+func (s *Store) FailJob(ctx context.Context, p *store.FailParams) (*store.Job, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	j, err := s.jobCall(ctx, http.MethodPost, p.ID, "fail", wire.FailRequest{Token: p.Token, Code: p.Code,
+		Message: p.Message, Permanent: p.Permanent, RetryAfterMs: ceilMs(p.RetryAfter)})
+	if err != nil {
+		return nil, err
+	}
+	s.jobHub.notifyAll() // the job itself may be claimable again, or the next one promoted
+	return j, nil
+}
+
+// CancelJob cancels a job that is not running, or requests the cancellation of a running one.
+func (s *Store) CancelJob(ctx context.Context, id int64) (*store.Job, error) {
+	j, err := s.jobCall(ctx, http.MethodPost, id, "cancel", nil)
+	if err != nil {
+		return nil, err
+	}
+	if j.State == store.JobCancelled {
+		s.jobHub.notifyAll() // the resource's next job may have been promoted
+	}
+	return j, nil
+}
+
+// RetryJob makes a discarded, cancelled or skipped job available again, or a retryable job
+// claimable now.
+func (s *Store) RetryJob(ctx context.Context, id int64) (*store.Job, error) {
+	j, err := s.jobCall(ctx, http.MethodPost, id, "retry", nil)
+	if err != nil {
+		return nil, err
+	}
+	s.jobHub.notify(j.Kind)
+	return j, nil
+}
+
+// PurgeJobs deletes the dead letters matching p (an admin call); returns how many.
+func (s *Store) PurgeJobs(ctx context.Context, p *store.PurgeParams) (int, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
+	var resp wire.PurgeResponse
+	if err := s.do(ctx, http.MethodPost, "/v1/dlq/purge", nil, wire.PurgeRequest{IDs: p.IDs, Kind: p.Kind, Resource: p.Resource}, &resp); err != nil {
+		return 0, err
+	}
+	return resp.Purged, nil
+}
+
+// ReapJobs ends the attempts whose lease expired (an admin call; the server's own maintenance
+// normally does this).
+func (s *Store) ReapJobs(ctx context.Context, p *store.ReapParams) ([]*store.ReapedJob, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	var resp wire.ReapResponse
+	if err := s.do(ctx, http.MethodPost, "/v1/jobs/reap", nil, wire.ReapRequest{Limit: p.Limit, RetryAfterMs: ceilMs(p.RetryAfter)}, &resp); err != nil {
+		return nil, err
+	}
+	out := make([]*store.ReapedJob, len(resp.Reaped))
+	for i := range resp.Reaped {
+		out[i] = &store.ReapedJob{Job: resp.Reaped[i].Job.Store(), Reason: resp.Reaped[i].Reason}
+	}
+	if len(out) > 0 {
+		s.jobHub.notifyAll()
+	}
+	return out, nil
+}
+
+// CleanJobs deletes old finished jobs (an admin call). p.Age is sent in whole milliseconds,
+// rounded down, so that a job is never kept longer than asked.
+func (s *Store) CleanJobs(ctx context.Context, p *store.CleanParams) (int, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
+	var resp wire.CleanResponse
+	if err := s.do(ctx, http.MethodPost, "/v1/jobs/clean", nil,
+		wire.CleanRequest{AgeMs: p.Age.Milliseconds(), Discarded: p.Discarded, Limit: p.Limit}, &resp); err != nil {
+		return 0, err
+	}
+	return resp.Deleted, nil
+}
+
+// JobCounts counts jobs per kind and unfinished state.
+func (s *Store) JobCounts(ctx context.Context) ([]*store.JobCount, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	var resp wire.JobCountsResponse
+	if err := s.do(ctx, http.MethodGet, "/v1/jobs/counts", nil, nil, &resp); err != nil {
+		return nil, err
+	}
+	out := make([]*store.JobCount, len(resp.Counts))
+	for i, c := range resp.Counts {
+		out[i] = &store.JobCount{Kind: c.Kind, State: c.State, Count: c.Count}
+	}
+	return out, nil
+}
+
+// GetResource returns a resource, or store.ErrNotFound.
+func (s *Store) GetResource(ctx context.Context, key string) (*store.Resource, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := store.ValidateResource(key); err != nil {
+		return nil, err
+	}
+	var resp wire.Resource
+	if err := s.do(ctx, http.MethodGet, "/v1/resources/"+keyPath(key), nil, nil, &resp); err != nil {
+		return nil, err
+	}
+	return resp.Store(), nil
+}
+
+// ListResources lists resources by key, after p.After.
+func (s *Store) ListResources(ctx context.Context, p *store.ResourceListParams) ([]*store.Resource, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	q := url.Values{"limit": {strconv.Itoa(p.Limit)}}
+	if p.Prefix != "" {
+		q.Set("prefix", p.Prefix)
+	}
+	if p.After != "" {
+		q.Set("after", p.After)
+	}
+	var resp wire.ResourcesResponse
+	if err := s.do(ctx, http.MethodGet, "/v1/resources", q, nil, &resp); err != nil {
+		return nil, err
+	}
+	out := make([]*store.Resource, len(resp.Resources))
+	for i := range resp.Resources {
+		out[i] = resp.Resources[i].Store()
+	}
+	return out, nil
+}
+
+// SetResourceState sets a resource's state (an admin call: it overrides the kinds' guards);
+// with p.IfVersion, only if the version matches (else *store.VersionMismatchError).
+func (s *Store) SetResourceState(ctx context.Context, p *store.SetResourceStateParams) (*store.Resource, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	var resp wire.Resource
+	// keyPath of the whole path, so that a key ending in "/" keeps its slash escaped.
+	if err := s.do(ctx, http.MethodPut, "/v1/resources/"+keyPath(p.Key+"/state"), nil,
+		wire.SetResourceStateRequest{State: p.State, IfVersion: p.IfVersion}, &resp); err != nil {
+		return nil, err
+	}
+	return resp.Store(), nil
+}
+
+// SubscribeJobs registers a local waiter for jobs of kind. The server cannot push to this
+// store, and it needs no push: a claim through it is a long-poll that the server answers as
+// soon as a job of its kinds is claimable. The wake-ups are local hints, for the one thing a
+// long-poll cannot do, which is to start: the subscriber is woken when a ClaimJobs through this
+// store waited in the server and came back empty (ask again at once, so that a worker is always
+// waiting in the server rather than sleeping its poll interval), when a submit, retry or reap
+// through this store may have made a job of kind claimable, when a complete, fail or cancel
+// through this store may have promoted the next job of a resource (of any kind), and at Close.
+// Jobs made claimable by other clients, or by time passing, wake nobody here: the long-poll
+// and the subscriber's own poll find them.
+func (s *Store) SubscribeJobs(kind string) (<-chan struct{}, func()) {
+	return s.jobHub.subscribe(kind)
+}
+
+// kindHub broadcasts wake-ups to every local subscriber of a kind. Unlike the lease hub it
+// wakes them all: wake-ups are hints that cost one claim request each, and which waiter should
+// get one cannot be known here.
+type kindHub struct {
+	mu   sync.Mutex
+	subs map[string]map[chan struct{}]struct{}
+}
+
+func newKindHub() *kindHub { return &kindHub{subs: map[string]map[chan struct{}]struct{}{}} }
+
+func (h *kindHub) subscribe(kind string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	h.mu.Lock()
+	if h.subs[kind] == nil {
+		h.subs[kind] = map[chan struct{}]struct{}{}
+	}
+	h.subs[kind][ch] = struct{}{}
+	h.mu.Unlock()
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			delete(h.subs[kind], ch)
+			if len(h.subs[kind]) == 0 {
+				delete(h.subs, kind)
+			}
+		})
+	}
+}
+
+func (h *kindHub) notify(kinds ...string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, k := range kinds {
+		for ch := range h.subs[k] {
+			wakeChan(ch)
+		}
+	}
+}
+
+func (h *kindHub) notifyAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, set := range h.subs {
+		for ch := range set {
+			wakeChan(ch)
+		}
+	}
+}
+
+func wakeChan(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default: // a wake-up is already pending
+	}
+}

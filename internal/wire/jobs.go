@@ -1,0 +1,323 @@
+package wire
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/batonhq/baton/store"
+)
+
+// timeLayout is RFC 3339 in UTC with milliseconds, the API's time format.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// Time is a time of the job API: RFC 3339 in UTC with milliseconds. Fields of this type are
+// tagged omitzero, so a time that is not set is left out.
+type Time struct{ time.Time }
+
+// T converts a time, truncated to the millisecond the API carries, in UTC.
+func T(t time.Time) Time {
+	if t.IsZero() {
+		return Time{}
+	}
+	return Time{t.UTC().Truncate(time.Millisecond)}
+}
+
+// MarshalJSON writes the time as an RFC 3339 string with milliseconds.
+func (t Time) MarshalJSON() ([]byte, error) {
+	if t.IsZero() {
+		return []byte("null"), nil
+	}
+	return []byte(`"` + t.UTC().Format(timeLayout) + `"`), nil
+}
+
+// UnmarshalJSON reads an RFC 3339 string (any fraction of a second) or null.
+func (t *Time) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*t = Time{}
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return err
+	}
+	*t = Time{v.UTC()}
+	return nil
+}
+
+// ms is d in whole milliseconds.
+func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+func dur(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+
+// JobError is one failed attempt in a job's history.
+type JobError struct {
+	Attempt int    `json:"attempt"`
+	At      Time   `json:"at,omitzero"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Job is the job object: the answer of submit, get, cancel, retry, complete and fail.
+type Job struct {
+	ID              int64           `json:"id"`
+	Seq             int64           `json:"seq"`
+	Kind            string          `json:"kind"`
+	Resource        string          `json:"resource"`
+	Args            json.RawMessage `json:"args"`
+	State           store.JobState  `json:"state"`
+	Attempt         int             `json:"attempt"`
+	MaxAttempts     int             `json:"max_attempts"`
+	Priority        int             `json:"priority"`
+	IdempotencyKey  string          `json:"idempotency_key,omitempty"`
+	Errors          []JobError      `json:"errors"`
+	CreatedAt       Time            `json:"created_at,omitzero"`
+	ScheduledAt     Time            `json:"scheduled_at,omitzero"`
+	AttemptedAt     Time            `json:"attempted_at,omitzero"`
+	FinishedAt      Time            `json:"finished_at,omitzero"`
+	Head            bool            `json:"head"`
+	Worker          string          `json:"worker,omitempty"`
+	Token           uint64          `json:"token"`
+	LeaseExpiresAt  Time            `json:"lease_expires_at,omitzero"`
+	CancelRequested bool            `json:"cancel_requested"`
+	TimeoutMs       int64           `json:"timeout_ms"`
+}
+
+// JobFrom converts a store job.
+func JobFrom(j *store.Job) Job {
+	args := j.Args
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	errs := make([]JobError, len(j.Errors))
+	for i, e := range j.Errors {
+		errs[i] = JobError{Attempt: e.Attempt, At: T(e.At), Code: e.Code, Message: e.Message}
+	}
+	return Job{ID: j.ID, Seq: j.Seq, Kind: j.Kind, Resource: j.Resource, Args: args, State: j.State,
+		Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, Priority: j.Priority, IdempotencyKey: j.IdempotencyKey,
+		Errors: errs, CreatedAt: T(j.CreatedAt), ScheduledAt: T(j.ScheduledAt), AttemptedAt: T(j.AttemptedAt),
+		FinishedAt: T(j.FinishedAt), Head: j.Head, Worker: j.Worker, Token: j.Token,
+		LeaseExpiresAt: T(j.LeaseExpiresAt), CancelRequested: j.CancelRequested, TimeoutMs: ms(j.Timeout)}
+}
+
+// JobsFrom converts store jobs; never nil, so that it encodes as [].
+func JobsFrom(jobs []*store.Job) []Job {
+	out := make([]Job, len(jobs))
+	for i, j := range jobs {
+		out[i] = JobFrom(j)
+	}
+	return out
+}
+
+// Store converts back to a store job.
+func (j *Job) Store() *store.Job {
+	var errs []store.JobError
+	for _, e := range j.Errors {
+		errs = append(errs, store.JobError{Attempt: e.Attempt, At: e.At.Time, Code: e.Code, Message: e.Message})
+	}
+	args := j.Args
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage(`{}`)
+	}
+	return &store.Job{ID: j.ID, Seq: j.Seq, Kind: j.Kind, Resource: j.Resource, Args: args, State: j.State,
+		Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, Priority: j.Priority, IdempotencyKey: j.IdempotencyKey,
+		Errors: errs, CreatedAt: j.CreatedAt.Time, ScheduledAt: j.ScheduledAt.Time, AttemptedAt: j.AttemptedAt.Time,
+		FinishedAt: j.FinishedAt.Time, Head: j.Head, Worker: j.Worker, Token: j.Token,
+		LeaseExpiresAt: j.LeaseExpiresAt.Time, CancelRequested: j.CancelRequested, Timeout: dur(j.TimeoutMs)}
+}
+
+// StoreJobs converts a list back to store jobs.
+func StoreJobs(jobs []Job) []*store.Job {
+	out := make([]*store.Job, len(jobs))
+	for i := range jobs {
+		out[i] = jobs[i].Store()
+	}
+	return out
+}
+
+// JobsResponse answers GET /v1/jobs (NextAfter is set when the page is full: pass it as after)
+// and POST /v1/jobs/claim (no NextAfter).
+type JobsResponse struct {
+	Jobs      []Job `json:"jobs"`
+	NextAfter int64 `json:"next_after,omitempty"`
+}
+
+// SubmitRequest is the body of POST /v1/jobs. ScheduledAt is RFC 3339; the idempotency key may
+// also come in the Idempotency-Key header.
+type SubmitRequest struct {
+	Kind           string           `json:"kind"`
+	Resource       string           `json:"resource"`
+	Args           json.RawMessage  `json:"args,omitempty"`
+	Policy         store.BusyPolicy `json:"policy,omitempty"`
+	MaxAttempts    int              `json:"max_attempts,omitempty"`
+	Priority       int              `json:"priority,omitempty"`
+	ScheduledAt    string           `json:"scheduled_at,omitempty"`
+	DelayMs        int64            `json:"delay_ms,omitempty"`
+	IdempotencyKey string           `json:"idempotency_key,omitempty"`
+}
+
+// ClaimRequest is the body of POST /v1/jobs/claim. A nil TTLMs means the default (30 s), a zero
+// Limit 1; WaitMs > 0 makes the server wait for a claimable job (a long-poll).
+type ClaimRequest struct {
+	Worker string   `json:"worker"`
+	Kinds  []string `json:"kinds"`
+	Limit  int      `json:"limit,omitempty"`
+	TTLMs  *int64   `json:"ttl_ms,omitempty"`
+	WaitMs int64    `json:"wait_ms,omitempty"`
+}
+
+// HeartbeatRequest is the body of POST /v1/jobs/{id}/heartbeat. A nil TTLMs means 30 s.
+type HeartbeatRequest struct {
+	Token uint64 `json:"token"`
+	TTLMs *int64 `json:"ttl_ms,omitempty"`
+}
+
+// HeartbeatResponse answers a heartbeat.
+type HeartbeatResponse struct {
+	CancelRequested bool  `json:"cancel_requested"`
+	TTLLeftMs       int64 `json:"ttl_left_ms"`
+}
+
+// CompleteRequest is the body of POST /v1/jobs/{id}/complete.
+type CompleteRequest struct {
+	Token uint64 `json:"token"`
+}
+
+// FailRequest is the body of POST /v1/jobs/{id}/fail.
+type FailRequest struct {
+	Token        uint64 `json:"token"`
+	Code         string `json:"code,omitempty"`
+	Message      string `json:"message,omitempty"`
+	Permanent    bool   `json:"permanent,omitempty"`
+	RetryAfterMs int64  `json:"retry_after_ms,omitempty"`
+}
+
+// PurgeRequest is the body of POST /v1/dlq/purge. Empty fields match every dead letter.
+type PurgeRequest struct {
+	IDs      []int64 `json:"ids,omitempty"`
+	Kind     string  `json:"kind,omitempty"`
+	Resource string  `json:"resource,omitempty"`
+}
+
+// PurgeResponse answers a purge.
+type PurgeResponse struct {
+	Purged int `json:"purged"`
+}
+
+// ReapRequest is the body of POST /v1/jobs/reap.
+type ReapRequest struct {
+	Limit        int   `json:"limit,omitempty"`
+	RetryAfterMs int64 `json:"retry_after_ms,omitempty"`
+}
+
+// ReapedJob is one job a reap ended.
+type ReapedJob struct {
+	Job    Job    `json:"job"`
+	Reason string `json:"reason"`
+}
+
+// ReapResponse answers a reap.
+type ReapResponse struct {
+	Reaped []ReapedJob `json:"reaped"`
+}
+
+// CleanRequest is the body of POST /v1/jobs/clean.
+type CleanRequest struct {
+	AgeMs     int64 `json:"age_ms,omitempty"`
+	Discarded bool  `json:"discarded,omitempty"`
+	Limit     int   `json:"limit,omitempty"`
+}
+
+// CleanResponse answers a clean.
+type CleanResponse struct {
+	Deleted int `json:"deleted"`
+}
+
+// JobCount is one row of GET /v1/jobs/counts.
+type JobCount struct {
+	Kind  string         `json:"kind"`
+	State store.JobState `json:"state"`
+	Count int64          `json:"count"`
+}
+
+// JobCountsResponse answers GET /v1/jobs/counts.
+type JobCountsResponse struct {
+	Counts []JobCount `json:"counts"`
+}
+
+// Kind is the kind object (the answer of PUT /v1/kinds/{name}), and that request's body (where
+// name may be left out).
+type Kind struct {
+	Name         string           `json:"name,omitempty"`
+	Policy       store.BusyPolicy `json:"policy,omitempty"`
+	MaxAttempts  int              `json:"max_attempts,omitempty"`
+	TimeoutMs    int64            `json:"timeout_ms"`
+	CooldownMs   int64            `json:"cooldown_ms"`
+	FromStates   []string         `json:"from_states,omitempty"`
+	RunningState string           `json:"running_state,omitempty"`
+	SuccessState string           `json:"success_state,omitempty"`
+	FailureState string           `json:"failure_state,omitempty"`
+}
+
+// KindFrom converts a store kind.
+func KindFrom(k *store.Kind) Kind {
+	return Kind{Name: k.Name, Policy: k.Policy, MaxAttempts: k.MaxAttempts, TimeoutMs: ms(k.Timeout),
+		CooldownMs: ms(k.Cooldown), FromStates: k.FromStates, RunningState: k.RunningState,
+		SuccessState: k.SuccessState, FailureState: k.FailureState}
+}
+
+// Store converts back to a store kind. The caller checks the millisecond fields' range.
+func (k *Kind) Store() store.Kind {
+	return store.Kind{Name: k.Name, Policy: k.Policy, MaxAttempts: k.MaxAttempts, Timeout: dur(k.TimeoutMs),
+		Cooldown: dur(k.CooldownMs), FromStates: k.FromStates, RunningState: k.RunningState,
+		SuccessState: k.SuccessState, FailureState: k.FailureState}
+}
+
+// KindsRequest is the body of POST /v1/kinds: kinds created or replaced, all or none.
+type KindsRequest struct {
+	Kinds []Kind `json:"kinds"`
+}
+
+// KindsResponse answers GET and POST /v1/kinds.
+type KindsResponse struct {
+	Kinds []Kind `json:"kinds"`
+}
+
+// Resource is the resource object: the answer of GET /v1/resources/{key} and
+// PUT /v1/resources/{key}/state.
+type Resource struct {
+	Key        string `json:"key"`
+	State      string `json:"state"`
+	Version    int64  `json:"version"`
+	UpdatedAt  Time   `json:"updated_at,omitzero"`
+	RunningJob int64  `json:"running_job"`
+	Unfinished int64  `json:"unfinished"`
+}
+
+// ResourceFrom converts a store resource.
+func ResourceFrom(r *store.Resource) Resource {
+	return Resource{Key: r.Key, State: r.State, Version: r.Version, UpdatedAt: T(r.UpdatedAt),
+		RunningJob: r.RunningJob, Unfinished: r.Unfinished}
+}
+
+// Store converts back to a store resource.
+func (r *Resource) Store() *store.Resource {
+	return &store.Resource{Key: r.Key, State: r.State, Version: r.Version, UpdatedAt: r.UpdatedAt.Time,
+		RunningJob: r.RunningJob, Unfinished: r.Unfinished}
+}
+
+// ResourcesResponse answers GET /v1/resources; NextAfter (the last key) is set when the page is
+// full.
+type ResourcesResponse struct {
+	Resources []Resource `json:"resources"`
+	NextAfter string     `json:"next_after,omitempty"`
+}
+
+// SetResourceStateRequest is the body of PUT /v1/resources/{key}/state.
+type SetResourceStateRequest struct {
+	State     string `json:"state"`
+	IfVersion *int64 `json:"if_version,omitempty"`
+}

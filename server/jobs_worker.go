@@ -1,0 +1,216 @@
+package server
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"reflect"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/batonhq/baton/internal/wire"
+	"github.com/batonhq/baton/store"
+)
+
+// Remote workers: claim (a long-poll when asked to wait), heartbeat, complete, fail. A job's
+// lease lives in the store, as with a local worker: the server keeps nothing per job.
+
+// DefaultJobLeaseTTL is the job lease TTL of a claim or heartbeat that names none (the same as
+// baton.DefaultJobLeaseTTL).
+const DefaultJobLeaseTTL = 30 * time.Second
+
+// defaultClaimPoll is how often a waiting claim looks again without a wake-up (jittered ±20%):
+// the store's wake-ups do not reach this server when another process (a SQLite file shared by
+// several servers) makes a job claimable, or when a job becomes due (a delay, a backoff).
+const defaultClaimPoll = time.Second
+
+// ttlParam converts an optional ttl_ms (nil: DefaultJobLeaseTTL).
+func ttlParam(v *int64) (time.Duration, *problem) {
+	if v == nil {
+		return DefaultJobLeaseTTL, nil
+	}
+	if *v < store.MinTTL.Milliseconds() || *v > store.MaxTTL.Milliseconds() {
+		return 0, invalidArg("ttl_ms", "must be between "+strconv.FormatInt(store.MinTTL.Milliseconds(), 10)+
+			" and "+strconv.FormatInt(store.MaxTTL.Milliseconds(), 10))
+	}
+	return time.Duration(*v) * time.Millisecond, nil
+}
+
+func (s *Server) claimJobs(w http.ResponseWriter, r *http.Request, _ principal) {
+	var req wire.ClaimRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	ttl, prob := ttlParam(req.TTLMs)
+	if prob != nil {
+		writeProblem(w, prob)
+		return
+	}
+	wait, prob := msDuration("wait_ms", req.WaitMs, 24*time.Hour)
+	if prob != nil {
+		writeProblem(w, prob)
+		return
+	}
+	limit := req.Limit
+	if limit == 0 {
+		limit = 1
+	}
+	p := &store.ClaimParams{Worker: req.Worker, Kinds: req.Kinds, Limit: limit, TTL: ttl}
+	if err := p.Validate(); err != nil {
+		writeProblem(w, invalid(err))
+		return
+	}
+	jobs, err := s.claimWaiting(r.Context(), p, min(wait, s.cfg.MaxWait))
+	if err != nil {
+		if r.Context().Err() != nil {
+			return // the client went away; nothing was claimed for it
+		}
+		s.writeJobError(w, r, err, "not found")
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.JobsResponse{Jobs: wire.JobsFrom(jobs)})
+}
+
+// claimWaiting claims; with wait > 0 and nothing claimable, it waits for a wake-up from the
+// store (subscribed before the first claim, so that nothing made claimable in between is
+// missed) or the fallback re-poll, and claims again, until wait passes (then it returns no
+// jobs), the client goes away or the server shuts down (no jobs, at once). The request's
+// context is checked right before each claim, so that a client that is gone gets no job started.
+func (s *Server) claimWaiting(ctx context.Context, p *store.ClaimParams, wait time.Duration) ([]*store.Job, error) {
+	if wait <= 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return s.jobs.ClaimJobs(ctx, p)
+	}
+	kinds := slices.Compact(slices.Sorted(slices.Values(p.Kinds)))
+	// Fixed cases first, then one per kind. The wake-up channels are selected on directly
+	// rather than merged by goroutines: a wake-up left unread stays with the store, which then
+	// wakes another waiter for the next job instead of this one again.
+	const (
+		caseCtx = iota
+		caseShutdown
+		caseDeadline
+		casePoll
+		caseWake
+	)
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	poll := time.NewTimer(jitter(s.claimPoll))
+	defer poll.Stop()
+	cases := []reflect.SelectCase{
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.ctx.Done())},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(deadline.C)},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(poll.C)},
+	}
+	for _, k := range kinds {
+		wake, cancel := s.jobs.SubscribeJobs(k)
+		defer cancel()
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(wake)})
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		jobs, err := s.jobs.ClaimJobs(ctx, p)
+		if err != nil || len(jobs) > 0 {
+			return jobs, err
+		}
+		chosen, _, _ := reflect.Select(cases)
+		switch chosen {
+		case caseCtx:
+			return nil, ctx.Err()
+		case caseShutdown, caseDeadline:
+			return nil, nil
+		case casePoll:
+			poll.Reset(jitter(s.claimPoll))
+		}
+		// Woken, or the poll: claim again.
+	}
+}
+
+// jitter spreads d by ±20%, so that many waiting claims do not poll the store in step.
+func jitter(d time.Duration) time.Duration {
+	return d*4/5 + rand.N(d*2/5+1)
+}
+
+func (s *Server) heartbeatJob(w http.ResponseWriter, r *http.Request, _ principal) {
+	id, ok := jobID(w, r)
+	if !ok {
+		return
+	}
+	var req wire.HeartbeatRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	ttl, prob := ttlParam(req.TTLMs)
+	if prob != nil {
+		writeProblem(w, prob)
+		return
+	}
+	p := &store.HeartbeatParams{ID: id, Token: req.Token, TTL: ttl}
+	if err := p.Validate(); err != nil {
+		writeProblem(w, invalid(err))
+		return
+	}
+	res, err := s.jobs.HeartbeatJob(r.Context(), p)
+	if err != nil {
+		s.writeJobError(w, r, err, noJob(id))
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.HeartbeatResponse{CancelRequested: res.CancelRequested, TTLLeftMs: res.TTLLeft.Milliseconds()})
+}
+
+func (s *Server) completeJob(w http.ResponseWriter, r *http.Request, _ principal) {
+	id, ok := jobID(w, r)
+	if !ok {
+		return
+	}
+	var req wire.CompleteRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	p := &store.CompleteParams{ID: id, Token: req.Token}
+	if err := p.Validate(); err != nil {
+		writeProblem(w, invalid(err))
+		return
+	}
+	j, err := s.jobs.CompleteJob(r.Context(), p)
+	if err != nil {
+		s.writeJobError(w, r, err, noJob(id))
+		return
+	}
+	s.jobMetrics.attemptEnded(j)
+	writeJSON(w, http.StatusOK, wire.JobFrom(j))
+}
+
+func (s *Server) failJob(w http.ResponseWriter, r *http.Request, _ principal) {
+	id, ok := jobID(w, r)
+	if !ok {
+		return
+	}
+	var req wire.FailRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	retryAfter, prob := msDuration("retry_after_ms", req.RetryAfterMs, store.MaxDelay)
+	if prob != nil {
+		writeProblem(w, prob)
+		return
+	}
+	p := &store.FailParams{ID: id, Token: req.Token, Code: req.Code, Message: req.Message,
+		Permanent: req.Permanent, RetryAfter: retryAfter}
+	if err := p.Validate(); err != nil {
+		writeProblem(w, invalid(err))
+		return
+	}
+	j, err := s.jobs.FailJob(r.Context(), p)
+	if err != nil {
+		s.writeJobError(w, r, err, noJob(id))
+		return
+	}
+	s.jobMetrics.attemptEnded(j)
+	writeJSON(w, http.StatusOK, wire.JobFrom(j))
+}

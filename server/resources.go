@@ -1,0 +1,84 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/batonhq/baton/internal/wire"
+	"github.com/batonhq/baton/store"
+)
+
+// Resources: what jobs run on. A resource's state is what kinds' guards check and set; setting
+// it by hand overrides them, so it is an admin call.
+
+func (s *Server) listResources(w http.ResponseWriter, r *http.Request, _ principal) {
+	q := r.URL.Query()
+	p := &store.ResourceListParams{Prefix: q.Get("prefix"), After: q.Get("after")}
+	limit, ok := queryLimit(w, q.Get("limit"))
+	if !ok {
+		return
+	}
+	p.Limit = limit
+	if err := p.Validate(); err != nil {
+		writeProblem(w, invalid(err))
+		return
+	}
+	rs, err := s.jobs.ListResources(r.Context(), p)
+	if err != nil {
+		s.writeJobError(w, r, err, "not found")
+		return
+	}
+	resp := wire.ResourcesResponse{Resources: make([]wire.Resource, len(rs))}
+	for i, res := range rs {
+		resp.Resources[i] = wire.ResourceFrom(res)
+	}
+	if len(rs) == p.Limit {
+		resp.NextAfter = rs[len(rs)-1].Key
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func noResource(key string) string {
+	return fmt.Sprintf("no resource %q: no job or state was ever recorded for it", key)
+}
+
+func (s *Server) getResource(w http.ResponseWriter, r *http.Request, _ principal) {
+	key := r.PathValue("key")
+	if err := store.ValidateResource(key); err != nil {
+		writeProblem(w, invalid(err))
+		return
+	}
+	res, err := s.jobs.GetResource(r.Context(), key)
+	if err != nil {
+		s.writeJobError(w, r, err, noResource(key))
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.ResourceFrom(res))
+}
+
+// setResourceState is PUT /v1/resources/{key}/state: the key is the path between the prefix and
+// the last "/state" (a wildcard cannot be followed by more of the pattern).
+func (s *Server) setResourceState(w http.ResponseWriter, r *http.Request, _ principal) {
+	key, ok := strings.CutSuffix(r.PathValue("key"), "/state")
+	if !ok {
+		writeProblem(w, newProblem(http.StatusNotFound, "not_found",
+			fmt.Sprintf("no such endpoint: %s %s (set a resource's state with PUT /v1/resources/{key}/state)", r.Method, r.URL.Path)))
+		return
+	}
+	var req wire.SetResourceStateRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	p := &store.SetResourceStateParams{Key: key, State: req.State, IfVersion: req.IfVersion}
+	if err := p.Validate(); err != nil {
+		writeProblem(w, invalid(err))
+		return
+	}
+	res, err := s.jobs.SetResourceState(r.Context(), p)
+	if err != nil {
+		s.writeJobError(w, r, err, noResource(key))
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.ResourceFrom(res))
+}
