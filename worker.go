@@ -187,7 +187,7 @@ func (w *Worker) run(ctx context.Context) error {
 	jobsCtx, cancelJobs := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelJobs(nil)
 	if bc, ok := w.st.(store.BatchCompleter); ok {
-		w.completer = newCompleter(bc, w.cfg.LeaseTTL)
+		w.completer = newCompleter(bc, w.cfg.LeaseTTL, w.cfg.Concurrency)
 	}
 	err := w.claimLoop(ctx, jobsCtx)
 	w.shutdown(cancelJobs)
@@ -247,11 +247,30 @@ func (w *Worker) claimLoop(ctx, jobsCtx context.Context) error {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	failing := false
+	// backlog: the last claim filled its limit, so more jobs are probably waiting.
+	backlog, batchWaited := false, false
 	for ctx.Err() == nil {
-		free := w.cfg.Concurrency - int(w.active.Load())
+		active := int(w.active.Load())
+		free := w.cfg.Concurrency - active
 		full := free <= 0
 		more := false
 		wait := jitter(w.cfg.PollInterval)
+		if !full && backlog && active > 0 && free < w.minBatch() && !batchWaited {
+			// Jobs are queued and most slots are busy: let a few more free up (briefly) and
+			// claim them in one round trip rather than one job per round trip.
+			batchWaited = true
+			timer.Reset(claimBatchDelay)
+			select {
+			case <-ctx.Done():
+			case <-timer.C:
+			case <-w.freed:
+				if !timer.Stop() {
+					<-timer.C
+				}
+			}
+			continue
+		}
+		batchWaited = false
 		if !full {
 			limit := min(free, store.MaxClaimLimit)
 			n, err := w.claim(jobsCtx, limit)
@@ -264,6 +283,7 @@ func (w *Worker) claimLoop(ctx, jobsCtx context.Context) error {
 				// A full batch: there may be more right now. Else wait for news.
 				more = n == limit && n < free
 				full = n == free
+				backlog = n == limit
 			case errors.Is(err, ErrClosed) || errors.Is(err, ErrInvalidArgument):
 				return err
 			default:
@@ -297,6 +317,14 @@ func (w *Worker) claimLoop(ctx, jobsCtx context.Context) error {
 	return nil
 }
 
+// claimBatchDelay bounds how long a busy worker with a backlog waits for more free slots before
+// claiming, so that it claims several jobs per round trip (a claim costs about as much for ten
+// jobs as for one).
+const claimBatchDelay = 2 * time.Millisecond
+
+// minBatch is how many free slots a busy worker with a backlog waits for: a quarter of its slots.
+func (w *Worker) minBatch() int { return max(1, w.cfg.Concurrency/4) }
+
 // claim claims up to limit jobs and starts them. The claim is not cut short by the end of Run's
 // context: jobs it claimed are held by this worker and are run, not left to the reaper.
 func (w *Worker) claim(jobsCtx context.Context, limit int) (int, error) {
@@ -317,14 +345,16 @@ func (w *Worker) claim(jobsCtx context.Context, limit int) (int, error) {
 		w.active.Add(1)
 		w.jobsDone.Add(1)
 		r := w.newJobRun(jobsCtx, job, h, start)
-		go func() {
-			defer w.jobsDone.Done()
-			r.run()
+		r.handlerDone = func() {
 			w.active.Add(-1)
 			select {
 			case w.freed <- struct{}{}:
 			default:
 			}
+		}
+		go func() {
+			defer w.jobsDone.Done()
+			r.run()
 		}()
 	}
 	return len(jobs), nil

@@ -21,6 +21,9 @@ type jobRun struct {
 	job     *Job
 	handler Handler
 	log     *slog.Logger
+	// handlerDone is called once the handler has returned, before the attempt is reported: the
+	// slot is free for another job while the report (often batched) is in flight.
+	handlerDone func()
 
 	// leaseCtx is cancelled when the job lease is lost; its cause wraps ErrLeaseLost.
 	leaseCtx  context.Context
@@ -71,6 +74,9 @@ func (r *jobRun) run() {
 	panicked, err := r.call(ctx)
 	took := time.Since(started)
 	cause := context.Cause(ctx)
+	if r.handlerDone != nil {
+		r.handlerDone()
+	}
 
 	final, outcome := r.job, JobState("")
 	if r.leaseCtx.Err() != nil {
@@ -288,8 +294,10 @@ type completed struct {
 	err error
 }
 
-func newCompleter(bc store.BatchCompleter, timeout time.Duration) *completer {
-	c := &completer{bc: bc, timeout: timeout, reqs: make(chan *completion), done: make(chan struct{})}
+// newCompleter starts a completer. Up to buffer completions wait while a batch is in flight, so
+// that jobs hand theirs over without waiting for the round trip.
+func newCompleter(bc store.BatchCompleter, timeout time.Duration, buffer int) *completer {
+	c := &completer{bc: bc, timeout: timeout, reqs: make(chan *completion, buffer), done: make(chan struct{})}
 	go c.run()
 	return c
 }

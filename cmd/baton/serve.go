@@ -15,8 +15,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/storeurl"
 	"github.com/batonhq/baton/server"
+	"github.com/batonhq/baton/store"
 )
 
 const serveUsage = `Usage: baton serve [flags]
@@ -37,6 +39,7 @@ type serveFlags struct {
 	listen, store, authFile, tlsCert, tlsKey, logFormat string
 	insecureNoAuth                                      bool
 	maxWait, shutdownGrace                              time.Duration
+	reapInterval, jobRetention                          time.Duration
 }
 
 func serveCommand(args []string, stdout, stderr io.Writer) int {
@@ -52,6 +55,8 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.insecureNoAuth, "insecure-no-auth", os.Getenv("BATON_INSECURE_NO_AUTH") == "true", "allow a non-loopback address without --auth-file (env BATON_INSECURE_NO_AUTH=true)")
 	fs.DurationVar(&f.maxWait, "max-wait", server.DefaultMaxWait, "longest server-side wait of one acquire request")
 	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 10*time.Second, "how long SIGTERM waits for requests in flight")
+	fs.DurationVar(&f.reapInterval, "reap-interval", envDuration("BATON_REAP_INTERVAL", baton.DefaultReapInterval), "how often the maintenance leader returns jobs whose lease expired to the queue (env BATON_REAP_INTERVAL)")
+	fs.DurationVar(&f.jobRetention, "job-retention", envDuration("BATON_JOB_RETENTION", baton.DefaultRetention), "how long finished jobs are kept before the cleaner deletes them (env BATON_JOB_RETENTION)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, serveUsage)
 		fs.PrintDefaults()
@@ -120,6 +125,14 @@ func serve(ctx context.Context, f serveFlags, log *slog.Logger) error {
 		return err
 	}
 	defer srv.Close()
+	if js, ok := st.(store.JobStore); ok {
+		stopMaintenance, err := startMaintenance(ctx, js, srv, f, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stopMaintenance()
+	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	scheme := "http"
 	if f.tlsCert != "" {
@@ -152,6 +165,42 @@ func serve(ctx context.Context, f serveFlags, log *slog.Logger) error {
 	}
 	log.Info("baton stopped")
 	return nil
+}
+
+// startMaintenance runs the job queue's reaper and cleaner on this server whenever it wins the
+// maintenance lease (one leader among all servers on the store). A reaped job is retried at
+// once: its worker died, which is no reason to wait, and max attempts still bound a job that
+// kills every worker that runs it.
+func startMaintenance(ctx context.Context, js store.JobStore, srv *server.Server, f serveFlags, log *slog.Logger) (func(), error) {
+	q, err := baton.NewQueue(ctx, js, &baton.QueueConfig{Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	mctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		err := q.RunMaintenance(mctx, baton.MaintenanceConfig{
+			ReapInterval: f.reapInterval,
+			Retention:    f.jobRetention,
+			Backoff:      func(int) time.Duration { return 0 },
+			OnReaped:     srv.ObserveReaped,
+			Logger:       log,
+		})
+		if err != nil && mctx.Err() == nil {
+			log.Error("baton: job maintenance stopped", "err", err)
+		}
+	}()
+	return func() { cancel(); <-done }, nil
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if v, ok := os.LookupEnv(name); ok {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	return def
 }
 
 func isLoopback(a net.Addr) bool {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/storetest"
 )
@@ -124,4 +125,27 @@ func BenchmarkJobThroughput(b *testing.B) {
 			storetest.BenchJobsPaired(b, 8, naive, baton)
 		})
 	}
+}
+
+// BenchmarkJobWorker is the same drain through the public API: one baton.Worker with 8 slots
+// (claims up to its free slots per round trip, completes in batches) against 8 naive workers.
+func BenchmarkJobWorker(b *testing.B) {
+	schema := newSchema(b)
+	s := openDefault(b, schema)
+	q, err := baton.NewQueue(context.Background(), s, &baton.QueueConfig{Kinds: []baton.Kind{{Name: "noop"}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	naive := naiveQueue(b, schema, s.Pool().Config().MaxConns-1)
+	storetest.BenchJobsPaired(b, 8, naive, storetest.JobBench{Load: loadJobs(s.Pool(), schema), Drain: storetest.DrainWorker(q, "noop")})
+}
+
+// BenchmarkJobHandoff: consecutive jobs on one resource, handler end to next handler start.
+func BenchmarkJobHandoff(b *testing.B) {
+	s := openDefault(b, newSchema(b))
+	q, err := baton.NewQueue(context.Background(), s, &baton.QueueConfig{Kinds: []baton.Kind{{Name: "step"}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	storetest.BenchJobHandoff(b, q, "step")
 }

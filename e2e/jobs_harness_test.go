@@ -1,0 +1,197 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// apiJob is the part of the API's job document the end-to-end tests read.
+type apiJob struct {
+	ID       int64  `json:"id"`
+	Kind     string `json:"kind"`
+	Resource string `json:"resource"`
+	State    string `json:"state"`
+	Attempt  int    `json:"attempt"`
+	Token    uint64 `json:"token"`
+	Errors   []struct {
+		Attempt int    `json:"attempt"`
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"errors"`
+}
+
+// call sends one API request and decodes a 2xx answer into out; it returns the status.
+func (s *daemon) call(method, path string, body, out any) int {
+	s.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, s.url+path, rd)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 == 2 && out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			s.t.Fatalf("%s %s: %v\n%s", method, path, err, raw)
+		}
+	}
+	if resp.StatusCode/100 != 2 && out != nil {
+		s.t.Logf("%s %s: %d %s", method, path, resp.StatusCode, raw)
+	}
+	return resp.StatusCode
+}
+
+func (s *daemon) putKind(kind map[string]any) {
+	s.t.Helper()
+	if code := s.call("PUT", "/v1/kinds/"+url.PathEscape(kind["name"].(string)), kind, &map[string]any{}); code != 200 {
+		s.t.Fatalf("PUT kind %v: %d", kind, code)
+	}
+}
+
+func (s *daemon) submitJob(kind, resource string, extra map[string]any) apiJob {
+	s.t.Helper()
+	body := map[string]any{"kind": kind, "resource": resource}
+	for k, v := range extra {
+		body[k] = v
+	}
+	var j apiJob
+	if code := s.call("POST", "/v1/jobs", body, &j); code != 201 {
+		s.t.Fatalf("submit %v: %d", body, code)
+	}
+	return j
+}
+
+// jobs lists every job (all pages) matching query (e.g. "resource=c1").
+func (s *daemon) jobs(query string) []apiJob {
+	s.t.Helper()
+	var all []apiJob
+	after := int64(0)
+	for {
+		var page struct {
+			Jobs []apiJob `json:"jobs"`
+		}
+		if code := s.call("GET", fmt.Sprintf("/v1/jobs?limit=1000&after=%d&%s", after, query), nil, &page); code != 200 {
+			s.t.Fatalf("list jobs: %d", code)
+		}
+		all = append(all, page.Jobs...)
+		if len(page.Jobs) < 1000 {
+			return all
+		}
+		after = page.Jobs[len(page.Jobs)-1].ID
+	}
+}
+
+// waitJobs polls the API (the jobs' state is the signal) until done(jobs) or the deadline.
+func (s *daemon) waitJobs(query string, within time.Duration, done func([]apiJob) bool) []apiJob {
+	s.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		js := s.jobs(query)
+		if done(js) {
+			return js
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("jobs %q not done within %s: %+v", query, within, js)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func allFinal(js []apiJob) bool {
+	for _, j := range js {
+		switch j.State {
+		case "succeeded", "discarded", "cancelled", "skipped":
+		default:
+			return false
+		}
+	}
+	return len(js) > 0
+}
+
+// worker is one `baton worker` process.
+type worker struct {
+	cmd *exec.Cmd
+	out *bytes.Buffer
+	t   *testing.T
+}
+
+// startWorker runs `baton worker ARGS -- sh -c SCRIPT` with DIR in its environment.
+func startWorker(t *testing.T, s *daemon, dir, script string, args ...string) *worker {
+	t.Helper()
+	full := append([]string{"worker"}, args...)
+	full = append(full, "--", "sh", "-c", script)
+	cmd := exec.Command(binary, full...)
+	cmd.Env = append(os.Environ(), "BATON_SERVER="+s.url, "DIR="+dir)
+	out := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w := &worker{cmd: cmd, out: out, t: t}
+	t.Cleanup(func() { w.stop() })
+	return w
+}
+
+// stop ends the worker gracefully (SIGTERM) and waits for it.
+func (w *worker) stop() {
+	if w.cmd.ProcessState != nil {
+		return
+	}
+	_ = w.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- w.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil && !w.t.Failed() {
+			w.t.Logf("baton worker exited with %v:\n%s", err, w.out)
+		}
+	case <-time.After(40 * time.Second):
+		_ = w.cmd.Process.Kill()
+		<-done
+		w.t.Errorf("baton worker did not stop within 40s of SIGTERM:\n%s", w.out)
+	}
+}
+
+// kill ends the worker with SIGKILL, as a crash would.
+func (w *worker) kill() {
+	_ = w.cmd.Process.Kill()
+	_ = w.cmd.Wait()
+}
+
+func withTimeout(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// syscallKill0 reports whether pid exists (signal 0), nil if it does.
+func syscallKill0(pid int) error {
+	if pid <= 0 {
+		return fmt.Errorf("no pid")
+	}
+	return syscall.Kill(pid, 0)
+}
