@@ -180,17 +180,19 @@ func TestJobsWorkerKilledMidJob(t *testing.T) {
 			s := startServer(t, storeURL(t), "--reap-interval", reap.String())
 			s.putKind(map[string]any{"name": "scale"})
 			dir := t.TempDir()
-			// Attempt 1 records its pid and hangs; later attempts succeed at once.
-			script := `echo $$ > "$DIR/pid-$BATON_JOB_ATTEMPT"; date +%s%N > "$DIR/started-$BATON_JOB_ATTEMPT"
-if [ "$BATON_JOB_ATTEMPT" = 1 ]; then sleep 120; fi`
+			// The first run ever records its pid and hangs (exec: the pid is the hanging
+			// process); every later run succeeds at once.
+			script := `echo $$ > "$DIR/pid-$BATON_JOB_ID-$BATON_JOB_ATTEMPT"; touch "$DIR/started-$BATON_JOB_ID-$BATON_JOB_ATTEMPT"
+if mkdir "$DIR/hang" 2>/dev/null; then exec sleep 120; fi`
 			a := startWorker(t, s, dir, script, "--kind", "scale", "--lease-ttl", ttl.String())
 			j := s.submitJob("scale", "cluster-9", nil)
-			waitFile(t, filepath.Join(dir, "started-1"), 30*time.Second)
+			first := fmt.Sprintf("%d-1", j.ID)
+			waitFile(t, filepath.Join(dir, "started-"+first), 30*time.Second)
 			b := startWorker(t, s, dir, script, "--kind", "scale", "--lease-ttl", ttl.String())
-			pid, _ := strconv.Atoi(strings.TrimSpace(string(mustRead(t, filepath.Join(dir, "pid-1")))))
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(mustRead(t, filepath.Join(dir, "pid-"+first)))))
 			killed := time.Now()
 			a.kill()
-			waitFile(t, filepath.Join(dir, "started-2"), 30*time.Second)
+			waitFile(t, filepath.Join(dir, fmt.Sprintf("started-%d-2", j.ID)), 30*time.Second)
 			took := time.Since(killed)
 			t.Logf("retried by the other worker %s after SIGKILL (bound: TTL %s + reap interval %s)", took.Round(time.Millisecond), ttl, reap)
 			if took > ttl+reap+time.Second {
