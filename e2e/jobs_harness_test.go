@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -194,4 +195,13 @@ func syscallKill0(pid int) error {
 		return fmt.Errorf("no pid")
 	}
 	return syscall.Kill(pid, 0)
+}
+
+// stopAll stops workers at once: each may be in a long-poll claim that ends only at its timeout.
+func stopAll(ws ...*worker) {
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		wg.Go(w.stop)
+	}
+	wg.Wait()
 }

@@ -40,9 +40,7 @@ func TestJobsOneAtATimeInSubmissionOrder(t *testing.T) {
 			}
 			wg.Wait()
 			js := s.waitJobs("resource=cluster-1", time.Minute, func(js []apiJob) bool { return len(js) == 3 && allFinal(js) })
-			for _, w := range workers {
-				w.stop()
-			}
+			stopAll(workers...)
 			for _, j := range js {
 				if j.State != "succeeded" || j.Attempt != 1 {
 					t.Errorf("job %d: %s after %d attempts, want succeeded after 1", j.ID, j.State, j.Attempt)
@@ -112,8 +110,7 @@ func TestJobsManyResourcesWithFailures(t *testing.T) {
 			w1 := startWorker(t, s, dir, manyScript, "--kind", "op", "--concurrency", "4")
 			w2 := startWorker(t, s, dir, manyScript, "--kind", "op", "--concurrency", "4")
 			js := s.waitJobs("kind=op", 5*time.Minute, func(js []apiJob) bool { return len(js) == resources*perResource && allFinal(js) })
-			w1.stop()
-			w2.stop()
+			stopAll(w1, w2)
 			if o, err := os.ReadFile(filepath.Join(dir, "overlaps")); err == nil {
 				t.Fatalf("jobs overlapped on a resource:\n%s", o)
 			}
