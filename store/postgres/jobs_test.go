@@ -214,3 +214,22 @@ func TestJobConformance(t *testing.T) {
 		return openStore(t, newSchema(t))
 	}})
 }
+
+// A running job without a lease (only a hand edit or a bug can make one) is reaped as
+// lock_state_lost, and its resource is not left stuck.
+func TestJobsReapLockStateLost(t *testing.T) {
+	ctx := testCtx(t)
+	s := jobStore(t, store.Kind{Name: "k"})
+	j := submit(t, s, "k", "r")
+	if got := claim(t, s, 1, "k"); len(got) != 1 {
+		t.Fatalf("claimed %d", len(got))
+	}
+	exec(t, "UPDATE "+pgx.Identifier{s.Schema(), "jobs"}.Sanitize()+" SET lease_expires_at = NULL WHERE id = $1", j.ID)
+	reaped, err := s.ReapJobs(ctx, &store.ReapParams{})
+	if err != nil || len(reaped) != 1 || reaped[0].Reason != store.CodeLockStateLost || reaped[0].Job.State != store.JobRetryable {
+		t.Fatalf("reap: %+v %v; want one job, lock_state_lost, retryable", reaped, err)
+	}
+	if again := claim(t, s, 1, "k"); len(again) != 1 || again[0].ID != j.ID {
+		t.Fatalf("after the reap claimed %v; want job %d again", ids(again), j.ID)
+	}
+}
