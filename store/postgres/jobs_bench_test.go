@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -148,4 +149,34 @@ func BenchmarkJobHandoff(b *testing.B) {
 		b.Fatal(err)
 	}
 	storetest.BenchJobHandoff(b, q, "step")
+}
+
+// BenchmarkJobClaimDeepQueue measures one claim + completion (one job per round trip, one
+// worker) with 10,000 and with 1,000,000 jobs queued over 10,000 resources: the claim walks the
+// heads index, so its cost should not grow with the queue. Load time is not measured.
+func BenchmarkJobClaimDeepQueue(b *testing.B) {
+	for _, depth := range []int{10_000, 1_000_000} {
+		b.Run(fmt.Sprintf("queued=%d", depth), func(b *testing.B) {
+			schema := newSchema(b)
+			s := openDefault(b, schema)
+			ctx := context.Background()
+			if err := s.RegisterKinds(ctx, []store.Kind{{Name: "noop"}}); err != nil {
+				b.Fatal(err)
+			}
+			if err := loadJobs(s.Pool(), schema)(ctx, depth+b.N); err != nil {
+				b.Fatal(err)
+			}
+			p := &store.ClaimParams{Worker: "w", Kinds: []string{"noop"}, Limit: 1, TTL: time.Minute}
+			b.ResetTimer()
+			for range b.N {
+				js, err := s.ClaimJobs(ctx, p)
+				if err != nil || len(js) != 1 {
+					b.Fatalf("claim: %v (%d jobs)", err, len(js))
+				}
+				if _, err := s.CompleteJob(ctx, &store.CompleteParams{ID: js[0].ID, Token: js[0].Token}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
