@@ -1,0 +1,226 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/batonhq/baton/store"
+)
+
+// node is one Redis server under one key prefix: the scripts and key names of the lease model
+// that both Store (one node) and RedlockStore (several) run.
+type node struct {
+	rdb       *goredis.Client
+	prefix    string
+	channel   string
+	retention int64 // shadow retention, ms
+}
+
+func newNode(rdb *goredis.Client, prefix string, retention time.Duration) *node {
+	return &node{rdb: rdb, prefix: prefix, channel: prefix + "released", retention: retention.Milliseconds()}
+}
+
+func (n *node) leaseKey(key string) string  { return n.prefix + "lease:" + key }
+func (n *node) shadowKey(key string) string { return n.prefix + "shadow:" + key }
+func (n *node) restKey(key string) string   { return n.prefix + "rest:" + key }
+func (n *node) tokenKey() string            { return n.prefix + "token" }
+
+// reply is one parsed script reply.
+type reply struct {
+	status string
+	lease  *store.Lease // ok / held / notfound-less replies
+	reason string       // rest
+	wait   time.Duration
+	took   bool
+	renew  bool  // an ok acquire that renewed the holder's own lease
+	n      int64 // reset: the counter; release: held µs
+}
+
+func (n *node) acquire(ctx context.Context, p *store.AcquireParams, floor uint64) (*reply, error) {
+	v, err := acquireScript.Run(ctx, n.rdb,
+		[]string{n.leaseKey(p.Key), n.shadowKey(p.Key), n.restKey(p.Key), n.tokenKey()},
+		p.LeaseID, p.Holder, p.TTL.Milliseconds(), string(p.Metadata), p.Cooldown.Milliseconds(),
+		p.LockDelay.Milliseconds(), floor, n.retention).Slice()
+	if err != nil {
+		return nil, err
+	}
+	r, err := parseReply(p.Key, v)
+	if err != nil {
+		return nil, err
+	}
+	switch r.status {
+	case "ok":
+		r.took = str(v, 8) == "1"
+		r.renew = str(v, 9) == "1"
+	case "rest":
+		r.reason = str(v, 1)
+		r.wait = time.Duration(num(v, 2)) * time.Millisecond
+	case "reset":
+		r.n = num(v, 1)
+	}
+	return r, nil
+}
+
+func (n *node) renew(ctx context.Context, p *store.RenewParams) (*reply, error) {
+	v, err := renewScript.Run(ctx, n.rdb, []string{n.leaseKey(p.Key), n.shadowKey(p.Key)},
+		p.LeaseID, p.TTL.Milliseconds(), n.retention).Slice()
+	if err != nil {
+		return nil, err
+	}
+	return parseReply(p.Key, v)
+}
+
+func (n *node) release(ctx context.Context, p *store.ReleaseParams) (*reply, error) {
+	v, err := releaseScript.Run(ctx, n.rdb,
+		[]string{n.leaseKey(p.Key), n.shadowKey(p.Key), n.restKey(p.Key), n.channel},
+		p.LeaseID, p.Key, n.retention).Slice()
+	if err != nil {
+		return nil, err
+	}
+	r := &reply{status: str(v, 0)}
+	if r.status == "ok" {
+		r.n = num(v, 1)
+	}
+	return r, nil
+}
+
+func (n *node) forceRelease(ctx context.Context, key string) (*reply, error) {
+	v, err := forceReleaseScript.Run(ctx, n.rdb,
+		[]string{n.leaseKey(key), n.shadowKey(key), n.restKey(key), n.channel}, key, n.retention).Slice()
+	if err != nil {
+		return nil, err
+	}
+	return parseReply(key, v)
+}
+
+func (n *node) rollback(ctx context.Context, key, id string) error {
+	return rollbackScript.Run(ctx, n.rdb, []string{n.leaseKey(key), n.shadowKey(key), n.channel}, id, key).Err()
+}
+
+func (n *node) get(ctx context.Context, key string) (*reply, error) {
+	v, err := getScript.Run(ctx, n.rdb, []string{n.leaseKey(key)}).Slice()
+	if err != nil {
+		return nil, err
+	}
+	return parseReply(key, v)
+}
+
+// getMany runs getScript for keys in one pipeline (one round trip).
+func (n *node) getMany(ctx context.Context, keys []string) ([]*reply, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	// Load the script first so that EvalSha in the pipeline cannot fail with NOSCRIPT.
+	if err := getScript.Load(ctx, n.rdb).Err(); err != nil {
+		return nil, err
+	}
+	pipe := n.rdb.Pipeline()
+	cmds := make([]*goredis.Cmd, len(keys))
+	for i, k := range keys {
+		cmds[i] = getScript.EvalSha(ctx, pipe, []string{n.leaseKey(k)})
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
+		return nil, err
+	}
+	out := make([]*reply, len(keys))
+	for i, c := range cmds {
+		v, err := c.Slice()
+		if err != nil {
+			return nil, err
+		}
+		if out[i], err = parseReply(keys[i], v); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// scanKeys returns the lease keys (without the store's prefix) that start with prefix, unsorted.
+func (n *node) scanKeys(ctx context.Context, prefix string) ([]string, error) {
+	base := n.leaseKey("")
+	match := globEscape(base+prefix) + "*"
+	var keys []string
+	seen := map[string]bool{}
+	iter := n.rdb.Scan(ctx, 0, match, 1000).Iterator()
+	for iter.Next(ctx) {
+		k := strings.TrimPrefix(iter.Val(), base)
+		if !seen[k] { // SCAN may return a key more than once
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	return keys, iter.Err()
+}
+
+// globEscape escapes the characters that MATCH treats as a pattern.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '*', '?', '[', ']', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// parseReply reads the common shapes: {status, id, holder, token, acq, exp, ttlLeft, md, ...}.
+func parseReply(key string, v []any) (*reply, error) {
+	if len(v) == 0 {
+		return nil, errors.New("redis: empty script reply")
+	}
+	r := &reply{status: str(v, 0)}
+	if (r.status == "ok" || r.status == "held") && len(v) >= 8 {
+		l := &store.Lease{
+			Key:        key,
+			ID:         str(v, 1),
+			Holder:     str(v, 2),
+			Token:      uint64(num(v, 3)),
+			AcquiredAt: time.UnixMilli(num(v, 4)),
+			ExpiresAt:  time.UnixMilli(num(v, 5)),
+			TTLLeft:    time.Duration(num(v, 6)) * time.Millisecond,
+		}
+		if md := str(v, 7); md != "" {
+			l.Metadata = json.RawMessage(md)
+		}
+		r.lease = l
+	} else if r.status == "ok" || r.status == "held" {
+		return nil, fmt.Errorf("redis: short script reply %v", v)
+	}
+	return r, nil
+}
+
+func str(v []any, i int) string {
+	if i >= len(v) {
+		return ""
+	}
+	switch x := v[i].(type) {
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	}
+	return ""
+}
+
+func num(v []any, i int) int64 {
+	if i >= len(v) {
+		return 0
+	}
+	switch x := v[i].(type) {
+	case int64:
+		return x
+	case string:
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	}
+	return 0
+}

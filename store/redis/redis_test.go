@@ -1,0 +1,136 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/batonhq/baton/store"
+	batonredis "github.com/batonhq/baton/store/redis"
+	"github.com/batonhq/baton/store/storetest"
+)
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func openSingle(t testing.TB, addr, prefix string) *batonredis.Store {
+	t.Helper()
+	s, err := batonredis.Open(testCtx(t), batonredis.Config{Addr: addr, KeyPrefix: prefix})
+	if err != nil {
+		t.Fatalf("Open(%s): %v", addr, err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func delKey(t testing.TB, addr, k string) {
+	t.Helper()
+	rdb := goredis.NewClient(&goredis.Options{Addr: addr})
+	defer rdb.Close()
+	if err := rdb.Del(testCtx(t), k).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConformance(t *testing.T) {
+	srv := startServer(t, false)
+	storetest.Run(t, storetest.Harness{NewBackend: func(t testing.TB) storetest.Backend {
+		prefix := newPrefix()
+		return storetest.Backend{
+			Open:      func(t testing.TB) store.Store { return openSingle(t, srv.addr(), prefix) },
+			DeleteRow: func(t testing.TB, key string) { delKey(t, srv.addr(), prefix+"lease:"+key) },
+		}
+	}})
+}
+
+func acquire(ctx context.Context, s store.Store, key, id string) (*store.Lease, error) {
+	return s.Acquire(ctx, &store.AcquireParams{Key: key, LeaseID: id, Holder: id, TTL: time.Minute})
+}
+
+// acquireRetrying retries transport errors (the client reconnecting after a server restart).
+func acquireRetrying(t *testing.T, s store.Store, key, id string) (*store.Lease, error) {
+	t.Helper()
+	ctx := testCtx(t)
+	for i := 0; ; i++ {
+		l, err := acquire(ctx, s, key, id)
+		if err == nil || errors.Is(err, batonredis.ErrTokensReset) || errors.Is(err, store.ErrLockHeld) || i == 20 {
+			return l, err
+		}
+		t.Logf("acquire after restart, attempt %d: %v", i, err)
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A restart without persistence wipes the token counter: the store must not hand out a token at
+// or below one it has already handed out.
+func TestRestartWithoutPersistenceRefusesTokens(t *testing.T) {
+	srv := startServer(t, false)
+	s := openSingle(t, srv.addr(), "baton:")
+	l1, err := acquire(testCtx(t), s, "k", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2, err := acquire(testCtx(t), s, "k2", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("before restart: tokens %d, %d", l1.Token, l2.Token)
+	srv.restart()
+	l3, err := acquireRetrying(t, s, "k3", "c")
+	if err == nil {
+		if l3.Token <= l2.Token {
+			t.Fatalf("after a restart without persistence: token %d granted after %d", l3.Token, l2.Token)
+		}
+		t.Fatalf("after restart: granted token %d; expected ErrTokensReset", l3.Token)
+	}
+	if !errors.Is(err, batonredis.ErrTokensReset) {
+		t.Fatalf("after restart: %v, want ErrTokensReset", err)
+	}
+	t.Logf("after restart: %v", err)
+	// The way back: an operator raises the counter above every token ever issued.
+	s2, err := batonredis.Open(testCtx(t), batonredis.Config{Addr: srv.addr(), TokenFloor: l2.Token + 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	l4, err := acquire(testCtx(t), s, "k3", "c")
+	if err != nil || l4.Token <= l2.Token+1000 {
+		t.Fatalf("after re-seeding: %+v, %v", l4, err)
+	}
+	t.Logf("after re-seeding with floor %d: token %d", l2.Token+1000, l4.Token)
+}
+
+// With AOF and fsync on every write, a crash and restart keeps the counter and the lease.
+func TestRestartWithPersistenceKeepsTokens(t *testing.T) {
+	srv := startServer(t, true)
+	s := openSingle(t, srv.addr(), "baton:")
+	l1, err := acquire(testCtx(t), s, "k", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.restart()
+	_, err = acquireRetrying(t, s, "k", "b")
+	if !errors.Is(err, store.ErrLockHeld) {
+		t.Fatalf("acquire of a held key after restart: %v, want ErrLockHeld (the grant was persisted)", err)
+	}
+	l2, err := acquireRetrying(t, s, "k2", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l2.Token <= l1.Token {
+		t.Fatalf("token %d after restart, not greater than %d", l2.Token, l1.Token)
+	}
+	// A store opened after the restart continues too.
+	s2 := openSingle(t, srv.addr(), "baton:")
+	l3, err := acquire(testCtx(t), s2, "k3", "c")
+	if err != nil || l3.Token <= l2.Token {
+		t.Fatalf("new store after restart: %+v, %v", l3, err)
+	}
+	t.Logf("tokens: %d before the crash, %d and %d after", l1.Token, l2.Token, l3.Token)
+}

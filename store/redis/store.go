@@ -1,0 +1,359 @@
+// Package redis is Baton's Redis lease store: a single Redis server (Open), or Redlock over
+// several independent servers (OpenRedlock).
+//
+// Every lease operation is one Lua script, so one round trip and one atomic step on the server
+// (see scripts.go for the key layout). Expiry is Redis's own PX expiry, on the server's clock.
+// Fencing tokens come from one counter key INCRed inside the grant script. A server restart
+// without persistence forgets that counter: a Store remembers the highest token it has seen and
+// refuses to grant below it (ErrTokensReset) instead of handing out tokens that go backwards;
+// see docs/guarantees.md for what that does and does not cover.
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/batonhq/baton/internal/notify"
+	"github.com/batonhq/baton/store"
+)
+
+// DefaultKeyPrefix is the prefix of every key the store writes when Config.KeyPrefix is empty.
+const DefaultKeyPrefix = "baton:"
+
+// DefaultShadowRetention is how long a key's shadow record outlives its lease by default.
+const DefaultShadowRetention = time.Hour
+
+// ErrTokensReset is returned by Acquire when the server's token counter is lower than a token
+// this Store has already seen: the server lost its data (typically a restart without
+// persistence, or a failover to a replica that had not received the last writes). Granting would
+// hand out fencing tokens that go backwards, so the store refuses every grant until an operator
+// raises the counter (Config.TokenFloor, or SET <prefix>token N) above every token ever issued.
+var ErrTokensReset = errors.New("baton: redis token counter went backwards (server data lost); refusing to grant")
+
+// Config configures a single-node Store. Exactly one of URL, Options and Addr is used, in that
+// order of preference.
+type Config struct {
+	// URL is a redis:// or rediss:// (TLS) URL, parsed by go-redis's ParseURL.
+	URL string
+	// Options are go-redis client options, used as given (a copy).
+	Options *goredis.Options
+	// Addr is host:port of the server.
+	Addr string
+	// KeyPrefix prefixes every key (DefaultKeyPrefix if empty). Stores sharing a prefix on a
+	// server share their leases.
+	KeyPrefix string
+	// ShadowRetention is how long a key's shadow record (see scripts.go) outlives its lease and
+	// lock-delay: a takeover later than that is not reported as TookOver, and a second release
+	// of a lease ID later than that returns ErrNotHeld instead of AlreadyReleased.
+	// DefaultShadowRetention if zero.
+	ShadowRetention time.Duration
+	// TokenFloor, if set, raises the server's token counter to at least this value at Open.
+	// It is the way back from ErrTokensReset: set it above every token ever issued.
+	TokenFloor uint64
+}
+
+func (c Config) options() (*goredis.Options, error) {
+	switch {
+	case c.URL != "":
+		o, err := goredis.ParseURL(c.URL)
+		if err != nil {
+			return nil, fmt.Errorf("redis: parse URL: %w", err)
+		}
+		return o, nil
+	case c.Options != nil:
+		o := *c.Options
+		return &o, nil
+	case c.Addr != "":
+		return &goredis.Options{Addr: c.Addr}, nil
+	}
+	return nil, &store.InvalidArgumentError{Field: "addr", Rule: "one of URL, Options or Addr must be set"}
+}
+
+func prefixOr(p string) string {
+	if p == "" {
+		return DefaultKeyPrefix
+	}
+	return p
+}
+
+func retentionOr(d time.Duration) time.Duration {
+	if d <= 0 {
+		return DefaultShadowRetention
+	}
+	return d
+}
+
+// Store is a store.Store on one Redis server. It is safe for concurrent use.
+type Store struct {
+	rdb *goredis.Client
+	n   *node
+	hub *notify.Hub
+	lis *listener
+	// maxSeen is the highest token this Store has seen the server issue; a grant is refused if
+	// the counter is below it.
+	maxSeen   atomic.Uint64
+	closed    atomic.Bool
+	closeOnce sync.Once
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects, pings, applies cfg.TokenFloor, reads the token counter (the first floor of
+// ErrTokensReset) and starts the Pub/Sub listener. Close closes the client.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	opts, err := cfg.options()
+	if err != nil {
+		return nil, err
+	}
+	rdb := goredis.NewClient(opts)
+	s, err := openOn(ctx, rdb, prefixOr(cfg.KeyPrefix), retentionOr(cfg.ShadowRetention), cfg.TokenFloor)
+	if err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func openOn(ctx context.Context, rdb *goredis.Client, prefix string, retention time.Duration, floor uint64) (*Store, error) {
+	n := newNode(rdb, prefix, retention)
+	counter, err := floorScript.Run(ctx, rdb, []string{n.tokenKey()}, floor).Int64()
+	if err != nil {
+		return nil, fmt.Errorf("redis: open %s: %w", rdb.Options().Addr, err)
+	}
+	s := &Store{rdb: rdb, n: n, hub: notify.NewHub()}
+	s.maxSeen.Store(uint64(counter))
+	if s.lis, err = startListener(ctx, rdb, n, s.hub); err != nil {
+		return nil, fmt.Errorf("redis: subscribe: %w", err)
+	}
+	return s, nil
+}
+
+func (s *Store) observe(tok uint64) {
+	for {
+		cur := s.maxSeen.Load()
+		if tok <= cur || s.maxSeen.CompareAndSwap(cur, tok) {
+			return
+		}
+	}
+}
+
+// Acquire runs the grant script: one round trip.
+func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	r, err := s.n.acquire(ctx, p, s.maxSeen.Load())
+	if err != nil {
+		return nil, s.wrap(err)
+	}
+	switch r.status {
+	case "ok":
+		s.observe(r.lease.Token)
+		r.lease.TookOver = r.took
+		return r.lease, nil
+	case "held":
+		s.observe(r.lease.Token)
+		return nil, heldError(r.lease)
+	case "rest":
+		return nil, &store.CooldownError{Key: p.Key, Reason: r.reason, Remaining: r.wait}
+	case "reset":
+		return nil, fmt.Errorf("%w: counter %d, this store has seen token %d", ErrTokensReset, r.n, s.maxSeen.Load())
+	}
+	return nil, fmt.Errorf("redis: unexpected acquire reply %q", r.status)
+}
+
+func heldError(l *store.Lease) error {
+	return &store.LockHeldError{Key: l.Key, Holder: l.Holder, Token: l.Token, ExpiresAt: l.ExpiresAt, RetryAfter: l.TTLLeft}
+}
+
+// Renew extends the lease by p.TTL from the server's now.
+func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	r, err := s.n.renew(ctx, p)
+	if err != nil {
+		return nil, s.wrap(err)
+	}
+	if r.status != "ok" {
+		return nil, store.ErrNotHeld
+	}
+	return r.lease, nil
+}
+
+// Release ends the lease, starts its cooldown and publishes the key on the released channel.
+func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.ReleaseResult, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	r, err := s.n.release(ctx, p)
+	if err != nil {
+		return nil, s.wrap(err)
+	}
+	switch r.status {
+	case "ok":
+		s.hub.Notify(p.Key)
+		return &store.ReleaseResult{Held: max(time.Duration(r.n)*time.Microsecond, time.Microsecond)}, nil
+	case "already":
+		return &store.ReleaseResult{AlreadyReleased: true}, nil
+	}
+	return nil, store.ErrNotHeld
+}
+
+// Get returns the live lease on key.
+func (s *Store) Get(ctx context.Context, key string) (*store.Lease, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	if err := store.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	r, err := s.n.get(ctx, key)
+	if err != nil {
+		return nil, s.wrap(err)
+	}
+	if r.status != "ok" {
+		return nil, store.ErrNotFound
+	}
+	return r.lease, nil
+}
+
+// List scans the lease keys with SCAN (so it costs O(keys under the prefix) per page), sorts
+// them and fetches the page's leases in one pipeline.
+func (s *Store) List(ctx context.Context, p *store.ListParams) ([]*store.Lease, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	keys, err := s.n.scanKeys(ctx, p.Prefix)
+	if err != nil {
+		return nil, s.wrap(err)
+	}
+	keys = sortAfter(keys, p.After)
+	return pageOf(ctx, keys, p, func(ctx context.Context, batch []string) ([]*store.Lease, error) {
+		rs, err := s.n.getMany(ctx, batch)
+		if err != nil {
+			return nil, s.wrap(err)
+		}
+		out := make([]*store.Lease, len(rs))
+		for i, r := range rs {
+			if r.status == "ok" {
+				out[i] = r.lease
+			}
+		}
+		return out, nil
+	})
+}
+
+func sortAfter(keys []string, after string) []string {
+	sort.Strings(keys)
+	i := sort.SearchStrings(keys, after)
+	for i < len(keys) && keys[i] <= after {
+		i++
+	}
+	return keys[i:]
+}
+
+// pageOf fetches sorted keys in batches and keeps live leases that match the holder filter until
+// the page is full.
+func pageOf(ctx context.Context, keys []string, p *store.ListParams,
+	fetch func(context.Context, []string) ([]*store.Lease, error)) ([]*store.Lease, error) {
+	var out []*store.Lease
+	for len(keys) > 0 && len(out) < p.Limit {
+		batch := keys[:min(len(keys), p.Limit)]
+		keys = keys[len(batch):]
+		leases, err := fetch(ctx, batch)
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range leases {
+			if l != nil && (p.Holder == "" || l.Holder == p.Holder) && len(out) < p.Limit {
+				out = append(out, l)
+			}
+		}
+	}
+	return out, nil
+}
+
+// ForceRelease ends the live lease on the key and starts its lock-delay.
+func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (*store.Lease, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	r, err := s.n.forceRelease(ctx, p.Key)
+	if err != nil {
+		return nil, s.wrap(err)
+	}
+	if r.status != "ok" {
+		return nil, store.ErrNotFound
+	}
+	s.hub.Notify(p.Key)
+	return r.lease, nil
+}
+
+// Events returns nothing: the Redis store keeps no audit log (Capabilities.Audit is false).
+func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Event, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return nil, nil
+}
+
+// Subscribe registers interest in key; wake-ups come from releases in this process and, through
+// Pub/Sub, in any process (and from expiry events if the server publishes them).
+func (s *Store) Subscribe(key string) (<-chan struct{}, func()) {
+	if s.closed.Load() {
+		ch := make(chan struct{}, 1)
+		ch <- struct{}{}
+		return ch, func() {}
+	}
+	return s.hub.Subscribe(key)
+}
+
+// Capabilities: fencing tokens (one INCR counter inside the grant script; see ErrTokensReset for
+// restarts without persistence), cross-process wake-ups (Pub/Sub), no audit log.
+func (s *Store) Capabilities() store.Capabilities {
+	return store.Capabilities{FencingTokens: true, PushWakeup: true}
+}
+
+// Close stops the listener, wakes every subscriber and closes the client. Leases stay in Redis.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.lis.stop()
+		s.hub.NotifyAll()
+		_ = s.rdb.Close()
+	})
+	return nil
+}
+
+func (s *Store) wrap(err error) error {
+	if s.closed.Load() || errors.Is(err, goredis.ErrClosed) {
+		return store.ErrClosed
+	}
+	return fmt.Errorf("redis: %w", err)
+}
