@@ -11,6 +11,7 @@ bench:
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1)
 	go vet ./...
+	cd store/etcd && go vet ./...
 
 build:
 	go build -o bin/baton ./cmd/baton
