@@ -43,11 +43,11 @@ type reply struct {
 	n      int64 // reset: the counter; release: held µs
 }
 
-func (n *node) acquire(ctx context.Context, p *store.AcquireParams, floor uint64) (*reply, error) {
+func (n *node) acquire(ctx context.Context, p *store.AcquireParams, floor, raise uint64) (*reply, error) {
 	v, err := acquireScript.Run(ctx, n.rdb,
 		[]string{n.leaseKey(p.Key), n.shadowKey(p.Key), n.restKey(p.Key), n.tokenKey()},
 		p.LeaseID, p.Holder, p.TTL.Milliseconds(), string(p.Metadata), p.Cooldown.Milliseconds(),
-		p.LockDelay.Milliseconds(), floor, n.retention).Slice()
+		p.LockDelay.Milliseconds(), floor, n.retention, raise).Slice()
 	if err != nil {
 		return nil, err
 	}
@@ -223,4 +223,9 @@ func num(v []any, i int) int64 {
 		return n
 	}
 	return 0
+}
+
+// raise sets the token counter to at least v.
+func (n *node) raise(ctx context.Context, v uint64) error {
+	return floorScript.Run(ctx, n.rdb, []string{n.tokenKey()}, v).Err()
 }

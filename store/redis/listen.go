@@ -22,7 +22,9 @@ type listener struct {
 	done   chan struct{}
 }
 
-func startListener(ctx context.Context, rdb *goredis.Client, n *node, hub *notify.Hub) (*listener, error) {
+// With strict, Open fails if the subscription is not confirmed; without (a Redlock node that
+// may be down), the listener keeps retrying in the background.
+func startListener(ctx context.Context, rdb *goredis.Client, n *node, hub *notify.Hub, strict bool) (*listener, error) {
 	channels := []string{n.channel}
 	if ch, ok := expiredChannel(ctx, rdb); ok {
 		channels = append(channels, ch)
@@ -31,6 +33,9 @@ func startListener(ctx context.Context, rdb *goredis.Client, n *node, hub *notif
 	// Wait for the confirmations, so that a release after Open returns is seen.
 	for range channels {
 		if _, err := ps.Receive(ctx); err != nil {
+			if !strict {
+				break
+			}
 			_ = ps.Close()
 			return nil, err
 		}

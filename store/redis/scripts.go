@@ -26,7 +26,8 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 `
 
 // acquireScript: KEYS lease, shadow, rest, token. ARGV id, holder, ttl ms, metadata, cooldown ms,
-// lock-delay ms, token floor, shadow retention ms.
+// lock-delay ms, token floor (refuse with "reset" if the counter is below it), shadow retention ms,
+// raise (first raise the counter to at least this; Redlock's write-back, 0 for a single node).
 //
 // Replies: {"ok", id, holder, token, acq, exp, ttlLeft, md, tookOver, renewed}
 // {"held", id, holder, token, acq, exp, ttlLeft, md}, {"rest", reason, remaining},
@@ -59,6 +60,10 @@ if sh[1] == '0' then
   took = '1'
 end
 local c = tonumber(redis.call('GET', KEYS[4]) or '0')
+if tonumber(ARGV[9]) > c then
+  redis.call('SET', KEYS[4], ARGV[9])
+  c = tonumber(ARGV[9])
+end
 if c < tonumber(ARGV[7]) then
   return {'reset', c}
 end

@@ -129,7 +129,7 @@ func openOn(ctx context.Context, rdb *goredis.Client, prefix string, retention t
 	}
 	s := &Store{rdb: rdb, n: n, hub: notify.NewHub()}
 	s.maxSeen.Store(uint64(counter))
-	if s.lis, err = startListener(ctx, rdb, n, s.hub); err != nil {
+	if s.lis, err = startListener(ctx, rdb, n, s.hub, true); err != nil {
 		return nil, fmt.Errorf("redis: subscribe: %w", err)
 	}
 	return s, nil
@@ -152,7 +152,7 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	r, err := s.n.acquire(ctx, p, s.maxSeen.Load())
+	r, err := s.n.acquire(ctx, p, s.maxSeen.Load(), 0)
 	if err != nil {
 		return nil, s.wrap(err)
 	}
