@@ -5,6 +5,12 @@
 //	sqlite://:memory:              in memory (tests)
 //	postgres://user@host/db?…      PostgreSQL; an optional baton_schema=NAME query parameter
 //	postgresql://…                 picks the schema (default "baton"); the rest goes to pgx
+//	redis://[user:pass@]host:port/db?baton_prefix=P
+//	rediss://…                     one Redis server (rediss: TLS); baton_prefix picks the key prefix
+//	                               (default "baton:"), the rest goes to go-redis's ParseURL
+//	redis+redlock://[user:pass@]h1:p1,h2:p2,h3:p3?baton_prefix=P
+//	                               Redlock over an odd number (>= 3) of independent servers; no
+//	                               fencing tokens (see docs/guarantees.md)
 package storeurl
 
 import (
@@ -13,8 +19,11 @@ import (
 	"net/url"
 	"strings"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/postgres"
+	batonredis "github.com/batonhq/baton/store/redis"
 	"github.com/batonhq/baton/store/sqlite"
 )
 
@@ -49,9 +58,74 @@ func Open(ctx context.Context, raw string) (st store.Store, name string, err err
 			return nil, "", fmt.Errorf("postgres store %s: %w", redact(raw), err)
 		}
 		return s, "postgres:" + u.Redacted(), nil
+	case "redis", "rediss":
+		u, err := url.Parse(raw)
+		if err != nil {
+			return nil, "", fmt.Errorf("store URL: %w", err)
+		}
+		q := u.Query()
+		prefix := q.Get("baton_prefix")
+		q.Del("baton_prefix")
+		u.RawQuery = q.Encode()
+		s, err := batonredis.Open(ctx, batonredis.Config{URL: u.String(), KeyPrefix: prefix})
+		if err != nil {
+			return nil, "", fmt.Errorf("redis store %s: %w", redact(raw), err)
+		}
+		return s, "redis:" + u.Redacted(), nil
+	case "redis+redlock":
+		cfg, name, err := redlockConfig(rest)
+		if err != nil {
+			return nil, "", fmt.Errorf("store URL %q: %w", redact(raw), err)
+		}
+		s, err := batonredis.OpenRedlock(ctx, cfg)
+		if err != nil {
+			return nil, "", fmt.Errorf("redlock store %s: %w", name, err)
+		}
+		return s, name, nil
 	default:
-		return nil, "", fmt.Errorf("store URL %q: unknown scheme %q (sqlite, postgres)", redact(raw), scheme)
+		return nil, "", fmt.Errorf("store URL %q: unknown scheme %q (sqlite, postgres, redis, rediss, redis+redlock)", redact(raw), scheme)
 	}
+}
+
+// redlockConfig parses "[user:pass@]h1:p1,h2:p2,...[?baton_prefix=P]" (the URL after the scheme).
+// net/url cannot parse a host list, so it is split by hand.
+func redlockConfig(rest string) (batonredis.RedlockConfig, string, error) {
+	var cfg batonredis.RedlockConfig
+	hosts, query, _ := strings.Cut(rest, "?")
+	hosts = strings.TrimSuffix(hosts, "/")
+	opts := &goredis.Options{}
+	if at := strings.LastIndex(hosts, "@"); at >= 0 {
+		info := hosts[:at]
+		hosts = hosts[at+1:]
+		user, pass, hasPass := strings.Cut(info, ":")
+		var err error
+		if opts.Username, err = url.PathUnescape(user); err != nil {
+			return cfg, "", err
+		}
+		if hasPass {
+			if opts.Password, err = url.PathUnescape(pass); err != nil {
+				return cfg, "", err
+			}
+		}
+	}
+	for _, h := range strings.Split(hosts, ",") {
+		if h == "" || !strings.Contains(h, ":") || strings.ContainsAny(h, "/@") {
+			return cfg, "", fmt.Errorf("bad host %q: want host:port", h)
+		}
+		cfg.Addrs = append(cfg.Addrs, h)
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return cfg, "", err
+	}
+	for k := range q {
+		if k != "baton_prefix" {
+			return cfg, "", fmt.Errorf("unknown parameter %q (baton_prefix)", k)
+		}
+	}
+	cfg.KeyPrefix = q.Get("baton_prefix")
+	cfg.Options = opts
+	return cfg, "redis+redlock:" + strings.Join(cfg.Addrs, ","), nil
 }
 
 // redact hides a password in a URL for messages.
