@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/goleak"
 
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/etcd"
@@ -103,6 +104,12 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	shared.stop()
 	os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 
@@ -133,11 +140,16 @@ func harness() storetest.Harness {
 	}}
 }
 
-func TestConformance(t *testing.T) { storetest.Run(t, harness()) }
+// Both tests run in parallel: the restart test has its own etcd.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, harness())
+}
 
 // Tokens are etcd revisions: they keep increasing after the etcd server restarts on its data
 // directory, and a lease held across the restart is still held (etcd restores its leases).
 func TestRestartKeepsTokensMonotonic(t *testing.T) {
+	t.Parallel()
 	n, err := newNode(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
