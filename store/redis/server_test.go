@@ -19,6 +19,7 @@ type server struct {
 	port    int
 	dir     string
 	persist bool
+	extra   []string // more redis-server arguments
 	cmd     *exec.Cmd
 	exited  chan struct{}
 }
@@ -27,12 +28,12 @@ func (s *server) addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
 
 // startServer starts redis-server (with AOF and fsync on every write if persist) and stops it
 // when the test ends.
-func startServer(t testing.TB, persist bool) *server {
+func startServer(t testing.TB, persist bool, extra ...string) *server {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not installed")
 	}
-	s := &server{t: t, port: freePort(t), dir: t.TempDir(), persist: persist}
+	s := &server{t: t, port: freePort(t), dir: t.TempDir(), persist: persist, extra: extra}
 	s.start()
 	t.Cleanup(s.stop)
 	return s
@@ -56,7 +57,7 @@ func (s *server) start() {
 	} else {
 		args = append(args, "--appendonly", "no")
 	}
-	cmd := exec.Command("redis-server", args...)
+	cmd := exec.Command("redis-server", append(args, s.extra...)...)
 	if err := cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
