@@ -211,6 +211,11 @@ func (s *RedlockStore) Acquire(ctx context.Context, p *store.AcquireParams) (*st
 			l.TTLLeft = v
 			l.ExpiresAt = time.Now().Add(v)
 			s.writeBack(ctx, l.Token)
+			if l.ID != p.LeaseID {
+				// The holder's existing lease was renewed on a quorum; a node that had lost it
+				// (restarted empty) granted p.LeaseID instead: undo that stray grant.
+				s.rollbackWhere(p.Key, p.LeaseID, replies, errs, false)
+			}
 			return l, nil
 		}
 	}
@@ -260,12 +265,22 @@ func (s *RedlockStore) writeBack(ctx context.Context, tok uint64) {
 // rollback deletes the fresh grants of id (not renewals of an existing lease), on every node:
 // a node whose reply was lost may have granted.
 func (s *RedlockStore) rollback(key, id string, replies []*reply, errs []error) {
+	s.rollbackWhere(key, id, replies, errs, true)
+}
+
+// rollbackWhere deletes id's fresh grants, and with failed also tries the nodes whose reply was
+// lost.
+func (s *RedlockStore) rollbackWhere(key, id string, replies []*reply, errs []error, failed bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.nodeTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
 	for i, n := range s.nodes {
 		r := replies[i]
-		if errs[i] == nil && (r == nil || r.status != "ok" || r.renew || r.lease.ID != id) {
+		if errs[i] != nil {
+			if !failed {
+				continue
+			}
+		} else if r == nil || r.status != "ok" || r.renew || r.lease.ID != id {
 			continue
 		}
 		wg.Go(func() { _ = n.rollback(ctx, key, id) })

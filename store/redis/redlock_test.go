@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/batonhq/baton/store"
 	batonredis "github.com/batonhq/baton/store/redis"
 	"github.com/batonhq/baton/store/storetest"
@@ -102,6 +104,17 @@ func TestRedlockNodeRestart(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond) // the client reconnecting to node 3
 		}
+	}
+	// The holder re-acquires: its lease is renewed on the two nodes that kept it, and the grant
+	// that the empty node made to the new ID is undone.
+	again, err := a.Acquire(ctx, &store.AcquireParams{Key: "k1", LeaseID: "a-1-again", Holder: first.Holder, TTL: time.Minute})
+	if err != nil || again.ID != first.ID {
+		t.Fatalf("re-acquire by the holder after the restart = %+v, %v; want lease %s", again, err, first.ID)
+	}
+	rdb := goredis.NewClient(&goredis.Options{Addr: addrs[2]})
+	defer rdb.Close()
+	if id, err := rdb.HGet(ctx, "baton:lease:k1", "id").Result(); !errors.Is(err, goredis.Nil) {
+		t.Fatalf("restarted node holds k1 as %q (%v) after the holder's re-acquire; want nothing", id, err)
 	}
 	for _, l := range []*store.Lease{first, second} {
 		got, err := a.Get(ctx, l.Key)
