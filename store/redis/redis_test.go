@@ -69,9 +69,16 @@ func acquireRetrying(t *testing.T, s store.Store, key, id string) (*store.Lease,
 
 // A restart without persistence wipes the token counter: the store must not hand out a token at
 // or below one it has already handed out.
+//
+// This test switches the run_id check off (TrustServerChange) to exercise the counter check: the
+// counter is below the highest token the store has seen.
 func TestRestartWithoutPersistenceRefusesTokens(t *testing.T) {
 	srv := startServer(t, false)
-	s := openSingle(t, srv.addr(), "baton:")
+	s, err := batonredis.Open(testCtx(t), batonredis.Config{Addr: srv.addr(), TrustServerChange: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 	l1, err := acquire(testCtx(t), s, "k", "a")
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +106,7 @@ func TestRestartWithoutPersistenceRefusesTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	l4, err := acquire(testCtx(t), s, "k3", "c")
+	l4, err := acquire(testCtx(t), s2, "k3", "c")
 	if err != nil || l4.Token <= l2.Token+1000 {
 		t.Fatalf("after re-seeding: %+v, %v", l4, err)
 	}
@@ -133,4 +140,37 @@ func TestRestartWithPersistenceKeepsTokens(t *testing.T) {
 		t.Fatalf("new store after restart: %+v, %v", l3, err)
 	}
 	t.Logf("tokens: %d before the crash, %d and %d after", l1.Token, l2.Token, l3.Token)
+}
+
+// After a restart without persistence, a store opened afterwards hands out tokens from 1 again
+// and can push the counter past what an older store had seen; the older store must still refuse,
+// because the server it knew was replaced (its run_id changed).
+func TestRestartWithoutPersistenceOtherStoreRaisesCounter(t *testing.T) {
+	srv := startServer(t, false)
+	old := openSingle(t, srv.addr(), "baton:")
+	l1, err := acquire(testCtx(t), old, "k", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.restart()
+	fresh := openSingle(t, srv.addr(), "baton:")
+	var last uint64
+	for i := range 5 {
+		l, err := acquire(testCtx(t), fresh, "f"+string(rune('0'+i)), "f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = l.Token
+	}
+	if last <= l1.Token {
+		t.Fatalf("the fresh store's counter %d did not pass %d: the test proves nothing", last, l1.Token)
+	}
+	_, err = acquireRetrying(t, old, "k2", "b")
+	if !errors.Is(err, batonredis.ErrTokensReset) {
+		t.Fatalf("old store after the server was replaced: %v, want ErrTokensReset", err)
+	}
+	t.Logf("token %d before the restart; a fresh store then issued 1..%d (duplicates); the old store: %v", l1.Token, last, err)
+	if _, err := old.Get(testCtx(t), "k2"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the refused grant was left behind: %v", err)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,6 +58,12 @@ type Config struct {
 	// TokenFloor, if set, raises the server's token counter to at least this value at Open.
 	// It is the way back from ErrTokensReset: set it above every token ever issued.
 	TokenFloor uint64
+	// TrustServerChange keeps granting after the server's run_id changes (a restart or a
+	// failover) on a server that is not known to persist every write (appendonly yes with
+	// appendfsync always). By default such a change makes every later grant of this Store fail
+	// with ErrTokensReset, because the counter may have lost increments that another process
+	// already handed out; reopen the store (with TokenFloor if needed) after checking.
+	TrustServerChange bool
 }
 
 func (c Config) options() (*goredis.Options, error) {
@@ -99,6 +106,7 @@ type Store struct {
 	// maxSeen is the highest token this Store has seen the server issue; a grant is refused if
 	// the counter is below it.
 	maxSeen   atomic.Uint64
+	server    serverWatch
 	closed    atomic.Bool
 	closeOnce sync.Once
 }
@@ -112,27 +120,39 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	s := &Store{hub: notify.NewHub()}
+	if !cfg.TrustServerChange {
+		prev := opts.OnConnect
+		opts.OnConnect = func(ctx context.Context, cn *goredis.Conn) error {
+			if prev != nil {
+				if err := prev(ctx, cn); err != nil {
+					return err
+				}
+			}
+			s.server.check(ctx, cn)
+			return nil
+		}
+	}
 	rdb := goredis.NewClient(opts)
-	s, err := openOn(ctx, rdb, prefixOr(cfg.KeyPrefix), retentionOr(cfg.ShadowRetention), cfg.TokenFloor)
-	if err != nil {
+	s.rdb = rdb
+	s.n = newNode(rdb, prefixOr(cfg.KeyPrefix), retentionOr(cfg.ShadowRetention))
+	if err := s.open(ctx, cfg.TokenFloor); err != nil {
 		_ = rdb.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-func openOn(ctx context.Context, rdb *goredis.Client, prefix string, retention time.Duration, floor uint64) (*Store, error) {
-	n := newNode(rdb, prefix, retention)
-	counter, err := floorScript.Run(ctx, rdb, []string{n.tokenKey()}, floor).Int64()
+func (s *Store) open(ctx context.Context, floor uint64) error {
+	counter, err := floorScript.Run(ctx, s.rdb, []string{s.n.tokenKey()}, floor).Int64()
 	if err != nil {
-		return nil, fmt.Errorf("redis: open %s: %w", rdb.Options().Addr, err)
+		return fmt.Errorf("redis: open %s: %w", s.rdb.Options().Addr, err)
 	}
-	s := &Store{rdb: rdb, n: n, hub: notify.NewHub()}
 	s.maxSeen.Store(uint64(counter))
-	if s.lis, err = startListener(ctx, rdb, n, s.hub, true); err != nil {
-		return nil, fmt.Errorf("redis: subscribe: %w", err)
+	if s.lis, err = startListener(ctx, s.rdb, s.n, s.hub, true); err != nil {
+		return fmt.Errorf("redis: subscribe: %w", err)
 	}
-	return s, nil
+	return nil
 }
 
 func (s *Store) observe(tok uint64) {
@@ -152,9 +172,18 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	if err := s.server.err(); err != nil {
+		return nil, err
+	}
 	r, err := s.n.acquire(ctx, p, s.maxSeen.Load(), 0)
 	if err != nil {
 		return nil, s.wrap(err)
+	}
+	if err := s.server.err(); err != nil && r.status == "ok" && !r.renew {
+		// The script ran on a connection to a server that replaced the one this store knew
+		// (OnConnect noticed while dialing it): undo the grant, whose token may be stale.
+		_ = s.n.rollback(context.WithoutCancel(ctx), p.Key, p.LeaseID)
+		return nil, err
 	}
 	switch r.status {
 	case "ok":
@@ -356,4 +385,60 @@ func (s *Store) wrap(err error) error {
 		return store.ErrClosed
 	}
 	return fmt.Errorf("redis: %w", err)
+}
+
+// serverWatch notices that the server behind the client changed (its run_id differs from the
+// first one seen) without durable persistence: its token counter may have lost increments.
+type serverWatch struct {
+	mu     sync.Mutex
+	runID  string
+	reason string // set once the change is seen; sticky
+}
+
+func (w *serverWatch) check(ctx context.Context, cn *goredis.Conn) {
+	info, err := cn.Info(ctx, "server").Result()
+	if err != nil {
+		return
+	}
+	id := infoField(info, "run_id")
+	if id == "" {
+		return
+	}
+	w.mu.Lock()
+	first, known := w.runID, w.runID != ""
+	if !known {
+		w.runID = id
+	}
+	w.mu.Unlock()
+	if !known || first == id {
+		return
+	}
+	durable := false
+	if v, err := cn.ConfigGet(ctx, "append*").Result(); err == nil {
+		durable = v["appendonly"] == "yes" && v["appendfsync"] == "always"
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.runID = id
+	if !durable && w.reason == "" {
+		w.reason = fmt.Sprintf("server run_id changed from %s to %s and it does not persist every write (appendonly yes, appendfsync always)", first, id)
+	}
+}
+
+func (w *serverWatch) err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.reason == "" {
+		return nil
+	}
+	return fmt.Errorf("%w: %s; reopen the store once the counter is known to be above every token issued", ErrTokensReset, w.reason)
+}
+
+func infoField(info, name string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return ""
 }
