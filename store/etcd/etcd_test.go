@@ -2,10 +2,12 @@ package etcd_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,8 +22,9 @@ import (
 
 // node is one embedded etcd member on loopback ports, with its data in dir.
 type node struct {
-	dir          string
+	name, dir    string
 	client, peer url.URL
+	cluster      string // initial cluster: name=peerURL,...
 	e            *embed.Etcd
 }
 
@@ -34,31 +37,80 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func newNode(dir string) (*node, error) {
-	cp, err := freePort()
-	if err != nil {
-		return nil, err
+// newNodes prepares n members of one cluster (not started).
+func newNodes(dirs ...string) ([]*node, error) {
+	var nodes []*node
+	var cluster []string
+	for i, dir := range dirs {
+		cp, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		pp, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		n := &node{name: fmt.Sprintf("m%d", i), dir: dir}
+		n.client = url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", cp)}
+		n.peer = url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", pp)}
+		nodes = append(nodes, n)
+		cluster = append(cluster, n.name+"="+n.peer.String())
 	}
-	pp, err := freePort()
-	if err != nil {
-		return nil, err
+	for _, n := range nodes {
+		n.cluster = strings.Join(cluster, ",")
 	}
-	n := &node{dir: dir}
-	n.client = url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", cp)}
-	n.peer = url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", pp)}
-	return n, n.start()
+	return nodes, nil
 }
 
-// start runs (or re-runs, on the same data dir and ports) the member.
+// startAll starts the members and waits until each is ready (which needs a quorum).
+func startAll(nodes []*node) error {
+	for _, n := range nodes {
+		if err := n.launch(); err != nil {
+			stopAll(nodes)
+			return err
+		}
+	}
+	for _, n := range nodes {
+		if err := n.ready(); err != nil {
+			stopAll(nodes)
+			return err
+		}
+	}
+	return nil
+}
+
+func stopAll(nodes []*node) {
+	for _, n := range nodes {
+		n.stop()
+	}
+}
+
+func newNode(dir string) (*node, error) {
+	nodes, err := newNodes(dir)
+	if err != nil {
+		return nil, err
+	}
+	return nodes[0], nodes[0].start()
+}
+
+// start runs (or re-runs, on the same data dir and ports) the member and waits until ready.
 func (n *node) start() error {
+	if err := n.launch(); err != nil {
+		return err
+	}
+	return n.ready()
+}
+
+func (n *node) launch() error {
 	cfg := embed.NewConfig()
-	cfg.Name = "baton-test"
+	cfg.Name = n.name
 	cfg.Dir = n.dir
 	cfg.ListenClientUrls = []url.URL{n.client}
 	cfg.AdvertiseClientUrls = []url.URL{n.client}
 	cfg.ListenPeerUrls = []url.URL{n.peer}
 	cfg.AdvertisePeerUrls = []url.URL{n.peer}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	cfg.InitialCluster = n.cluster
+	cfg.InitialClusterToken = "baton-test"
 	// Short election timeouts make etcd's minimum lease TTL one second, as Baton's MinTTL.
 	cfg.TickMs = 10
 	cfg.ElectionMs = 100
@@ -68,14 +120,18 @@ func (n *node) start() error {
 	if err != nil {
 		return err
 	}
-	select {
-	case <-e.Server.ReadyNotify():
-	case <-time.After(30 * time.Second):
-		e.Close()
-		return fmt.Errorf("embedded etcd not ready after 30s")
-	}
 	n.e = e
 	return nil
+}
+
+func (n *node) ready() error {
+	select {
+	case <-n.e.Server.ReadyNotify():
+		return nil
+	case <-time.After(30 * time.Second):
+		n.stop()
+		return fmt.Errorf("embedded etcd %s not ready after 30s", n.name)
+	}
 }
 
 func (n *node) stop() {
@@ -191,4 +247,72 @@ func TestRestartKeepsTokensMonotonic(t *testing.T) {
 		t.Fatalf("renew after restart: %v", err)
 	}
 	t.Logf("tokens: %d before the restart, %d after", first.Token, second.Token)
+}
+
+// On a three-member cluster, stopping the leader keeps the leases: the held lease is still
+// held by its holder and renewable, nobody else can take it, and tokens keep increasing.
+func TestLeaderFailover(t *testing.T) {
+	t.Parallel()
+	nodes, err := newNodes(t.TempDir(), t.TempDir(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := startAll(nodes); err != nil {
+		t.Fatal(err)
+	}
+	defer stopAll(nodes)
+	var endpoints []string
+	for _, n := range nodes {
+		endpoints = append(endpoints, n.client.String())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := etcd.Open(ctx, etcd.Config{Endpoints: endpoints})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// Mutual exclusion with two stores on different members.
+	other, err := etcd.Open(ctx, etcd.Config{Endpoints: []string{nodes[1].client.String()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for _, st := range []store.Store{s, other} {
+		if _, err := storetest.CheckExclusion(ctx, st, 4, 25, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held, err := s.Acquire(ctx, &store.AcquireParams{Key: "k", LeaseID: "a", Holder: "h", TTL: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var leader *node
+	for _, n := range nodes {
+		if n.e.Server.Leader() == n.e.Server.MemberID() {
+			leader = n
+		}
+	}
+	if leader == nil {
+		t.Fatal("no leader")
+	}
+	leader.stop()
+	t.Logf("stopped leader %s", leader.name)
+	renewed, err := s.Renew(ctx, &store.RenewParams{Key: "k", LeaseID: "a", TTL: 10 * time.Second})
+	if err != nil || renewed.Token != held.Token {
+		t.Fatalf("renew after failover = %+v, %v; want token %d", renewed, err, held.Token)
+	}
+	if _, err := s.Acquire(ctx, &store.AcquireParams{Key: "k", LeaseID: "b", Holder: "other", TTL: time.Second}); !errors.Is(err, store.ErrLockHeld) {
+		t.Fatalf("acquire by another holder after failover: %v, want ErrLockHeld", err)
+	}
+	next, err := s.Acquire(ctx, &store.AcquireParams{Key: "k2", LeaseID: "c", Holder: "h", TTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Token <= held.Token {
+		t.Fatalf("token after failover %d, not greater than %d", next.Token, held.Token)
+	}
+	if _, err := s.Release(ctx, &store.ReleaseParams{Key: "k", LeaseID: "a"}); err != nil {
+		t.Fatal(err)
+	}
 }
