@@ -3,6 +3,8 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -172,5 +174,47 @@ func TestRestartWithoutPersistenceOtherStoreRaisesCounter(t *testing.T) {
 	t.Logf("token %d before the restart; a fresh store then issued 1..%d (duplicates); the old store: %v", l1.Token, last, err)
 	if _, err := old.Get(testCtx(t), "k2"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the refused grant was left behind: %v", err)
+	}
+}
+
+// Acquire, renew and release are one script call each (after the scripts are loaded).
+func TestOneRoundTripPerOperation(t *testing.T) {
+	srv := startServer(t, false)
+	s := openSingle(t, srv.addr(), "baton:")
+	ctx := testCtx(t)
+	cycle := func(id string) {
+		t.Helper()
+		if _, err := acquire(ctx, s, "k", id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Renew(ctx, &store.RenewParams{Key: "k", LeaseID: id, TTL: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Release(ctx, &store.ReleaseParams{Key: "k", LeaseID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cycle("warm-up") // loads the scripts (EVALSHA, NOSCRIPT, EVAL)
+	admin := goredis.NewClient(&goredis.Options{Addr: srv.addr()})
+	defer admin.Close()
+	if err := admin.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	cycle("measured")
+	stats, err := admin.Info(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := func(cmd string) int {
+		for _, line := range strings.Split(stats, "\n") {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+cmd+":calls="); ok {
+				n, _ := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
+				return n
+			}
+		}
+		return 0
+	}
+	if n := calls("evalsha") + calls("eval"); n != 3 {
+		t.Fatalf("acquire + renew + release made %d script calls, want 3:\n%s", n, stats)
 	}
 }

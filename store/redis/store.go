@@ -7,6 +7,10 @@
 // without persistence forgets that counter: a Store remembers the highest token it has seen and
 // refuses to grant below it (ErrTokensReset) instead of handing out tokens that go backwards;
 // see docs/guarantees.md for what that does and does not cover.
+//
+// Requirements: Redis 5 or later (scripts call TIME before writing, which needs effects
+// replication), a standalone server or a primary; not Redis Cluster, because each script touches
+// several keys of one lock and the store-wide token counter.
 package redis
 
 import (
