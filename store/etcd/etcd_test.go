@@ -316,3 +316,42 @@ func TestLeaderFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A renew whose TTL differs in whole seconds moves the key onto new etcd leases: the token,
+// ID and lock-delay stay, and the key outlives the first TTL.
+func TestRenewWithOtherTTL(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := open(t, shared, fmt.Sprintf("test-%d/", prefixes.Add(1)))
+	a, err := s.Acquire(ctx, &store.AcquireParams{Key: "k", LeaseID: "a", Holder: "h", TTL: time.Second, LockDelay: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Renew(ctx, &store.RenewParams{Key: "k", LeaseID: "a", TTL: 4 * time.Second})
+	if err != nil || r.Token != a.Token || r.ID != "a" {
+		t.Fatalf("renew with a longer TTL = %+v, %v; want token %d", r, err, a.Token)
+	}
+	time.Sleep(2 * time.Second) // past the first TTL: the duration under test
+	got, err := s.Get(ctx, "k")
+	if err != nil || got.ID != "a" || got.Token != a.Token {
+		t.Fatalf("Get 2s after a renew for 4s = %+v, %v", got, err)
+	}
+	// Back to a short TTL, then let it expire: the lock-delay still follows.
+	if _, err := s.Renew(ctx, &store.RenewParams{Key: "k", LeaseID: "a", TTL: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := s.Acquire(ctx, &store.AcquireParams{Key: "k", LeaseID: "b", Holder: "other", TTL: time.Second})
+		if errors.Is(err, store.ErrLockHeld) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		var cool *store.CooldownError
+		if !errors.As(err, &cool) || cool.Reason != store.ReasonLockDelay {
+			t.Fatalf("first answer after expiry: %v, want the lock-delay", err)
+		}
+		break
+	}
+}

@@ -20,6 +20,9 @@ type mvccKV = mvccpb.KeyValue
 
 const maxAttempts = 8
 
+// errReread tells Acquire to read the key's state again after a short pause.
+var errReread = errors.New("etcd: read again")
+
 // state is what a read of a key's lease, rest and delay keys found.
 type state struct {
 	lease, rest, delay, last *mvccKV
@@ -72,7 +75,9 @@ func (s *Store) refuse(ctx context.Context, p *store.AcquireParams, st *state) (
 		if rec.Holder == p.Holder {
 			l, err := s.extend(ctx, p.Key, st.lease, rec, p.TTL)
 			if errors.Is(err, store.ErrNotHeld) {
-				return nil, false, nil // it ended meanwhile: try again
+				// It ended or changed meanwhile (or expired and etcd is about to delete it):
+				// read again.
+				return nil, false, errReread
 			}
 			return l, true, err
 		}
@@ -124,9 +129,21 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	if err != nil {
 		return nil, err
 	}
-	for range maxAttempts {
-		if l, done, err := s.refuse(ctx, p, st); done {
+	for attempt := range maxAttempts {
+		l, done, err := s.refuse(ctx, p, st)
+		if done {
 			return l, err
+		}
+		if err == errReread {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Duration(attempt+1) * 50 * time.Millisecond):
+			}
+			if st, err = s.readState(ctx, p.Key); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		l, next, err := s.grant(ctx, p)
 		if err != nil || l != nil {
@@ -217,16 +234,18 @@ func (s *Store) revoke(ids ...clientv3.LeaseID) {
 func (s *Store) extend(ctx context.Context, key string, kv *mvccKV, rec *record, ttl time.Duration) (*store.Lease, error) {
 	secs := seconds(ttl)
 	if secs == rec.TTLSeconds {
+		// The lock-delay lease first: if this process stops between the two keepalives, the
+		// lock-delay key still outlives the lease key by at least the lock-delay.
+		if rec.DelayLease != 0 {
+			if _, err := s.cli.KeepAliveOnce(ctx, clientv3.LeaseID(rec.DelayLease)); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+				return nil, s.wrap(err)
+			}
+		}
 		if _, err := s.cli.KeepAliveOnce(ctx, clientv3.LeaseID(kv.Lease)); err != nil {
 			if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 				return nil, store.ErrNotHeld
 			}
 			return nil, s.wrap(err)
-		}
-		if rec.DelayLease != 0 {
-			if _, err := s.cli.KeepAliveOnce(ctx, clientv3.LeaseID(rec.DelayLease)); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
-				return nil, s.wrap(err)
-			}
 		}
 		// The key must still be this lease's, on this etcd lease, after the keepalive.
 		resp, err := s.cli.Txn(ctx).If(

@@ -95,7 +95,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	pctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
 	defer cancel()
-	if _, err := cli.Get(pctx, "health-check", clientv3.WithCountOnly()); err != nil {
+	if _, err := cli.Get(pctx, prefixOf(cfg)+"leases/", clientv3.WithCountOnly()); err != nil {
 		_ = cli.Close()
 		return nil, fmt.Errorf("etcd: connect: %w", err)
 	}
@@ -106,14 +106,18 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 
 // New returns a store on an existing client. Close does not close the client.
 func New(cli *clientv3.Client, cfg Config) *Store {
-	prefix := cfg.Prefix
-	if prefix == "" {
-		prefix = "baton/"
-	}
+	prefix := prefixOf(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Store{cli: cli, prefix: prefix, hub: notify.NewHub(), cancel: cancel, watchEnd: make(chan struct{})}
 	go s.watch(ctx)
 	return s
+}
+
+func prefixOf(cfg Config) string {
+	if cfg.Prefix == "" {
+		return "baton/"
+	}
+	return cfg.Prefix
 }
 
 // Client returns the etcd client.
