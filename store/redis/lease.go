@@ -21,10 +21,20 @@ type node struct {
 	prefix    string
 	channel   string
 	retention int64 // shadow retention, ms
+	// always: release and force-release publish even if no waiter marked the lease (Redlock:
+	// a waiter may have been marked on other nodes only, which may be down at the release).
+	always string
 }
 
 func newNode(rdb *goredis.Client, prefix string, retention time.Duration) *node {
-	return &node{rdb: rdb, prefix: prefix, channel: prefix + "released", retention: retention.Milliseconds()}
+	return &node{rdb: rdb, prefix: prefix, channel: prefix + "released", retention: retention.Milliseconds(), always: "0"}
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }
 
 func (n *node) leaseKey(key string) string  { return n.prefix + "lease:" + key }
@@ -47,9 +57,26 @@ func (n *node) acquire(ctx context.Context, p *store.AcquireParams, floor, raise
 	v, err := acquireScript.Run(ctx, n.rdb,
 		[]string{n.leaseKey(p.Key), n.shadowKey(p.Key), n.restKey(p.Key), n.tokenKey()},
 		p.LeaseID, p.Holder, p.TTL.Milliseconds(), string(p.Metadata), p.Cooldown.Milliseconds(),
-		p.LockDelay.Milliseconds(), floor, n.retention, raise).Slice()
+		p.LockDelay.Milliseconds(), floor, n.retention, raise, flag(p.Wait)).Slice()
 	if err != nil {
 		return nil, err
+	}
+	if str(v, 0) == "new" && len(v) >= 4 {
+		// A grant: the reply carries only what the server chose.
+		acq := num(v, 2)
+		l := &store.Lease{
+			Key:        p.Key,
+			ID:         p.LeaseID,
+			Holder:     p.Holder,
+			Token:      uint64(num(v, 1)),
+			AcquiredAt: time.UnixMilli(acq),
+			ExpiresAt:  time.UnixMilli(acq + p.TTL.Milliseconds()),
+			TTLLeft:    time.Duration(p.TTL.Milliseconds()) * time.Millisecond,
+		}
+		if len(p.Metadata) > 0 {
+			l.Metadata = append(json.RawMessage(nil), p.Metadata...)
+		}
+		return &reply{status: "ok", lease: l, took: str(v, 3) == "1"}, nil
 	}
 	r, err := parseReply(p.Key, v)
 	if err != nil {
@@ -80,7 +107,7 @@ func (n *node) renew(ctx context.Context, p *store.RenewParams) (*reply, error) 
 func (n *node) release(ctx context.Context, p *store.ReleaseParams) (*reply, error) {
 	v, err := releaseScript.Run(ctx, n.rdb,
 		[]string{n.leaseKey(p.Key), n.shadowKey(p.Key), n.restKey(p.Key), n.channel},
-		p.LeaseID, p.Key, n.retention).Slice()
+		p.LeaseID, p.Key, n.retention, n.always).Slice()
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +120,7 @@ func (n *node) release(ctx context.Context, p *store.ReleaseParams) (*reply, err
 
 func (n *node) forceRelease(ctx context.Context, key string) (*reply, error) {
 	v, err := forceReleaseScript.Run(ctx, n.rdb,
-		[]string{n.leaseKey(key), n.shadowKey(key), n.restKey(key), n.channel}, key, n.retention).Slice()
+		[]string{n.leaseKey(key), n.shadowKey(key), n.restKey(key), n.channel}, key, n.retention, n.always).Slice()
 	if err != nil {
 		return nil, err
 	}

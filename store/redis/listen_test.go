@@ -1,6 +1,7 @@
 package redis_test
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -35,10 +36,15 @@ func TestPubSubReconnectWakesAll(t *testing.T) {
 	}
 	wantWake(t, wake, "the Pub/Sub connection was killed")
 	// The re-subscribed connection carries releases again. The release is retried until a
-	// wake-up arrives: the re-subscription may not be in place at the first release.
+	// wake-up arrives: the re-subscription may not be in place at the first release. A release
+	// publishes only if a waiting acquire was refused by the lease, so the waiter makes one.
 	for i := 0; ; i++ {
 		if _, err := acquire(ctx, holder, "k", "h"); err != nil {
 			t.Fatal(err)
+		}
+		var held *store.LockHeldError
+		if _, err := waiter.Acquire(ctx, &store.AcquireParams{Key: "k", LeaseID: "w", Holder: "w", TTL: time.Minute, Wait: true}); !errors.As(err, &held) {
+			t.Fatalf("waiting acquire of a held key: %v, want LockHeldError", err)
 		}
 		if _, err := holder.Release(ctx, &store.ReleaseParams{Key: "k", LeaseID: "h"}); err != nil {
 			t.Fatal(err)

@@ -93,7 +93,9 @@ func OpenRedlock(ctx context.Context, cfg RedlockConfig) (*RedlockStore, error) 
 		o.MaxRetries = -1
 		rdb := goredis.NewClient(&o)
 		s.clients = append(s.clients, rdb)
-		s.nodes = append(s.nodes, newNode(rdb, prefix, retention))
+		n := newNode(rdb, prefix, retention)
+		n.always = "1" // waiters may be marked on other nodes only
+		s.nodes = append(s.nodes, n)
 	}
 	up := 0
 	var errs []error
