@@ -9,7 +9,8 @@ import goredis "github.com/redis/go-redis/v9"
 //
 // Keys of one lease key K under prefix P:
 //
-//	P lease:K   hash id, holder, token, acq (ms; acqs, acqu: TIME's seconds and µs), md, cd (cooldown ms), ld (lock-delay ms),
+//	P lease:K   hash id, holder, token, acq (ms; acqs, acqu: TIME's seconds and µs), md, cd (cooldown ms), ld (lock-delay ms)
+//	            (md, cd, ld absent: '', 0, 0),
 //	            w ("1" once a waiting acquire was refused by this lease: its end publishes); PX = TTL.
 //	P shadow:K  hash id, ended, avail (ms), r ("1": the end started a rest:K pause; absent if unknown);
 //	            outlives the lease by ld + ShadowRetention. avail is meaningful with ended=0 only.
@@ -99,8 +100,13 @@ local ld = tonumber(ARGV[6])
 if cur[2] or cur[6] or cur[7] then
   redis.call('DEL', KEYS[1]) -- a stray hash without an id: start clean
 end
-redis.call('HSET', KEYS[1], 'id', ARGV[1], 'holder', ARGV[2], 'token', tok, 'acq', now, 'acqs', t[1], 'acqu', t[2],
-  'md', ARGV[4], 'cd', ARGV[5], 'ld', ARGV[6])
+if ARGV[4] == '' and ARGV[5] == '0' and ARGV[6] == '0' then
+  -- md, cd and ld read as '', 0 and 0 when absent: the common lease writes fewer fields.
+  redis.call('HSET', KEYS[1], 'id', ARGV[1], 'holder', ARGV[2], 'token', tok, 'acq', now, 'acqs', t[1], 'acqu', t[2])
+else
+  redis.call('HSET', KEYS[1], 'id', ARGV[1], 'holder', ARGV[2], 'token', tok, 'acq', now, 'acqs', t[1], 'acqu', t[2],
+    'md', ARGV[4], 'cd', ARGV[5], 'ld', ARGV[6])
+end
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('HSET', KEYS[2], 'id', ARGV[1], 'ended', '0', 'avail', now + ttl + ld, 'r', '0')
 redis.call('PEXPIRE', KEYS[2], ttl + ld + tonumber(ARGV[8]))
