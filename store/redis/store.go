@@ -227,7 +227,8 @@ func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, 
 	return r.lease, nil
 }
 
-// Release ends the lease, starts its cooldown and publishes the key on the released channel.
+// Release ends the lease, starts its cooldown and, if a waiting Acquire marked the lease,
+// publishes the key on the released channel.
 func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.ReleaseResult, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
