@@ -32,6 +32,13 @@ if ! command -v jq >/dev/null; then
     || { echo "test.sh: FATAL: jq is missing and could not be installed" >&2; exit 1; }
 fi
 
+# store/redis starts redis-server processes of its own, on ports of its own.
+if ! command -v redis-server >/dev/null; then
+  echo "test.sh: installing redis-server for the Redis backend's tests" >&2
+  (apt-get install -y -q redis-server >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q redis-server >/dev/null 2>&1)) \
+    || { echo "test.sh: FATAL: redis-server is missing and could not be installed" >&2; exit 1; }
+fi
+
 echo "== go vet"
 go vet ./...
 echo "== go test -race"
