@@ -347,10 +347,12 @@ func TestWorkerLocalDeadline(t *testing.T) {
 		if !errors.Is(cause, baton.ErrLeaseLost) {
 			t.Fatalf("cause %v, want ErrLeaseLost", cause)
 		}
-		// The claim started after the submit and its store lease lasts 1s: the handler must stop
-		// 1s*0.9 - 200ms = 700ms after the claim started, so within [700ms, 1s) of the submit.
-		if took < 700*time.Millisecond || took >= time.Second {
-			t.Fatalf("handler stopped %s after the submit, want in [700ms, 1s)", took)
+		// The store lease lasts 1s from the claim: the handler must stop 1s*0.9 - 200ms = 700ms
+		// after the claim request started. That request may have started a little before the
+		// submit (a poll already in flight that sees the job), hence 50ms of slack below 700ms;
+		// the bound that matters for safety is the upper one.
+		if took < 650*time.Millisecond || took >= time.Second {
+			t.Fatalf("handler stopped %s after the submit, want in [650ms, 1s)", took)
 		}
 		if got := getJob(t, q, j.ID); got.State != baton.JobRunning || got.Worker != w.Name() {
 			t.Fatalf("job %s by %q: the store must still see it running", got.State, got.Worker)
