@@ -99,9 +99,23 @@ func LockerCycle(l *baton.Locker) CycleFunc {
 // releases at once. It measures, per handoff, the time from the start of the release to the
 // moment the next holder's Acquire returned, and reports p50 and p99 in milliseconds.
 func BenchHandoff(b *testing.B, l *baton.Locker, waiters int) {
+	BenchHandoffFunc(b, waiters, func(ctx context.Context) (func(context.Context) error, error) {
+		lease, err := l.Acquire(ctx, "handoff", baton.WithKeepalive(false))
+		if err != nil {
+			return nil, err
+		}
+		return lease.Release, nil
+	})
+}
+
+// AcquireFunc waits for the benchmark's one key and returns its release.
+type AcquireFunc func(ctx context.Context) (release func(context.Context) error, err error)
+
+// BenchHandoffFunc is BenchHandoff for any lock, Baton's or a peer library's: waiters goroutines
+// contend through acquire, each holder releases at once.
+func BenchHandoffFunc(b *testing.B, waiters int, acquire AcquireFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	const key = "handoff"
 	var (
 		mu           sync.Mutex
 		releaseStart time.Time
@@ -114,7 +128,7 @@ func BenchHandoff(b *testing.B, l *baton.Locker, waiters int) {
 	for range waiters {
 		wg.Go(func() {
 			for {
-				lease, err := l.Acquire(ctx, key, baton.WithKeepalive(false))
+				release, err := acquire(ctx)
 				if err != nil {
 					if ctx.Err() == nil {
 						errs <- err
@@ -133,7 +147,7 @@ func BenchHandoff(b *testing.B, l *baton.Locker, waiters int) {
 				if done {
 					cancel()
 				}
-				if err := lease.Release(context.Background()); err != nil {
+				if err := release(context.Background()); err != nil {
 					errs <- err
 					return
 				}
