@@ -13,8 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/store/storetest"
 	batonredis "github.com/batonhq/baton/store/redis"
+	"github.com/batonhq/baton/store/storetest"
 )
 
 const benchTTL = 15 * time.Second
@@ -95,7 +95,9 @@ func BenchmarkRedisHandoff16(b *testing.B) {
 			// redsync polls: its default retry delay is 50-250 ms; this is the tightest common
 			// setting, a random 1-5 ms, with enough tries to outlast 15 waiters.
 			m := rs.NewMutex("redsync:handoff", redsync.WithExpiry(benchTTL), redsync.WithTries(1<<20),
-				redsync.WithRetryDelayFunc(func(int) time.Duration { return time.Millisecond + time.Duration(time.Now().UnixNano()%4)*time.Millisecond }))
+				redsync.WithRetryDelayFunc(func(int) time.Duration {
+					return time.Millisecond + time.Duration(time.Now().UnixNano()%4)*time.Millisecond
+				}))
 			if err := m.LockContext(ctx); err != nil {
 				return nil, err
 			}
@@ -119,7 +121,6 @@ func BenchmarkRedisHandoff16(b *testing.B) {
 		})
 	})
 }
-
 
 // batonRedisLocker is a Locker over Baton's single-node Redis store, on its own key prefix.
 func batonRedisLocker(b *testing.B, addr string) *baton.Locker {
