@@ -55,8 +55,8 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.insecureNoAuth, "insecure-no-auth", os.Getenv("BATON_INSECURE_NO_AUTH") == "true", "allow a non-loopback address without --auth-file (env BATON_INSECURE_NO_AUTH=true)")
 	fs.DurationVar(&f.maxWait, "max-wait", server.DefaultMaxWait, "longest server-side wait of one acquire request")
 	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 10*time.Second, "how long SIGTERM waits for requests in flight")
-	fs.DurationVar(&f.reapInterval, "reap-interval", envDuration("BATON_REAP_INTERVAL", baton.DefaultReapInterval), "how often the maintenance leader returns jobs whose lease expired to the queue (env BATON_REAP_INTERVAL)")
-	fs.DurationVar(&f.jobRetention, "job-retention", envDuration("BATON_JOB_RETENTION", baton.DefaultRetention), "how long finished jobs are kept before the cleaner deletes them (env BATON_JOB_RETENTION)")
+	fs.DurationVar(&f.reapInterval, "reap-interval", baton.DefaultReapInterval, "how often the maintenance leader returns jobs whose lease expired to the queue (env BATON_REAP_INTERVAL)")
+	fs.DurationVar(&f.jobRetention, "job-retention", baton.DefaultRetention, "how long finished jobs are kept before the cleaner deletes them (env BATON_JOB_RETENTION)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, serveUsage)
 		fs.PrintDefaults()
@@ -69,6 +69,10 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "baton serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if err := durationsFromEnv(fs, map[string]string{"reap-interval": "BATON_REAP_INTERVAL", "job-retention": "BATON_JOB_RETENTION"}); err != nil {
+		fmt.Fprintf(stderr, "baton serve: %v\n", err)
 		return 2
 	}
 	var log *slog.Logger
@@ -194,13 +198,21 @@ func startMaintenance(ctx context.Context, js store.JobStore, srv *server.Server
 	return func() { cancel(); <-done }, nil
 }
 
-func envDuration(name string, def time.Duration) time.Duration {
-	if v, ok := os.LookupEnv(name); ok {
-		if d, err := time.ParseDuration(v); err == nil {
-			return d
+// durationsFromEnv sets each flag not given on the command line from its environment variable,
+// if set; a value that is not a duration is an error naming the variable (never ignored).
+func durationsFromEnv(fs *flag.FlagSet, envOf map[string]string) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for name, env := range envOf {
+		v, ok := os.LookupEnv(env)
+		if !ok || given[name] {
+			continue
+		}
+		if err := fs.Set(name, v); err != nil {
+			return fmt.Errorf("%s=%q: must be a duration such as 5s or 24h", env, v)
 		}
 	}
-	return def
+	return nil
 }
 
 func isLoopback(a net.Addr) bool {
