@@ -65,6 +65,21 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
+// grantedAfter is a lower bound, on this process's monotonic clock, of the instant a store
+// granted a lease (or claimed a job) in a call that began at start: start plus what a store that
+// waits itself says it waited before its granting attempt, shortened by the drift bound (the
+// store side's clock may run fast), and never later than now (nothing was granted in the future).
+func (c Config) grantedAfter(start time.Time, waited time.Duration) time.Time {
+	if waited <= 0 {
+		return start
+	}
+	t := start.Add(time.Duration(float64(waited) * (1 - c.DriftFactor)))
+	if now := time.Now(); t.After(now) {
+		return now
+	}
+	return t
+}
+
 // validity is how long after the start of a successful acquire or renew request the holder may
 // consider the lease its own.
 func (c Config) validity(ttl time.Duration) time.Duration {

@@ -45,9 +45,15 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...Option) (*L
 
 // Acquire waits until the key is granted, ctx ends, or the wait timeout passes. Waiters are woken
 // by the store's push when the key is released and fall back to a jittered poll (and to the
-// holder's expiry, which sends no push). When waiting ends unsuccessfully, the error wraps both
-// ctx's error and the last *LockHeldError or *CooldownError. Store errors other than those end the
-// wait at once.
+// holder's expiry, which sends no push). Transient store errors (the store or the server
+// unreachable, a database restart) are retried with backoff until the wait ends; bad input, a
+// closed store and refused credentials end it at once. When waiting ends unsuccessfully, the
+// error wraps both ctx's error and the last refusal (*LockHeldError, *CooldownError or the
+// transient error).
+//
+// However long it waited, the lease is fully usable: its local deadline is measured from a lower
+// bound of the grant time (the start of the attempt that granted, plus the time a store that
+// waits itself reports it waited), never from the start of the wait.
 func (l *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Lease, error) {
 	p, o, err := l.params(key, opts)
 	if err != nil {
@@ -58,30 +64,35 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Leas
 		ctx, cancel = context.WithTimeout(ctx, o.waitTimeout)
 		defer cancel()
 	}
-	var start time.Time
-	sl, err := l.wait(ctx, p, func() (*store.Lease, error) {
-		start = time.Now()
-		return l.store.Acquire(ctx, p)
-	})
+	sl, start, err := l.wait(ctx, p, func() (*store.Lease, error) { return l.store.Acquire(ctx, p) })
 	if err != nil {
 		return nil, err
 	}
-	return l.newLease(ctx, sl, p.TTL, start, !o.noKeepalive), nil
+	return l.newLease(ctx, sl, p.TTL, l.cfg.grantedAfter(start, sl.Waited), !o.noKeepalive), nil
 }
 
 // AcquireRecord waits for the key as Acquire does, but returns the store's record instead of a
 // kept-alive Lease: for a server that hands leases to remote holders, which renew them
-// themselves. p is validated; p.LeaseID must be set by the caller.
+// themselves. p is validated; p.LeaseID must be set by the caller. The record's Waited is how
+// long this call waited before the attempt that granted began (plus what the store itself
+// reported), so that the remote holder can bound the grant time from below.
 func (l *Locker) AcquireRecord(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	return l.wait(ctx, p, func() (*store.Lease, error) { return l.store.Acquire(ctx, p) })
+	called := time.Now()
+	sl, start, err := l.wait(ctx, p, func() (*store.Lease, error) { return l.store.Acquire(ctx, p) })
+	if err != nil {
+		return nil, err
+	}
+	sl.Waited = l.cfg.grantedAfter(start, sl.Waited).Sub(called)
+	return sl, nil
 }
 
-// wait retries attempt until it grants, ctx ends, or it fails with anything but a held key or a
-// resting one.
-func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, attempt func() (*store.Lease, error)) (*store.Lease, error) {
+// wait retries attempt until it grants, ctx ends, or it fails with anything but a held key, a
+// resting one or a transient store error. It returns the granted lease and the instant the
+// granting attempt began.
+func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, attempt func() (*store.Lease, error)) (*store.Lease, time.Time, error) {
 	p.Wait = true
 	// Subscribe before the first attempt so that a release between the attempt and the wait
 	// still wakes us.
@@ -91,20 +102,25 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, attempt func(
 	// the old drain idiom could block forever).
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	var refusal error // the last *LockHeldError or *CooldownError: who we were waiting for
+	var refusal error // the last refusal: who we were waiting for, or why the store failed
 	gaveUp := func() error {
 		if refusal == nil {
 			return ctx.Err()
 		}
 		return fmt.Errorf("baton: gave up waiting for %q: %w: %w", p.Key, ctx.Err(), refusal)
 	}
+	failures := 0 // consecutive transient failures
 	for {
 		if ctx.Err() != nil {
-			return nil, gaveUp()
+			return nil, time.Time{}, gaveUp()
 		}
+		start := time.Now()
 		sl, err := attempt()
 		if err == nil {
-			return sl, nil
+			if failures > 0 {
+				l.cfg.Logger.Info("baton: store reachable again; acquired", "key", p.Key)
+			}
+			return sl, start, nil
 		}
 		wait := jitter(l.cfg.PollInterval)
 		var held *LockHeldError
@@ -112,20 +128,39 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, attempt func(
 		switch {
 		case errors.As(err, &held):
 			wait = min(wait, held.RetryAfter+time.Millisecond)
+			failures = 0
 		case errors.As(err, &cool):
 			wait = min(wait, cool.Remaining+time.Millisecond)
+			failures = 0
 		case ctx.Err() != nil:
 			// The wait ended during the attempt: report whom we were waiting for.
-			return nil, gaveUp()
+			return nil, time.Time{}, gaveUp()
+		case transient(err):
+			// The store or the server is unreachable (a restart, a network fault): keep waiting,
+			// backing off from a tenth of the poll interval up to the poll interval.
+			if failures == 0 {
+				l.cfg.Logger.Warn("baton: acquire failed; retrying until the wait ends", "key", p.Key, "err", err)
+			}
+			failures++
+			wait = jitter(min(l.cfg.PollInterval/10<<min(failures-1, 10), l.cfg.PollInterval))
 		default:
-			return nil, err
+			return nil, time.Time{}, err
 		}
 		refusal = err
 		timer.Reset(max(wait, time.Millisecond))
 		select {
 		case <-ctx.Done():
-			return nil, gaveUp()
+			return nil, time.Time{}, gaveUp()
 		case <-wake:
+			// A wake-up after a store failure is no sign the store is back (the HTTP client's
+			// hub wakes everyone at Close): keep backing off.
+			if failures > 0 {
+				select {
+				case <-ctx.Done():
+					return nil, time.Time{}, gaveUp()
+				case <-timer.C:
+				}
+			}
 		case <-timer.C:
 		}
 	}

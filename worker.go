@@ -46,6 +46,13 @@ type WorkerConfig struct {
 	// Config (DefaultDriftFactor, DefaultSafetyMargin).
 	DriftFactor  float64
 	SafetyMargin time.Duration
+	// StopGrace is how long a handler needs to stop once told to (a child process's SIGTERM to
+	// SIGKILL grace). When heartbeats fail, the handler's context is cancelled (cause
+	// ErrLeaseLost) StopGrace before the job lease's local deadline, so that the handler has
+	// stopped by the deadline; a heartbeat that succeeds first moves the deadline on. 0 (the
+	// default) cancels at the deadline itself; at most LeaseTTL/3, so that heartbeats (every
+	// LeaseTTL/3) have time to succeed before it.
+	StopGrace time.Duration
 	// PollInterval is the fallback poll for claimable jobs, jittered by ±20%
 	// (DefaultPollInterval). Workers are normally woken by the store when a job of their kinds
 	// becomes claimable.
@@ -101,6 +108,10 @@ func (c WorkerConfig) withDefaults(q *Queue) (WorkerConfig, Config, error) {
 	}
 	if c.ShutdownTimeout < 0 {
 		return c, Config{}, &InvalidArgumentError{Field: "shutdown_timeout", Rule: "must not be negative"}
+	}
+	if c.StopGrace < 0 || c.StopGrace > c.LeaseTTL/3 {
+		return c, Config{}, &InvalidArgumentError{Field: "stop_grace",
+			Rule: fmt.Sprintf("must be between 0 and a third of lease_ttl, %s (got %s)", c.LeaseTTL/3, c.StopGrace)}
 	}
 	if c.Logger == nil {
 		c.Logger = q.log
@@ -344,7 +355,7 @@ func (w *Worker) claim(jobsCtx context.Context, limit int) (int, error) {
 		}
 		w.active.Add(1)
 		w.jobsDone.Add(1)
-		r := w.newJobRun(jobsCtx, job, h, start)
+		r := w.newJobRun(jobsCtx, job, h, w.lease.grantedAfter(start, job.ClaimWaited))
 		r.handlerDone = func() {
 			w.active.Add(-1)
 			select {

@@ -68,9 +68,9 @@ type Config struct {
 	// ClaimWait is how long ClaimJobs asks the server to wait for a claimable job when there is
 	// none (a long-poll; DefaultClaimWait if zero, no wait if negative), so that a baton.Worker
 	// over HTTP waits in the server instead of polling. It is further capped by the server's
-	// maximum, by the claim's context deadline, and by a third of the claim's TTL: a worker
-	// measures a job's lease from the start of the claim request, so a long wait before the job
-	// was claimed would eat into the time it believes it holds the job.
+	// maximum and by the claim's context deadline. The server reports how long it waited before
+	// the claim that found the jobs (Job.ClaimWaited), so a long wait does not eat into the time
+	// the worker believes it holds them.
 	ClaimWait time.Duration
 }
 

@@ -166,7 +166,7 @@ func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.J
 	req := wire.ClaimRequest{Worker: p.Worker, Kinds: p.Kinds, Limit: p.Limit, TTLMs: &ttl}
 	var wait time.Duration
 	if s.claimWait > 0 {
-		wait = s.waitFor(ctx, min(s.claimWait, p.TTL/3))
+		wait = s.waitFor(ctx, s.claimWait)
 		req.WaitMs = wait.Milliseconds()
 	}
 	start := time.Now()
@@ -179,7 +179,11 @@ func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.J
 	if len(resp.Jobs) == 0 && wait > 0 && time.Since(start) >= wait/2 {
 		s.jobHub.notify(p.Kinds...)
 	}
-	return wire.StoreJobs(resp.Jobs), nil
+	jobs := wire.StoreJobs(resp.Jobs)
+	for _, j := range jobs {
+		j.ClaimWaited = time.Duration(max(resp.WaitedMs, 0)) * time.Millisecond
+	}
+	return jobs, nil
 }
 
 // HeartbeatJob extends the running attempt's lease by p.TTL (sent in whole milliseconds,

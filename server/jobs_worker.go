@@ -38,6 +38,7 @@ func ttlParam(v *int64) (time.Duration, *problem) {
 }
 
 func (s *Server) claimJobs(w http.ResponseWriter, r *http.Request, _ principal) {
+	received := time.Now() // see acquire: the lower bound of the wait the worker may add
 	var req wire.ClaimRequest
 	if !decode(w, r, &req) {
 		return
@@ -61,7 +62,7 @@ func (s *Server) claimJobs(w http.ResponseWriter, r *http.Request, _ principal) 
 		writeProblem(w, invalid(err))
 		return
 	}
-	jobs, err := s.claimWaiting(r.Context(), p, min(wait, s.cfg.MaxWait))
+	jobs, claimed, err := s.claimWaiting(r.Context(), p, min(wait, s.cfg.MaxWait))
 	if err != nil {
 		if r.Context().Err() != nil {
 			return // the client went away; nothing was claimed for it
@@ -69,7 +70,11 @@ func (s *Server) claimJobs(w http.ResponseWriter, r *http.Request, _ principal) 
 		s.writeJobError(w, r, err, "not found")
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.JobsResponse{Jobs: wire.JobsFrom(jobs)})
+	resp := wire.JobsResponse{Jobs: wire.JobsFrom(jobs)}
+	if len(jobs) > 0 {
+		resp.WaitedMs = claimed.Sub(received).Milliseconds()
+	}
+	writeJSON(w, http.StatusOK, resp)
 }
 
 // claimWaiting claims; with wait > 0 and nothing claimable, it waits for a wake-up from the
@@ -77,12 +82,14 @@ func (s *Server) claimJobs(w http.ResponseWriter, r *http.Request, _ principal) 
 // missed) or the fallback re-poll, and claims again, until wait passes (then it returns no
 // jobs), the client goes away or the server shuts down (no jobs, at once). The request's
 // context is checked right before each claim, so that a client that is gone gets no job started.
-func (s *Server) claimWaiting(ctx context.Context, p *store.ClaimParams, wait time.Duration) ([]*store.Job, error) {
+func (s *Server) claimWaiting(ctx context.Context, p *store.ClaimParams, wait time.Duration) (jobs []*store.Job, claimed time.Time, err error) {
 	if wait <= 0 {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, time.Time{}, err
 		}
-		return s.jobs.ClaimJobs(ctx, p)
+		claimed = time.Now()
+		jobs, err = s.jobs.ClaimJobs(ctx, p)
+		return jobs, claimed, err
 	}
 	kinds := slices.Compact(slices.Sorted(slices.Values(p.Kinds)))
 	// Fixed cases first, then one per kind. The wake-up channels are selected on directly
@@ -112,18 +119,19 @@ func (s *Server) claimWaiting(ctx context.Context, p *store.ClaimParams, wait ti
 	}
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, time.Time{}, err
 		}
-		jobs, err := s.jobs.ClaimJobs(ctx, p)
+		claimed = time.Now()
+		jobs, err = s.jobs.ClaimJobs(ctx, p)
 		if err != nil || len(jobs) > 0 {
-			return jobs, err
+			return jobs, claimed, err
 		}
 		chosen, _, _ := reflect.Select(cases)
 		switch chosen {
 		case caseCtx:
-			return nil, ctx.Err()
+			return nil, time.Time{}, ctx.Err()
 		case caseShutdown, caseDeadline:
-			return nil, nil
+			return nil, time.Time{}, nil
 		case casePoll:
 			poll.Reset(jitter(s.claimPoll))
 		}

@@ -29,6 +29,10 @@ func newLeaseID() string {
 }
 
 func (s *Server) acquire(w http.ResponseWriter, r *http.Request, _ principal) {
+	// The client measures the lease's local deadline from the start of its request plus
+	// waited_ms: received is after that start, so the time from here to the granting attempt
+	// is a lower bound of the wait the client may add.
+	received := time.Now()
 	var req wire.AcquireRequest
 	if !decode(w, r, &req) {
 		s.metrics.failures.WithLabelValues("invalid").Inc()
@@ -46,9 +50,13 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request, _ principal) {
 	if wait > 0 {
 		ctx, cancel := context.WithTimeout(r.Context(), wait)
 		stop := context.AfterFunc(s.ctx, cancel) // server shutdown ends the wait too
+		called := time.Now()
 		sl, err = s.locker.AcquireRecord(ctx, p)
 		stop()
 		cancel()
+		if err == nil {
+			sl.Waited += called.Sub(received)
+		}
 	} else {
 		sl, err = s.cfg.Store.Acquire(r.Context(), p)
 	}

@@ -197,6 +197,11 @@ type Job struct {
 	CancelRequested bool
 	// Timeout of one attempt (from the kind at claim time); 0 means none.
 	Timeout time.Duration
+	// ClaimWaited is set on jobs returned by ClaimJobs of a store that waits itself (the HTTP
+	// client, whose server long-polls): how long the claim waited, on the store side's monotonic
+	// clock, before the attempt that claimed the job began. The worker bounds the claim time from
+	// below with start_of_call + ClaimWaited*(1-drift), as Locker does with Lease.Waited.
+	ClaimWaited time.Duration
 }
 
 // SubmitParams are the inputs of JobStore.SubmitJob.

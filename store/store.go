@@ -88,6 +88,12 @@ type Lease struct {
 	// TookOver is set on a grant that took the key over from a lease that had expired without
 	// being released (a crashed or stalled holder).
 	TookOver bool
+	// Waited is how long the store waited for the key, within this Acquire call, before the
+	// attempt that granted it began, measured on the store side's monotonic clock (floored).
+	// It is zero for a store that makes one attempt per call; a store that waits itself (the
+	// HTTP client, whose server long-polls) sets it so that the holder can bound the grant time
+	// from below: start_of_call + Waited*(1-drift), not the start of the call alone.
+	Waited time.Duration
 }
 
 // AcquireParams are the inputs of Store.Acquire.

@@ -143,6 +143,9 @@ func StoreJobs(jobs []Job) []*store.Job {
 type JobsResponse struct {
 	Jobs      []Job `json:"jobs"`
 	NextAfter int64 `json:"next_after,omitempty"`
+	// WaitedMs (claim only) is how long the server waited, from receiving the request to the
+	// start of the claim that returned these jobs, in whole milliseconds rounded down.
+	WaitedMs int64 `json:"waited_ms,omitempty"`
 }
 
 // SubmitRequest is the body of POST /v1/jobs. ScheduledAt is RFC 3339; the idempotency key may

@@ -20,13 +20,16 @@ type Lease struct {
 	TTLLeftMs  int64           `json:"ttl_left_ms"`
 	Metadata   json.RawMessage `json:"metadata,omitempty"`
 	TookOver   bool            `json:"took_over,omitempty"`
+	// WaitedMs (acquire only) is how long the server waited for the key, from receiving the
+	// request to the start of the attempt that granted it, in whole milliseconds rounded down.
+	WaitedMs int64 `json:"waited_ms,omitempty"`
 }
 
 // LeaseFrom converts a store lease.
 func LeaseFrom(l *store.Lease) Lease {
 	return Lease{Key: l.Key, LeaseID: l.ID, Holder: l.Holder, Token: l.Token,
 		AcquiredAt: l.AcquiredAt.UTC(), ExpiresAt: l.ExpiresAt.UTC(), TTLLeftMs: l.TTLLeft.Milliseconds(),
-		Metadata: l.Metadata, TookOver: l.TookOver}
+		Metadata: l.Metadata, TookOver: l.TookOver, WaitedMs: l.Waited.Milliseconds()}
 }
 
 // Store converts back to a store lease.
@@ -37,7 +40,8 @@ func (l *Lease) Store() *store.Lease {
 	}
 	return &store.Lease{Key: l.Key, ID: l.LeaseID, Holder: l.Holder, Token: l.Token,
 		AcquiredAt: l.AcquiredAt.UTC(), ExpiresAt: l.ExpiresAt.UTC(),
-		TTLLeft: time.Duration(l.TTLLeftMs) * time.Millisecond, Metadata: md, TookOver: l.TookOver}
+		TTLLeft: time.Duration(l.TTLLeftMs) * time.Millisecond, Metadata: md, TookOver: l.TookOver,
+		Waited: time.Duration(max(l.WaitedMs, 0)) * time.Millisecond}
 }
 
 // LeaseResponse answers acquire, renew, get and force-release.
