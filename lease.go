@@ -37,7 +37,8 @@ type Lease struct {
 
 	mu         sync.Mutex
 	expiresAt  time.Time   // store clock
-	deadline   *time.Timer // fires at the local deadline
+	localEnd   time.Time   // the local deadline, on this process's monotonic clock
+	deadline   *time.Timer // fires at localEnd
 	renewTimer *time.Timer // next keepalive renew; nil without keepalive
 	stopped    bool        // Release began: no more renews
 	released   bool        // the store confirmed the release
@@ -57,7 +58,8 @@ func (l *Locker) newLease(parent context.Context, sl *store.Lease, ttl time.Dura
 	}
 	lease.mu.Lock()
 	defer lease.mu.Unlock()
-	lease.deadline = time.AfterFunc(time.Until(start.Add(l.cfg.validity(ttl))), lease.expireLocally)
+	lease.localEnd = start.Add(l.cfg.validity(ttl))
+	lease.deadline = time.AfterFunc(time.Until(lease.localEnd), lease.expireLocally)
 	if keepalive {
 		lease.renewTimer = time.AfterFunc(ttl/3, lease.renewTick)
 	}
@@ -69,6 +71,16 @@ func (l *Lease) ExpiresAt() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.expiresAt
+}
+
+// Deadline is the holder's local deadline: the instant, on this process's monotonic clock, at
+// which the lease's context is cancelled unless a renew succeeds first. Each successful renew
+// moves it later. Work that needs time to stop (a child process's grace period) should begin
+// stopping that long before Deadline when renews are failing, so that it has stopped by then.
+func (l *Lease) Deadline() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.localEnd
 }
 
 // TTL is the lease's time to live, as requested.
@@ -106,7 +118,10 @@ func (l *Lease) Renew(ctx context.Context) error {
 		return l.Err()
 	}
 	l.expiresAt = sl.ExpiresAt
-	l.deadline.Reset(time.Until(start.Add(l.locker.cfg.validity(l.ttl))))
+	if end := start.Add(l.locker.cfg.validity(l.ttl)); end.After(l.localEnd) {
+		l.localEnd = end
+		l.deadline.Reset(time.Until(end))
+	}
 	return nil
 }
 
@@ -153,21 +168,11 @@ func (l *Lease) isStopped() bool {
 }
 
 // expireLocally runs at the local deadline. It cancels at once, whatever is in flight (a renew
-// in flight is cancelled with it), then, with keepalive, releases the lease on a best-effort
-// basis so that the next holder need not wait for the TTL.
+// in flight is cancelled with it). It does not release the lease: the work under it may still
+// be stopping, and a release would let the next holder start beside it. The holder releases
+// once its work has stopped (WithLock does); until then the store expires the lease at its TTL.
 func (l *Lease) expireLocally() {
 	l.cancel(fmt.Errorf("%w: no renew succeeded before the holder's local deadline", ErrLeaseLost))
-	if !l.keepalive {
-		return
-	}
-	l.tickMu.Lock()
-	defer l.tickMu.Unlock()
-	if l.isStopped() || errors.Is(l.Err(), ErrReleased) {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	_, _ = l.locker.store.Release(ctx, &store.ReleaseParams{Key: l.Key, LeaseID: l.ID})
 }
 
 // renewTick is one keepalive renew, every TTL/3. Transient errors are retried quickly until the

@@ -36,10 +36,12 @@ type jobRun struct {
 	// then is seeing the report's own effect, and the report learns of a real loss by itself.
 	reporting atomic.Bool
 
-	mu       sync.Mutex
-	deadline *time.Timer // the local deadline of the job lease
-	hbTimer  *time.Timer // the next heartbeat
-	stopped  bool
+	mu        sync.Mutex
+	localEnd  time.Time   // the local deadline of the job lease
+	deadline  *time.Timer // fires at localEnd
+	stopTimer *time.Timer // fires StopGrace before localEnd; nil without StopGrace
+	hbTimer   *time.Timer // the next heartbeat
+	stopped   bool
 
 	// tickMu is held by a heartbeat in flight, so that stop can wait for it.
 	tickMu  sync.Mutex
@@ -56,7 +58,11 @@ func (w *Worker) newJobRun(jobsCtx context.Context, job *Job, h Handler, claimSt
 	context.AfterFunc(r.leaseCtx, func() { r.hcancel(context.Cause(r.leaseCtx)) })
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.deadline = time.AfterFunc(time.Until(claimStart.Add(w.lease.validity(w.cfg.LeaseTTL))), r.expireLocally)
+	r.localEnd = claimStart.Add(w.lease.validity(w.cfg.LeaseTTL))
+	r.deadline = time.AfterFunc(time.Until(r.localEnd), r.expireLocally)
+	if w.cfg.StopGrace > 0 {
+		r.stopTimer = time.AfterFunc(time.Until(r.localEnd.Add(-w.cfg.StopGrace)), r.stopBeforeDeadline)
+	}
 	r.hbTimer = time.AfterFunc(w.cfg.LeaseTTL/3, r.heartbeat)
 	return r
 }
@@ -185,12 +191,19 @@ func (r *jobRun) report(fp *store.FailParams) (*Job, error) {
 	}
 }
 
-// transient reports whether a store error may go away by itself.
+// transient reports whether a store error may go away by itself: anything but the errors the
+// store contract names, and but an error that says itself it is not temporary (the HTTP
+// client's answers such as unauthorized or forbidden).
 func transient(err error) bool {
 	for _, e := range []error{ErrNotHeld, ErrNotFound, ErrInvalidArgument, ErrClosed, ErrJobState} {
 		if errors.Is(err, e) {
 			return false
 		}
+	}
+	// Not net.Error's Temporary, which calls a refused connection permanent.
+	var t interface{ Retryable() bool }
+	if errors.As(err, &t) && !t.Retryable() {
+		return false
 	}
 	return true
 }
@@ -213,8 +226,12 @@ func (r *jobRun) heartbeat() {
 	switch {
 	case err == nil:
 		r.mu.Lock()
-		if r.leaseCtx.Err() == nil && !r.stopped {
-			r.deadline.Reset(time.Until(start.Add(r.w.lease.validity(ttl))))
+		if end := start.Add(r.w.lease.validity(ttl)); r.leaseCtx.Err() == nil && !r.stopped && end.After(r.localEnd) {
+			r.localEnd = end
+			r.deadline.Reset(time.Until(end))
+			if r.stopTimer != nil {
+				r.stopTimer.Reset(time.Until(end.Add(-r.w.cfg.StopGrace)))
+			}
 		}
 		r.mu.Unlock()
 		if r.failing {
@@ -256,6 +273,22 @@ func (r *jobRun) expireLocally() {
 	r.loseLease(fmt.Errorf("%w: no heartbeat succeeded before the worker's local deadline", ErrLeaseLost))
 }
 
+// stopBeforeDeadline runs StopGrace before the local deadline: no heartbeat has succeeded for
+// a while, and a handler that needs StopGrace to stop must begin now to have stopped by the
+// deadline. The lease is not given up: a heartbeat may still succeed, and the attempt is then
+// reported as failed (to be retried).
+func (r *jobRun) stopBeforeDeadline() {
+	r.mu.Lock()
+	left := time.Until(r.localEnd)
+	stale := r.stopped || left > r.w.cfg.StopGrace // stopped, or a heartbeat moved the deadline
+	r.mu.Unlock()
+	if stale {
+		return
+	}
+	r.log.Warn("baton: no job heartbeat succeeded in time; stopping the handler before the local deadline", "deadline_in", left.Round(time.Millisecond))
+	r.hcancel(fmt.Errorf("%w: no heartbeat succeeded; stopping %s before the worker's local deadline", ErrLeaseLost, r.w.cfg.StopGrace))
+}
+
 func (r *jobRun) isStopped() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -267,6 +300,9 @@ func (r *jobRun) stop() {
 	r.mu.Lock()
 	r.stopped = true
 	r.deadline.Stop()
+	if r.stopTimer != nil {
+		r.stopTimer.Stop()
+	}
 	r.hbTimer.Stop()
 	r.mu.Unlock()
 	r.tickMu.Lock()

@@ -60,6 +60,13 @@ func (e *ProblemError) Is(target error) bool {
 	return false
 }
 
+// Retryable reports whether the answer may change by itself: the server or a proxy in front of it
+// is unavailable or overloaded (5xx, 429, 408). Refused credentials, a missing route (an older
+// server) and other client errors are not; a waiting Acquire gives up on them at once.
+func (e *ProblemError) Retryable() bool {
+	return e.Status >= 500 || e.Status == http.StatusTooManyRequests || e.Status == http.StatusRequestTimeout
+}
+
 // problemJSON is the API's problem document.
 type problemJSON = wire.Problem
 
