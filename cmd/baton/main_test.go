@@ -89,6 +89,7 @@ func TestUsageAndHelp(t *testing.T) {
 		{[]string{"run", "--", "true"}, 2, "--lock is required"},
 		{[]string{"run", "--lock", "k", "--wait", "1s", "--no-wait", "--", "true"}, 2, "exclude each other"},
 		{[]string{"run", "--lock", "k", "--grace", "-1s", "--", "true"}, 2, "--grace must not be negative"},
+		{[]string{"run", "--lock", "k", "--ttl", "3s", "--grace", "1001ms", "--", "true"}, 2, "--grace 1.001s is longer than a third of --ttl (1s)"},
 		{[]string{"run", "--lock", "k", "--ttl", "25h", "--", "true"}, 2, "invalid ttl"},
 		{[]string{"run", "--lock", "k", "--bogus", "--", "true"}, 2, "flag provided but not defined"},
 		{[]string{"run", "--lock", "k", "--", "baton-test-no-such-command"}, 127, "executable file not found"},

@@ -19,14 +19,16 @@ import (
 	"github.com/batonhq/baton/store"
 )
 
-const runUsage = `Usage: baton run --lock KEY [--ttl 15s] [--wait 1m | --no-wait] [--holder NAME] [--grace 10s] -- CMD [ARGS...]
+const runUsage = `Usage: baton run --lock KEY [--ttl 15s] [--wait 1m | --no-wait] [--holder NAME] [--grace 5s] -- CMD [ARGS...]
 
 Run CMD while holding the lock KEY on a baton server: one CMD at a time per KEY, across
 machines. The lease is renewed in the background (every TTL/3) for as long as CMD runs, and
 released when CMD exits.
 
 - If KEY is held, wait up to --wait for it (the server wakes the wait as soon as KEY is
-  released); with --no-wait, fail at once.
+  released); with --no-wait, fail at once. While waiting, an unreachable server (a restart, a
+  network fault) is retried with backoff until --wait ends. However long the wait, the lease
+  is fully usable once granted.
 - CMD gets baton's stdin, stdout and stderr, and these environment variables:
     BATON_LOCK_KEY       the key
     BATON_LEASE_ID       the lease ID
@@ -34,9 +36,13 @@ released when CMD exits.
                          writes with a token lower than one it has seen
 - SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to baton are passed on to CMD.
   (SIGINT and SIGQUIT typed at a terminal reach CMD directly and are not passed on again.)
-- If the lease is lost while CMD runs (a renew was refused, or none succeeded in time: the
-  server was unreachable), CMD gets SIGTERM, then SIGKILL after --grace, and baton exits with
-  code 76: another holder may have started.
+- If renews fail (the server is unreachable), CMD gets SIGTERM --grace before the lease's
+  local deadline and SIGKILL at that deadline, which comes before the server could give the
+  lock to anyone else; baton exits with code 76. --grace is at most a third of --ttl (default:
+  10s or a third of --ttl, whichever is less). If the server says the lease is gone
+  (force-released, or expired while baton was frozen), CMD gets SIGTERM at once and SIGKILL
+  after --grace: another holder may have started, and only the fencing token protects the
+  resource. The lease is released only after CMD has exited, never while it may still run.
 - On Linux, CMD is killed if baton itself is killed, even by SIGKILL.
 
 Examples:
@@ -65,15 +71,18 @@ func runCommand(args []string, g *globals, stdin io.Reader, stdout, stderr io.Wr
 	wait := c.fs.Duration("wait", time.Minute, "wait up to `duration` for the lock")
 	noWait := c.fs.Bool("no-wait", false, "fail at once (exit code 75) if the lock is held")
 	holder := c.fs.String("holder", "", "holder `name`, e.g. a job ID, unique to this run: runs with the same holder share the lock (default: host:pid:random)")
-	grace := c.fs.Duration("grace", 10*time.Second, "after the lease is lost, how long CMD has between SIGTERM and SIGKILL")
+	grace := c.fs.Duration("grace", 0, "how long CMD has between SIGTERM and SIGKILL when the lease is failing; at most TTL/3 (default: 10s or TTL/3, whichever is less)")
 	cmdArgs, code, ok := c.parseUntilCommand(args)
 	if !ok {
 		return code
 	}
-	waitSet := false
+	waitSet, graceSet := false, false
 	c.fs.Visit(func(f *flag.Flag) {
-		if f.Name == "wait" {
+		switch f.Name {
+		case "wait":
 			waitSet = true
+		case "grace":
+			graceSet = true
 		}
 	})
 	switch {
@@ -101,6 +110,16 @@ func runCommand(args []string, g *globals, stdin io.Reader, stdout, stderr io.Wr
 	}
 	if *noWait {
 		*wait = 0
+	}
+	// CMD must be dead by the lease's local deadline, which a renew pushes to about TTL after
+	// it; renews come every TTL/3, so a grace of TTL/3 leaves a third of the TTL for a renew to
+	// succeed before CMD is told to stop.
+	maxGrace := *ttl / 3
+	switch {
+	case !graceSet:
+		*grace = min(10*time.Second, maxGrace)
+	case *grace > maxGrace:
+		return c.usageError("--grace %s is longer than a third of --ttl (%s): CMD must be dead before the lease could pass to another holder; raise --ttl or lower --grace", *grace, maxGrace)
 	}
 
 	// Resolve CMD before taking the lock, so that a typo does not hold it.
@@ -160,31 +179,7 @@ func runCommand(args []string, g *globals, stdin io.Reader, stdout, stderr io.Wr
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 
-	leaseDone := lease.Done()
-	var kill <-chan time.Time
-	lost := false
-	for running := true; running; {
-		select {
-		case <-exited:
-			running = false
-		case sig := <-sigs:
-			if deliveredByTerminal(sig) {
-				continue // CMD, in our process group, got it from the terminal too
-			}
-			_ = cmd.Process.Signal(sig)
-		case <-leaseDone:
-			leaseDone = nil
-			lost = true
-			fmt.Fprintf(stderr, "baton run: lease on %q lost while CMD ran (%s): sending CMD SIGTERM, SIGKILL in %s\n",
-				lease.Key, lostReason(lease.Err()), *grace)
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			kill = time.After(*grace)
-		case <-kill:
-			kill = nil
-			fmt.Fprintf(stderr, "baton run: CMD still running %s after SIGTERM: sending SIGKILL\n", *grace)
-			_ = cmd.Process.Kill()
-		}
-	}
+	lost := superviseRun(cmd, lease, *grace, exited, sigs, stderr)
 	// A loss in the instant CMD exited still counts: the work may have overlapped with the next
 	// holder's.
 	if !lost && errors.Is(lease.Err(), baton.ErrLeaseLost) {
@@ -193,8 +188,8 @@ func runCommand(args []string, g *globals, stdin io.Reader, stdout, stderr io.Wr
 	}
 	status := exitStatus(cmd.ProcessState)
 	if lost {
-		// Usually refused (the key was taken or force-released); if the loss was only the local
-		// deadline, this frees the key for the next holder.
+		// CMD has exited. Usually refused (the key was taken or force-released); if the loss was
+		// only the local deadline, this frees the key for the next holder.
 		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 		_ = lease.Release(ctx)
 		cancel()
@@ -221,8 +216,13 @@ func acquireForRun(c *command, g *globals, locker *baton.Locker, key string, wai
 		tctx, tcancel := context.WithTimeout(ctx, requestTimeout)
 		l, err := locker.TryAcquire(tctx, key, opts...)
 		tcancel()
-		if wait > 0 && (errors.Is(err, store.ErrLockHeld) || errors.Is(err, store.ErrCooldown)) {
-			fmt.Fprintf(c.stderr, "baton run: %s; waiting up to %s\n", describe(g, err), wait)
+		if wait > 0 && err != nil {
+			// Held or resting: wait for it. Anything else is retried within the wait too if it
+			// is transient (the server restarting); Acquire gives up at once on bad input or
+			// refused credentials.
+			if errors.Is(err, store.ErrLockHeld) || errors.Is(err, store.ErrCooldown) {
+				fmt.Fprintf(c.stderr, "baton run: %s; waiting up to %s\n", describe(g, err), wait)
+			}
 			wctx, wcancel := context.WithDeadline(ctx, deadline)
 			l, err = locker.Acquire(wctx, key, opts...)
 			wcancel()

@@ -5,7 +5,10 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -168,6 +171,75 @@ func TestRunLeaseLostWhenServerUnreachable(t *testing.T) {
 	if d := time.Since(start); d > 2500*time.Millisecond {
 		t.Fatalf("CMD stopped %s after the server went away, with a 2s TTL", d)
 	}
+}
+
+// With the server gone, renews fail: CMD, which needs 400 ms to exit after SIGTERM, must have
+// exited before the lease's local deadline (the last renew's start + TTL*(1-drift) - margin),
+// so before the server could give the lock to anyone. Before the fix, CMD got SIGTERM only at
+// the deadline and outlived it by its exit time.
+func TestRunStopsCMDBeforeTheLocalDeadline(t *testing.T) {
+	f := newFixture(t, nil)
+	dir := t.TempDir()
+	out, _, done := f.runAsync(t, "", "--lock", "k", "--ttl", "2s", "--grace", "600ms", "--",
+		"sh", "-c", `trap 'sleep 0.4; date +%s%N > "$0/exited"; exit 0' TERM; echo ready; while :; do sleep 0.05; done`, dir)
+	waitSeen(t, out, "ready", 30*time.Second)
+	// Let a renew succeed, then cut the server off right after it; the deadline is at most
+	// 2s*0.99 - 100ms after the instant the server went away.
+	before, err := f.store.Get(context.Background(), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		l, err := f.store.Get(context.Background(), "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.ExpiresAt.After(before.ExpiresAt) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond) // polling the store: the renew sends no signal
+	}
+	gone := time.Now()
+	f.ts.CloseClientConnections()
+	f.ts.Close()
+	r := waitResult(t, done, 30*time.Second)
+	if r.code != exitLeaseLost || !strings.Contains(r.stderr, "SIGKILL at the deadline") {
+		t.Fatalf("server gone under CMD: %s", r)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "exited"))
+	if err != nil {
+		t.Fatalf("CMD did not record its exit (killed before its 400 ms?): %v\n%s", err, r)
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := gone.Add(2*time.Second*99/100 - 100*time.Millisecond)
+	if exited := time.Unix(0, ns); !exited.Before(deadline) {
+		t.Fatalf("CMD exited %s after the lease's local deadline", exited.Sub(deadline))
+	}
+}
+
+// A wait longer than the TTL (the holder keeps the lock 4 s; the TTL is 2 s) must give a lease
+// that holds for as long as CMD runs: before the fix, the lease's local deadline was measured
+// from the start of the server-side long-poll and had passed when the grant arrived.
+func TestRunAfterAWaitLongerThanTheTTL(t *testing.T) {
+	f := newFixture(t, nil)
+	out1, _, first := f.runAsync(t, "", "--lock", "k", "--ttl", "2s", "--", "sh", "-c", "echo holding; sleep 4")
+	waitSeen(t, out1, "holding", 30*time.Second)
+	start := time.Now()
+	_, _, second := f.runAsync(t, "", "--lock", "k", "--ttl", "2s", "--wait", "1m", "--", "sh", "-c", "sleep 2; echo done")
+	if r := waitResult(t, first, 30*time.Second); r.code != 0 {
+		t.Fatalf("holder: %s", r)
+	}
+	r := waitResult(t, second, 30*time.Second)
+	if r.code != 0 || !strings.Contains(r.stdout, "done") || strings.Contains(r.stderr, "lost") {
+		t.Fatalf("waiter after a wait over the TTL: %s", r)
+	}
+	if waited := time.Since(start) - 2*time.Second; waited < 2*time.Second {
+		t.Fatalf("the waiter waited only about %s: the test no longer waits past the TTL", waited)
+	}
+	f.requireFree(t, "k")
 }
 
 func TestRunForwardsSignals(t *testing.T) {

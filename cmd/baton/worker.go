@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -41,7 +42,11 @@ the worker renews (every TTL/3) while CMD runs.
   recorded names the exit status and the last lines of CMD's stderr.
 - CMD runs in its own process group. If the job's lease is lost, the job is cancelled
   ('baton jobs cancel') or times out, or the shutdown timeout passes, the group gets SIGTERM,
-  then SIGKILL after --grace. When CMD exits, what it left running in its group is killed.
+  then SIGKILL after --grace. When heartbeats fail (the server is unreachable), SIGTERM comes
+  --grace before the job lease's local deadline, so CMD is dead before the server could give
+  the job to another worker; --grace is at most a third of --lease-ttl (a longer default is
+  lowered to it). The job is reported only after CMD has exited. When CMD exits, what it left
+  running in its group is killed.
   On Linux, CMD is killed if the worker dies, even by SIGKILL.
 - SIGINT or SIGTERM: stop claiming jobs, let running CMDs finish for up to --shutdown-timeout,
   then stop them (SIGTERM, SIGKILL after --grace; their jobs are retried), and exit 0. A second
@@ -94,7 +99,7 @@ func workerCommand(args []string, g *globals, stdout, stderr io.Writer) int {
 	c.fs.Var(&kinds, "kind", "run jobs of `KIND` (required; repeat, or separate with commas, for several)")
 	concurrency := c.fs.Int("concurrency", baton.DefaultConcurrency, "how many jobs (CMDs) run at once, 1-1000")
 	leaseTTL := c.fs.Duration("lease-ttl", baton.DefaultJobLeaseTTL, "TTL of a job's lease, 1s to 24h; renewed every TTL/3 while CMD runs")
-	grace := c.fs.Duration("grace", 10*time.Second, "when CMD must stop, how long it has between SIGTERM and SIGKILL")
+	grace := c.fs.Duration("grace", 10*time.Second, "when CMD must stop, how long it has between SIGTERM and SIGKILL; at most a third of --lease-ttl")
 	shutdownTimeout := c.fs.Duration("shutdown-timeout", baton.DefaultShutdownTimeout, "after SIGINT or SIGTERM, how long running CMDs may go on before they are stopped")
 	name := c.fs.String("name", "", "worker `name` recorded on the jobs it runs (default: host:pid:random)")
 	cmdArgs, code, ok := c.parseUntilCommand(args)
@@ -112,6 +117,16 @@ func workerCommand(args []string, g *globals, stdout, stderr io.Writer) int {
 		return c.usageError("--grace must not be negative")
 	case *shutdownTimeout < 0:
 		return c.usageError("--shutdown-timeout must not be negative")
+	}
+	// When heartbeats fail, CMD gets SIGTERM --grace before the job lease's local deadline and
+	// is dead by it: the grace must leave heartbeats (every TTL/3) time to succeed first.
+	graceSet := false
+	c.fs.Visit(func(f *flag.Flag) { graceSet = graceSet || f.Name == "grace" })
+	if maxGrace := *leaseTTL / 3; *grace > maxGrace {
+		if graceSet {
+			return c.usageError("--grace %s is longer than a third of --lease-ttl (%s): CMD must be dead before the job could pass to another worker; raise --lease-ttl or lower --grace", *grace, maxGrace)
+		}
+		*grace = maxGrace
 	}
 	for _, k := range kinds {
 		if err := store.ValidateKind(k); err != nil {
@@ -137,7 +152,7 @@ func workerCommand(args []string, g *globals, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.jobFail(g, err, nil, "")
 	}
-	w, err := q.NewWorker(baton.WorkerConfig{Name: *name, Concurrency: *concurrency, Handlers: handlers,
+	w, err := q.NewWorker(baton.WorkerConfig{Name: *name, Concurrency: *concurrency, Handlers: handlers, StopGrace: *grace,
 		LeaseTTL: *leaseTTL, ShutdownTimeout: *shutdownTimeout, Logger: logger, OnJobEnd: x.ended})
 	if err != nil {
 		return c.jobFail(g, err, flagNames{"handlers": "--kind"}, "")
