@@ -26,7 +26,7 @@ func TestJSONTextRule(t *testing.T) {
 		{`{"\ud800":1}`, true, "surrogate"},
 		{"{\"a\":\"\xff\"}", true, "UTF-8"},
 		{"{\"a\":\"\xed\xa0\x80\"}", true, "UTF-8"}, // a surrogate encoded in UTF-8
-		{`{"a":"\ud8`, true, ""},                   // cut short: not read past the end
+		{`{"a":"\ud8`, true, ""},                    // cut short: not read past the end
 		{`"\`, true, ""},
 		{`\ud800`, true, ""}, // outside a string: not an escape
 	} {
