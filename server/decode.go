@@ -9,6 +9,8 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+
+	"github.com/batonhq/baton/store"
 )
 
 // MaxBodyBytes bounds request bodies.
@@ -31,15 +33,9 @@ func decodeBody(w http.ResponseWriter, r *http.Request, dst any, locate bool) bo
 		writeProblem(w, newProblem(http.StatusUnsupportedMediaType, "unsupported_media_type", "the body must be application/json"))
 		return false
 	}
-	var body io.Reader = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-	var raw []byte
-	var err error
-	if locate {
-		raw, err = io.ReadAll(body)
-		body = bytes.NewReader(raw)
-	}
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err == nil {
-		dec := json.NewDecoder(body)
+		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
 		err = dec.Decode(dst)
 		if err == nil {
@@ -49,6 +45,13 @@ func decodeBody(w http.ResponseWriter, r *http.Request, dst any, locate bool) bo
 		}
 	}
 	if err == nil {
+		// encoding/json turns invalid UTF-8 and escapes of unpaired surrogates into U+FFFD, so
+		// that two different keys would become one: refuse them, naming the member. (\u0000 is
+		// left to the fields' own rules: a control character in a key, NUL in metadata.)
+		if rule := store.JSONTextRule(raw, false); rule != "" {
+			writeProblem(w, invalidArg(memberWith(raw), rule))
+			return false
+		}
 		return true
 	}
 	var tooBig *http.MaxBytesError
@@ -114,6 +117,31 @@ func memberAt(raw []byte) string {
 			return key
 		} else if err != nil {
 			return "body"
+		}
+	}
+	return "body"
+}
+
+// memberWith returns the top-level member of raw, a JSON object, whose name or value is not
+// Unicode text (see store.JSONTextRule), or "body" if none is.
+func memberWith(raw []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return "body"
+	}
+	for dec.More() {
+		start := dec.InputOffset()
+		tok, err := dec.Token()
+		key, ok := tok.(string)
+		if err != nil || !ok {
+			return "body"
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return "body"
+		}
+		if store.JSONTextRule(raw[start:dec.InputOffset()], false) != "" {
+			return key
 		}
 	}
 	return "body"

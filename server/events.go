@@ -10,7 +10,10 @@ import (
 
 // events lists the audit log (admin: it names every holder and every operator's reasons).
 func (s *Server) events(w http.ResponseWriter, r *http.Request, _ principal) {
-	q := r.URL.Query()
+	q, ok := query(w, r)
+	if !ok {
+		return
+	}
 	p := &store.EventsParams{Key: q.Get("key")}
 	if v := q.Get("cursor"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)

@@ -166,7 +166,10 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request, _ principal) {
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, _ principal) {
-	q := r.URL.Query()
+	q, ok := query(w, r)
+	if !ok {
+		return
+	}
 	p := &store.JobListParams{State: store.JobState(q.Get("state")), Kind: q.Get("kind"), Resource: q.Get("resource")}
 	if v := q.Get("after"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)

@@ -209,7 +209,10 @@ func (s *Server) getKey(w http.ResponseWriter, r *http.Request, key string, _ pr
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, _ principal) {
-	q := r.URL.Query()
+	q, ok := query(w, r)
+	if !ok {
+		return
+	}
 	p := &store.ListParams{Prefix: q.Get("prefix"), Holder: q.Get("holder"), After: q.Get("cursor")}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -13,7 +13,10 @@ import (
 // it by hand overrides them, so it is an admin call.
 
 func (s *Server) listResources(w http.ResponseWriter, r *http.Request, _ principal) {
-	q := r.URL.Query()
+	q, ok := query(w, r)
+	if !ok {
+		return
+	}
 	p := &store.ResourceListParams{Prefix: q.Get("prefix"), After: q.Get("after")}
 	limit, ok := queryLimit(w, q.Get("limit"))
 	if !ok {

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -61,11 +62,7 @@ func ValidateArgs(args json.RawMessage) error {
 	if len(args) > MaxArgsLen {
 		return invalid("args", "must be at most %d bytes (got %d)", MaxArgsLen, len(args))
 	}
-	trimmed := bytes.TrimLeft(args, " \t\r\n")
-	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(args) {
-		return invalid("args", "must be a JSON object")
-	}
-	return nil
+	return validateJSONObject("args", args)
 }
 
 // Validate checks a policy; "" is allowed (the default).
@@ -157,10 +154,8 @@ func (p *JobListParams) Validate() error {
 			return err
 		}
 	}
-	if p.Resource != "" {
-		if err := ValidateResource(p.Resource); err != nil {
-			return err
-		}
+	if err := validateFilter("resource", p.Resource, MaxKeyLen); err != nil {
+		return err
 	}
 	if p.After < 0 {
 		return invalid("after", "must not be negative")
@@ -215,9 +210,12 @@ func (p *FailParams) Validate() error {
 	return nil
 }
 
-// TruncateMessage makes msg valid UTF-8 of at most MaxErrorMessageLen bytes.
+// TruncateMessage makes msg valid UTF-8 without NUL (which PostgreSQL cannot store), of at most
+// MaxErrorMessageLen bytes: invalid bytes and NULs become U+FFFD. A message is what a handler's
+// error said, so it is cleaned rather than refused.
 func TruncateMessage(msg string) string {
 	msg = string(bytes.ToValidUTF8([]byte(msg), []byte("\uFFFD")))
+	msg = strings.ReplaceAll(msg, "\x00", "\uFFFD")
 	if len(msg) <= MaxErrorMessageLen {
 		return msg
 	}
@@ -240,10 +238,7 @@ func (p *PurgeParams) Validate() error {
 			return err
 		}
 	}
-	if p.Resource != "" {
-		return ValidateResource(p.Resource)
-	}
-	return nil
+	return validateFilter("resource", p.Resource, MaxKeyLen)
 }
 
 // Validate checks every field and applies the default limit.
@@ -276,10 +271,7 @@ func (p *ResourceListParams) Validate() error {
 	if err := validateLimit(&p.Limit, MaxListLimit); err != nil {
 		return err
 	}
-	if len(p.Prefix) > MaxKeyLen || len(p.After) > MaxKeyLen {
-		return invalid("prefix", "must be at most %d bytes", MaxKeyLen)
-	}
-	return nil
+	return firstError(validateFilter("prefix", p.Prefix, MaxKeyLen), validateFilter("after", p.After, MaxKeyLen))
 }
 
 // Validate checks every field.

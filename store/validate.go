@@ -68,9 +68,18 @@ func ValidateMetadata(md json.RawMessage) error {
 	if len(md) > MaxMetadataLen {
 		return invalid("metadata", "must be at most %d bytes (got %d)", MaxMetadataLen, len(md))
 	}
-	trimmed := bytes.TrimLeft(md, " \t\r\n")
-	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(md) {
-		return invalid("metadata", "must be a JSON object")
+	return validateJSONObject("metadata", md)
+}
+
+// validateJSONObject checks that raw is a JSON object that every backend can store as given
+// (see JSONTextRule; NUL included: PostgreSQL's jsonb cannot hold \u0000).
+func validateJSONObject(field string, raw json.RawMessage) error {
+	trimmed := bytes.TrimLeft(raw, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(raw) {
+		return invalid(field, "must be a JSON object")
+	}
+	if rule := JSONTextRule(raw, true); rule != "" {
+		return invalid(field, "%s", rule)
 	}
 	return nil
 }
@@ -116,6 +125,11 @@ func (p *ForceReleaseParams) Validate() error {
 	if len(p.Reason) > MaxReasonLen || !utf8.ValidString(p.Reason) {
 		return invalid("reason", "must be valid UTF-8 of at most %d bytes", MaxReasonLen)
 	}
+	for _, r := range p.Reason {
+		if unicode.IsControl(r) && r != '\t' && r != '\n' {
+			return invalid("reason", "must not contain control characters other than tab and newline (found %U)", r)
+		}
+	}
 	return nil
 }
 
@@ -127,16 +141,19 @@ func (p *ListParams) Validate() error {
 	if p.Limit < 0 || p.Limit > MaxListLimit {
 		return invalid("limit", "must be between 1 and %d (got %d)", MaxListLimit, p.Limit)
 	}
-	if len(p.Prefix) > MaxKeyLen {
-		return invalid("prefix", "must be at most %d bytes", MaxKeyLen)
+	// The cursor is named as in baton.ListOptions and the HTTP API.
+	return firstError(validateFilter("prefix", p.Prefix, MaxKeyLen), validateFilter("cursor", p.After, MaxKeyLen),
+		validateFilter("holder", p.Holder, MaxHolderLen))
+}
+
+// validateFilter checks an optional string filter (a prefix, a cursor, a name): empty, or the
+// rules of a key: valid UTF-8 without control characters, at most max bytes. A filter that breaks
+// them could match nothing, and PostgreSQL refuses invalid UTF-8 and NUL outright.
+func validateFilter(field, s string, max int) error {
+	if s == "" {
+		return nil
 	}
-	if len(p.After) > MaxKeyLen {
-		return invalid("after", "must be at most %d bytes", MaxKeyLen)
-	}
-	if p.Holder != "" {
-		return ValidateHolder(p.Holder)
-	}
-	return nil
+	return validateName(field, s, max)
 }
 
 // Validate checks the filters and applies the default limit.
@@ -147,10 +164,7 @@ func (p *EventsParams) Validate() error {
 	if p.Limit < 0 || p.Limit > MaxListLimit {
 		return invalid("limit", "must be between 1 and %d (got %d)", MaxListLimit, p.Limit)
 	}
-	if p.Key != "" {
-		return ValidateKey(p.Key)
-	}
-	return nil
+	return validateFilter("key", p.Key, MaxKeyLen)
 }
 
 func firstError(errs ...error) error {

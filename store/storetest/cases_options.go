@@ -236,6 +236,9 @@ func testInvalidArguments(t *testing.T, h Harness) {
 		{"metadata string", "valid", []baton.Option{baton.WithMetadata("text")}, "metadata"},
 		{"metadata not JSON", "valid", []baton.Option{baton.WithMetadata(json.RawMessage(`{"a":`))}, "metadata"},
 		{"metadata over 4 KiB", "valid", []baton.Option{baton.WithMetadata(json.RawMessage(big))}, "metadata"},
+		{"metadata invalid UTF-8", "valid", []baton.Option{baton.WithMetadata(json.RawMessage("{\"a\":\"\xff\"}"))}, "metadata"},
+		{"metadata unpaired surrogate", "valid", []baton.Option{baton.WithMetadata(json.RawMessage(`{"a":"\ud800"}`))}, "metadata"},
+		{"metadata NUL", "valid", []baton.Option{baton.WithMetadata(map[string]string{"a": "x\x00"})}, "metadata"},
 		{"negative cooldown", "valid", []baton.Option{baton.WithCooldown(-time.Second)}, "cooldown"},
 		{"negative lock-delay", "valid", []baton.Option{baton.WithLockDelay(-time.Second)}, "lock_delay"},
 		{"negative wait", "valid", []baton.Option{baton.WithWaitTimeout(-time.Second)}, "wait_timeout"},
@@ -283,6 +286,16 @@ func testInvalidArguments(t *testing.T, h Harness) {
 			_, err := e.store.List(e.ctx, &store.ListParams{Limit: store.MaxListLimit + 1})
 			return err
 		}, "limit"},
+		// Filters PostgreSQL would refuse itself (SQLSTATE 22021) are refused on every backend.
+		{"list NUL in prefix", func() error { _, err := e.store.List(e.ctx, &store.ListParams{Prefix: "a\x00"}); return err }, "prefix"},
+		{"list invalid UTF-8 prefix", func() error { _, err := e.store.List(e.ctx, &store.ListParams{Prefix: "a\xff"}); return err }, "prefix"},
+		{"list invalid UTF-8 cursor", func() error { _, err := e.store.List(e.ctx, &store.ListParams{After: "\xc3"}); return err }, "cursor"},
+		{"list NUL in holder", func() error { _, err := e.store.List(e.ctx, &store.ListParams{Holder: "\x00"}); return err }, "holder"},
+		{"events invalid UTF-8 key", func() error { _, err := e.store.Events(e.ctx, &store.EventsParams{Key: "\xff"}); return err }, "key"},
+		{"force-release NUL in reason", func() error {
+			_, err := e.store.ForceRelease(e.ctx, &store.ForceReleaseParams{Key: "valid", Reason: "a\x00b"})
+			return err
+		}, "reason"},
 	}
 	for _, c := range direct {
 		var inv *store.InvalidArgumentError

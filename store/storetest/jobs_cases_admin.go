@@ -332,10 +332,14 @@ func testJobBadSubmit(t *testing.T, h JobHarness) {
 		{"args an array", store.SubmitParams{Kind: "bad", Resource: "bad/args", Args: json.RawMessage(`[1,2]`), IdempotencyKey: "k2"}, "args"},
 		{"args a string", store.SubmitParams{Kind: "bad", Resource: "bad/args", Args: json.RawMessage(`"x"`)}, "args"},
 		{"args not JSON", store.SubmitParams{Kind: "bad", Resource: "bad/args", Args: json.RawMessage(`{"a":`)}, "args"},
+		{"args invalid UTF-8", store.SubmitParams{Kind: "bad", Resource: "bad/args", Args: json.RawMessage("{\"a\":\"\xff\"}")}, "args"},
+		{"args unpaired surrogate", store.SubmitParams{Kind: "bad", Resource: "bad/args", Args: json.RawMessage(`{"a":"\udc00"}`)}, "args"},
+		{"args NUL", store.SubmitParams{Kind: "bad", Resource: "bad/args", Args: json.RawMessage(`{"a":"\u0000"}`)}, "args"},
 		{"args too long", store.SubmitParams{Kind: "bad", Resource: "bad/args",
 			Args: mustJSON(map[string]string{"a": strings.Repeat("x", store.MaxArgsLen)})}, "args"},
 		{"empty resource", store.SubmitParams{Kind: "bad"}, "resource"},
 		{"control character in resource", store.SubmitParams{Kind: "bad", Resource: "bad/\x01"}, "resource"},
+		{"invalid UTF-8 resource", store.SubmitParams{Kind: "bad", Resource: "bad/\xff"}, "resource"},
 		{"resource too long", store.SubmitParams{Kind: "bad", Resource: "bad/" + strings.Repeat("r", store.MaxKeyLen)}, "resource"},
 		{"negative max attempts", store.SubmitParams{Kind: "bad", Resource: "bad/attempts", MaxAttempts: -1}, "max_attempts"},
 		{"priority above the range", store.SubmitParams{Kind: "bad", Resource: "bad/prio", Priority: store.MaxPriority + 1}, "priority"},
@@ -396,6 +400,22 @@ func testJobBadInput(t *testing.T, h JobHarness) {
 		}(), "retry_after"},
 		{"list with a bad state", func() error { _, err := e.s.ListJobs(e.ctx, &store.JobListParams{State: "done"}); return err }(), "state"},
 		{"list with a negative limit", func() error { _, err := e.s.ListJobs(e.ctx, &store.JobListParams{Limit: -1}); return err }(), "limit"},
+		{"list with NUL in the resource", func() error { _, err := e.s.ListJobs(e.ctx, &store.JobListParams{Resource: "bi\x00"}); return err }(), "resource"},
+		{"list with an invalid UTF-8 resource", func() error { _, err := e.s.ListJobs(e.ctx, &store.JobListParams{Resource: "bi\xff"}); return err }(), "resource"},
+		{"list resources with NUL in the prefix", func() error {
+			_, err := e.s.ListResources(e.ctx, &store.ResourceListParams{Prefix: "bi\x00"})
+			return err
+		}(), "prefix"},
+		{"list resources after invalid UTF-8", func() error {
+			_, err := e.s.ListResources(e.ctx, &store.ResourceListParams{After: "bi/\xff"})
+			return err
+		}(), "after"},
+		{"get an invalid UTF-8 resource", func() error { _, err := e.s.GetResource(e.ctx, "bi/\xff"); return err }(), "resource"},
+		{"purge an invalid UTF-8 resource", func() error { _, err := e.s.PurgeJobs(e.ctx, &store.PurgeParams{Resource: "\xff"}); return err }(), "resource"},
+		{"set an invalid UTF-8 state", func() error {
+			_, err := e.s.SetResourceState(e.ctx, &store.SetResourceStateParams{Key: "bi/2", State: "S\xff"})
+			return err
+		}(), "state"},
 		{"purge of ID -1", func() error { _, err := e.s.PurgeJobs(e.ctx, &store.PurgeParams{IDs: []int64{-1}}); return err }(), "id"},
 		{"clean with a negative age", func() error { _, err := e.s.CleanJobs(e.ctx, &store.CleanParams{Age: -time.Hour}); return err }(), "age"},
 		{"set an empty state", func() error {
@@ -415,4 +435,10 @@ func testJobBadInput(t *testing.T, h JobHarness) {
 	}
 	_, err := e.s.GetResource(e.ctx, "bi/2")
 	wantErr(t, "GetResource after a refused SetResourceState", err, store.ErrNotFound)
+	// A failure message is what the handler's error said: invalid UTF-8 and NUL (which
+	// PostgreSQL cannot store) are cleaned, not refused.
+	failed := e.fail(j, store.FailParams{Message: "a\x00b\xff"})
+	if n := len(failed.Errors); n == 0 || failed.Errors[n-1].Message != "a\uFFFDb\uFFFD" {
+		t.Fatalf("fail with NUL and invalid UTF-8 in the message: %s", show(failed))
+	}
 }
