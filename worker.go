@@ -109,10 +109,6 @@ func (c WorkerConfig) withDefaults(q *Queue) (WorkerConfig, Config, error) {
 	if c.ShutdownTimeout < 0 {
 		return c, Config{}, &InvalidArgumentError{Field: "shutdown_timeout", Rule: "must not be negative"}
 	}
-	if c.StopGrace < 0 || c.StopGrace > c.LeaseTTL/3 {
-		return c, Config{}, &InvalidArgumentError{Field: "stop_grace",
-			Rule: fmt.Sprintf("must be between 0 and a third of lease_ttl, %s (got %s)", c.LeaseTTL/3, c.StopGrace)}
-	}
 	if c.Logger == nil {
 		c.Logger = q.log
 	}
@@ -125,6 +121,10 @@ func (c WorkerConfig) withDefaults(q *Queue) (WorkerConfig, Config, error) {
 			return c, lc, &InvalidArgumentError{Field: "lease_ttl", Rule: inv.Rule}
 		}
 		return c, lc, err
+	}
+	if c.StopGrace < 0 || c.StopGrace > c.LeaseTTL/3 {
+		return c, lc, &InvalidArgumentError{Field: "stop_grace",
+			Rule: fmt.Sprintf("must be between 0 and a third of lease_ttl, %s (got %s)", c.LeaseTTL/3, c.StopGrace)}
 	}
 	c.DriftFactor, c.SafetyMargin, c.PollInterval = lc.DriftFactor, lc.SafetyMargin, lc.PollInterval
 	return c, lc, nil

@@ -360,6 +360,44 @@ func TestWorkerLocalDeadline(t *testing.T) {
 	})
 }
 
+// With StopGrace, a worker cut off from the store tells its handler to stop StopGrace before the
+// local deadline, so that a handler needing that long to stop has stopped by the deadline.
+func TestWorkerStopGraceBeforeTheLocalDeadline(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		st := &leaseLossStore{jobStore: b.open(t), hang: true}
+		q := newQueue(t, st, baton.Kind{Name: "k"})
+		causes := make(chan error, 1)
+		w, err := q.NewWorker(baton.WorkerConfig{
+			LeaseTTL:     3 * time.Second,
+			DriftFactor:  0.1,
+			SafetyMargin: 200 * time.Millisecond,
+			StopGrace:    time.Second,
+			Handlers: map[string]baton.Handler{"k": func(ctx context.Context, job *baton.Job) error {
+				<-ctx.Done()
+				causes <- context.Cause(ctx)
+				return ctx.Err()
+			}},
+			Logger: quietLogger(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runWorker(t, w)
+		submitted := time.Now()
+		submit(t, q, baton.SubmitParams{Kind: "k", Resource: "r"})
+		cause := recv(t, causes)
+		took := time.Since(submitted)
+		if !errors.Is(cause, baton.ErrLeaseLost) {
+			t.Fatalf("cause %v, want ErrLeaseLost", cause)
+		}
+		// The local deadline is 3s*0.9 - 200ms = 2.5s after the claim began; the handler is told
+		// to stop a second before it (50ms of slack below for a claim already in flight).
+		if took < 1450*time.Millisecond || took >= 2*time.Second {
+			t.Fatalf("handler told to stop %s after the submit, want in [1.45s, 2s)", took)
+		}
+	})
+}
+
 // Graceful shutdown: Run's context ending lets a running job finish, with its context intact.
 func TestWorkerGracefulShutdown(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {

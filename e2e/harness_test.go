@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -179,4 +180,35 @@ func postgresURL(t *testing.T) string {
 		sep = "&"
 	}
 	return dsn + sep + "baton_schema=" + schema
+}
+
+// crash kills the server with SIGKILL: no shutdown, nothing flushed but what the store had.
+func (s *daemon) crash() {
+	if s.cmd == nil || s.cmd.Process == nil || s.cmd.ProcessState != nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+}
+
+// waitRefusals waits until the server has refused an acquire of a held key at least once (its
+// metrics say so): a waiter is then waiting. Polling the metrics is the only signal a separate
+// process gives.
+func (s *daemon) waitRefusals(t *testing.T, key string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(s.url + "/metrics")
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			for _, line := range strings.Split(string(body), "\n") {
+				if strings.HasPrefix(line, `baton_lock_acquisition_failures_total{reason="held"}`) && !strings.HasSuffix(line, " 0") {
+					return
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no acquire of %q was refused within a minute", key)
 }

@@ -184,3 +184,59 @@ func TestServerRestartDuringRun(t *testing.T) {
 		})
 	}
 }
+
+// The report of issue 9, as a user ran it: a waiter whose wait (about 6 s) is twice its TTL
+// (3 s) gets a lease that holds while its command runs, and exits 0. Before the fix it lost the
+// lease on arrival (exit 76).
+func TestRunAfterAWaitLongerThanTheTTL(t *testing.T) {
+	for name, storeURL := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			s := startServer(t, storeURL(t))
+			dir := t.TempDir()
+			first, out1 := startRun(t, s, dir, "run", "--lock", "k", "--ttl", "3s", "--", "sh", "-c", `touch "$DIR/started"; sleep 8`)
+			waitFile(t, filepath.Join(dir, "started"), 30*time.Second)
+			start := time.Now()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			code, out := s.baton(ctx, nil, "run", "--lock", "k", "--ttl", "3s", "--wait", "1m", "--", "sh", "-c", "sleep 2; echo done")
+			if code != 0 || !strings.Contains(out, "done") || strings.Contains(out, "lost") {
+				t.Fatalf("waiter: exit %d\n%s", code, out)
+			}
+			if err := first.Wait(); err != nil {
+				t.Fatalf("holder: %v\n%s", err, out1)
+			}
+			if waited := time.Since(start) - 2*time.Second; waited < 3*time.Second {
+				t.Fatalf("the waiter waited about %s, not past its 3s TTL: the test lost its point", waited)
+			}
+		})
+	}
+}
+
+// Waiting survives a crash of the server: a run waiting for a held lock while the server is
+// killed with SIGKILL and restarted keeps waiting and runs once the holder is done, instead of
+// exiting 1 at the first refused connection.
+func TestRunWaitsThroughAServerCrash(t *testing.T) {
+	for name, storeURL := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			s := startServer(t, storeURL(t))
+			dir := t.TempDir()
+			// The holder's TTL outlasts the restart; its command ends when told to.
+			holder, hout := startRun(t, s, dir, "run", "--lock", "w", "--ttl", "20s", "--", "sh", "-c",
+				`touch "$DIR/held"; while [ ! -e "$DIR/go" ]; do sleep 0.05; done`)
+			waitFile(t, filepath.Join(dir, "held"), 30*time.Second)
+			waiter, wout := startRun(t, s, dir, "run", "--lock", "w", "--ttl", "2s", "--wait", "2m", "--", "sh", "-c", `echo "waiter ran"`)
+			s.waitRefusals(t, "w")
+			s.crash()
+			s.start()
+			if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := holder.Wait(); err != nil {
+				t.Fatalf("holder across the crash: %v\n%s", err, hout)
+			}
+			if err := waiter.Wait(); err != nil || !strings.Contains(wout.String(), "waiter ran") {
+				t.Fatalf("waiter across the crash: %v\n%s", err, wout)
+			}
+		})
+	}
+}

@@ -129,6 +129,7 @@ func TestJobsUsage(t *testing.T) {
 		{[]string{"worker", "--", "true"}, 2, "--kind is required"},
 		{[]string{"worker", "--kind", "k", "--concurrency", "0", "--", "true"}, 2, "--concurrency must be between 1 and 1000"},
 		{[]string{"worker", "--kind", "k", "--grace", "-1s", "--", "true"}, 2, "--grace must not be negative"},
+		{[]string{"worker", "--kind", "k", "--lease-ttl", "3s", "--grace", "2s", "--", "true"}, 2, "--grace 2s is longer than a third of --lease-ttl (1s)"},
 		{[]string{"worker", "--kind", "k", "--shutdown-timeout", "-1s", "--", "true"}, 2, "--shutdown-timeout must not be negative"},
 		{[]string{"worker", "--kind", "k", "--lease-ttl", "500ms", "--", "true"}, 2, "invalid --lease-ttl"},
 		{[]string{"worker", "--kind", "a b", "--", "true"}, 2, "invalid --kind"},

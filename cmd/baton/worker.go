@@ -122,7 +122,7 @@ func workerCommand(args []string, g *globals, stdout, stderr io.Writer) int {
 	// is dead by it: the grace must leave heartbeats (every TTL/3) time to succeed first.
 	graceSet := false
 	c.fs.Visit(func(f *flag.Flag) { graceSet = graceSet || f.Name == "grace" })
-	if maxGrace := *leaseTTL / 3; *grace > maxGrace {
+	if maxGrace := *leaseTTL / 3; *leaseTTL >= store.MinTTL && *grace > maxGrace {
 		if graceSet {
 			return c.usageError("--grace %s is longer than a third of --lease-ttl (%s): CMD must be dead before the job could pass to another worker; raise --lease-ttl or lower --grace", *grace, maxGrace)
 		}
