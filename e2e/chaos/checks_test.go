@@ -90,7 +90,10 @@ func spans(events []event) map[string]*runSpan {
 //     run's client was stopped: a stalled holder that resumes with its old token is refused).
 //
 // stalled(span) says whether the span's client was stopped during it.
-func checkFencing(events []event, stalled func(*runSpan) bool, r *report, notes *counter) {
+//
+// Violations are named with the faults in force shortly before (tl.during), e.g.
+// overlap/nofault or overlap/net_cut.
+func checkFencing(events []event, stalled func(*runSpan) bool, tl *timeline, window time.Duration, r *report, notes *counter) {
 	sp := spans(events)
 	maxEnter := map[string]uint64{}
 	tokenRun := map[string]map[uint64]string{}
@@ -110,7 +113,7 @@ func checkFencing(events []event, stalled func(*runSpan) bool, r *report, notes 
 				if stalled(s) && !e.Accepted {
 					notes.add("fenced_stale_enter", 1)
 				} else {
-					r.violate("token_order", "key %s: %s entered with token %d at %s after token %d had entered (accepted=%v)",
+					r.violate("token_order/"+tl.during(e.At, window), "key %s: %s entered with token %d at %s after token %d had entered (accepted=%v)",
 						e.Key, e.Run, e.Token, e.At, maxEnter[e.Key], e.Accepted)
 				}
 			}
@@ -129,7 +132,7 @@ func checkFencing(events []event, stalled func(*runSpan) bool, r *report, notes 
 			case stalled(s):
 				notes.add("fenced_late_write_of_stalled_run", 1)
 			default:
-				r.violate("overlap", "key %s: %s (token %d, client not stopped) still ran (%s %s at %s) after token %d entered",
+				r.violate("overlap/"+tl.during(e.At, window), "key %s: %s (token %d, client not stopped) still ran (%s %s at %s) after token %d entered",
 					e.Key, e.Run, e.Token, e.Kind, e.Status, e.At, maxEnter[e.Key])
 			}
 		}

@@ -93,9 +93,37 @@ func (c *counter) String() string {
 	return b.String()
 }
 
+// timeline records when each fault was in force, to name the fault behind a violation.
+type timeline struct {
+	mu     sync.Mutex
+	faults []faultSpan
+}
+
+type faultSpan struct {
+	name string
+	interval
+}
+
+// during names the faults in force within window before at (their effects outlast them: a
+// lease lost to a cut network is lost up to a TTL later), or "nofault".
+func (tl *timeline) during(at, window time.Duration) string {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	var names []string
+	for _, f := range tl.faults {
+		if f.from <= at && at <= f.to+window {
+			names = append(names, f.name)
+		}
+	}
+	if len(names) == 0 {
+		return "nofault"
+	}
+	return strings.Join(names, "+")
+}
+
 // injectFaults injects faults one at a time, at random intervals, from now until the clock
-// passes until; done is closed when the last fault has been undone.
-func injectFaults(res *resource, until time.Duration, faults []fault, counts *counter, seed uint64) {
+// passes until, and returns once the last fault has been undone.
+func injectFaults(res *resource, until time.Duration, faults []fault, counts *counter, tl *timeline, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	for res.now() < until {
 		// The pause between faults is the schedule, not a synchronisation.
@@ -104,8 +132,12 @@ func injectFaults(res *resource, until time.Duration, faults []fault, counts *co
 			return
 		}
 		f := faults[rng.IntN(len(faults))]
+		from := res.now()
 		if f.do(rng) {
 			counts.add(f.name, 1)
+			tl.mu.Lock()
+			tl.faults = append(tl.faults, faultSpan{f.name, interval{from, res.now()}})
+			tl.mu.Unlock()
 		}
 	}
 }

@@ -73,7 +73,7 @@ type jobHarness struct {
 }
 
 func runJobs(t *testing.T, store string, pg *postgres) {
-	dur := testDuration(t, 20*time.Second)
+	dur := testDuration(t, 15*time.Second)
 	base := time.Now()
 	h := &jobHarness{t: t, res: newResource(t, base), pg: pg, dir: t.TempDir()}
 	h.srv = startServer(t, store, "--reap-interval", "1s")
@@ -89,7 +89,7 @@ func runJobs(t *testing.T, store string, pg *postgres) {
 		wg.Go(func() { h.loop(w) })
 	}
 
-	// Submit one job per resource about every 1.2 s, in order, until the end; seq[id] is the
+	// Submit one job per resource about every 1.5 s, in order, until the end; seq[id] is the
 	// job's place in its resource's queue.
 	type sub struct {
 		resource string
@@ -97,12 +97,12 @@ func runJobs(t *testing.T, store string, pg *postgres) {
 	}
 	subs := map[int64]sub{}
 	perResource := map[string][]int64{}
-	faults := &counter{}
+	faults, tl := &counter{}, &timeline{}
 	faultsDone := make(chan struct{})
 	go func() {
 		defer close(faultsDone)
 		time.Sleep(faultFreeEnd - h.res.now()) // the fault-free phase is a schedule
-		injectFaults(h.res, stopAt, h.jobFaults(workers), faults, uint64(base.UnixNano()))
+		injectFaults(h.res, stopAt, h.jobFaults(workers), faults, tl, uint64(base.UnixNano()))
 	}()
 	for h.res.now() < stopAt {
 		for i := range jobResources {
@@ -111,7 +111,7 @@ func runJobs(t *testing.T, store string, pg *postgres) {
 			subs[id] = sub{r, len(perResource[r])}
 			perResource[r] = append(perResource[r], id)
 		}
-		time.Sleep(1200 * time.Millisecond) // the submission rate
+		time.Sleep(1500 * time.Millisecond) // the submission rate
 	}
 	<-faultsDone
 
@@ -121,6 +121,7 @@ func runJobs(t *testing.T, store string, pg *postgres) {
 	// fail only if no job finished for 2 minutes (a job of a killed worker is retried within
 	// its lease TTL plus the reap interval; a failed attempt after a backoff).
 	var jobs []apiJob
+	drainFrom := time.Now()
 	lastProgress, lastDone := time.Now(), -1
 	for {
 		jobs = h.jobs()
@@ -146,6 +147,8 @@ func runJobs(t *testing.T, store string, pg *postgres) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	drained := time.Since(drainFrom)
+	stopFrom := time.Now()
 	for _, w := range workers {
 		w.mu.Lock()
 		w.quit = true
@@ -155,6 +158,7 @@ func runJobs(t *testing.T, store string, pg *postgres) {
 		w.mu.Unlock()
 	}
 	wg.Wait()
+	stopped := time.Since(stopFrom)
 
 	attempts := &counter{}
 	for _, j := range jobs {
@@ -175,7 +179,7 @@ func runJobs(t *testing.T, store string, pg *postgres) {
 		// A worker stopped between its claim and CMD's start stalls the run too.
 		return h.stops.stopped(s.client, s.first-2*jobLeaseTTL, s.last)
 	}
-	checkFencing(events, stalled, r, notes)
+	checkFencing(events, stalled, tl, 2*jobLeaseTTL, r, notes)
 	sp := spans(events)
 	// Per-resource order: job i+1 never enters before job i's successful run exited, and job i
 	// never enters again once job i+1 has entered.
@@ -220,9 +224,9 @@ func runJobs(t *testing.T, store string, pg *postgres) {
 		}
 	}
 	t.Logf("chaos jobs summary (%s, %s, %d workers, %d resources, lease TTL %s, fault-free until %s):\n"+
-		"  jobs: %d (CMD runs: %d)\n  CMD exits: %s\n  attempts and errors: %s\n  faults: %s\n  notes: %s\n  violations: %s",
+		"  jobs: %d (CMD runs: %d), drained in %s after the end, workers stopped in %s\n  CMD exits: %s\n  attempts and errors: %s\n  faults: %s\n  notes: %s\n  violations: %s",
 		storeName(store), dur, jobWorkers, jobResources, jobLeaseTTL, faultFreeEnd.Round(time.Second),
-		len(jobs), len(sp), byStatus, attempts, faults, notes, r.violations.String())
+		len(jobs), len(sp), drained.Round(time.Millisecond), stopped.Round(time.Millisecond), byStatus, attempts, faults, notes, r.violations.String())
 	if r.violations.get("job_stuck") > 0 || r.violations.get("job_order") > 0 {
 		out, _ := os.ReadFile(filepath.Join(h.dir, "workers.log"))
 		t.Logf("worker log (tail):\n%s", tail(out, 6000))
@@ -240,7 +244,7 @@ func (h *jobHarness) loop(w *workerSlot) {
 	defer logf.Close()
 	for {
 		cmd := exec.Command(binary, "worker", "--server", h.srv.url, "--kind", jobKind, "--concurrency", "2",
-			"--lease-ttl", jobLeaseTTL.String(), "--grace", "10s", "--shutdown-timeout", "5s", "--name", w.name, "--", self)
+			"--lease-ttl", jobLeaseTTL.String(), "--grace", "1s", "--shutdown-timeout", "5s", "--name", w.name, "--", self)
 		cmd.Env = append(os.Environ(), "BATON_CHAOS_ROLE=cmd", "BATON_CHAOS_CLIENT="+w.name,
 			"BATON_CHAOS_RESOURCE="+h.res.url)
 		cmd.Stdout, cmd.Stderr = logf, logf

@@ -17,6 +17,10 @@ const (
 	lockClients = 8
 	lockTTL     = 2 * time.Second
 	lockKey     = "chaos/k1"
+	// lockGrace is baton run's --grace: longer than a slow CMD's 0.5 s cleanup, so SIGKILL
+	// does not cut it short, and short enough that a wrapper can have CMD dead by the
+	// holder's local deadline, as the contract requires, when the server becomes unreachable.
+	lockGrace = time.Second
 )
 
 // TestLocksChaos: 8 clients loop `baton run --lock K --ttl 2s --wait 30s -- CMD` on one key
@@ -36,6 +40,7 @@ func TestLocksChaos(t *testing.T) {
 type runRecord struct {
 	client, id string
 	start, end time.Duration
+	startWall  time.Time
 	code       int
 	stderr     string
 }
@@ -73,7 +78,7 @@ type lockHarness struct {
 }
 
 func runLocks(t *testing.T, store string, pg *postgres) {
-	dur := testDuration(t, 40*time.Second)
+	dur := testDuration(t, 30*time.Second)
 	base := time.Now()
 	h := &lockHarness{t: t, res: newResource(t, base), pg: pg, dir: t.TempDir(), stopAt: dur}
 	h.srv = startServer(t, store)
@@ -88,12 +93,12 @@ func runLocks(t *testing.T, store string, pg *postgres) {
 		clients[i] = c
 		wg.Go(func() { h.loop(c) })
 	}
-	faults := &counter{}
+	faults, tl := &counter{}, &timeline{}
 	faultsDone := make(chan struct{})
 	go func() {
 		defer close(faultsDone)
 		time.Sleep(faultFreeEnd - h.res.now()) // the fault-free phase is a schedule
-		injectFaults(h.res, h.stopAt, h.lockFaults(clients), faults, uint64(base.UnixNano()))
+		injectFaults(h.res, h.stopAt, h.lockFaults(clients), faults, tl, uint64(base.UnixNano()))
 	}()
 	<-faultsDone
 	allDone := make(chan struct{})
@@ -124,10 +129,11 @@ func runLocks(t *testing.T, store string, pg *postgres) {
 		}
 		return h.stops.stopped(rr.client, rr.start, rr.end)
 	}
-	checkFencing(events, stalled, r, notes)
+	checkFencing(events, stalled, tl, 2*lockTTL, r, notes)
 	sp := spans(events)
-	checkAudit(h.srv.events(lockKey), h.runs, sp, r)
-	checkFaultFree(h.runs, sp, faultFreeEnd, r, notes)
+	audit := h.srv.events(lockKey)
+	checkAudit(audit, h.runs, sp, r)
+	checkFaultFree(h.runs, audit, faultFreeEnd, r, notes)
 
 	exits := &counter{}
 	for _, rr := range h.runs {
@@ -168,13 +174,13 @@ func (h *lockHarness) loop(c *lockClient) {
 			h.t.Error(err)
 			return
 		}
-		cmd := exec.Command(binary, "run", "--server", h.px.url, "--lock", lockKey,
-			"--ttl", lockTTL.String(), "--wait", "30s", "--", self)
+		cmd := exec.Command(binary, "run", "--server", h.px.url, "--lock", lockKey, "--holder", holderPrefix+id,
+			"--ttl", lockTTL.String(), "--wait", "30s", "--grace", lockGrace.String(), "--", self)
 		cmd.Env = append(os.Environ(), "BATON_CHAOS_ROLE=cmd", "BATON_CHAOS_CLIENT="+c.name,
 			"BATON_CHAOS_RUN="+id, "BATON_CHAOS_SLOW="+slow, "BATON_CHAOS_RESOURCE="+h.res.url)
 		cmd.Stderr = errf // a file, not a pipe: an orphaned CMD cannot hold up Wait
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		start := h.res.now()
+		start, startWall := h.res.now(), time.Now()
 		if err := cmd.Start(); err != nil {
 			errf.Close()
 			h.t.Error(err)
@@ -188,9 +194,15 @@ func (h *lockHarness) loop(c *lockClient) {
 		out, _ := os.ReadFile(errf.Name())
 		os.Remove(errf.Name())
 		h.mu.Lock()
-		h.runs = append(h.runs, runRecord{client: c.name, id: id, start: start, end: end,
-			code: exitCode(cmd.ProcessState), stderr: tail(out, 2000)})
+		code := exitCode(cmd.ProcessState)
+		h.runs = append(h.runs, runRecord{client: c.name, id: id, start: start, end: end, startWall: startWall,
+			code: code, stderr: tail(out, 2000)})
 		h.mu.Unlock()
+		if code == 1 {
+			// The server was unreachable (a fault): baton run gives up at once; pace the
+			// retries as a real caller would instead of spinning.
+			time.Sleep(200 * time.Millisecond)
+		}
 	}
 }
 
@@ -292,17 +304,27 @@ func checkAudit(audit []auditEvent, runs []runRecord, sp map[string]*runSpan, r 
 	}
 }
 
+// holderPrefix + run ID is each baton run's --holder, to find its grant in the audit log.
+const holderPrefix = "chaos/"
+
 // checkFaultFree is check 4: runs that ended before the first fault neither lost their lease
 // (76) nor waited past --wait (75), nor failed otherwise; and some of them waited longer than
-// the TTL (measured), so that the scenario keeps exercising long waits.
-func checkFaultFree(runs []runRecord, sp map[string]*runSpan, faultFreeEnd time.Duration, r *report, notes *counter) {
+// the TTL, measured from the run's start to its grant in the audit log (the store's clock, on
+// this machine), so that the scenario keeps exercising long waits.
+func checkFaultFree(runs []runRecord, audit []auditEvent, faultFreeEnd time.Duration, r *report, notes *counter) {
+	grantAt := map[string]time.Time{}
+	for _, e := range audit {
+		if e.Kind == "acquire" || e.Kind == "expiry_takeover" {
+			grantAt[strings.TrimPrefix(e.Holder, holderPrefix)] = e.At
+		}
+	}
 	longWaits := 0
 	for _, rr := range runs {
 		if rr.end >= faultFreeEnd {
 			continue
 		}
 		notes.add("faultfree_runs", 1)
-		if s := sp[rr.id]; s != nil && s.entered && s.enterAt-rr.start > lockTTL {
+		if at, ok := grantAt[rr.id]; ok && at.Sub(rr.startWall) > lockTTL {
 			longWaits++
 		}
 		switch rr.code {

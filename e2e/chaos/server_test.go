@@ -110,11 +110,12 @@ func (s *server) stop() {
 
 // auditEvent is one event of the audit log (GET /v1/events).
 type auditEvent struct {
-	ID     int64  `json:"id"`
-	Kind   string `json:"kind"`
-	Key    string `json:"key"`
-	Holder string `json:"holder"`
-	Token  uint64 `json:"token"`
+	ID     int64     `json:"id"`
+	At     time.Time `json:"at"`
+	Kind   string    `json:"kind"`
+	Key    string    `json:"key"`
+	Holder string    `json:"holder"`
+	Token  uint64    `json:"token"`
 }
 
 // events reads every page of the audit log for key.
