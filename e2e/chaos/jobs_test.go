@@ -244,7 +244,7 @@ func (h *jobHarness) loop(w *workerSlot) {
 	defer logf.Close()
 	for {
 		cmd := exec.Command(binary, "worker", "--server", h.srv.url, "--kind", jobKind, "--concurrency", "2",
-			"--lease-ttl", jobLeaseTTL.String(), "--grace", "1s", "--shutdown-timeout", "5s", "--name", w.name, "--", self)
+			"--lease-ttl", jobLeaseTTL.String(), "--shutdown-timeout", "5s", "--name", w.name, "--", self)
 		cmd.Env = append(os.Environ(), "BATON_CHAOS_ROLE=cmd", "BATON_CHAOS_CLIENT="+w.name,
 			"BATON_CHAOS_RESOURCE="+h.res.url)
 		cmd.Stdout, cmd.Stderr = logf, logf
@@ -267,6 +267,10 @@ func (h *jobHarness) loop(w *workerSlot) {
 		quit := w.quit
 		w.mu.Unlock()
 		if quit {
+			return
+		}
+		if code := exitCode(cmd.ProcessState); code == 2 || code == 127 || code == 126 {
+			h.t.Errorf("baton worker %s exited %d (usage or CMD error), not restarted; see %s", w.name, code, logf.Name())
 			return
 		}
 	}

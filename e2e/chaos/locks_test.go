@@ -17,10 +17,6 @@ const (
 	lockClients = 8
 	lockTTL     = 2 * time.Second
 	lockKey     = "chaos/k1"
-	// lockGrace is baton run's --grace: longer than a slow CMD's 0.5 s cleanup, so SIGKILL
-	// does not cut it short, and short enough that a wrapper can have CMD dead by the
-	// holder's local deadline, as the contract requires, when the server becomes unreachable.
-	lockGrace = time.Second
 )
 
 // TestLocksChaos: 8 clients loop `baton run --lock K --ttl 2s --wait 30s -- CMD` on one key
@@ -175,7 +171,7 @@ func (h *lockHarness) loop(c *lockClient) {
 			return
 		}
 		cmd := exec.Command(binary, "run", "--server", h.px.url, "--lock", lockKey, "--holder", holderPrefix+id,
-			"--ttl", lockTTL.String(), "--wait", "30s", "--grace", lockGrace.String(), "--", self)
+			"--ttl", lockTTL.String(), "--wait", "30s", "--", self)
 		cmd.Env = append(os.Environ(), "BATON_CHAOS_ROLE=cmd", "BATON_CHAOS_CLIENT="+c.name,
 			"BATON_CHAOS_RUN="+id, "BATON_CHAOS_SLOW="+slow, "BATON_CHAOS_RESOURCE="+h.res.url)
 		cmd.Stderr = errf // a file, not a pipe: an orphaned CMD cannot hold up Wait
@@ -198,6 +194,10 @@ func (h *lockHarness) loop(c *lockClient) {
 		h.runs = append(h.runs, runRecord{client: c.name, id: id, start: start, end: end, startWall: startWall,
 			code: code, stderr: tail(out, 2000)})
 		h.mu.Unlock()
+		if code == 2 {
+			h.t.Errorf("%s: baton run refused its arguments (exit 2); client %s stops:\n%s", id, c.name, tail(out, 2000))
+			return
+		}
 		if code == 1 {
 			// The server was unreachable (a fault): baton run gives up at once; pace the
 			// retries as a real caller would instead of spinning.
