@@ -244,8 +244,8 @@ func (h *jobHarness) loop(w *workerSlot) {
 	defer logf.Close()
 	for {
 		cmd := exec.Command(binary, "worker", "--server", h.srv.url, "--kind", jobKind, "--concurrency", "2",
-			"--lease-ttl", jobLeaseTTL.String(), "--shutdown-timeout", "5s", "--name", w.name, "--", self)
-		cmd.Env = append(os.Environ(), "BATON_CHAOS_ROLE=cmd", "BATON_CHAOS_CLIENT="+w.name,
+			"--lease-ttl", jobLeaseTTL.String(), "--shutdown-timeout", "5s", "--name", w.name, "--", fencedCmd)
+		cmd.Env = append(os.Environ(), "BATON_CHAOS_CLIENT="+w.name,
 			"BATON_CHAOS_RESOURCE="+h.res.url)
 		cmd.Stdout, cmd.Stderr = logf, logf
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

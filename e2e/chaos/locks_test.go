@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -136,9 +137,9 @@ func runLocks(t *testing.T, store string, pg *postgres) {
 		exits.add(exitClass(rr.code), 1)
 	}
 	t.Logf("chaos locks summary (%s, %s, %d clients, TTL %s, fault-free until %s):\n"+
-		"  runs: %d (CMDs that entered: %d)\n  exit codes: %s\n  faults: %s\n  notes: %s\n  violations: %s",
+		"  runs: %d (CMDs that entered: %d; %s)\n  exit codes: %s\n  faults: %s\n  notes: %s\n  violations: %s",
 		storeName(store), dur, lockClients, lockTTL, faultFreeEnd.Round(time.Second),
-		len(h.runs), countEntered(sp), exits, faults, notes, r.violations.String())
+		len(h.runs), countEntered(sp), handoverStats(events), exits, faults, notes, r.violations.String())
 	r.finish(t)
 }
 
@@ -171,8 +172,8 @@ func (h *lockHarness) loop(c *lockClient) {
 			return
 		}
 		cmd := exec.Command(binary, "run", "--server", h.px.url, "--lock", lockKey, "--holder", holderPrefix+id,
-			"--ttl", lockTTL.String(), "--wait", "30s", "--", self)
-		cmd.Env = append(os.Environ(), "BATON_CHAOS_ROLE=cmd", "BATON_CHAOS_CLIENT="+c.name,
+			"--ttl", lockTTL.String(), "--wait", "30s", "--", fencedCmd)
+		cmd.Env = append(os.Environ(), "BATON_CHAOS_CLIENT="+c.name,
 			"BATON_CHAOS_RUN="+id, "BATON_CHAOS_SLOW="+slow, "BATON_CHAOS_RESOURCE="+h.res.url)
 		cmd.Stderr = errf // a file, not a pipe: an orphaned CMD cannot hold up Wait
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -341,4 +342,35 @@ func checkFaultFree(runs []runRecord, audit []auditEvent, faultFreeEnd time.Dura
 	if longWaits == 0 {
 		r.violate("faultfree_no_long_wait", "no run of the fault-free phase waited longer than the TTL (%s): the scenario no longer exercises long waits", lockTTL)
 	}
+}
+
+// handoverStats summarises, over accepted enters and ok exits in recording order, how long CMDs
+// held the resource and how long it stood idle between one CMD's exit and the next enter.
+func handoverStats(events []event) string {
+	var holds, gaps []time.Duration
+	var lastExit, enter time.Duration = -1, -1
+	for _, e := range events {
+		switch {
+		case e.Kind == "enter" && e.Accepted:
+			if lastExit >= 0 {
+				gaps = append(gaps, e.At-lastExit)
+			}
+			enter = e.At
+		case e.Kind == "exit" && e.Accepted:
+			if enter >= 0 {
+				holds = append(holds, e.At-enter)
+			}
+			lastExit, enter = e.At, -1
+		}
+	}
+	return fmt.Sprintf("hold p50 %s, handover gap p50 %s p99 %s", pct(holds, 50), pct(gaps, 50), pct(gaps, 99))
+}
+
+func pct(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	ds = append([]time.Duration(nil), ds...)
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[(len(ds)-1)*p/100].Round(time.Millisecond)
 }

@@ -23,51 +23,46 @@ import (
 )
 
 var (
-	// binary is the baton binary built once for the package; self is this test binary, which
-	// runs as the fenced resource's client (CMD) when BATON_CHAOS_ROLE=cmd.
-	binary string
-	self   string
+	// binary is the baton binary built once for the package; fencedCmd is the CMD of every run
+	// and job (internal/fencedcmd), the fenced resource's client.
+	binary    string
+	fencedCmd string
 
 	durationFlag = flag.Duration("chaos.duration", 0,
 		"how long each chaos test runs (default: env BATON_CHAOS_DURATION, else 30s for locks and 15s for jobs)")
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv("BATON_CHAOS_ROLE") == "cmd" {
-		os.Exit(cmdMain())
-	}
 	flag.Parse()
-	exe, err := os.Executable()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "chaos:", err)
-		os.Exit(1)
-	}
-	self = exe
 	dir, err := os.MkdirTemp("", "baton-chaos-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "baton")
-	if b := os.Getenv("BATON_CHAOS_BIN"); b != "" {
-		// A baton binary built elsewhere (another worktree's fix, a release) instead of this
-		// tree's.
-		binary = b
-		code := m.Run()
-		os.RemoveAll(dir)
-		os.Exit(code)
-	}
+	fencedCmd = filepath.Join(dir, "fencedcmd")
 	// Without -race by default: 8 clients, their commands, the server and PostgreSQL share two
-	// cores, and a race-enabled client is several times slower to start and to renew.
+	// cores, and a race-enabled process is several times slower to start and to renew.
 	args := []string{"build", "-o", binary}
 	if os.Getenv("BATON_CHAOS_RACE") == "1" {
 		args = append(args, "-race")
 	}
-	build := exec.Command("go", append(args, "github.com/batonhq/baton/cmd/baton")...)
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "chaos: building baton:", err)
-		os.Exit(1)
+	builds := [][]string{
+		append(args, "github.com/batonhq/baton/cmd/baton"),
+		{"build", "-o", fencedCmd, "github.com/batonhq/baton/e2e/chaos/internal/fencedcmd"},
+	}
+	if b := os.Getenv("BATON_CHAOS_BIN"); b != "" {
+		// A baton binary built elsewhere (another worktree's fix, a release) instead of this
+		// tree's.
+		binary, builds = b, builds[1:]
+	}
+	for _, b := range builds {
+		build := exec.Command("go", b...)
+		build.Stdout, build.Stderr = os.Stdout, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "chaos: go %v: %v\n", b, err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)

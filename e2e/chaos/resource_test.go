@@ -10,19 +10,23 @@ import (
 )
 
 // event is one call of a CMD to the fenced resource, as the resource recorded it.
+// The CMD (internal/fencedcmd) sends the fields with JSON tags.
 type event struct {
 	Seq      int           // order of recording (the resource's mutex)
 	At       time.Duration // the resource's monotonic clock, since the test began
-	Kind     string        // enter, write, exit
-	Key      string        // the lock key, or the job's resource
-	Client   string        // the baton run client or baton worker that ran CMD
-	Run      string        // one CMD execution
-	Token    uint64        // BATON_FENCING_TOKEN
-	Job      int64         // BATON_JOB_ID (jobs only)
-	Status   string        // exit: ok, term (after SIGTERM), refused (fenced out)
-	PID      int
+	Kind     string        `json:"kind"`   // enter, write, exit
+	Key      string        `json:"key"`    // the lock key, or the job's resource
+	Client   string        `json:"client"` // the baton run client or baton worker that ran CMD
+	Run      string        `json:"run"`    // one CMD execution
+	Token    uint64        `json:"token"`  // BATON_FENCING_TOKEN
+	Job      int64         `json:"job"`    // BATON_JOB_ID (jobs only)
+	Status   string        `json:"status"` // exit: ok, term (after SIGTERM), refused (fenced out)
+	PID      int           `json:"pid"`
 	Accepted bool
 }
+
+// exitFenced is CMD's exit code when the resource refused it (a newer token was seen).
+const exitFenced = 42
 
 // resource is the fenced resource: it refuses any call whose token is lower than the highest
 // token it has seen for the key, and records every call, accepted or refused, with its own

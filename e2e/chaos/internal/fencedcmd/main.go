@@ -1,4 +1,13 @@
-package chaos
+// Command fencedcmd is the CMD of the chaos harness (e2e/chaos): a client of the harness's fenced
+// resource, run by `baton run` and `baton worker`. It sends enter, several writes spread over
+// 100-600 ms, and exit, each with BATON_FENCING_TOKEN, to BATON_CHAOS_RESOURCE; it stops with
+// exit code 42 as soon as the resource refuses it (a newer token was seen). On SIGTERM it
+// records its exit at once or, if slow (BATON_CHAOS_SLOW=1, or for jobs one token in three),
+// keeps writing for 0.5 s first, as a command with a long cleanup would.
+//
+// It is a program of its own, built without -race, so that its start is quick even when the
+// tests run with -race on a loaded machine: it starts inside every critical section.
+package main
 
 import (
 	"bytes"
@@ -14,20 +23,30 @@ import (
 	"time"
 )
 
-// exitFenced is CMD's exit code when the resource refused it (a newer token was seen).
+// exitFenced is the exit code when the resource refused a call.
 const exitFenced = 42
 
-// cmdMain is CMD, the fenced resource's client, run by `baton run` and `baton worker`: enter,
-// several writes spread over 100-600 ms, exit, each carrying BATON_FENCING_TOKEN. On SIGTERM it
-// records its exit at once, or, if slow (BATON_CHAOS_SLOW=1, or for jobs one token in three),
-// keeps writing for 0.5 s first, as a command with a long cleanup would.
-func cmdMain() int {
+// event is a call to the resource (the harness's chaos.event, the fields it reads).
+type event struct {
+	Kind   string `json:"kind"`
+	Key    string `json:"key"`
+	Client string `json:"client"`
+	Run    string `json:"run"`
+	Token  uint64 `json:"token"`
+	Job    int64  `json:"job"`
+	Status string `json:"status"`
+	PID    int    `json:"pid"`
+}
+
+func main() { os.Exit(run()) }
+
+func run() int {
 	go func() { _, _ = io.Copy(io.Discard, os.Stdin) }() // a worker's job args
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
 	tok, err := strconv.ParseUint(os.Getenv("BATON_FENCING_TOKEN"), 10, 64)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "chaos cmd: BATON_FENCING_TOKEN:", err)
+		fmt.Fprintln(os.Stderr, "fencedcmd: BATON_FENCING_TOKEN:", err)
 		return 2
 	}
 	key := os.Getenv("BATON_LOCK_KEY")
@@ -58,7 +77,7 @@ func cmdMain() int {
 		return out.Accepted, nil
 	}
 	fail := func(err error) int {
-		fmt.Fprintln(os.Stderr, "chaos cmd: resource:", err)
+		fmt.Fprintln(os.Stderr, "fencedcmd: resource:", err)
 		return 1
 	}
 
