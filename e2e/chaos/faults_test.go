@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -122,13 +123,13 @@ func (tl *timeline) during(at, window time.Duration) string {
 }
 
 // injectFaults injects faults one at a time, at random intervals, from now until the clock
-// passes until, and returns once the last fault has been undone.
-func injectFaults(res *resource, until time.Duration, faults []fault, counts *counter, tl *timeline, seed uint64) {
+// passes until or quit is set, and returns once the last fault has been undone.
+func injectFaults(res *resource, until time.Duration, quit *atomic.Bool, faults []fault, counts *counter, tl *timeline, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	for res.now() < until {
+	for res.now() < until && !quit.Load() {
 		// The pause between faults is the schedule, not a synchronisation.
 		time.Sleep(time.Duration(300+rng.IntN(1500)) * time.Millisecond)
-		if res.now() >= until {
+		if res.now() >= until || quit.Load() {
 			return
 		}
 		f := faults[rng.IntN(len(faults))]

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -69,6 +70,7 @@ type jobHarness struct {
 	srv   *server
 	pg    *postgres
 	dir   string
+	quit  atomic.Bool // the test ended early (a fatal error): stop faults
 	stops stopLog
 }
 
@@ -78,7 +80,7 @@ func runJobs(t *testing.T, store string, pg *postgres) {
 	h := &jobHarness{t: t, res: newResource(t, base), pg: pg, dir: t.TempDir()}
 	h.srv = startServer(t, store, "--reap-interval", "1s")
 	h.srv.batonCLI("kinds", "set", jobKind, "--max-attempts", fmt.Sprint(jobMaxAttempts))
-	faultFreeEnd := h.res.now() + dur/3
+	faultFreeEnd := h.res.now() + faultFree(dur)
 	stopAt := h.res.now() + dur
 
 	workers := make([]*workerSlot, jobWorkers)
@@ -102,8 +104,21 @@ func runJobs(t *testing.T, store string, pg *postgres) {
 	go func() {
 		defer close(faultsDone)
 		time.Sleep(faultFreeEnd - h.res.now()) // the fault-free phase is a schedule
-		injectFaults(h.res, stopAt, h.jobFaults(workers), faults, tl, uint64(base.UnixNano()))
+		injectFaults(h.res, stopAt, &h.quit, h.jobFaults(workers), faults, tl, uint64(base.UnixNano()))
 	}()
+	t.Cleanup(func() { // after a fatal error, nothing may outlive the test
+		h.quit.Store(true)
+		for _, w := range workers {
+			w.mu.Lock()
+			w.quit = true
+			if w.cmd != nil {
+				_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+			}
+			w.mu.Unlock()
+		}
+		wg.Wait()
+		<-faultsDone
+	})
 	for h.res.now() < stopAt {
 		for i := range jobResources {
 			r := fmt.Sprintf("chaos/r%d", i)
@@ -145,7 +160,7 @@ func runJobs(t *testing.T, store string, pg *postgres) {
 			}
 			break
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond) // polling the jobs' states is the signal
 	}
 	drained := time.Since(drainFrom)
 	stopFrom := time.Now()
@@ -302,14 +317,17 @@ func (h *jobHarness) jobFaults(workers []*workerSlot) []fault {
 			return true
 		}},
 		{"kill9_server", func(*rand.Rand) bool {
-			h.srv.kill9()
-			h.srv.start()
+			if err := h.srv.crash(); err != nil {
+				h.t.Errorf("restarting baton serve: %v", err)
+			}
 			return true
 		}},
 	}
 	if h.pg != nil {
 		fs = append(fs, fault{"restart_postgres", func(*rand.Rand) bool {
-			h.pg.restart()
+			if err := h.pg.restart(); err != nil {
+				h.t.Errorf("restarting PostgreSQL: %v", err)
+			}
 			return true
 		}})
 	}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -68,6 +69,7 @@ type lockHarness struct {
 	pg     *postgres
 	dir    string
 	stopAt time.Duration
+	quit   atomic.Bool // the test ended early (a fatal error): stop everything
 	stops  stopLog
 
 	mu   sync.Mutex
@@ -80,7 +82,7 @@ func runLocks(t *testing.T, store string, pg *postgres) {
 	h := &lockHarness{t: t, res: newResource(t, base), pg: pg, dir: t.TempDir(), stopAt: dur}
 	h.srv = startServer(t, store)
 	h.px = startProxy(t, h.srv.addr)
-	faultFreeEnd := h.res.now() + dur/3
+	faultFreeEnd := h.res.now() + faultFree(dur)
 	h.stopAt = h.res.now() + dur
 
 	clients := make([]*lockClient, lockClients)
@@ -95,8 +97,18 @@ func runLocks(t *testing.T, store string, pg *postgres) {
 	go func() {
 		defer close(faultsDone)
 		time.Sleep(faultFreeEnd - h.res.now()) // the fault-free phase is a schedule
-		injectFaults(h.res, h.stopAt, h.lockFaults(clients), faults, tl, uint64(base.UnixNano()))
+		injectFaults(h.res, h.stopAt, &h.quit, h.lockFaults(clients), faults, tl, uint64(base.UnixNano()))
 	}()
+	t.Cleanup(func() { // after a fatal error, nothing may outlive the test
+		h.quit.Store(true)
+		for _, c := range clients {
+			if cmd := c.current(); cmd != nil {
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			}
+		}
+		wg.Wait()
+		<-faultsDone
+	})
 	<-faultsDone
 	allDone := make(chan struct{})
 	go func() { wg.Wait(); close(allDone) }()
@@ -160,7 +172,7 @@ func countEntered(sp map[string]*runSpan) int {
 
 // loop runs `baton run` again and again until the end of the run.
 func (h *lockHarness) loop(c *lockClient) {
-	for n := 0; h.res.now() < h.stopAt; n++ {
+	for n := 0; h.res.now() < h.stopAt && !h.quit.Load(); n++ {
 		id := fmt.Sprintf("%s-%d", c.name, n)
 		slow := "0"
 		if rand.IntN(3) == 0 {
@@ -241,8 +253,9 @@ func (h *lockHarness) lockFaults(clients []*lockClient) []fault {
 			return true
 		}},
 		{"kill9_server", func(*rand.Rand) bool {
-			h.srv.kill9()
-			h.srv.start()
+			if err := h.srv.crash(); err != nil {
+				h.t.Errorf("restarting baton serve: %v", err)
+			}
 			return true
 		}},
 		{"net_delay", func(rng *rand.Rand) bool {
@@ -260,7 +273,9 @@ func (h *lockHarness) lockFaults(clients []*lockClient) []fault {
 	}
 	if h.pg != nil {
 		fs = append(fs, fault{"restart_postgres", func(*rand.Rand) bool {
-			h.pg.restart()
+			if err := h.pg.restart(); err != nil {
+				h.t.Errorf("restarting PostgreSQL: %v", err)
+			}
 			return true
 		}})
 	}

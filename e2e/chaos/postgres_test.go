@@ -80,8 +80,10 @@ func startPostgres(t *testing.T) *postgres {
 	if out, err := p.run("initdb", "-D", p.data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync"); err != nil {
 		t.Fatalf("initdb: %v\n%s", err, out)
 	}
-	p.start()
 	t.Cleanup(func() { _, _ = p.run("pg_ctl", "-D", p.data, "-m", "immediate", "-w", "stop") })
+	if err := p.start(); err != nil {
+		t.Fatal(err)
+	}
 	return p
 }
 
@@ -95,24 +97,23 @@ func (p *postgres) run(name string, args ...string) ([]byte, error) {
 }
 
 // start starts the server and waits until it accepts connections (pg_ctl -w).
-func (p *postgres) start() {
-	p.t.Helper()
+func (p *postgres) start() error {
 	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c full_page_writes=off -c max_connections=200",
 		p.port, p.dir)
 	if out, err := p.run("pg_ctl", "-D", p.data, "-l", filepath.Join(p.dir, "postgres.log"), "-o", opts, "-w", "-t", "120", "start"); err != nil {
 		log, _ := os.ReadFile(filepath.Join(p.dir, "postgres.log"))
-		p.t.Fatalf("pg_ctl start: %v\n%s\n%s", err, out, log)
+		return fmt.Errorf("pg_ctl start: %v\n%s\n%s", err, out, tail(log, 4000))
 	}
+	return nil
 }
 
 // restart crashes the server (immediate shutdown: no checkpoint, recovery from the WAL at the
 // next start) and starts it again on the same port and data.
-func (p *postgres) restart() {
-	p.t.Helper()
+func (p *postgres) restart() error {
 	if out, err := p.run("pg_ctl", "-D", p.data, "-m", "immediate", "-w", "stop"); err != nil {
-		p.t.Fatalf("pg_ctl stop: %v\n%s", err, out)
+		return fmt.Errorf("pg_ctl stop: %v\n%s", err, out)
 	}
-	p.start()
+	return p.start()
 }
 
 func (p *postgres) url() string {

@@ -42,19 +42,21 @@ func startServer(t *testing.T, store string, extra ...string) *server {
 		t.Fatal(err)
 	}
 	s := &server{t: t, addr: addr, url: "http://" + addr, store: store, extra: extra, log: log}
-	s.start()
 	t.Cleanup(s.stop)
+	if err := s.start(); err != nil {
+		t.Fatal(err)
+	}
 	return s
 }
 
 // start runs baton serve and waits until /readyz answers 200 (the readiness endpoint is the
-// signal; the 2-minute bound only catches a server that never comes up).
-func (s *server) start() {
-	s.t.Helper()
+// signal; the 2-minute bound only catches a server that never comes up). It returns an error
+// rather than failing the test: faults restart the server from a goroutine of their own.
+func (s *server) start() error {
 	cmd := exec.Command(binary, append([]string{"serve", "--listen", s.addr, "--store", s.store}, s.extra...)...)
 	cmd.Stdout, cmd.Stderr = s.log, s.log
 	if err := cmd.Start(); err != nil {
-		s.t.Fatal(err)
+		return err
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
@@ -67,20 +69,26 @@ func (s *server) start() {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return
+				return nil
 			}
 		}
 		select {
 		case <-exited:
 			out, _ := os.ReadFile(s.log.Name())
-			s.t.Fatalf("baton serve exited while starting: %s\n%s", cmd.ProcessState, tail(out, 4000))
+			return fmt.Errorf("baton serve exited while starting: %s\n%s", cmd.ProcessState, tail(out, 4000))
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			out, _ := os.ReadFile(s.log.Name())
-			s.t.Fatalf("baton serve not ready after 2m: %v\n%s", err, tail(out, 4000))
+			return fmt.Errorf("baton serve not ready after 2m: %v\n%s", err, tail(out, 4000))
 		}
 	}
+}
+
+// crash kills the server with SIGKILL and starts it again on the same address and store.
+func (s *server) crash() error {
+	s.kill9()
+	return s.start()
 }
 
 // kill9 kills the server as a crash would, and waits until the process is gone.
