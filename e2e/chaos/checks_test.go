@@ -2,9 +2,13 @@ package chaos
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -158,5 +162,27 @@ func exitClass(code int) string {
 		return "143_cmd_terminated"
 	default:
 		return fmt.Sprintf("%d_other", code)
+	}
+}
+
+// checkOrphans runs once every baton run or worker has exited: no CMD may still be alive (on
+// Linux, CMD dies with its wrapper, even when the wrapper is killed with SIGKILL). A survivor is
+// killed and reported.
+func checkOrphans(events []event, r *report) {
+	seen := map[int]bool{}
+	for _, e := range events {
+		if seen[e.PID] || e.PID <= 0 {
+			continue
+		}
+		seen[e.PID] = true
+		comm, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(e.PID), "comm"))
+		if err != nil || strings.TrimSpace(string(comm)) != "fencedcmd" {
+			continue
+		}
+		if st, ok := procStat(e.PID); !ok || st.state == "Z" || st.state == "X" {
+			continue // dead, not yet reaped by its new parent
+		}
+		_ = syscall.Kill(e.PID, syscall.SIGKILL)
+		r.violate("orphan_cmd", "CMD %s (pid %d, token %d) still ran after every wrapper had exited", e.Run, e.PID, e.Token)
 	}
 }

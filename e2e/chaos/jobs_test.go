@@ -195,6 +195,7 @@ func runJobs(t *testing.T, store string, pg *postgres) {
 		return h.stops.stopped(s.client, s.first-2*jobLeaseTTL, s.last)
 	}
 	checkFencing(events, stalled, tl, 2*jobLeaseTTL, r, notes)
+	checkOrphans(events, r)
 	sp := spans(events)
 	// Per-resource order: job i+1 never enters before job i's successful run exited, and job i
 	// never enters again once job i+1 has entered.

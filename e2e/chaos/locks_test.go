@@ -139,6 +139,7 @@ func runLocks(t *testing.T, store string, pg *postgres) {
 		return h.stops.stopped(rr.client, rr.start, rr.end)
 	}
 	checkFencing(events, stalled, tl, 2*lockTTL, r, notes)
+	checkOrphans(events, r)
 	sp := spans(events)
 	audit := h.srv.events(lockKey)
 	checkAudit(audit, h.runs, sp, r)
