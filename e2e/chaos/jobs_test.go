@@ -197,36 +197,7 @@ func runJobs(t *testing.T, store string, pg *postgres) {
 	checkFencing(events, stalled, tl, 2*jobLeaseTTL, r, notes)
 	checkOrphans(events, r)
 	sp := spans(events)
-	// Per-resource order: job i+1 never enters before job i's successful run exited, and job i
-	// never enters again once job i+1 has entered.
-	byJob := map[int64][]*runSpan{}
-	for _, s := range sp {
-		byJob[s.job] = append(byJob[s.job], s)
-	}
-	for res, ids := range perResource {
-		for i := 0; i+1 < len(ids); i++ {
-			prevOK, prevLastEnter := time.Duration(-1), time.Duration(-1)
-			for _, s := range byJob[ids[i]] {
-				prevOK = max(prevOK, s.okExitAt)
-				if s.entered {
-					prevLastEnter = max(prevLastEnter, s.enterAt)
-				}
-			}
-			nextFirst := time.Duration(-1)
-			for _, s := range byJob[ids[i+1]] {
-				if s.entered && (nextFirst < 0 || s.enterAt < nextFirst) {
-					nextFirst = s.enterAt
-				}
-			}
-			if nextFirst < 0 {
-				continue // job_stuck or job_lost says so
-			}
-			if prevOK < 0 || nextFirst < prevOK || prevLastEnter > nextFirst {
-				r.violate("job_order", "%s: job %d (#%d) entered at %s; job %d before it: last successful exit at %s, last enter at %s",
-					res, ids[i+1], i+1, nextFirst, ids[i], prevOK, prevLastEnter)
-			}
-		}
-	}
+	checkJobOrder(perResource, sp, r)
 	// Without faults, no CMD is stopped or fenced out.
 	for _, e := range events {
 		if e.At < faultFreeEnd && e.Kind == "exit" && e.Status != "ok" {
@@ -377,5 +348,39 @@ func (h *jobHarness) jobs() []apiJob {
 			return all
 		}
 		after = page.NextAfter
+	}
+}
+
+// checkJobOrder: per resource, job i+1 never enters before job i's successful run exited, and
+// job i never enters again once job i+1 has entered. perResource lists each resource's job IDs
+// in submission order.
+func checkJobOrder(perResource map[string][]int64, sp map[string]*runSpan, r *report) {
+	byJob := map[int64][]*runSpan{}
+	for _, s := range sp {
+		byJob[s.job] = append(byJob[s.job], s)
+	}
+	for res, ids := range perResource {
+		for i := 0; i+1 < len(ids); i++ {
+			prevOK, prevLastEnter := time.Duration(-1), time.Duration(-1)
+			for _, s := range byJob[ids[i]] {
+				prevOK = max(prevOK, s.okExitAt)
+				if s.entered {
+					prevLastEnter = max(prevLastEnter, s.enterAt)
+				}
+			}
+			nextFirst := time.Duration(-1)
+			for _, s := range byJob[ids[i+1]] {
+				if s.entered && (nextFirst < 0 || s.enterAt < nextFirst) {
+					nextFirst = s.enterAt
+				}
+			}
+			if nextFirst < 0 {
+				continue // job_stuck or job_lost says so
+			}
+			if prevOK < 0 || nextFirst < prevOK || prevLastEnter > nextFirst {
+				r.violate("job_order", "%s: job %d (#%d) entered at %s; job %d before it: last successful exit at %s, last enter at %s",
+					res, ids[i+1], i+1, nextFirst, ids[i], prevOK, prevLastEnter)
+			}
+		}
 	}
 }
