@@ -80,7 +80,7 @@ func runJobs(t *testing.T, store string, pg *postgres) {
 	h := &jobHarness{t: t, res: newResource(t, base), pg: pg, dir: t.TempDir()}
 	h.srv = startServer(t, store, "--reap-interval", "1s")
 	h.srv.batonCLI("kinds", "set", jobKind, "--max-attempts", fmt.Sprint(jobMaxAttempts))
-	faultFreeEnd := h.res.now() + faultFree(dur)
+	faultFreeEnd := h.res.now() + dur/3
 	stopAt := h.res.now() + dur
 
 	workers := make([]*workerSlot, jobWorkers)

@@ -84,8 +84,8 @@ func testDuration(t *testing.T, def time.Duration) time.Duration {
 	return def
 }
 
-// faultFree is how long a test of duration dur runs without faults: its first third, but at
-// least 10 s (enough for 8 clients on one key to queue for longer than the TTL).
+// faultFree is how long the locks test of duration dur runs without faults: its first third,
+// but at least 10 s (enough for 8 clients on one key to queue for longer than the TTL).
 func faultFree(dur time.Duration) time.Duration {
 	return min(dur, max(dur/3, 10*time.Second))
 }
