@@ -1,4 +1,4 @@
-.PHONY: test bench lint build
+.PHONY: test bench lint build chaos
 
 # The test command of README.md; .ci/run runs exactly this.
 test:
@@ -15,3 +15,10 @@ lint:
 
 build:
 	go build -o bin/baton ./cmd/baton
+
+# The fault harness (e2e/chaos) for DURATION per test (locks and jobs, SQLite and PostgreSQL),
+# printing each test's counts: make chaos DURATION=30m. BATON_CHAOS_RACE=1 builds baton with
+# -race; BATON_CHAOS_BIN=path runs a baton binary built elsewhere.
+DURATION ?= 5m
+chaos:
+	BATON_CHAOS_DURATION=$(DURATION) go test -count=1 -v -timeout 0 ./e2e/chaos/

@@ -1,0 +1,95 @@
+package chaos
+
+import (
+	"testing"
+	"time"
+)
+
+// The checks themselves, on made-up event logs: each kind of violation is caught, and what the
+// contract allows (a stalled holder fenced out) is not reported.
+func TestChecksCatchViolations(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	ev := func(at int, kind, run string, token uint64, accepted bool, status string) event {
+		return event{At: ms(at), Kind: kind, Key: "k", Client: "c-" + run, Run: run, Token: token, Accepted: accepted, Status: status}
+	}
+	cases := []struct {
+		name    string
+		events  []event
+		stalled string // the run whose client was stopped
+		want    string // violation kind, "" for none
+	}{
+		{"clean handover", []event{
+			ev(0, "enter", "a", 1, true, ""), ev(10, "write", "a", 1, true, ""), ev(20, "exit", "a", 1, true, "ok"),
+			ev(30, "enter", "b", 2, true, ""), ev(40, "exit", "b", 2, true, "ok"),
+		}, "", ""},
+		{"late refused write, client not stopped", []event{
+			ev(0, "enter", "a", 1, true, ""), ev(30, "enter", "b", 2, true, ""),
+			ev(40, "write", "a", 1, false, "cleanup"), ev(50, "exit", "b", 2, true, "ok"),
+		}, "", "overlap/nofault"},
+		{"late exit, client not stopped", []event{
+			ev(0, "enter", "a", 1, true, ""), ev(30, "enter", "b", 2, true, ""), ev(40, "exit", "a", 1, false, "term"),
+		}, "", "overlap/nofault"},
+		{"late refused write of a stalled client", []event{
+			ev(0, "enter", "a", 1, true, ""), ev(30, "enter", "b", 2, true, ""), ev(40, "write", "a", 1, false, ""),
+		}, "a", ""},
+		{"late accepted write of a stalled client", []event{
+			ev(0, "enter", "a", 1, true, ""), ev(30, "enter", "b", 2, true, ""), ev(40, "write", "a", 1, true, ""),
+		}, "a", "accepted_late_write"},
+		{"token going backwards", []event{
+			ev(0, "enter", "a", 5, true, ""), ev(20, "exit", "a", 5, true, "ok"), ev(30, "enter", "b", 4, false, ""),
+		}, "", "token_order/nofault"},
+		{"stale enter of a stalled client", []event{
+			ev(0, "enter", "a", 5, true, ""), ev(20, "exit", "a", 5, true, "ok"), ev(30, "enter", "b", 4, false, ""),
+		}, "b", ""},
+		{"token reused", []event{
+			ev(0, "enter", "a", 5, true, ""), ev(20, "exit", "a", 5, true, "ok"), ev(30, "enter", "b", 5, true, ""),
+		}, "", "token_reuse"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for i := range c.events {
+				c.events[i].Seq = i
+			}
+			r, notes := &report{}, &counter{}
+			checkFencing(c.events, func(s *runSpan) bool { return s.run == c.stalled }, &timeline{}, time.Second, r, notes)
+			got := r.violations.String()
+			if c.want == "" && got != "none" {
+				t.Errorf("violations %s, want none", got)
+			}
+			if c.want != "" && r.violations.get(c.want) == 0 {
+				t.Errorf("violations %s, want %s", got, c.want)
+			}
+		})
+	}
+}
+
+func TestJobOrderCheck(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	run := func(job int64, enter, okExit int) *runSpan {
+		return &runSpan{job: job, entered: true, enterAt: ms(enter), okExitAt: ms(okExit)}
+	}
+	cases := []struct {
+		name string
+		runs []*runSpan
+		bad  bool
+	}{
+		{"in order", []*runSpan{run(1, 0, 10), run(2, 20, 30)}, false},
+		{"in order after a failed attempt", []*runSpan{run(1, 0, -1), run(1, 15, 18), run(2, 20, 30)}, false},
+		{"second before the first succeeded", []*runSpan{run(1, 0, 25), run(2, 20, 30)}, true},
+		{"second before the first ran", []*runSpan{run(2, 5, 8), run(1, 10, 12)}, true},
+		{"first retried after the second started", []*runSpan{run(1, 0, 10), run(2, 20, 30), run(1, 40, -1)}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sp := map[string]*runSpan{}
+			for i, s := range c.runs {
+				sp[string(rune('a'+i))] = s
+			}
+			r := &report{}
+			checkJobOrder(map[string][]int64{"res": {1, 2}}, sp, r)
+			if got := r.violations.get("job_order") > 0; got != c.bad {
+				t.Errorf("job_order violation = %v, want %v (%s)", got, c.bad, r.violations.String())
+			}
+		})
+	}
+}

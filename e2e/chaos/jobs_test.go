@@ -1,0 +1,386 @@
+package chaos
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const (
+	jobWorkers     = 3
+	jobResources   = 4
+	jobLeaseTTL    = 2 * time.Second
+	jobKind        = "chaos"
+	jobMaxAttempts = 100
+)
+
+// TestJobsChaos: jobs over a few resources, run by 3 `baton worker`s whose CMD is the fenced
+// resource's client (per resource, token from BATON_FENCING_TOKEN), with kill -9 and SIGSTOP of
+// workers and server (and PostgreSQL) restarts after a fault-free third. Checked: no overlap and
+// tokens in order per resource (checkFencing), every job ends succeeded (none lost), and jobs
+// of a resource run in submission order.
+func TestJobsChaos(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		runJobs(t, "sqlite://"+filepath.Join(t.TempDir(), "baton.db"), nil)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		pg := startPostgres(t)
+		runJobs(t, pg.url(), pg)
+	})
+}
+
+type apiJob struct {
+	ID       int64  `json:"id"`
+	Resource string `json:"resource"`
+	State    string `json:"state"`
+	Attempt  int    `json:"attempt"`
+	Errors   []struct {
+		Code string `json:"code"`
+	} `json:"errors"`
+}
+
+type workerSlot struct {
+	name string
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	quit bool
+}
+
+func (w *workerSlot) current() *exec.Cmd {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cmd
+}
+
+type jobHarness struct {
+	t     *testing.T
+	res   *resource
+	srv   *server
+	pg    *postgres
+	dir   string
+	quit  atomic.Bool // the test ended early (a fatal error): stop faults
+	stops stopLog
+}
+
+func runJobs(t *testing.T, store string, pg *postgres) {
+	dur := testDuration(t, 15*time.Second)
+	base := time.Now()
+	h := &jobHarness{t: t, res: newResource(t, base), pg: pg, dir: t.TempDir()}
+	h.srv = startServer(t, store, "--reap-interval", "1s")
+	h.srv.batonCLI("kinds", "set", jobKind, "--max-attempts", fmt.Sprint(jobMaxAttempts))
+	faultFreeEnd := h.res.now() + dur/3
+	stopAt := h.res.now() + dur
+
+	workers := make([]*workerSlot, jobWorkers)
+	var wg sync.WaitGroup
+	for i := range workers {
+		w := &workerSlot{name: fmt.Sprintf("w%d", i)}
+		workers[i] = w
+		wg.Go(func() { h.loop(w) })
+	}
+
+	// Submit one job per resource about every 1.5 s, in order, until the end; seq[id] is the
+	// job's place in its resource's queue.
+	type sub struct {
+		resource string
+		seq      int
+	}
+	subs := map[int64]sub{}
+	perResource := map[string][]int64{}
+	faults, tl := &counter{}, &timeline{}
+	faultsDone := make(chan struct{})
+	go func() {
+		defer close(faultsDone)
+		time.Sleep(faultFreeEnd - h.res.now()) // the fault-free phase is a schedule
+		injectFaults(h.res, stopAt, &h.quit, h.jobFaults(workers), faults, tl, uint64(base.UnixNano()))
+	}()
+	t.Cleanup(func() { // after a fatal error, nothing may outlive the test
+		h.quit.Store(true)
+		for _, w := range workers {
+			w.mu.Lock()
+			w.quit = true
+			if w.cmd != nil {
+				_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+			}
+			w.mu.Unlock()
+		}
+		wg.Wait()
+		<-faultsDone
+	})
+	for h.res.now() < stopAt {
+		for i := range jobResources {
+			r := fmt.Sprintf("chaos/r%d", i)
+			id := h.submit(r, len(perResource[r]))
+			subs[id] = sub{r, len(perResource[r])}
+			perResource[r] = append(perResource[r], id)
+		}
+		time.Sleep(1500 * time.Millisecond) // the submission rate
+	}
+	<-faultsDone
+
+	r := &report{}
+	notes := &counter{}
+	// Every job must end succeeded. The jobs' states are the signal; the bound is on progress:
+	// fail only if no job finished for 2 minutes (a job of a killed worker is retried within
+	// its lease TTL plus the reap interval; a failed attempt after a backoff).
+	var jobs []apiJob
+	drainFrom := time.Now()
+	lastProgress, lastDone := time.Now(), -1
+	for {
+		jobs = h.jobs()
+		done := 0
+		for _, j := range jobs {
+			if j.State == "succeeded" || j.State == "discarded" || j.State == "cancelled" || j.State == "skipped" {
+				done++
+			}
+		}
+		if done == len(jobs) {
+			break
+		}
+		if done != lastDone {
+			lastProgress, lastDone = time.Now(), done
+		}
+		if time.Since(lastProgress) > 2*time.Minute {
+			for _, j := range jobs {
+				if j.State != "succeeded" {
+					r.violate("job_stuck", "job %d on %s is %s after %d attempts, no job finished for 2 minutes", j.ID, j.Resource, j.State, j.Attempt)
+				}
+			}
+			break
+		}
+		time.Sleep(250 * time.Millisecond) // polling the jobs' states is the signal
+	}
+	drained := time.Since(drainFrom)
+	stopFrom := time.Now()
+	for _, w := range workers {
+		w.mu.Lock()
+		w.quit = true
+		if w.cmd != nil {
+			_ = w.cmd.Process.Signal(syscall.SIGTERM)
+		}
+		w.mu.Unlock()
+	}
+	wg.Wait()
+	stopped := time.Since(stopFrom)
+
+	attempts := &counter{}
+	for _, j := range jobs {
+		attempts.add("attempts", j.Attempt)
+		for _, e := range j.Errors {
+			attempts.add("error_"+e.Code, 1)
+		}
+		if j.State == "discarded" || j.State == "cancelled" || j.State == "skipped" {
+			r.violate("job_lost", "job %d on %s ended %s: %+v", j.ID, j.Resource, j.State, j.Errors)
+		}
+	}
+	if len(jobs) != len(subs) {
+		r.violate("job_lost", "%d jobs submitted, %d listed", len(subs), len(jobs))
+	}
+
+	events := h.res.snapshot()
+	stalled := func(s *runSpan) bool {
+		// A worker stopped between its claim and CMD's start stalls the run too.
+		return h.stops.stopped(s.client, s.first-2*jobLeaseTTL, s.last)
+	}
+	checkFencing(events, stalled, tl, 2*jobLeaseTTL, r, notes)
+	checkOrphans(events, r)
+	sp := spans(events)
+	checkJobOrder(perResource, sp, r)
+	// Without faults, no CMD is stopped or fenced out.
+	for _, e := range events {
+		if e.At < faultFreeEnd && e.Kind == "exit" && e.Status != "ok" {
+			r.violate("faultfree_job_stopped", "%s (job %d, token %d) exit %s at %s without any fault", e.Run, e.Job, e.Token, e.Status, e.At)
+		}
+	}
+	byStatus := &counter{}
+	for _, e := range events {
+		if e.Kind == "exit" {
+			byStatus.add("exit_"+e.Status, 1)
+		}
+	}
+	t.Logf("chaos jobs summary (%s, %s, %d workers, %d resources, lease TTL %s, fault-free until %s):\n"+
+		"  jobs: %d (CMD runs: %d), drained in %s after the end, workers stopped in %s\n  CMD exits: %s\n  attempts and errors: %s\n  faults: %s\n  notes: %s\n  violations: %s",
+		storeName(store), dur, jobWorkers, jobResources, jobLeaseTTL, faultFreeEnd.Round(time.Second),
+		len(jobs), len(sp), drained.Round(time.Millisecond), stopped.Round(time.Millisecond), byStatus, attempts, faults, notes, r.violations.String())
+	if r.violations.get("job_stuck") > 0 || r.violations.get("job_order") > 0 {
+		out, _ := os.ReadFile(filepath.Join(h.dir, "workers.log"))
+		t.Logf("worker log (tail):\n%s", tail(out, 6000))
+	}
+	r.finish(t)
+}
+
+// loop runs one `baton worker` and starts it again when a fault killed it.
+func (h *jobHarness) loop(w *workerSlot) {
+	logf, err := os.OpenFile(filepath.Join(h.dir, "workers.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		h.t.Error(err)
+		return
+	}
+	defer logf.Close()
+	for {
+		cmd := exec.Command(binary, "worker", "--server", h.srv.url, "--kind", jobKind, "--concurrency", "2",
+			"--lease-ttl", jobLeaseTTL.String(), "--shutdown-timeout", "5s", "--name", w.name, "--", fencedCmd)
+		cmd.Env = append(os.Environ(), "BATON_CHAOS_CLIENT="+w.name,
+			"BATON_CHAOS_RESOURCE="+h.res.url)
+		cmd.Stdout, cmd.Stderr = logf, logf
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		w.mu.Lock()
+		if w.quit {
+			w.mu.Unlock()
+			return
+		}
+		if err := cmd.Start(); err != nil {
+			w.mu.Unlock()
+			h.t.Error(err)
+			return
+		}
+		w.cmd = cmd
+		w.mu.Unlock()
+		_ = cmd.Wait()
+		w.mu.Lock()
+		w.cmd = nil
+		quit := w.quit
+		w.mu.Unlock()
+		if quit {
+			return
+		}
+		if code := exitCode(cmd.ProcessState); code == 2 || code == 127 || code == 126 {
+			h.t.Errorf("baton worker %s exited %d (usage or CMD error), not restarted; see %s", w.name, code, logf.Name())
+			return
+		}
+	}
+}
+
+func (h *jobHarness) jobFaults(workers []*workerSlot) []fault {
+	pick := func(rng *rand.Rand) (*workerSlot, *exec.Cmd) {
+		w := workers[rng.IntN(len(workers))]
+		return w, w.current()
+	}
+	fs := []fault{
+		{"kill9_worker", func(rng *rand.Rand) bool {
+			_, cmd := pick(rng)
+			return cmd != nil && cmd.Process.Signal(syscall.SIGKILL) == nil
+		}},
+		{"sigstop_worker", func(rng *rand.Rand) bool {
+			w, cmd := pick(rng)
+			if cmd == nil {
+				return false
+			}
+			from := h.res.now()
+			groups := stopGroup(cmd.Process.Pid)
+			if groups == nil {
+				return false
+			}
+			time.Sleep(between(rng, jobLeaseTTL*3/2, jobLeaseTTL*3)) // the fault's length
+			contGroups(groups)
+			h.stops.add(w.name, interval{from, h.res.now()})
+			return true
+		}},
+		{"kill9_server", func(*rand.Rand) bool {
+			if err := h.srv.crash(); err != nil {
+				h.t.Errorf("restarting baton serve: %v", err)
+			}
+			return true
+		}},
+	}
+	if h.pg != nil {
+		fs = append(fs, fault{"restart_postgres", func(*rand.Rand) bool {
+			if err := h.pg.restart(); err != nil {
+				h.t.Errorf("restarting PostgreSQL: %v", err)
+			}
+			return true
+		}})
+	}
+	return fs
+}
+
+// submit submits one job on resource over the HTTP API and returns its ID. The server may be
+// restarting (a fault): the submit is retried with an idempotency key, so it happens once.
+func (h *jobHarness) submit(resource string, seq int) int64 {
+	h.t.Helper()
+	body, _ := json.Marshal(map[string]any{"kind": jobKind, "resource": resource,
+		"args": map[string]int{"seq": seq}, "idempotency_key": fmt.Sprintf("%s#%d", resource, seq)})
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		resp, err := http.Post(h.srv.url+"/v1/jobs", "application/json", bytes.NewReader(body))
+		if err == nil {
+			var j apiJob
+			derr := json.NewDecoder(resp.Body).Decode(&j)
+			resp.Body.Close()
+			if (resp.StatusCode == 201 || resp.StatusCode == 200) && derr == nil {
+				return j.ID
+			}
+			err = fmt.Errorf("status %s", resp.Status)
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("submitting a job on %s: %v", resource, err)
+		}
+		time.Sleep(100 * time.Millisecond) // the server is restarting: retry
+	}
+}
+
+// jobs lists every job of the test's kind (all pages), retrying while the server restarts.
+func (h *jobHarness) jobs() []apiJob {
+	var all []apiJob
+	after := int64(0)
+	for {
+		q := url.Values{"kind": {jobKind}, "limit": {"1000"}, "after": {fmt.Sprint(after)}}
+		var page struct {
+			Jobs      []apiJob `json:"jobs"`
+			NextAfter int64    `json:"next_after"`
+		}
+		h.srv.getJSON("/v1/jobs?"+q.Encode(), &page)
+		all = append(all, page.Jobs...)
+		if page.NextAfter == 0 {
+			sort.Slice(all, func(i, j int) bool { return all[i].ID < all[j].ID })
+			return all
+		}
+		after = page.NextAfter
+	}
+}
+
+// checkJobOrder: per resource, job i+1 never enters before job i's successful run exited, and
+// job i never enters again once job i+1 has entered. perResource lists each resource's job IDs
+// in submission order.
+func checkJobOrder(perResource map[string][]int64, sp map[string]*runSpan, r *report) {
+	byJob := map[int64][]*runSpan{}
+	for _, s := range sp {
+		byJob[s.job] = append(byJob[s.job], s)
+	}
+	for res, ids := range perResource {
+		for i := 0; i+1 < len(ids); i++ {
+			prevOK, prevLastEnter := time.Duration(-1), time.Duration(-1)
+			for _, s := range byJob[ids[i]] {
+				prevOK = max(prevOK, s.okExitAt)
+				if s.entered {
+					prevLastEnter = max(prevLastEnter, s.enterAt)
+				}
+			}
+			nextFirst := time.Duration(-1)
+			for _, s := range byJob[ids[i+1]] {
+				if s.entered && (nextFirst < 0 || s.enterAt < nextFirst) {
+					nextFirst = s.enterAt
+				}
+			}
+			if nextFirst < 0 {
+				continue // job_stuck or job_lost says so
+			}
+			if prevOK < 0 || nextFirst < prevOK || prevLastEnter > nextFirst {
+				r.violate("job_order", "%s: job %d (#%d) entered at %s; job %d before it: last successful exit at %s, last enter at %s",
+					res, ids[i+1], i+1, nextFirst, ids[i], prevOK, prevLastEnter)
+			}
+		}
+	}
+}

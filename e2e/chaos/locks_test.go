@@ -1,0 +1,392 @@
+package chaos
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const (
+	lockClients = 8
+	lockTTL     = 2 * time.Second
+	lockKey     = "chaos/k1"
+)
+
+// TestLocksChaos: 8 clients loop `baton run --lock K --ttl 2s --wait 30s -- CMD` on one key
+// through a proxy to one server; the first third runs without faults, then faults come one at a
+// time. See checkFencing, checkAudit and checkFaultFree for what must hold.
+func TestLocksChaos(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		runLocks(t, "sqlite://"+filepath.Join(t.TempDir(), "baton.db"), nil)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		pg := startPostgres(t)
+		runLocks(t, pg.url(), pg)
+	})
+}
+
+// runRecord is one `baton run` as the harness saw it.
+type runRecord struct {
+	client, id string
+	start, end time.Duration
+	startWall  time.Time
+	code       int
+	stderr     string
+}
+
+type lockClient struct {
+	name string
+	mu   sync.Mutex
+	cmd  *exec.Cmd // the running baton run, nil between runs
+}
+
+func (c *lockClient) current() *exec.Cmd {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cmd
+}
+
+func (c *lockClient) set(cmd *exec.Cmd) {
+	c.mu.Lock()
+	c.cmd = cmd
+	c.mu.Unlock()
+}
+
+type lockHarness struct {
+	t      *testing.T
+	res    *resource
+	srv    *server
+	px     *proxy
+	pg     *postgres
+	dir    string
+	stopAt time.Duration
+	quit   atomic.Bool // the test ended early (a fatal error): stop everything
+	stops  stopLog
+
+	mu   sync.Mutex
+	runs []runRecord
+}
+
+func runLocks(t *testing.T, store string, pg *postgres) {
+	dur := testDuration(t, 30*time.Second)
+	base := time.Now()
+	h := &lockHarness{t: t, res: newResource(t, base), pg: pg, dir: t.TempDir(), stopAt: dur}
+	h.srv = startServer(t, store)
+	h.px = startProxy(t, h.srv.addr)
+	faultFreeEnd := h.res.now() + faultFree(dur)
+	h.stopAt = h.res.now() + dur
+
+	clients := make([]*lockClient, lockClients)
+	var wg sync.WaitGroup
+	for i := range clients {
+		c := &lockClient{name: fmt.Sprintf("c%d", i)}
+		clients[i] = c
+		wg.Go(func() { h.loop(c) })
+	}
+	faults, tl := &counter{}, &timeline{}
+	faultsDone := make(chan struct{})
+	go func() {
+		defer close(faultsDone)
+		time.Sleep(faultFreeEnd - h.res.now()) // the fault-free phase is a schedule
+		injectFaults(h.res, h.stopAt, &h.quit, h.lockFaults(clients), faults, tl, uint64(base.UnixNano()))
+	}()
+	t.Cleanup(func() { // after a fatal error, nothing may outlive the test
+		h.quit.Store(true)
+		for _, c := range clients {
+			if cmd := c.current(); cmd != nil {
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			}
+		}
+		wg.Wait()
+		<-faultsDone
+	})
+	<-faultsDone
+	allDone := make(chan struct{})
+	go func() { wg.Wait(); close(allDone) }()
+	select {
+	case <-allDone:
+	case <-time.After(3 * time.Minute): // a failure bound: a run waits at most --wait (30 s)
+		for _, c := range clients {
+			if cmd := c.current(); cmd != nil {
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			}
+		}
+		<-allDone
+		t.Error("some baton run did not exit within 3 minutes of the end of the run")
+	}
+
+	r := &report{}
+	notes := &counter{}
+	events := h.res.snapshot()
+	byRun := map[string]runRecord{}
+	for _, rr := range h.runs {
+		byRun[rr.id] = rr
+	}
+	stalled := func(s *runSpan) bool {
+		rr, ok := byRun[s.run]
+		if !ok {
+			return h.stops.stopped(s.client, s.first, s.last)
+		}
+		return h.stops.stopped(rr.client, rr.start, rr.end)
+	}
+	checkFencing(events, stalled, tl, 2*lockTTL, r, notes)
+	checkOrphans(events, r)
+	sp := spans(events)
+	audit := h.srv.events(lockKey)
+	checkAudit(audit, h.runs, sp, r)
+	checkFaultFree(h.runs, audit, faultFreeEnd, r, notes)
+
+	exits := &counter{}
+	for _, rr := range h.runs {
+		exits.add(exitClass(rr.code), 1)
+	}
+	t.Logf("chaos locks summary (%s, %s, %d clients, TTL %s, fault-free until %s):\n"+
+		"  runs: %d (CMDs that entered: %d; %s)\n  exit codes: %s\n  faults: %s\n  notes: %s\n  violations: %s",
+		storeName(store), dur, lockClients, lockTTL, faultFreeEnd.Round(time.Second),
+		len(h.runs), countEntered(sp), handoverStats(events), exits, faults, notes, r.violations.String())
+	r.finish(t)
+}
+
+func storeName(store string) string {
+	name, _, _ := strings.Cut(store, ":")
+	return name
+}
+
+func countEntered(sp map[string]*runSpan) int {
+	n := 0
+	for _, s := range sp {
+		if s.entered {
+			n++
+		}
+	}
+	return n
+}
+
+// loop runs `baton run` again and again until the end of the run.
+func (h *lockHarness) loop(c *lockClient) {
+	for n := 0; h.res.now() < h.stopAt && !h.quit.Load(); n++ {
+		id := fmt.Sprintf("%s-%d", c.name, n)
+		slow := "0"
+		if rand.IntN(3) == 0 {
+			slow = "1"
+		}
+		errf, err := os.Create(filepath.Join(h.dir, id+".stderr"))
+		if err != nil {
+			h.t.Error(err)
+			return
+		}
+		cmd := exec.Command(binary, "run", "--server", h.px.url, "--lock", lockKey, "--holder", holderPrefix+id,
+			"--ttl", lockTTL.String(), "--wait", "30s", "--", fencedCmd)
+		cmd.Env = append(os.Environ(), "BATON_CHAOS_CLIENT="+c.name,
+			"BATON_CHAOS_RUN="+id, "BATON_CHAOS_SLOW="+slow, "BATON_CHAOS_RESOURCE="+h.res.url)
+		cmd.Stderr = errf // a file, not a pipe: an orphaned CMD cannot hold up Wait
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		start, startWall := h.res.now(), time.Now()
+		if err := cmd.Start(); err != nil {
+			errf.Close()
+			h.t.Error(err)
+			return
+		}
+		c.set(cmd)
+		_ = cmd.Wait()
+		c.set(nil)
+		end := h.res.now()
+		errf.Close()
+		out, _ := os.ReadFile(errf.Name())
+		os.Remove(errf.Name())
+		h.mu.Lock()
+		code := exitCode(cmd.ProcessState)
+		h.runs = append(h.runs, runRecord{client: c.name, id: id, start: start, end: end, startWall: startWall,
+			code: code, stderr: tail(out, 2000)})
+		h.mu.Unlock()
+		if code == 2 {
+			h.t.Errorf("%s: baton run refused its arguments (exit 2); client %s stops:\n%s", id, c.name, tail(out, 2000))
+			return
+		}
+		if code == 1 {
+			// The server was unreachable (a fault): baton run gives up at once; pace the
+			// retries as a real caller would instead of spinning.
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+}
+
+func exitCode(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// lockFaults are the faults of the locks test.
+func (h *lockHarness) lockFaults(clients []*lockClient) []fault {
+	pick := func(rng *rand.Rand) (*lockClient, *exec.Cmd) {
+		c := clients[rng.IntN(len(clients))]
+		return c, c.current()
+	}
+	fs := []fault{
+		{"kill9_client", func(rng *rand.Rand) bool {
+			_, cmd := pick(rng)
+			return cmd != nil && cmd.Process.Signal(syscall.SIGKILL) == nil
+		}},
+		{"sigstop_client", func(rng *rand.Rand) bool {
+			c, cmd := pick(rng)
+			if cmd == nil {
+				return false
+			}
+			from := h.res.now()
+			groups := stopGroup(cmd.Process.Pid)
+			if groups == nil {
+				return false
+			}
+			time.Sleep(between(rng, lockTTL*3/2, lockTTL*3)) // the fault's length
+			contGroups(groups)
+			h.stops.add(c.name, interval{from, h.res.now()})
+			return true
+		}},
+		{"kill9_server", func(*rand.Rand) bool {
+			if err := h.srv.crash(); err != nil {
+				h.t.Errorf("restarting baton serve: %v", err)
+			}
+			return true
+		}},
+		{"net_delay", func(rng *rand.Rand) bool {
+			h.px.setDelay(between(rng, 50*time.Millisecond, 700*time.Millisecond))
+			time.Sleep(between(rng, 2*time.Second, 5*time.Second))
+			h.px.setDelay(0)
+			return true
+		}},
+		{"net_cut", func(rng *rand.Rand) bool {
+			h.px.setCut(true)
+			time.Sleep(between(rng, 500*time.Millisecond, 4*time.Second))
+			h.px.setCut(false)
+			return true
+		}},
+	}
+	if h.pg != nil {
+		fs = append(fs, fault{"restart_postgres", func(*rand.Rand) bool {
+			if err := h.pg.restart(); err != nil {
+				h.t.Errorf("restarting PostgreSQL: %v", err)
+			}
+			return true
+		}})
+	}
+	return fs
+}
+
+// checkAudit is check 3: every token a CMD saw was granted in the audit log (no grant lost
+// across restarts), every run that exited 0 after a release the server acknowledged has its
+// release event, and the audit log's grants carry strictly increasing, never reused tokens.
+func checkAudit(audit []auditEvent, runs []runRecord, sp map[string]*runSpan, r *report) {
+	granted := map[uint64]bool{}
+	released := map[uint64]bool{}
+	var last uint64
+	for _, e := range audit {
+		switch e.Kind {
+		case "acquire", "expiry_takeover":
+			if granted[e.Token] {
+				r.violate("audit_token_reuse", "token %d granted twice (event %d)", e.Token, e.ID)
+			} else if e.Token <= last {
+				r.violate("audit_token_order", "event %d grants token %d after token %d", e.ID, e.Token, last)
+			}
+			granted[e.Token] = true
+			last = max(last, e.Token)
+		case "release":
+			released[e.Token] = true
+		}
+	}
+	for _, s := range sp {
+		if !granted[s.token] {
+			r.violate("grant_missing_in_audit", "%s ran with token %d, not granted in the audit log", s.run, s.token)
+		}
+	}
+	for _, rr := range runs {
+		s := sp[rr.id]
+		if rr.code != 0 || s == nil || strings.Contains(rr.stderr, "baton run: releasing") {
+			continue
+		}
+		if !released[s.token] {
+			r.violate("release_missing_in_audit", "%s exited 0 with token %d, no release event in the audit log\n%s",
+				rr.id, s.token, rr.stderr)
+		}
+	}
+}
+
+// holderPrefix + run ID is each baton run's --holder, to find its grant in the audit log.
+const holderPrefix = "chaos/"
+
+// checkFaultFree is check 4: runs that ended before the first fault neither lost their lease
+// (76) nor waited past --wait (75), nor failed otherwise; and some of them waited longer than
+// the TTL, measured from the run's start to its grant in the audit log (the store's clock, on
+// this machine), so that the scenario keeps exercising long waits.
+func checkFaultFree(runs []runRecord, audit []auditEvent, faultFreeEnd time.Duration, r *report, notes *counter) {
+	grantAt := map[string]time.Time{}
+	for _, e := range audit {
+		if e.Kind == "acquire" || e.Kind == "expiry_takeover" {
+			grantAt[strings.TrimPrefix(e.Holder, holderPrefix)] = e.At
+		}
+	}
+	longWaits := 0
+	for _, rr := range runs {
+		if rr.end >= faultFreeEnd {
+			continue
+		}
+		notes.add("faultfree_runs", 1)
+		if at, ok := grantAt[rr.id]; ok && at.Sub(rr.startWall) > lockTTL {
+			longWaits++
+		}
+		switch rr.code {
+		case 0:
+		case 76:
+			r.violate("faultfree_lease_lost", "%s exited 76 without any fault\n%s", rr.id, rr.stderr)
+		case 75:
+			r.violate("faultfree_wait_timeout", "%s exited 75 without any fault\n%s", rr.id, rr.stderr)
+		default:
+			r.violate("faultfree_error", "%s exited %d without any fault\n%s", rr.id, rr.code, rr.stderr)
+		}
+	}
+	notes.add("faultfree_waits_over_ttl", longWaits)
+	if longWaits == 0 {
+		r.violate("faultfree_no_long_wait", "no run of the fault-free phase waited longer than the TTL (%s): the scenario no longer exercises long waits", lockTTL)
+	}
+}
+
+// handoverStats summarises, over accepted enters and ok exits in recording order, how long CMDs
+// held the resource and how long it stood idle between one CMD's exit and the next enter.
+func handoverStats(events []event) string {
+	var holds, gaps []time.Duration
+	var lastExit, enter time.Duration = -1, -1
+	for _, e := range events {
+		switch {
+		case e.Kind == "enter" && e.Accepted:
+			if lastExit >= 0 {
+				gaps = append(gaps, e.At-lastExit)
+			}
+			enter = e.At
+		case e.Kind == "exit" && e.Accepted:
+			if enter >= 0 {
+				holds = append(holds, e.At-enter)
+			}
+			lastExit, enter = e.At, -1
+		}
+	}
+	return fmt.Sprintf("hold p50 %s, handover gap p50 %s p99 %s", pct(holds, 50), pct(gaps, 50), pct(gaps, 99))
+}
+
+func pct(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	ds = append([]time.Duration(nil), ds...)
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[(len(ds)-1)*p/100].Round(time.Millisecond)
+}
