@@ -123,16 +123,23 @@ func (tl *timeline) during(at, window time.Duration) string {
 }
 
 // injectFaults injects faults one at a time, at random intervals, from now until the clock
-// passes until or quit is set, and returns once the last fault has been undone.
+// passes until or quit is set, and returns once the last fault has been undone. The kinds come
+// in rounds, each kind once per round in a random order, so that even a short run meets every
+// kind once it is long enough for one round.
 func injectFaults(res *resource, until time.Duration, quit *atomic.Bool, faults []fault, counts *counter, tl *timeline, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	var round []int
 	for res.now() < until && !quit.Load() {
 		// The pause between faults is the schedule, not a synchronisation.
 		time.Sleep(time.Duration(300+rng.IntN(1500)) * time.Millisecond)
 		if res.now() >= until || quit.Load() {
 			return
 		}
-		f := faults[rng.IntN(len(faults))]
+		if len(round) == 0 {
+			round = rng.Perm(len(faults))
+		}
+		f := faults[round[0]]
+		round = round[1:]
 		from := res.now()
 		if f.do(rng) {
 			counts.add(f.name, 1)
