@@ -318,35 +318,39 @@ func TestWorkerLeaseLost(t *testing.T) {
 	})
 }
 
+// cutOffWorker runs a worker whose heartbeats hang (cut off from the store), with the lease
+// settings of cfg, submits a job, checks that the handler was cancelled for the lease, and
+// returns how long after the submit that came, with the job as the store has it and the worker.
+func cutOffWorker(t *testing.T, b backend, cfg baton.WorkerConfig) (time.Duration, *baton.Job, *baton.Worker) {
+	st := &leaseLossStore{jobStore: b.open(t), hang: true}
+	q := newQueue(t, st, baton.Kind{Name: "k"})
+	causes := make(chan error, 1)
+	cfg.Handlers = map[string]baton.Handler{"k": func(ctx context.Context, job *baton.Job) error {
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return ctx.Err()
+	}}
+	cfg.Logger = quietLogger()
+	w, err := q.NewWorker(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runWorker(t, w)
+	submitted := time.Now()
+	j := submit(t, q, baton.SubmitParams{Kind: "k", Resource: "r"})
+	cause := recv(t, causes)
+	took := time.Since(submitted)
+	if !errors.Is(cause, baton.ErrLeaseLost) {
+		t.Fatalf("cause %v, want ErrLeaseLost", cause)
+	}
+	return took, getJob(t, q, j.ID), w
+}
+
 // A worker cut off from the store (heartbeats hang) stops its handler at the local deadline,
 // claim start + TTL*(1-drift) - margin, before the store's lease could expire.
 func TestWorkerLocalDeadline(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		st := &leaseLossStore{jobStore: b.open(t), hang: true}
-		q := newQueue(t, st, baton.Kind{Name: "k"})
-		causes := make(chan error, 1)
-		w, err := q.NewWorker(baton.WorkerConfig{
-			LeaseTTL:     time.Second,
-			DriftFactor:  0.1,
-			SafetyMargin: 200 * time.Millisecond,
-			Handlers: map[string]baton.Handler{"k": func(ctx context.Context, job *baton.Job) error {
-				<-ctx.Done()
-				causes <- context.Cause(ctx)
-				return ctx.Err()
-			}},
-			Logger: quietLogger(),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		runWorker(t, w)
-		submitted := time.Now()
-		j := submit(t, q, baton.SubmitParams{Kind: "k", Resource: "r"})
-		cause := recv(t, causes)
-		took := time.Since(submitted)
-		if !errors.Is(cause, baton.ErrLeaseLost) {
-			t.Fatalf("cause %v, want ErrLeaseLost", cause)
-		}
+		took, got, w := cutOffWorker(t, b, baton.WorkerConfig{LeaseTTL: time.Second, DriftFactor: 0.1, SafetyMargin: 200 * time.Millisecond})
 		// The store lease lasts 1s from the claim: the handler must stop 1s*0.9 - 200ms = 700ms
 		// after the claim request started. That request may have started a little before the
 		// submit (a poll already in flight that sees the job), hence 50ms of slack below 700ms;
@@ -354,7 +358,7 @@ func TestWorkerLocalDeadline(t *testing.T) {
 		if took < 650*time.Millisecond || took >= time.Second {
 			t.Fatalf("handler stopped %s after the submit, want in [650ms, 1s)", took)
 		}
-		if got := getJob(t, q, j.ID); got.State != baton.JobRunning || got.Worker != w.Name() {
+		if got.State != baton.JobRunning || got.Worker != w.Name() {
 			t.Fatalf("job %s by %q: the store must still see it running", got.State, got.Worker)
 		}
 	})
@@ -364,32 +368,8 @@ func TestWorkerLocalDeadline(t *testing.T) {
 // local deadline, so that a handler needing that long to stop has stopped by the deadline.
 func TestWorkerStopGraceBeforeTheLocalDeadline(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		st := &leaseLossStore{jobStore: b.open(t), hang: true}
-		q := newQueue(t, st, baton.Kind{Name: "k"})
-		causes := make(chan error, 1)
-		w, err := q.NewWorker(baton.WorkerConfig{
-			LeaseTTL:     3 * time.Second,
-			DriftFactor:  0.1,
-			SafetyMargin: 200 * time.Millisecond,
-			StopGrace:    time.Second,
-			Handlers: map[string]baton.Handler{"k": func(ctx context.Context, job *baton.Job) error {
-				<-ctx.Done()
-				causes <- context.Cause(ctx)
-				return ctx.Err()
-			}},
-			Logger: quietLogger(),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		runWorker(t, w)
-		submitted := time.Now()
-		submit(t, q, baton.SubmitParams{Kind: "k", Resource: "r"})
-		cause := recv(t, causes)
-		took := time.Since(submitted)
-		if !errors.Is(cause, baton.ErrLeaseLost) {
-			t.Fatalf("cause %v, want ErrLeaseLost", cause)
-		}
+		took, _, _ := cutOffWorker(t, b, baton.WorkerConfig{LeaseTTL: 3 * time.Second, DriftFactor: 0.1,
+			SafetyMargin: 200 * time.Millisecond, StopGrace: time.Second})
 		// The local deadline is 3s*0.9 - 200ms = 2.5s after the claim began; the handler is told
 		// to stop a second before it (50ms of slack below for a claim already in flight).
 		if took < 1450*time.Millisecond || took >= 2*time.Second {

@@ -3,6 +3,7 @@ package chaos
 import (
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -236,4 +238,50 @@ func children(pid int) []int {
 		}
 	}
 	return out
+}
+
+// processFaults are kill -9 of one of the looping processes (baton run or baton worker) that
+// pick returns, and SIGSTOP of its process groups for 1.5-3 TTL, recorded in stops.
+func processFaults(what string, pick func(*rand.Rand) (string, *exec.Cmd), ttl time.Duration, res *resource, stops *stopLog) []fault {
+	return []fault{
+		{"kill9_" + what, func(rng *rand.Rand) bool {
+			_, cmd := pick(rng)
+			return cmd != nil && cmd.Process.Signal(syscall.SIGKILL) == nil
+		}},
+		{"sigstop_" + what, func(rng *rand.Rand) bool {
+			name, cmd := pick(rng)
+			if cmd == nil {
+				return false
+			}
+			from := res.now()
+			groups := stopGroup(cmd.Process.Pid)
+			if groups == nil {
+				return false
+			}
+			time.Sleep(between(rng, ttl*3/2, ttl*3)) // the fault's length
+			contGroups(groups)
+			stops.add(name, interval{from, res.now()})
+			return true
+		}},
+	}
+}
+
+// storeFaults are kill -9 of baton serve with a restart on the same address and store, and,
+// over PostgreSQL, an immediate (crash) restart of the database.
+func storeFaults(t *testing.T, srv *server, pg *postgres) []fault {
+	fs := []fault{{"kill9_server", func(*rand.Rand) bool {
+		if err := srv.crash(); err != nil {
+			t.Errorf("restarting baton serve: %v", err)
+		}
+		return true
+	}}}
+	if pg != nil {
+		fs = append(fs, fault{"restart_postgres", func(*rand.Rand) bool {
+			if err := pg.restart(); err != nil {
+				t.Errorf("restarting PostgreSQL: %v", err)
+			}
+			return true
+		}})
+	}
+	return fs
 }

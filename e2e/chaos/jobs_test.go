@@ -263,47 +263,14 @@ func (h *jobHarness) loop(w *workerSlot) {
 	}
 }
 
+// jobFaults are the faults of the jobs test: kill -9 and SIGSTOP of a worker, and the server's
+// and the database's restarts.
 func (h *jobHarness) jobFaults(workers []*workerSlot) []fault {
-	pick := func(rng *rand.Rand) (*workerSlot, *exec.Cmd) {
+	pick := func(rng *rand.Rand) (string, *exec.Cmd) {
 		w := workers[rng.IntN(len(workers))]
-		return w, w.current()
+		return w.name, w.current()
 	}
-	fs := []fault{
-		{"kill9_worker", func(rng *rand.Rand) bool {
-			_, cmd := pick(rng)
-			return cmd != nil && cmd.Process.Signal(syscall.SIGKILL) == nil
-		}},
-		{"sigstop_worker", func(rng *rand.Rand) bool {
-			w, cmd := pick(rng)
-			if cmd == nil {
-				return false
-			}
-			from := h.res.now()
-			groups := stopGroup(cmd.Process.Pid)
-			if groups == nil {
-				return false
-			}
-			time.Sleep(between(rng, jobLeaseTTL*3/2, jobLeaseTTL*3)) // the fault's length
-			contGroups(groups)
-			h.stops.add(w.name, interval{from, h.res.now()})
-			return true
-		}},
-		{"kill9_server", func(*rand.Rand) bool {
-			if err := h.srv.crash(); err != nil {
-				h.t.Errorf("restarting baton serve: %v", err)
-			}
-			return true
-		}},
-	}
-	if h.pg != nil {
-		fs = append(fs, fault{"restart_postgres", func(*rand.Rand) bool {
-			if err := h.pg.restart(); err != nil {
-				h.t.Errorf("restarting PostgreSQL: %v", err)
-			}
-			return true
-		}})
-	}
-	return fs
+	return append(processFaults("worker", pick, jobLeaseTTL, h.res, &h.stops), storeFaults(h.t, h.srv, h.pg)...)
 }
 
 // submit submits one job on resource over the HTTP API and returns its ID. The server may be

@@ -227,60 +227,28 @@ func exitCode(ps *os.ProcessState) int {
 	return ps.ExitCode()
 }
 
-// lockFaults are the faults of the locks test.
+// lockFaults are the faults of the locks test: those of every test, and a slow or cut network
+// between the clients and the server.
 func (h *lockHarness) lockFaults(clients []*lockClient) []fault {
-	pick := func(rng *rand.Rand) (*lockClient, *exec.Cmd) {
+	pick := func(rng *rand.Rand) (string, *exec.Cmd) {
 		c := clients[rng.IntN(len(clients))]
-		return c, c.current()
+		return c.name, c.current()
 	}
-	fs := []fault{
-		{"kill9_client", func(rng *rand.Rand) bool {
-			_, cmd := pick(rng)
-			return cmd != nil && cmd.Process.Signal(syscall.SIGKILL) == nil
-		}},
-		{"sigstop_client", func(rng *rand.Rand) bool {
-			c, cmd := pick(rng)
-			if cmd == nil {
-				return false
-			}
-			from := h.res.now()
-			groups := stopGroup(cmd.Process.Pid)
-			if groups == nil {
-				return false
-			}
-			time.Sleep(between(rng, lockTTL*3/2, lockTTL*3)) // the fault's length
-			contGroups(groups)
-			h.stops.add(c.name, interval{from, h.res.now()})
-			return true
-		}},
-		{"kill9_server", func(*rand.Rand) bool {
-			if err := h.srv.crash(); err != nil {
-				h.t.Errorf("restarting baton serve: %v", err)
-			}
-			return true
-		}},
-		{"net_delay", func(rng *rand.Rand) bool {
+	fs := processFaults("client", pick, lockTTL, h.res, &h.stops)
+	fs = append(fs, storeFaults(h.t, h.srv, h.pg)...)
+	return append(fs,
+		fault{"net_delay", func(rng *rand.Rand) bool {
 			h.px.setDelay(between(rng, 50*time.Millisecond, 700*time.Millisecond))
 			time.Sleep(between(rng, 2*time.Second, 5*time.Second))
 			h.px.setDelay(0)
 			return true
 		}},
-		{"net_cut", func(rng *rand.Rand) bool {
+		fault{"net_cut", func(rng *rand.Rand) bool {
 			h.px.setCut(true)
 			time.Sleep(between(rng, 500*time.Millisecond, 4*time.Second))
 			h.px.setCut(false)
 			return true
-		}},
-	}
-	if h.pg != nil {
-		fs = append(fs, fault{"restart_postgres", func(*rand.Rand) bool {
-			if err := h.pg.restart(); err != nil {
-				h.t.Errorf("restarting PostgreSQL: %v", err)
-			}
-			return true
 		}})
-	}
-	return fs
 }
 
 // checkAudit is check 3: every token a CMD saw was granted in the audit log (no grant lost
