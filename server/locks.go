@@ -53,9 +53,14 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request, _ principal) {
 		called := time.Now()
 		sl, err = s.locker.AcquireRecord(ctx, p)
 		stop()
+		// Its own deadline, not the client going away nor the server shutting down (both cancel).
+		waitRanOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
 		cancel()
-		if err == nil {
+		switch {
+		case err == nil:
 			sl.Waited += called.Sub(received)
+		case waitRanOut && r.Context().Err() == nil && !errors.Is(err, store.ErrLockHeld) && !errors.Is(err, store.ErrCooldown):
+			sl, err = s.afterWait(r.Context(), p, received, called)
 		}
 	} else {
 		sl, err = s.cfg.Store.Acquire(r.Context(), p)
@@ -77,6 +82,48 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request, _ principal) {
 		s.metrics.expirations.Inc()
 	}
 	writeJSON(w, http.StatusOK, wire.LeaseResponse{Lease: wire.LeaseFrom(sl)})
+}
+
+// afterWaitTimeout bounds the store calls that answer an acquire whose wait ran out. Clients
+// wait a little past wait_ms for the answer (the Go client: a fifth of its remaining time, 20 ms
+// to 2 s).
+const afterWaitTimeout = time.Second
+
+// errWaitRanOut answers a wait that ran out when the store could not even say who holds the key
+// in time: the store is overloaded, not failing.
+var errWaitRanOut = errors.New("the wait ran out before the store answered; retry")
+
+// afterWait answers an acquire whose wait ran out while an attempt was still with the store (a
+// store queueing under load), so that no refusal named the holder. It reads the key once: a live
+// lease of another holder is the usual 409 naming it; the caller's own lease, granted by the
+// attempt whose answer came too late, is handed over; a free key (or one the caller's holder
+// holds under another ID) gets one attempt that does not wait.
+func (s *Server) afterWait(ctx context.Context, p *store.AcquireParams, received, called time.Time) (*store.Lease, error) {
+	ctx, cancel := context.WithTimeout(ctx, afterWaitTimeout)
+	defer cancel()
+	l, err := s.cfg.Store.Get(ctx, p.Key)
+	switch {
+	case err == nil && l.ID == p.LeaseID:
+		// Granted after the attempt began: called bounds the grant time from below.
+		l.Waited = called.Sub(received)
+		return l, nil
+	case err == nil && l.Holder != p.Holder:
+		return nil, &store.LockHeldError{Key: l.Key, Holder: l.Holder, Token: l.Token, ExpiresAt: l.ExpiresAt,
+			RetryAfter: max(l.TTLLeft, 0)}
+	case err == nil, errors.Is(err, store.ErrNotFound):
+		q := *p
+		q.Wait = false
+		start := time.Now()
+		l, err = s.cfg.Store.Acquire(ctx, &q)
+		if err == nil {
+			l.Waited += start.Sub(received)
+			return l, nil
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, errWaitRanOut
+	}
+	return nil, err
 }
 
 func (s *Server) acquireParams(req *wire.AcquireRequest) (*store.AcquireParams, time.Duration, *problem) {

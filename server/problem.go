@@ -87,6 +87,11 @@ func problemFor(err error) (p *problem, ok bool) {
 		return newProblem(http.StatusConflict, "not_held", "the lease is not the live lease on its key (expired, released, taken over or force-released)"), true
 	case errors.Is(err, store.ErrNotFound):
 		return newProblem(http.StatusNotFound, "not_found", "no live lease on the key"), true
+	case errors.Is(err, errWaitRanOut):
+		// Load, not a failure: the caller may retry after a pause, and nothing is logged.
+		p := newProblem(http.StatusServiceUnavailable, "unavailable", err.Error())
+		p.retryAfter = time.Second
+		return p, true
 	case errors.Is(err, store.ErrClosed), errors.Is(err, context.Canceled):
 		return newProblem(http.StatusServiceUnavailable, "unavailable", "the server is shutting down"), true
 	default:
