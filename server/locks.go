@@ -47,7 +47,10 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request, _ principal) {
 	}
 	var sl *store.Lease
 	var err error
-	if wait > 0 {
+	if wait > 0 && s.gate.shedAtDoor(classNew) {
+		// Shed before waiting: the attempts of the wait would be.
+		err = errOverloaded
+	} else if wait > 0 {
 		ctx, cancel := context.WithTimeout(r.Context(), wait)
 		stop := context.AfterFunc(s.ctx, cancel) // server shutdown ends the wait too
 		called := time.Now()
@@ -63,7 +66,7 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request, _ principal) {
 			sl, err = s.afterWait(r.Context(), p, received, called)
 		}
 	} else {
-		sl, err = s.cfg.Store.Acquire(r.Context(), p)
+		sl, err = s.st.Acquire(r.Context(), p)
 	}
 	if err != nil {
 		if r.Context().Err() != nil {
@@ -101,7 +104,7 @@ var errWaitRanOut = errors.New("the wait ran out before the store answered; retr
 func (s *Server) afterWait(ctx context.Context, p *store.AcquireParams, received, called time.Time) (*store.Lease, error) {
 	ctx, cancel := context.WithTimeout(ctx, afterWaitTimeout)
 	defer cancel()
-	l, err := s.cfg.Store.Get(ctx, p.Key)
+	l, err := s.st.Get(ctx, p.Key)
 	switch {
 	case err == nil && l.ID == p.LeaseID:
 		// Granted after the attempt began: called bounds the grant time from below.
@@ -114,7 +117,7 @@ func (s *Server) afterWait(ctx context.Context, p *store.AcquireParams, received
 		q := *p
 		q.Wait = false
 		start := time.Now()
-		l, err = s.cfg.Store.Acquire(ctx, &q)
+		l, err = s.st.Acquire(ctx, &q)
 		if err == nil {
 			l.Waited += start.Sub(received)
 			return l, nil
@@ -177,6 +180,8 @@ func (s *Server) countFailure(err error) {
 		reason = "cooldown"
 	case errors.Is(err, store.ErrInvalidArgument):
 		reason = "invalid"
+	case errors.Is(err, errOverloaded):
+		reason = "overloaded"
 	}
 	s.metrics.failures.WithLabelValues(reason).Inc()
 	s.metrics.acquisitions.WithLabelValues("failed").Inc()
@@ -196,7 +201,7 @@ func (s *Server) renew(w http.ResponseWriter, r *http.Request, _ principal) {
 		}
 		ttl = time.Duration(*req.TTLMs) * time.Millisecond
 	}
-	sl, err := s.cfg.Store.Renew(r.Context(), &store.RenewParams{Key: req.Key, LeaseID: req.LeaseID, TTL: ttl})
+	sl, err := s.st.Renew(r.Context(), &store.RenewParams{Key: req.Key, LeaseID: req.LeaseID, TTL: ttl})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -209,7 +214,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request, _ principal) {
 	if !decode(w, r, &req) {
 		return
 	}
-	res, err := s.cfg.Store.Release(r.Context(), &store.ReleaseParams{Key: req.Key, LeaseID: req.LeaseID})
+	res, err := s.st.Release(r.Context(), &store.ReleaseParams{Key: req.Key, LeaseID: req.LeaseID})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -232,7 +237,7 @@ func (s *Server) forceRelease(w http.ResponseWriter, r *http.Request, who princi
 	if s.cfg.Auth == nil && req.Actor != "" {
 		actor = req.Actor
 	}
-	sl, err := s.cfg.Store.ForceRelease(r.Context(), &store.ForceReleaseParams{Key: req.Key, Reason: req.Reason, Actor: actor})
+	sl, err := s.st.ForceRelease(r.Context(), &store.ForceReleaseParams{Key: req.Key, Reason: req.Reason, Actor: actor})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -247,7 +252,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, who principal) {
 }
 
 func (s *Server) getKey(w http.ResponseWriter, r *http.Request, key string, _ principal) {
-	sl, err := s.cfg.Store.Get(r.Context(), key)
+	sl, err := s.st.Get(r.Context(), key)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -273,7 +278,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, _ principal) {
 		}
 		p.Limit = n
 	}
-	leases, err := s.cfg.Store.List(r.Context(), p)
+	leases, err := s.st.List(r.Context(), p)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
