@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -120,4 +121,56 @@ type failingRenew struct{ store.Store }
 
 func (f *failingRenew) Renew(context.Context, *store.RenewParams) (*store.Lease, error) {
 	return nil, errors.New("renew: connection refused")
+}
+
+// overloaded is a transient refusal that asks to be retried after a while, as the Go client's
+// error for a 503 with Retry-After does.
+type overloaded struct{ after time.Duration }
+
+func (o overloaded) Error() string                 { return "503 overloaded" }
+func (o overloaded) RetryAfterHint() time.Duration { return o.after }
+
+// timedStore records when Acquire was called.
+type timedStore struct {
+	flakyStore
+	mu    sync.Mutex
+	times []time.Time
+}
+
+func (s *timedStore) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
+	s.mu.Lock()
+	s.times = append(s.times, time.Now())
+	s.mu.Unlock()
+	return s.flakyStore.Acquire(ctx, p)
+}
+
+// A waiting Acquire told to come back later (Retry-After) waits at least that long before its
+// next attempt, although its own backoff would retry sooner.
+func TestAcquireWaitsRetryAfter(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), ":memory:", sqlite.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const after = 300 * time.Millisecond
+	ts := &timedStore{flakyStore: flakyStore{Store: st, n: 2, err: fmt.Errorf("acquire: %w", overloaded{after})}}
+	locker, err := baton.NewLocker(ts, &baton.Config{PollInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := locker.Acquire(context.Background(), "k", baton.WithWaitTimeout(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Release(context.Background())
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if len(ts.times) != 3 {
+		t.Fatalf("%d attempts, want 3", len(ts.times))
+	}
+	for i := 1; i < len(ts.times); i++ {
+		if gap := ts.times[i].Sub(ts.times[i-1]); gap < after {
+			t.Fatalf("attempt %d came %s after the one told to retry after %s", i+1, gap, after)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,7 +33,14 @@ type ProblemError struct {
 	Code   string // the problem's stable code, e.g. "unauthorized"; empty if the answer was not a problem document
 	Title  string
 	Detail string
+	// RetryAfter is when the server asked to be tried again (its retry_after_ms, or else its
+	// Retry-After header in seconds), zero if it did not say.
+	RetryAfter time.Duration
 }
+
+// RetryAfterHint is RetryAfter: a waiting baton.Locker.Acquire waits at least that long before
+// its next attempt.
+func (e *ProblemError) RetryAfterHint() time.Duration { return e.RetryAfter }
 
 func (e *ProblemError) Error() string {
 	var b strings.Builder
@@ -123,7 +131,14 @@ func (s *Store) problemError(method, path string, resp *http.Response) error {
 		}
 		return e
 	}
-	pe := &ProblemError{Status: resp.StatusCode, Code: p.Code, Title: p.Title, Detail: p.Detail}
+	pe := &ProblemError{Status: resp.StatusCode, Code: p.Code, Title: p.Title, Detail: p.Detail, RetryAfter: ms(p.RetryAfterMs)}
+	if pe.RetryAfter <= 0 {
+		// Seconds; an HTTP date is not worth the clock comparison.
+		if secs, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After"))); err == nil && secs > 0 {
+			pe.RetryAfter = time.Duration(min(secs, 3600)) * time.Second
+		}
+	}
+	pe.RetryAfter = max(pe.RetryAfter, 0)
 	if p.Code == "" {
 		// Not a problem document (a proxy, or not a Baton server): show the start of the body.
 		pe.Detail = strings.TrimSpace(string(raw[:min(len(raw), 200)]))

@@ -31,7 +31,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, _ principal) {
 		}
 		p.Limit = n
 	}
-	evs, err := s.cfg.Store.Events(r.Context(), p)
+	evs, err := s.st.Events(r.Context(), p)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -47,18 +47,26 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request, _ principal) {
 	}
 	var sl *store.Lease
 	var err error
-	if wait > 0 {
+	if wait > 0 && s.gate.shedAtDoor(classNew) {
+		// Shed before waiting: the attempts of the wait would be.
+		err = errOverloaded
+	} else if wait > 0 {
 		ctx, cancel := context.WithTimeout(r.Context(), wait)
 		stop := context.AfterFunc(s.ctx, cancel) // server shutdown ends the wait too
 		called := time.Now()
 		sl, err = s.locker.AcquireRecord(ctx, p)
 		stop()
+		// Its own deadline, not the client going away nor the server shutting down (both cancel).
+		waitRanOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
 		cancel()
-		if err == nil {
+		switch {
+		case err == nil:
 			sl.Waited += called.Sub(received)
+		case waitRanOut && r.Context().Err() == nil && !errors.Is(err, store.ErrLockHeld) && !errors.Is(err, store.ErrCooldown):
+			sl, err = s.afterWait(r.Context(), p, received, called)
 		}
 	} else {
-		sl, err = s.cfg.Store.Acquire(r.Context(), p)
+		sl, err = s.st.Acquire(r.Context(), p)
 	}
 	if err != nil {
 		if r.Context().Err() != nil {
@@ -77,6 +85,48 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request, _ principal) {
 		s.metrics.expirations.Inc()
 	}
 	writeJSON(w, http.StatusOK, wire.LeaseResponse{Lease: wire.LeaseFrom(sl)})
+}
+
+// afterWaitTimeout bounds the store calls that answer an acquire whose wait ran out. Clients
+// wait a little past wait_ms for the answer (the Go client: a fifth of its remaining time, 20 ms
+// to 2 s).
+const afterWaitTimeout = time.Second
+
+// errWaitRanOut answers a wait that ran out when the store could not even say who holds the key
+// in time: the store is overloaded, not failing.
+var errWaitRanOut = errors.New("the wait ran out before the store answered; retry")
+
+// afterWait answers an acquire whose wait ran out while an attempt was still with the store (a
+// store queueing under load), so that no refusal named the holder. It reads the key once: a live
+// lease of another holder is the usual 409 naming it; the caller's own lease, granted by the
+// attempt whose answer came too late, is handed over; a free key (or one the caller's holder
+// holds under another ID) gets one attempt that does not wait.
+func (s *Server) afterWait(ctx context.Context, p *store.AcquireParams, received, called time.Time) (*store.Lease, error) {
+	ctx, cancel := context.WithTimeout(ctx, afterWaitTimeout)
+	defer cancel()
+	l, err := s.st.Get(ctx, p.Key)
+	switch {
+	case err == nil && l.ID == p.LeaseID:
+		// Granted after the attempt began: called bounds the grant time from below.
+		l.Waited = called.Sub(received)
+		return l, nil
+	case err == nil && l.Holder != p.Holder:
+		return nil, &store.LockHeldError{Key: l.Key, Holder: l.Holder, Token: l.Token, ExpiresAt: l.ExpiresAt,
+			RetryAfter: max(l.TTLLeft, 0)}
+	case err == nil, errors.Is(err, store.ErrNotFound):
+		q := *p
+		q.Wait = false
+		start := time.Now()
+		l, err = s.st.Acquire(ctx, &q)
+		if err == nil {
+			l.Waited += start.Sub(received)
+			return l, nil
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, errWaitRanOut
+	}
+	return nil, err
 }
 
 func (s *Server) acquireParams(req *wire.AcquireRequest) (*store.AcquireParams, time.Duration, *problem) {
@@ -130,6 +180,8 @@ func (s *Server) countFailure(err error) {
 		reason = "cooldown"
 	case errors.Is(err, store.ErrInvalidArgument):
 		reason = "invalid"
+	case errors.Is(err, errOverloaded):
+		reason = "overloaded"
 	}
 	s.metrics.failures.WithLabelValues(reason).Inc()
 	s.metrics.acquisitions.WithLabelValues("failed").Inc()
@@ -149,7 +201,7 @@ func (s *Server) renew(w http.ResponseWriter, r *http.Request, _ principal) {
 		}
 		ttl = time.Duration(*req.TTLMs) * time.Millisecond
 	}
-	sl, err := s.cfg.Store.Renew(r.Context(), &store.RenewParams{Key: req.Key, LeaseID: req.LeaseID, TTL: ttl})
+	sl, err := s.st.Renew(r.Context(), &store.RenewParams{Key: req.Key, LeaseID: req.LeaseID, TTL: ttl})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -162,7 +214,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request, _ principal) {
 	if !decode(w, r, &req) {
 		return
 	}
-	res, err := s.cfg.Store.Release(r.Context(), &store.ReleaseParams{Key: req.Key, LeaseID: req.LeaseID})
+	res, err := s.st.Release(r.Context(), &store.ReleaseParams{Key: req.Key, LeaseID: req.LeaseID})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -185,7 +237,7 @@ func (s *Server) forceRelease(w http.ResponseWriter, r *http.Request, who princi
 	if s.cfg.Auth == nil && req.Actor != "" {
 		actor = req.Actor
 	}
-	sl, err := s.cfg.Store.ForceRelease(r.Context(), &store.ForceReleaseParams{Key: req.Key, Reason: req.Reason, Actor: actor})
+	sl, err := s.st.ForceRelease(r.Context(), &store.ForceReleaseParams{Key: req.Key, Reason: req.Reason, Actor: actor})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -200,7 +252,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, who principal) {
 }
 
 func (s *Server) getKey(w http.ResponseWriter, r *http.Request, key string, _ principal) {
-	sl, err := s.cfg.Store.Get(r.Context(), key)
+	sl, err := s.st.Get(r.Context(), key)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -226,7 +278,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, _ principal) {
 		}
 		p.Limit = n
 	}
-	leases, err := s.cfg.Store.List(r.Context(), p)
+	leases, err := s.st.List(r.Context(), p)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -24,7 +24,7 @@ type metrics struct {
 	httpDuration *prometheus.HistogramVec
 }
 
-func newMetrics(st store.Store) *metrics {
+func newMetrics() *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		acquisitions: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -33,7 +33,7 @@ func newMetrics(st store.Store) *metrics {
 		}, []string{"result"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "baton_lock_acquisition_failures_total",
-			Help: "Failed acquire requests by reason: held, cooldown, invalid, unavailable.",
+			Help: "Failed acquire requests by reason: held, cooldown, invalid, unavailable, overloaded.",
 		}, []string{"reason"}),
 		held: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "baton_lock_held_duration_seconds",
@@ -51,12 +51,11 @@ func newMetrics(st store.Store) *metrics {
 		}, []string{"route", "method", "code"}),
 	}
 	m.registry.MustRegister(m.acquisitions, m.failures, m.held, m.expirations, m.httpDuration,
-		newHeldGauge(st),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, r := range []string{"granted", "renewed", "failed"} {
 		m.acquisitions.WithLabelValues(r)
 	}
-	for _, r := range []string{"held", "cooldown", "invalid", "unavailable"} {
+	for _, r := range []string{"held", "cooldown", "invalid", "unavailable", "overloaded"} {
 		m.failures.WithLabelValues(r)
 	}
 	return m
@@ -90,10 +89,12 @@ func (w *statusWriter) WriteHeader(code int) {
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // heldGauge counts live leases by listing them when scraped, at most once per second, so that
-// it is right whatever other servers or library users do to the store.
+// it is right whatever other servers or library users do to the store. It lists only while the
+// gate has a free slot and nothing waits: under load it keeps its last count rather than queue.
 type heldGauge struct {
 	desc  *prometheus.Desc
 	store store.Store
+	gate  *gate
 
 	mu      sync.Mutex
 	at      time.Time
@@ -101,8 +102,8 @@ type heldGauge struct {
 	counted bool
 }
 
-func newHeldGauge(st store.Store) *heldGauge {
-	return &heldGauge{store: st, desc: prometheus.NewDesc("baton_locks_held", "Live leases in the store (counted up to 100000).", nil, nil)}
+func newHeldGauge(st store.Store, g *gate) *heldGauge {
+	return &heldGauge{store: st, gate: g, desc: prometheus.NewDesc("baton_locks_held", "Live leases in the store (counted up to 100000).", nil, nil)}
 }
 
 func (g *heldGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
@@ -125,7 +126,11 @@ func (g *heldGauge) countLive() (float64, error) {
 	defer cancel()
 	n, after := 0, ""
 	for n < 100000 {
+		if !g.gate.tryEnter(classNew) {
+			return 0, errOverloaded
+		}
 		page, err := g.store.List(ctx, &store.ListParams{After: after, Limit: store.MaxListLimit})
+		g.gate.leave()
 		if err != nil {
 			return 0, err
 		}

@@ -33,6 +33,7 @@ var titles = map[string]string{
 	"unsupported_media_type": "Unsupported media type",
 	"cooldown":               "Key resting",
 	"unavailable":            "Store unavailable",
+	"overloaded":             "Server overloaded",
 	"internal":               "Internal error",
 	"resource_busy":          "Resource busy",
 	"job_state":              "Job state forbids this",
@@ -87,6 +88,15 @@ func problemFor(err error) (p *problem, ok bool) {
 		return newProblem(http.StatusConflict, "not_held", "the lease is not the live lease on its key (expired, released, taken over or force-released)"), true
 	case errors.Is(err, store.ErrNotFound):
 		return newProblem(http.StatusNotFound, "not_found", "no live lease on the key"), true
+	case errors.Is(err, errOverloaded):
+		p := newProblem(http.StatusServiceUnavailable, "overloaded", err.Error())
+		p.retryAfter, p.RetryAfterMs = overloadRetryAfter, ms(overloadRetryAfter)
+		return p, true
+	case errors.Is(err, errWaitRanOut):
+		// Load, not a failure: the caller may retry after a pause, and nothing is logged.
+		p := newProblem(http.StatusServiceUnavailable, "unavailable", err.Error())
+		p.retryAfter = time.Second
+		return p, true
 	case errors.Is(err, store.ErrClosed), errors.Is(err, context.Canceled):
 		return newProblem(http.StatusServiceUnavailable, "unavailable", "the server is shutting down"), true
 	default:

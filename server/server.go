@@ -27,6 +27,14 @@ type Config struct {
 	Auth    *Auth
 	Logger  *slog.Logger
 	MaxWait time.Duration // DefaultMaxWait if zero
+	// MaxInflight bounds the API's store calls in flight at once (DefaultMaxInflight if zero).
+	// Calls past it wait for a slot: renewals, releases and job heartbeats and ends first.
+	MaxInflight int
+	// MaxQueue bounds the calls waiting for a slot (DefaultMaxQueue if zero; negative: no
+	// bound). Past it, acquires, gets, listings, job submits and claims are answered 503
+	// "overloaded" with Retry-After; renewals, releases and job heartbeats and ends have a
+	// budget four times as large of their own.
+	MaxQueue int
 	// Version and StoreName are reported by GET /v1/info.
 	Version   string
 	StoreName string
@@ -34,7 +42,10 @@ type Config struct {
 
 // Server serves the HTTP API. Close it before closing its store.
 type Server struct {
-	cfg     Config
+	cfg Config
+	// st is cfg.Store behind the admission gate: the API's lease calls go through it.
+	st      store.Store
+	gate    *gate
 	log     *slog.Logger
 	locker  *baton.Locker
 	metrics *metrics
@@ -64,14 +75,29 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	locker, err := baton.NewLocker(cfg.Store, &baton.Config{Logger: cfg.Logger})
+	if cfg.MaxInflight == 0 {
+		cfg.MaxInflight = DefaultMaxInflight
+	}
+	if cfg.MaxInflight < 0 || cfg.MaxInflight > 100000 {
+		return nil, &store.InvalidArgumentError{Field: "max_inflight", Rule: "must be between 1 and 100000"}
+	}
+	if cfg.MaxQueue == 0 {
+		cfg.MaxQueue = DefaultMaxQueue
+	}
+	m := newMetrics()
+	g := newGate(cfg.MaxInflight, cfg.MaxQueue, m.registry)
+	st := &gatedStore{Store: cfg.Store, g: g}
+	m.registry.MustRegister(newHeldGauge(cfg.Store, g))
+	locker, err := baton.NewLocker(st, &baton.Config{Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, log: cfg.Logger, locker: locker, metrics: newMetrics(cfg.Store), ctx: ctx, cancel: cancel,
+	s := &Server{cfg: cfg, st: st, gate: g, log: cfg.Logger, locker: locker, metrics: m, ctx: ctx, cancel: cancel,
 		claimPoll: defaultClaimPoll}
-	s.jobs, _ = cfg.Store.(store.JobStore)
+	if js, ok := cfg.Store.(store.JobStore); ok {
+		s.jobs = &gatedJobs{JobStore: js, g: g}
+	}
 	s.jobMetrics = newJobMetrics(s.metrics.registry, s.jobs)
 	s.handler = s.routes()
 	return s, nil

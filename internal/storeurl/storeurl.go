@@ -4,7 +4,9 @@
 //	sqlite:///var/lib/baton.db     an absolute path
 //	sqlite://:memory:              in memory (tests)
 //	postgres://user@host/db?…      PostgreSQL; an optional baton_schema=NAME query parameter
-//	postgresql://…                 picks the schema (default "baton"); the rest goes to pgx
+//	postgresql://…                 picks the schema (default "baton"), baton_max_conns=N the pool's
+//	                               connections for statements (default max(8, 2 × GOMAXPROCS),
+//	                               plus one for LISTEN); the rest goes to pgx
 //	redis://[user:pass@]host:port/db?baton_prefix=P
 //	rediss://…                     one Redis server (rediss: TLS); baton_prefix picks the key prefix
 //	                               (default "baton:"), the rest goes to go-redis's ParseURL
@@ -17,6 +19,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -52,8 +55,17 @@ func Open(ctx context.Context, raw string) (st store.Store, name string, err err
 		q := u.Query()
 		schema := q.Get("baton_schema")
 		q.Del("baton_schema")
+		cfg := postgres.Config{Schema: schema, Audit: true}
+		if v := q.Get("baton_max_conns"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > postgres.MaxMaxConns {
+				return nil, "", fmt.Errorf("store URL %s: baton_max_conns=%q: want a number of connections, 1 to %d", redact(raw), v, postgres.MaxMaxConns)
+			}
+			cfg.MaxConns = n
+		}
+		q.Del("baton_max_conns")
 		u.RawQuery = q.Encode()
-		s, err := postgres.Open(ctx, u.String(), postgres.Config{Schema: schema, Audit: true})
+		s, err := postgres.Open(ctx, u.String(), cfg)
 		if err != nil {
 			return nil, "", fmt.Errorf("postgres store %s: %w", redact(raw), err)
 		}

@@ -28,4 +28,10 @@ func TestOpen(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("unreachable postgres: %v (must fail without showing the password)", err)
 	}
+	for _, bad := range []string{"0", "-1", "x", "1001"} {
+		_, _, err := Open(ctx, "postgres://u@127.0.0.1:1/db?connect_timeout=1&baton_max_conns="+bad)
+		if err == nil || !strings.Contains(err.Error(), "baton_max_conns") {
+			t.Errorf("baton_max_conns=%s: %v, want refused naming the parameter", bad, err)
+		}
+	}
 }

@@ -615,3 +615,47 @@ func TestReleaseWithoutWaitersSendsNoNotify(t *testing.T) {
 	default:
 	}
 }
+
+// The pool's size: Config.MaxConns connections for statements plus LISTEN's, by default
+// DefaultMaxConns() of them; a DSN's pool_max_conns is the whole pool, as before.
+func TestPoolSize(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	schema := newSchema(t)
+	with := func(param string) string {
+		if strings.Contains(dsn(), "?") {
+			return dsn() + "&" + param
+		}
+		return dsn() + "?" + param
+	}
+	for _, c := range []struct {
+		dsn      string
+		maxConns int
+		want     int32
+	}{
+		{dsn(), 0, int32(postgres.DefaultMaxConns()) + 1},
+		{dsn(), 3, 4},
+		{dsn(), 40, 41},
+		{with("pool_max_conns=6"), 0, 6},
+		{with("pool_max_conns=6"), 7, 8}, // MaxConns wins
+		{with("pool_max_conns=2"), 0, 4}, // at least four in all
+	} {
+		s, err := postgres.Open(ctx, c.dsn, postgres.Config{Schema: schema, MaxConns: c.maxConns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := s.Pool().Config().MaxConns
+		s.Close()
+		if got != c.want {
+			t.Errorf("Open(%q, MaxConns %d): pool of %d, want %d", c.dsn, c.maxConns, got, c.want)
+		}
+	}
+	if postgres.DefaultMaxConns() < 8 {
+		t.Errorf("DefaultMaxConns() = %d, want at least 8", postgres.DefaultMaxConns())
+	}
+	for _, bad := range []int{-1, postgres.MaxMaxConns + 1} {
+		if _, err := postgres.Open(ctx, dsn(), postgres.Config{Schema: schema, MaxConns: bad}); !isInvalid(err, "max_conns") {
+			t.Errorf("MaxConns %d: %v, want invalid max_conns", bad, err)
+		}
+	}
+}

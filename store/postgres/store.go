@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,11 +38,26 @@ type Config struct {
 	// SkipMigrate leaves the schema alone on open, for deployments that run Migrate separately
 	// with a more privileged role. Open then fails unless the schema is at the latest version.
 	SkipMigrate bool
+	// MaxConns is how many connections Open's pool keeps for statements; the store holds one
+	// more for LISTEN. Zero means DefaultMaxConns(), unless the DSN sets pgx's pool_max_conns
+	// (the whole pool, LISTEN included, as before). At most MaxMaxConns. New uses the caller's
+	// pool as it is.
+	MaxConns int
 }
 
 // minPoolConns is the smallest pool Open builds: one connection is held by LISTEN for the life of
 // the store, and lease operations need the rest.
 const minPoolConns = 4
+
+// MaxMaxConns bounds Config.MaxConns.
+const MaxMaxConns = 1000
+
+// DefaultMaxConns is the default of Config.MaxConns: max(8, 2 × GOMAXPROCS). Lease statements
+// are short and mostly wait for the database's commit (its fsync), not for this process's CPU,
+// so the pool is larger than pgx's default (max(4, NumCPU)): concurrent commits share the
+// database's WAL flushes. Past a few dozen connections per server the database's own contention
+// grows; raise it with several servers in mind (each holds its own pool).
+func DefaultMaxConns() int { return max(8, 2*runtime.GOMAXPROCS(0)) }
 
 var errNilPool = &store.InvalidArgumentError{Field: "pool", Rule: "must not be nil"}
 
@@ -63,23 +79,28 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
-// Open connects to dsn with a pool of its own (pgx's default size, or pool_max_conns from the
-// DSN, plus one connection for LISTEN; at least four; plan_cache_mode=force_generic_plan unless
-// the DSN sets it, which New's callers may set on their pool too), migrates the schema
-// unless cfg.SkipMigrate, and starts listening for wake-ups. Close closes the pool.
+// Open connects to dsn with a pool of its own (cfg.MaxConns connections for statements, by
+// default DefaultMaxConns(), plus one for LISTEN; or pool_max_conns from the DSN; at least four
+// in all; plan_cache_mode=force_generic_plan unless the DSN sets it, which New's callers may set
+// on their pool too), migrates the schema unless cfg.SkipMigrate, and starts listening for
+// wake-ups. Close closes the pool.
 func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 	schema, err := checkSchema(cfg.Schema)
 	if err != nil {
 		return nil, err
 	}
+	if cfg.MaxConns < 0 || cfg.MaxConns > MaxMaxConns {
+		return nil, &store.InvalidArgumentError{Field: "max_conns", Rule: fmt.Sprintf("must be between 1 and %d (0: the default)", MaxMaxConns)}
+	}
 	pc, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: parse dsn: %w", err)
 	}
-	if !strings.Contains(dsn, "pool_max_conns") {
-		// pgx's default size, plus one for the connection that LISTEN holds for good, so that
-		// lease statements get the pool a plain pgx user would have.
-		pc.MaxConns++
+	switch {
+	case cfg.MaxConns > 0:
+		pc.MaxConns = int32(cfg.MaxConns) + 1 // the statements' connections, and LISTEN's
+	case !strings.Contains(dsn, "pool_max_conns"):
+		pc.MaxConns = int32(DefaultMaxConns()) + 1
 	}
 	if pc.MaxConns < minPoolConns {
 		pc.MaxConns = minPoolConns

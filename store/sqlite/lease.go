@@ -91,7 +91,8 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	}
 }
 
-// Renew extends a live lease by p.TTL from now.
+// Renew extends a live lease by p.TTL from now. Renewals that arrive while others wait for the
+// connection share one transaction (renew_batch.go).
 func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -99,16 +100,10 @@ func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, 
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	now := s.now().UnixNano()
-	var r row
-	err := r.scan(s.stmts.renew.QueryRowContext(ctx, p.Key, p.LeaseID, now, int64(p.TTL)))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, store.ErrNotHeld
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
-	if err != nil {
-		return nil, s.wrap("renew", err)
-	}
-	return r.lease(now), nil
+	return s.renewBatched(ctx, p)
 }
 
 // Release ends a live lease and wakes this process's waiters.

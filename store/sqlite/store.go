@@ -45,6 +45,7 @@ type Store struct {
 	closed atomic.Bool
 	stmts  statements
 	audit  bool
+	renews renewBatcher
 }
 
 var _ store.Store = (*Store)(nil)

@@ -1,0 +1,81 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func (g *gate) queued(c class) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.queues[c])
+}
+
+// waitQueued waits until n calls of class c are queued (polling a condition).
+func waitQueued(t *testing.T, g *gate, c class, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for g.queued(c) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls of class %s queued, want %d", g.queued(c), classNames[c], n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// The gate: keep calls before new ones, FIFO within a class, bounded queues (waiting acquires'
+// attempts excepted), and a caller that gives up leaves the queue or passes its slot on.
+func TestGate(t *testing.T) {
+	g := newGate(1, 2, prometheus.NewRegistry())
+	ctx := context.Background()
+	if err := g.enter(ctx, classNew); err != nil {
+		t.Fatal(err)
+	}
+	order := make(chan string, 8)
+	enter := func(c class, name string) {
+		go func() {
+			if err := g.enter(ctx, c); err != nil {
+				order <- name + ": " + err.Error()
+				return
+			}
+			order <- name
+			g.leave()
+		}()
+	}
+	enter(classNew, "new-1")
+	waitQueued(t, g, classNew, 1)
+	enter(classNew, "new-2")
+	waitQueued(t, g, classNew, 2)
+	if err := g.enter(ctx, classNew); !errors.Is(err, errOverloaded) {
+		t.Fatalf("third queued new call: %v, want errOverloaded", err)
+	}
+	enter(classNewAdmitted, "waiter") // an attempt of a waiting acquire: queued past the bound
+	waitQueued(t, g, classNew, 3)
+	// A caller that gives up leaves the queue.
+	gone, cancel := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- g.enter(gone, classKeep) }()
+	waitQueued(t, g, classKeep, 1)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled wait: %v", err)
+	}
+	waitQueued(t, g, classKeep, 0)
+	enter(classKeep, "keep")
+	waitQueued(t, g, classKeep, 1)
+	g.leave()
+	for _, want := range []string{"keep", "new-1", "new-2", "waiter"} {
+		if got := <-order; got != want {
+			t.Fatalf("admitted %q, want %q", got, want)
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.inflight != 0 {
+		t.Fatalf("%d in flight after all left", g.inflight)
+	}
+}

@@ -1,0 +1,147 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+
+	"github.com/batonhq/baton/store"
+)
+
+// Group commit of renewals. Every write transaction of a durable SQLite store ends in an fsync,
+// and the store has one connection: with one transaction per renewal, a server with tens of
+// thousands of held leases spends its whole write budget on renewals and leases expire while
+// their renewals queue. Renewals that arrive while a batch waits for the connection join it, and
+// the batch is one transaction: one fsync for all of them. Nothing waits on purpose: an
+// uncontended renewal runs at once, alone; batches form only when renewals queue.
+//
+// Each renewal keeps its own answer (one not held does not fail the others), and none is
+// answered before the transaction that contains it committed, so every acknowledged renewal is
+// as durable as before.
+
+// maxRenewBatch bounds a batch, so that one transaction does not hold the write lock for long.
+const maxRenewBatch = 512
+
+type renewReq struct {
+	ctx   context.Context
+	p     *store.RenewParams
+	lease *store.Lease
+	err   error
+}
+
+type renewBatch struct {
+	reqs []*renewReq
+	done chan struct{}
+}
+
+type renewBatcher struct {
+	mu      sync.Mutex
+	pending *renewBatch // the batch that renewals join, nil if none waits
+	// commit is held by the batch that has the connection (one at a time: a second batch waits
+	// for it, collecting renewals meanwhile).
+	commit sync.Mutex
+}
+
+// renewBatched queues p in the pending batch (starting one if none waits) and waits for its
+// answer.
+func (s *Store) renewBatched(ctx context.Context, p *store.RenewParams) (*store.Lease, error) {
+	req := &renewReq{ctx: ctx, p: p}
+	rb := &s.renews
+	rb.mu.Lock()
+	b := rb.pending
+	start := b == nil
+	if start {
+		b = &renewBatch{done: make(chan struct{})}
+		rb.pending = b
+	}
+	b.reqs = append(b.reqs, req)
+	if len(b.reqs) >= maxRenewBatch {
+		rb.pending = nil // full: the next renewal starts another
+	}
+	rb.mu.Unlock()
+	if start {
+		go s.runRenewBatch(b)
+	}
+	select {
+	case <-b.done:
+		return req.lease, req.err
+	case <-ctx.Done():
+		// The batch may still renew it; like any call that timed out, the caller cannot know.
+		return nil, ctx.Err()
+	}
+}
+
+// runRenewBatch waits for its turn and the connection, closes the batch to newcomers, and runs
+// it in one transaction.
+func (s *Store) runRenewBatch(b *renewBatch) {
+	defer close(b.done)
+	rb := &s.renews
+	rb.commit.Lock()
+	defer rb.commit.Unlock()
+	// Not any caller's context: one giving up must not fail the others. The wait for the
+	// connection ends with the operation holding it (SQLite's busy timeout bounds a write lock
+	// held by another process), or with Close.
+	ctx := context.Background()
+	conn, err := s.db.Conn(ctx)
+	rb.mu.Lock()
+	if rb.pending == b {
+		rb.pending = nil
+	}
+	reqs := b.reqs // no longer appended to
+	rb.mu.Unlock()
+	if err != nil {
+		setAll(reqs, s.wrap("renew", err))
+		return
+	}
+	defer conn.Close()
+	live := reqs[:0:0]
+	for _, r := range reqs {
+		if r.ctx.Err() != nil {
+			r.err = r.ctx.Err()
+			continue
+		}
+		live = append(live, r)
+	}
+	if len(live) == 0 {
+		return
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		setAll(live, s.wrap("renew", err))
+		return
+	}
+	stmt := tx.StmtContext(ctx, s.stmts.renew)
+	for _, r := range live {
+		r.lease, r.err = s.renewOn(ctx, stmt, r.p)
+		if r.err != nil && !errors.Is(r.err, store.ErrNotHeld) {
+			// A failing statement: nothing of the batch is committed, all are told.
+			_ = tx.Rollback()
+			setAll(live, r.err)
+			return
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		setAll(live, s.wrap("renew", err))
+	}
+}
+
+func setAll(reqs []*renewReq, err error) {
+	for _, r := range reqs {
+		r.lease, r.err = nil, err
+	}
+}
+
+// renewOn runs the renew statement in a transaction.
+func (s *Store) renewOn(ctx context.Context, stmt *sql.Stmt, p *store.RenewParams) (*store.Lease, error) {
+	now := s.now().UnixNano()
+	var r row
+	err := r.scan(stmt.QueryRowContext(ctx, p.Key, p.LeaseID, now, int64(p.TTL)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ErrNotHeld
+	}
+	if err != nil {
+		return nil, s.wrap("renew", err)
+	}
+	return r.lease(now), nil
+}
