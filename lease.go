@@ -138,9 +138,15 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.stop()
 	l.cancel(ErrReleased)
 	_, err := l.locker.store.Release(ctx, &store.ReleaseParams{Key: l.Key, LeaseID: l.ID})
+	if !settledRelease(err) {
+		// The release may still be applied later: this Locker must not hand the lease out
+		// again (see unsettled).
+		l.locker.pending.add(l.ID, l.ttl, l.locker.cfg.DriftFactor)
+	}
 	if err != nil {
 		return err
 	}
+	l.locker.pending.remove(l.ID)
 	l.mu.Lock()
 	l.released = true
 	l.mu.Unlock()

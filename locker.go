@@ -15,6 +15,7 @@ type Locker struct {
 	store        store.Store
 	cfg          Config
 	holderPrefix string
+	pending      unsettled // leases whose release has an unknown outcome
 }
 
 // NewLocker returns a Locker over s. A nil cfg means all defaults.
@@ -64,7 +65,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Leas
 		ctx, cancel = context.WithTimeout(ctx, o.waitTimeout)
 		defer cancel()
 	}
-	sl, start, err := l.wait(ctx, p, func() (*store.Lease, error) { return l.store.Acquire(ctx, p) })
+	sl, start, err := l.wait(ctx, p, func() (*store.Lease, error) { return l.grant(ctx, p) })
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +185,7 @@ func (l *Locker) acquireOnce(ctx context.Context, p *store.AcquireParams, o acqu
 		return nil, err
 	}
 	start := time.Now()
-	sl, err := l.store.Acquire(ctx, p)
+	sl, err := l.grant(ctx, p)
 	if err != nil {
 		return nil, err
 	}

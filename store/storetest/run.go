@@ -37,6 +37,7 @@ func Run(t *testing.T, h Harness) {
 		{"WaiterWokenByPushFromOtherStore", testWaiterPushOtherStore},
 		{"WaitTimeoutNamesHolder", testWaitTimeout},
 		{"IdempotentReacquire", testIdempotentReacquire},
+		{"ReleaseOutcomeUnknown", testReleaseOutcomeUnknown},
 		{"Cooldown", testCooldown},
 		{"LockDelayAfterExpiry", testLockDelayAfterExpiry},
 		{"LockDelayAfterForceRelease", testLockDelayAfterForceRelease},
