@@ -348,3 +348,32 @@ func TestRedlockRenewDoesNotOverwrite(t *testing.T) {
 		})
 	}
 }
+
+// The limit that docs/guarantees.md states: when a majority of nodes lose the key between two
+// renews (here two of three restart empty with no renew in between), no renew can heal them
+// and a contender is granted the key while the holder's lease is live. If this test starts
+// failing because the store became safer, update the Redlock section of docs/guarantees.md.
+func TestRedlockMajorityLostBetweenRenewsGrantsTwice(t *testing.T) {
+	srvs, addrs := startServers(t, 3)
+	a := openRedlock(t, addrs, "baton:")
+	ctx := testCtx(t)
+	first, err := acquire(ctx, a, "k", "a-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvs[0].restart()
+	srvs[1].restart()
+	b := openRedlock(t, addrs, "baton:") // opened after the restarts: no reconnects
+	l, err := acquire(ctx, b, "k", "b-1")
+	if err != nil {
+		t.Fatalf("contender after two empty restarts within one renew interval: %v; the documented double grant did not happen", err)
+	}
+	if !time.Now().Before(first.ExpiresAt) {
+		t.Fatal("the holder's lease had run out: the test proves nothing")
+	}
+	// The holder learns it at its next renew: nodes 0 and 1 are the contender's.
+	if _, err := renewRetrying(t, a, &store.RenewParams{Key: "k", LeaseID: first.ID, TTL: time.Minute}); !errors.Is(err, store.ErrNotHeld) {
+		t.Fatalf("holder's renew after the double grant: %v, want ErrNotHeld", err)
+	}
+	t.Logf("granted twice: %s (until %s) and %s", first.ID, first.ExpiresAt.Format(time.StampMilli), l.ID)
+}
