@@ -48,7 +48,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var f serveFlags
 	fs.StringVar(&f.listen, "listen", envOr("BATON_LISTEN", "127.0.0.1:7725"), "address to listen on (env BATON_LISTEN)")
-	fs.StringVar(&f.store, "store", envOr("BATON_STORE", "sqlite://./baton.db"), "store URL: sqlite://PATH or postgres://… (env BATON_STORE)")
+	fs.StringVar(&f.store, "store", envOr("BATON_STORE", "sqlite://./baton.db"), "store URL: sqlite://PATH, postgres://…, redis://… (refused without appendonly yes and appendfsync always unless ?baton_allow_volatile=true) or redis+redlock://h1:p1,h2:p2,h3:p3 (env BATON_STORE)")
 	fs.StringVar(&f.authFile, "auth-file", envOr("BATON_AUTH_FILE", ""), "bearer tokens: lines of \"name role sha256-hex\" (env BATON_AUTH_FILE)")
 	fs.StringVar(&f.tlsCert, "tls-cert", envOr("BATON_TLS_CERT", ""), "TLS certificate file (env BATON_TLS_CERT)")
 	fs.StringVar(&f.tlsKey, "tls-key", envOr("BATON_TLS_KEY", ""), "TLS key file (env BATON_TLS_KEY)")
@@ -120,7 +120,7 @@ func serve(ctx context.Context, f serveFlags, log *slog.Logger) error {
 		}
 		log.Warn("no --auth-file: every caller is admin", "listen", ln.Addr().String())
 	}
-	st, storeName, err := storeurl.Open(ctx, f.store)
+	st, storeName, err := storeurl.OpenLogged(ctx, f.store, log)
 	if err != nil {
 		ln.Close()
 		return err

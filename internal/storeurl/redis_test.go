@@ -15,8 +15,8 @@ import (
 )
 
 // redisServer starts a redis-server of the test's own on a free loopback port, without
-// persistence, and kills it when the test ends.
-func redisServer(t *testing.T) string {
+// persistence unless extra says otherwise, and kills it when the test ends.
+func redisServer(t *testing.T, extra ...string) string {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not installed")
@@ -27,8 +27,8 @@ func redisServer(t *testing.T) string {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir()}
+	cmd := exec.Command("redis-server", append(args, extra...)...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestOpenRedis(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	check("redis://"+a+"/2?baton_prefix=app:", "redis:redis://"+a+"/2", true)
+	check("redis://"+a+"/2?baton_prefix=app:&baton_allow_volatile=true", "redis:redis://"+a+"/2", true)
 	rdb := goredis.NewClient(&goredis.Options{Addr: a, DB: 2})
 	defer rdb.Close()
 	if n, err := rdb.Exists(ctx, "app:token").Result(); err != nil || n != 1 {
@@ -91,5 +91,36 @@ func TestOpenRedis(t *testing.T) {
 		if err == nil || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("Open(%q) = %v, want an error without the password", bad, err)
 		}
+	}
+}
+
+// A Redis server that does not persist every write is refused, naming its settings and the
+// opt-out, unless the URL has baton_allow_volatile=true; one with appendonly yes and appendfsync
+// always is accepted as it is.
+func TestOpenRedisRefusesVolatileServer(t *testing.T) {
+	ctx := context.Background()
+	volatile := redisServer(t)
+	durable := redisServer(t, "--appendonly", "yes", "--appendfsync", "always")
+	for _, raw := range []string{"redis://" + volatile, "redis://" + volatile + "/0?baton_allow_volatile=false"} {
+		st, _, err := Open(ctx, raw)
+		if err == nil {
+			st.Close()
+			t.Fatalf("Open(%q) accepted a server without persistence", raw)
+		}
+		for _, want := range []string{"appendonly=no", "appendfsync=everysec", "baton_allow_volatile=true"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("Open(%q): %v; want it to say %q", raw, err, want)
+			}
+		}
+	}
+	if _, _, err := Open(ctx, "redis://"+volatile+"?baton_allow_volatile=maybe"); err == nil || !strings.Contains(err.Error(), "baton_allow_volatile") {
+		t.Errorf("baton_allow_volatile=maybe: %v, want refused naming the parameter", err)
+	}
+	for _, raw := range []string{"redis://" + volatile + "?baton_allow_volatile=true", "redis://" + durable} {
+		st, _, err := Open(ctx, raw)
+		if err != nil {
+			t.Fatalf("Open(%q): %v", raw, err)
+		}
+		st.Close()
 	}
 }

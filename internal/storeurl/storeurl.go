@@ -9,7 +9,12 @@
 //	                               plus one for LISTEN); the rest goes to pgx
 //	redis://[user:pass@]host:port/db?baton_prefix=P
 //	rediss://…                     one Redis server (rediss: TLS); baton_prefix picks the key prefix
-//	                               (default "baton:"), the rest goes to go-redis's ParseURL
+//	                               (default "baton:"), the rest goes to go-redis's ParseURL. A
+//	                               server that does not persist every write (appendonly yes and
+//	                               appendfsync always, read with CONFIG GET) is refused, because
+//	                               after a restart it hands out fencing tokens that repeat earlier
+//	                               ones, unless baton_allow_volatile=true accepts that (it is still
+//	                               logged as a warning)
 //	redis+redlock://[user:pass@]h1:p1,h2:p2,h3:p3?baton_prefix=P
 //	                               Redlock over an odd number (>= 3) of independent servers; no
 //	                               fencing tokens (see docs/guarantees.md)
@@ -18,6 +23,7 @@ package storeurl
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strconv"
 	"strings"
@@ -31,8 +37,14 @@ import (
 )
 
 // Open opens the store that raw names, with the audit log on (the server lists it). name is a
-// description safe to log (no password).
+// description safe to log (no password). Warnings about the store go to slog.Default().
 func Open(ctx context.Context, raw string) (st store.Store, name string, err error) {
+	return OpenLogged(ctx, raw, nil)
+}
+
+// OpenLogged is Open with the logger that receives warnings about the store (such as a Redis
+// server without durable persistence); slog.Default() if nil.
+func OpenLogged(ctx context.Context, raw string, log *slog.Logger) (st store.Store, name string, err error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		return nil, "", fmt.Errorf("store URL %q: want scheme://…, e.g. sqlite://./baton.db or postgres://host/db", redact(raw))
@@ -78,10 +90,24 @@ func Open(ctx context.Context, raw string) (st store.Store, name string, err err
 		q := u.Query()
 		prefix := q.Get("baton_prefix")
 		q.Del("baton_prefix")
+		allowVolatile := false
+		if v := q.Get("baton_allow_volatile"); v != "" {
+			if allowVolatile, err = strconv.ParseBool(v); err != nil {
+				return nil, "", fmt.Errorf("store URL %s: baton_allow_volatile=%q: want true or false", redact(raw), v)
+			}
+		}
+		q.Del("baton_allow_volatile")
 		u.RawQuery = q.Encode()
-		s, err := batonredis.Open(ctx, batonredis.Config{URL: u.String(), KeyPrefix: prefix})
+		s, err := batonredis.Open(ctx, batonredis.Config{URL: u.String(), KeyPrefix: prefix, Logger: log})
 		if err != nil {
 			return nil, "", fmt.Errorf("redis store %s: %w", redact(raw), err)
+		}
+		if p := s.Persistence(); !p.Durable() && !allowVolatile {
+			_ = s.Close()
+			return nil, "", fmt.Errorf("redis store %s: refusing a server that cannot keep fencing tokens across a restart (%s): "+
+				"restarted without its data, it lets stores opened afterwards hand out tokens that repeat earlier ones; "+
+				"run Redis with appendonly yes and appendfsync always, or accept the risk with baton_allow_volatile=true in the store URL (docs/guarantees.md)",
+				u.Redacted(), p)
 		}
 		return s, "redis:" + u.Redacted(), nil
 	case "redis+redlock":

@@ -51,6 +51,8 @@ type reply struct {
 	took   bool
 	renew  bool  // an ok acquire that renewed the holder's own lease
 	n      int64 // reset: the counter; release: held µs
+	// cd and ld: an ok renew's cooldown and lock-delay in ms (what a Redlock restore writes).
+	cd, ld int64
 }
 
 func (n *node) acquire(ctx context.Context, p *store.AcquireParams, floor, raise uint64) (*reply, error) {
@@ -101,7 +103,37 @@ func (n *node) renew(ctx context.Context, p *store.RenewParams) (*reply, error) 
 	if err != nil {
 		return nil, err
 	}
-	return parseReply(p.Key, v)
+	r, err := parseReply(p.Key, v)
+	if err != nil {
+		return nil, err
+	}
+	if r.status == "ok" {
+		r.cd, r.ld = num(v, 8), num(v, 9)
+	}
+	return r, nil
+}
+
+// restore puts lease l (as another node renewed it: src) back on this node if the key is free
+// for it there; see restoreScript.
+func (n *node) restore(ctx context.Context, src *reply, ttl time.Duration) (*reply, error) {
+	l := src.lease
+	acq := l.AcquiredAt.UnixMilli()
+	v, err := restoreScript.Run(ctx, n.rdb,
+		[]string{n.leaseKey(l.Key), n.shadowKey(l.Key), n.restKey(l.Key), n.tokenKey()},
+		l.ID, l.Holder, ttl.Milliseconds(), l.Token, acq, acq/1000, acq%1000*1000, string(l.Metadata),
+		src.cd, src.ld, n.retention).Slice()
+	if err != nil {
+		return nil, err
+	}
+	r, err := parseReply(l.Key, v)
+	if err != nil {
+		return nil, err
+	}
+	if r.status == "rest" {
+		r.reason = str(v, 1)
+		r.wait = time.Duration(num(v, 2)) * time.Millisecond
+	}
+	return r, nil
 }
 
 func (n *node) release(ctx context.Context, p *store.ReleaseParams) (*reply, error) {

@@ -290,7 +290,16 @@ func (s *RedlockStore) rollbackWhere(key, id string, replies []*reply, errs []er
 	wg.Wait()
 }
 
-// Renew extends the lease on every node; it needs a quorum again, within the validity.
+// Renew extends the lease on every node, and puts it back on every node that lost it where the
+// key is free (restore). It needs a quorum of renewed and restored nodes again, within the
+// validity.
+//
+// Without the restore, the set of nodes holding a lease kept alive for long would only shrink: a
+// node restarted empty answers "not held" to every later renew (a lost vote, nothing more), and
+// once a second node restarts empty, however much later, fewer than a quorum hold the lease and
+// a contender is granted the key while the holder's context is still live. With it, a restart
+// is healed by the next renew (TTL/3 later under keepalive), so only nodes that lose the key
+// faster than renewals heal them can make a majority forget it (docs/guarantees.md).
 func (s *RedlockStore) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
@@ -302,6 +311,7 @@ func (s *RedlockStore) Renew(ctx context.Context, p *store.RenewParams) (*store.
 	replies, errs := s.each(ctx, s.opTimeout(p.TTL), func(ctx context.Context, n *node) (*reply, error) {
 		return n.renew(ctx, p)
 	})
+	s.restore(ctx, p, replies, errs)
 	elapsed := time.Since(start)
 	l, votes, _ := majority(replies, "ok")
 	if votes >= s.quorum {
@@ -315,9 +325,11 @@ func (s *RedlockStore) Renew(ctx context.Context, p *store.RenewParams) (*store.
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
+	// Nodes that answered for certain that the lease is not theirs: not held and not restorable
+	// (or nothing renewed to restore from), held by another lease, or resting.
 	notHeld := 0
 	for _, r := range replies {
-		if r != nil && r.status == "nothld" {
+		if r != nil && r.status != "ok" {
 			notHeld++
 		}
 	}
@@ -325,6 +337,38 @@ func (s *RedlockStore) Renew(ctx context.Context, p *store.RenewParams) (*store.
 		return nil, store.ErrNotHeld
 	}
 	return nil, noQuorum("renew "+p.Key, votes, len(s.nodes), errs)
+}
+
+// restore runs restoreScript on every node that answered the renew with "not held", if at least
+// one node renewed the lease (the source of its holder, token and options), and replaces those
+// nodes' replies (and errors) with the restore's. A node that failed the renew is left alone: it
+// may hold the lease, and it is a lost vote either way.
+func (s *RedlockStore) restore(ctx context.Context, p *store.RenewParams, replies []*reply, errs []error) {
+	var src *reply
+	var lost []int
+	for i, r := range replies {
+		switch {
+		case errs[i] != nil || r == nil:
+		case r.status == "ok" && r.lease != nil && r.lease.ID == p.LeaseID:
+			if src == nil {
+				src = r
+			}
+		case r.status == "nothld":
+			lost = append(lost, i)
+		}
+	}
+	if src == nil || len(lost) == 0 {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, i := range lost {
+		wg.Go(func() {
+			nctx, cancel := context.WithTimeout(ctx, s.opTimeout(p.TTL))
+			defer cancel()
+			replies[i], errs[i] = s.nodes[i].restore(nctx, src, p.TTL)
+		})
+	}
+	wg.Wait()
 }
 
 // Release releases the lease on every node. It is released if any node released it (the

@@ -114,10 +114,11 @@ return {'new', tok, now, took}
 `)
 
 // renewScript: KEYS lease, shadow. ARGV id, ttl ms, shadow retention ms.
-// Replies: {"ok", id, holder, token, acq, exp, ttlLeft, md} or {"nothld"}.
+// Replies: {"ok", id, holder, token, acq, exp, ttlLeft, md, cd, ld} or {"nothld"}. cd and ld
+// (the lease's cooldown and lock-delay, ms) let Redlock restore the lease on a node that lost it.
 var renewScript = goredis.NewScript(nowMS + `
 local ttl = tonumber(ARGV[2])
-local cur = redis.call('HMGET', KEYS[1], 'id', 'holder', 'token', 'acq', 'md', 'ld')
+local cur = redis.call('HMGET', KEYS[1], 'id', 'holder', 'token', 'acq', 'md', 'ld', 'cd')
 if cur[1] ~= ARGV[1] then
   return {'nothld'}
 end
@@ -125,7 +126,59 @@ local ld = tonumber(cur[6] or '0')
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('HSET', KEYS[2], 'id', cur[1], 'ended', '0', 'avail', now + ttl + ld)
 redis.call('PEXPIRE', KEYS[2], ttl + ld + tonumber(ARGV[3]))
-return {'ok', cur[1], cur[2], cur[3], cur[4], now + ttl, ttl, cur[5] or ''}
+return {'ok', cur[1], cur[2], cur[3], cur[4], now + ttl, ttl, cur[5] or '', cur[7] or '0', cur[6] or '0'}
+`)
+
+// restoreScript: Redlock's renew puts a lease back on a node that lost it (restarted empty, or
+// the lease expired there while the node was cut off) while other nodes still renew it, so
+// that the holder's majority heals instead of shrinking with every restart. It writes only if
+// the node is free for this lease: no lease on the key (another lease is a lost vote: "held"),
+// no rest:K pause and no other lease's lock-delay (a lost vote: "rest"), and this lease ID was
+// not released or force-released on this node ("nothld": an end the holder must not undo).
+// The lease is written as a grant would have written it, with the ID, holder, token, acquisition
+// time, metadata, cooldown and lock-delay that the renewing nodes hold (not a new token), the
+// shadow record of a live lease, and the token counter raised to at least the token.
+//
+// KEYS lease, shadow, rest, token. ARGV id, holder, ttl ms, token, acq ms, acq s, acq µs, md,
+// cooldown ms, lock-delay ms, shadow retention ms.
+// Replies: {"ok", id, holder, token, acq, exp, ttlLeft, md} (restored, or renewed if this ID is
+// there already), {"held", id, holder, token, acq, exp, ttlLeft, md}, {"rest", reason,
+// remaining}, {"nothld"}.
+var restoreScript = goredis.NewScript(nowMS + `
+local ttl = tonumber(ARGV[3])
+local ld = tonumber(ARGV[10])
+local cur = redis.call('HMGET', KEYS[1], 'id', 'holder', 'token', 'acq', 'md')
+if cur[1] == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  redis.call('HSET', KEYS[2], 'id', cur[1], 'ended', '0', 'avail', now + ttl + ld)
+  redis.call('PEXPIRE', KEYS[2], ttl + ld + tonumber(ARGV[11]))
+  return {'ok', cur[1], cur[2], cur[3], cur[4], now + ttl, ttl, cur[5] or ''}
+end
+if cur[1] then
+  local pttl = redis.call('PTTL', KEYS[1])
+  return {'held', cur[1], cur[2], cur[3], cur[4], now + pttl, pttl, cur[5] or ''}
+end
+local sh = redis.call('HMGET', KEYS[2], 'id', 'ended', 'avail')
+if sh[1] == ARGV[1] and sh[2] ~= '0' then
+  return {'nothld'}
+end
+if sh[1] and sh[1] ~= ARGV[1] and sh[2] == '0' and tonumber(sh[3]) > now then
+  return {'rest', 'lock-delay', tonumber(sh[3]) - now}
+end
+local rest = redis.call('GET', KEYS[3])
+if rest then
+  return {'rest', rest, redis.call('PTTL', KEYS[3])}
+end
+if tonumber(redis.call('GET', KEYS[4]) or '0') < tonumber(ARGV[4]) then
+  redis.call('SET', KEYS[4], ARGV[4])
+end
+redis.call('DEL', KEYS[1]) -- a stray hash without an id: start clean
+redis.call('HSET', KEYS[1], 'id', ARGV[1], 'holder', ARGV[2], 'token', ARGV[4], 'acq', ARGV[5], 'acqs', ARGV[6], 'acqu', ARGV[7],
+  'md', ARGV[8], 'cd', ARGV[9], 'ld', ARGV[10])
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('HSET', KEYS[2], 'id', ARGV[1], 'ended', '0', 'avail', now + ttl + ld, 'r', '0')
+redis.call('PEXPIRE', KEYS[2], ttl + ld + tonumber(ARGV[11]))
+return {'ok', ARGV[1], ARGV[2], ARGV[4], ARGV[5], now + ttl, ttl, ARGV[8]}
 `)
 
 // releaseScript: KEYS lease, shadow, rest, channel. ARGV id, key, shadow retention ms, always

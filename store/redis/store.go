@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -68,6 +69,55 @@ type Config struct {
 	// with ErrTokensReset, because the counter may have lost increments that another process
 	// already handed out; reopen the store (with TokenFloor if needed) after checking.
 	TrustServerChange bool
+	// Logger receives the warning that Open logs when the server does not persist every write
+	// (see Persistence); slog.Default() if nil.
+	Logger *slog.Logger
+}
+
+// Persistence is what the server said at Open about its persistence settings (CONFIG GET).
+type Persistence struct {
+	AppendOnly  string // appendonly: "yes" or "no"
+	AppendFsync string // appendfsync: "always", "everysec" or "no"
+	Save        string // save: the RDB snapshot rules ("" if none)
+	// Err is set if the settings could not be read (CONFIG renamed, disabled or not permitted
+	// by the user's ACL); the server then counts as not durable.
+	Err error
+}
+
+// Durable reports whether every acknowledged write survives a crash of the server (appendonly
+// yes and appendfsync always), which fencing tokens need across restarts: otherwise a restart
+// can forget the token counter, and a store opened after it hands out tokens that repeat ones
+// already issued.
+func (p Persistence) Durable() bool {
+	return p.Err == nil && p.AppendOnly == "yes" && p.AppendFsync == "always"
+}
+
+// String names the settings, for messages.
+func (p Persistence) String() string {
+	if p.Err != nil {
+		return fmt.Sprintf("persistence settings unknown (CONFIG GET failed: %v)", p.Err)
+	}
+	return fmt.Sprintf("appendonly=%s appendfsync=%s save=%q", p.AppendOnly, p.AppendFsync, p.Save)
+}
+
+// readPersistence asks the server for its persistence settings.
+func readPersistence(ctx context.Context, rdb *goredis.Client) Persistence {
+	var p Persistence
+	app, err := rdb.ConfigGet(ctx, "append*").Result()
+	if err != nil {
+		p.Err = err
+		return p
+	}
+	save, err := rdb.ConfigGet(ctx, "save").Result()
+	if err != nil {
+		p.Err = err
+		return p
+	}
+	p.AppendOnly, p.AppendFsync, p.Save = app["appendonly"], app["appendfsync"], save["save"]
+	if p.AppendOnly == "" || p.AppendFsync == "" {
+		p.Err = errors.New("the server did not report appendonly and appendfsync")
+	}
+	return p
 }
 
 func (c Config) options() (*goredis.Options, error) {
@@ -111,6 +161,7 @@ type Store struct {
 	// the counter is below it.
 	maxSeen   atomic.Uint64
 	server    serverWatch
+	persist   Persistence
 	closed    atomic.Bool
 	closeOnce sync.Once
 }
@@ -144,8 +195,25 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		_ = rdb.Close()
 		return nil, err
 	}
+	s.persist = readPersistence(ctx, rdb)
+	if !s.persist.Durable() {
+		log := cfg.Logger
+		if log == nil {
+			log = slog.Default()
+		}
+		msg := "redis server does not persist every write: after a restart it may forget leases and the token counter, and stores opened after the restart hand out fencing tokens that repeat earlier ones; run it with appendonly yes and appendfsync always (docs/guarantees.md)"
+		if s.persist.Err != nil {
+			msg = "could not check the redis server's persistence (CONFIG GET failed): fencing tokens survive a restart only with appendonly yes and appendfsync always; if it does not persist every write, stores opened after a restart hand out fencing tokens that repeat earlier ones (docs/guarantees.md)"
+			log.Warn(msg, "addr", opts.Addr, "err", s.persist.Err)
+		} else {
+			log.Warn(msg, "addr", opts.Addr, "appendonly", s.persist.AppendOnly, "appendfsync", s.persist.AppendFsync, "save", s.persist.Save)
+		}
+	}
 	return s, nil
 }
+
+// Persistence returns the server's persistence settings as read at Open.
+func (s *Store) Persistence() Persistence { return s.persist }
 
 func (s *Store) open(ctx context.Context, floor uint64) error {
 	counter, err := floorScript.Run(ctx, s.rdb, []string{s.n.tokenKey()}, floor).Int64()
