@@ -20,7 +20,7 @@ lint:
 build:
 	go build -o bin/baton ./cmd/baton
 
-# The fault harness (e2e/chaos) for DURATION per test (locks and jobs, SQLite and PostgreSQL),
+# The fault harness (e2e/chaos) for DURATION per test (locks and jobs over SQLite and PostgreSQL, locks over Redis),
 # printing each test's counts: make chaos DURATION=30m. BATON_CHAOS_RACE=1 builds baton with
 # -race; BATON_CHAOS_BIN=path runs a baton binary built elsewhere.
 DURATION ?= 5m

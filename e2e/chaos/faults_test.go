@@ -267,8 +267,9 @@ func processFaults(what string, pick func(*rand.Rand) (string, *exec.Cmd), ttl t
 }
 
 // storeFaults are kill -9 of baton serve with a restart on the same address and store, and,
-// over PostgreSQL, an immediate (crash) restart of the database.
-func storeFaults(t *testing.T, srv *server, pg *postgres) []fault {
+// over PostgreSQL, an immediate (crash) restart of the database; over Redis, a kill -9 of
+// redis-server and a restart on the same port and directory (the AOF replays).
+func storeFaults(t *testing.T, srv *server, pg *postgres, rd *redisServer) []fault {
 	fs := []fault{{"kill9_server", func(*rand.Rand) bool {
 		if err := srv.crash(); err != nil {
 			t.Errorf("restarting baton serve: %v", err)
@@ -279,6 +280,14 @@ func storeFaults(t *testing.T, srv *server, pg *postgres) []fault {
 		fs = append(fs, fault{"restart_postgres", func(*rand.Rand) bool {
 			if err := pg.restart(); err != nil {
 				t.Errorf("restarting PostgreSQL: %v", err)
+			}
+			return true
+		}})
+	}
+	if rd != nil {
+		fs = append(fs, fault{"restart_redis", func(*rand.Rand) bool {
+			if err := rd.restart(); err != nil {
+				t.Errorf("restarting redis-server: %v", err)
 			}
 			return true
 		}})

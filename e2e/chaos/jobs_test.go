@@ -270,7 +270,7 @@ func (h *jobHarness) jobFaults(workers []*workerSlot) []fault {
 		w := workers[rng.IntN(len(workers))]
 		return w.name, w.current()
 	}
-	return append(processFaults("worker", pick, jobLeaseTTL, h.res, &h.stops), storeFaults(h.t, h.srv, h.pg)...)
+	return append(processFaults("worker", pick, jobLeaseTTL, h.res, &h.stops), storeFaults(h.t, h.srv, h.pg, nil)...)
 }
 
 // submit submits one job on resource over the HTTP API and returns its ID. The server may be

@@ -1,7 +1,8 @@
 // Package chaos is Baton's end-to-end fault harness: real `baton run` and `baton worker`
 // processes against a real `baton serve` (SQLite, or a PostgreSQL instance the harness starts
-// itself), with faults injected one at a time (kill -9 of clients and of the server, SIGSTOP of a
-// client's process group, PostgreSQL restarts, a slow or cut network), while the commands they
+// itself, or for locks a redis-server of its own), with faults injected one at a time (kill -9
+// of clients and of the server, SIGSTOP of a client's process group, PostgreSQL and Redis
+// restarts, a slow or cut network), while the commands they
 // run write to a fenced resource that records every event. The checks then look for overlapping
 // critical sections, tokens out of order, grants or releases lost across restarts, leases lost
 // without a fault, and lost or reordered jobs. See "Fault runs (e2e/chaos)" in
