@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"net"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/batonhq/baton/internal/testredis"
 )
 
 // A malformed duration in the environment is an error naming the variable, not a silent default.
@@ -22,47 +22,11 @@ func TestServeRejectsBadDurationEnv(t *testing.T) {
 	}
 }
 
-// redisServer starts a redis-server without persistence on a free loopback port, killed when the
-// test ends; the test is skipped if redis-server is not installed.
-func redisServer(t *testing.T) string {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	_, port, _ := net.SplitHostPort(addr)
-	cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return addr
-		} else if time.Now().After(deadline) {
-			t.Fatalf("redis-server on %s: %v", addr, err)
-		}
-		select {
-		case <-exited:
-			t.Fatal("redis-server exited")
-		case <-time.After(20 * time.Millisecond): // polling for readiness
-		}
-	}
-}
-
 // On a Redis server without persistence, baton serve refuses to start (its fencing tokens would
 // repeat after a restart), saying why and how to opt out; with baton_allow_volatile=true it
 // starts and warns through its own logger, naming the server's settings.
 func TestServeRedisWithoutPersistence(t *testing.T) {
-	addr := redisServer(t)
+	addr := testredis.Start(t)
 	var out, errOut bytes.Buffer
 	code := serveCommand([]string{"--listen", "127.0.0.1:0", "--store", "redis://" + addr}, &out, &errOut)
 	if code != 1 || !strings.Contains(errOut.String(), "baton_allow_volatile=true") || !strings.Contains(errOut.String(), "appendonly=no") {

@@ -2,59 +2,19 @@ package storeurl
 
 import (
 	"context"
-	"net"
-	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/batonhq/baton/internal/testredis"
 	"github.com/batonhq/baton/store"
 )
 
-// redisServer starts a redis-server of the test's own on a free loopback port, without
-// persistence unless extra says otherwise, and kills it when the test ends.
-func redisServer(t *testing.T, extra ...string) string {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir()}
-	cmd := exec.Command("redis-server", append(args, extra...)...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	rdb := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1})
-	defer rdb.Close()
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if err := rdb.Ping(context.Background()).Err(); err == nil {
-			return addr
-		} else if time.Now().After(deadline) {
-			t.Fatalf("redis-server on %s: %v", addr, err)
-		}
-		select {
-		case <-exited:
-			t.Fatal("redis-server exited")
-		case <-time.After(20 * time.Millisecond): // polling for readiness
-		}
-	}
-}
-
 func TestOpenRedis(t *testing.T) {
 	ctx := context.Background()
-	a, b, c := redisServer(t), redisServer(t), redisServer(t)
+	a, b, c := testredis.Start(t), testredis.Start(t), testredis.Start(t)
 	check := func(raw, wantName string, wantFencing bool) {
 		t.Helper()
 		st, name, err := Open(ctx, raw)
@@ -99,8 +59,8 @@ func TestOpenRedis(t *testing.T) {
 // always is accepted as it is.
 func TestOpenRedisRefusesVolatileServer(t *testing.T) {
 	ctx := context.Background()
-	volatile := redisServer(t)
-	durable := redisServer(t, "--appendonly", "yes", "--appendfsync", "always")
+	volatile := testredis.Start(t)
+	durable := testredis.Start(t, "--appendonly", "yes", "--appendfsync", "always")
 	for _, raw := range []string{"redis://" + volatile, "redis://" + volatile + "/0?baton_allow_volatile=false"} {
 		st, _, err := Open(ctx, raw)
 		if err == nil {
