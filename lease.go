@@ -29,11 +29,10 @@ type Lease struct {
 	// being released: its holder crashed or stalled, and may have left the resource half-done.
 	TookOver bool
 
-	locker    *Locker
-	ttl       time.Duration
-	keepalive bool
-	ctx       context.Context
-	cancel    context.CancelCauseFunc
+	locker *Locker
+	ttl    time.Duration
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 
 	mu         sync.Mutex
 	expiresAt  time.Time   // store clock
@@ -43,7 +42,7 @@ type Lease struct {
 	stopped    bool        // Release began: no more renews
 	released   bool        // the store confirmed the release
 
-	// tickMu is held by a keepalive renew or a best-effort release in flight, so that Release
+	// tickMu is held by a keepalive renew in flight, so that Release
 	// can wait for it. Keepalive runs on timers, not on a goroutine per lease.
 	tickMu  sync.Mutex
 	failing bool // under tickMu: the last renew failed transiently
@@ -53,7 +52,7 @@ func (l *Locker) newLease(parent context.Context, sl *store.Lease, ttl time.Dura
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	lease := &Lease{
 		Key: sl.Key, ID: sl.ID, Holder: sl.Holder, Token: sl.Token, AcquiredAt: sl.AcquiredAt,
-		Metadata: sl.Metadata, TookOver: sl.TookOver, locker: l, ttl: ttl, keepalive: keepalive, ctx: ctx, cancel: cancel,
+		Metadata: sl.Metadata, TookOver: sl.TookOver, locker: l, ttl: ttl, ctx: ctx, cancel: cancel,
 		expiresAt: sl.ExpiresAt,
 	}
 	lease.mu.Lock()
@@ -162,7 +161,7 @@ func (l *Lease) stop() {
 		l.renewTimer.Stop()
 	}
 	l.mu.Unlock()
-	// Taking the tick lock waits for a renew or best-effort release in flight to finish.
+	// Taking the tick lock waits for a renew in flight to finish.
 	l.tickMu.Lock()
 	l.tickMu.Unlock()
 }
