@@ -21,6 +21,8 @@ type heldBackStore struct {
 	armed   bool
 	release chan struct{} // closed by deliver
 	applied chan error    // the held-back release's own result
+	once    sync.Once
+	result  error
 }
 
 func (s *heldBackStore) arm() {
@@ -47,10 +49,14 @@ func (s *heldBackStore) Release(ctx context.Context, p *store.ReleaseParams) (*s
 	return nil, ctx.Err()
 }
 
-// deliver applies the held-back release and returns its result.
+// deliver applies the held-back release and returns its result; calling it again returns the
+// same result.
 func (s *heldBackStore) deliver() error {
-	close(s.release)
-	return <-s.applied
+	s.once.Do(func() {
+		close(s.release)
+		s.result = <-s.applied
+	})
+	return s.result
 }
 
 // A release whose outcome was unknown (it timed out) is applied after the same holder
@@ -72,6 +78,8 @@ func testReleaseOutcomeUnknown(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	held.arm()
+	// A test that fails early still lets the held-back release's goroutine finish.
+	t.Cleanup(func() { _ = held.deliver() })
 	relCtx, relCancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	err = first.Release(relCtx)
 	relCancel()
