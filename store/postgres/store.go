@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/batonhq/baton/internal/combine"
 	"github.com/batonhq/baton/internal/notify"
 	"github.com/batonhq/baton/store"
 )
@@ -71,6 +72,7 @@ type Store struct {
 	jq       jobQueries
 	hub      *notify.Hub
 	lis      *listener
+	renews   *combine.Combiner[*store.RenewParams, *store.Lease]
 
 	audit     bool
 	closed    atomic.Bool
@@ -168,6 +170,7 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg Config, ownsPool bool
 		hub:      notify.NewHub(),
 		audit:    cfg.Audit,
 	}
+	s.renews = newRenewCombiner(s)
 	lis, err := startListener(ctx, pool, s.channel, s.hub)
 	if err != nil {
 		return nil, err
