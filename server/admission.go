@@ -222,6 +222,11 @@ func (s *gatedStore) Renew(ctx context.Context, p *store.RenewParams) (*store.Le
 	return do(s.g, ctx, classKeep, func() (*store.Lease, error) { return s.Store.Renew(ctx, p) })
 }
 
+// RenewMany takes one slot for the whole batch: one store call.
+func (s *gatedStore) RenewMany(ctx context.Context, ps []*store.RenewParams) ([]store.RenewResult, error) {
+	return do(s.g, ctx, classKeep, func() ([]store.RenewResult, error) { return store.RenewMany(ctx, s.Store, ps) })
+}
+
 func (s *gatedStore) Release(ctx context.Context, p *store.ReleaseParams) (*store.ReleaseResult, error) {
 	return do(s.g, ctx, classKeep, func() (*store.ReleaseResult, error) { return s.Store.Release(ctx, p) })
 }

@@ -127,6 +127,7 @@ func (s *Server) routes() http.Handler {
 	for _, rt := range []route{
 		{"/v1/locks/acquire", http.MethodPost, "acquire", RoleWrite, s.acquire},
 		{"/v1/locks/renew", http.MethodPost, "renew", RoleWrite, s.renew},
+		{"/v1/locks/renew-batch", http.MethodPost, "renew_batch", RoleWrite, s.renewBatch},
 		{"/v1/locks/release", http.MethodPost, "release", RoleWrite, s.release},
 		{"/v1/locks/force-release", http.MethodPost, "force_release", RoleAdmin, s.forceRelease},
 		{"/v1/locks/{key...}", http.MethodGet, "get", RoleRead, s.get},

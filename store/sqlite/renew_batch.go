@@ -145,3 +145,33 @@ func (s *Store) renewOn(ctx context.Context, stmt *sql.Stmt, p *store.RenewParam
 	}
 	return r.lease(now), nil
 }
+
+// RenewMany renews every lease of ps in one transaction (or two, past maxRenewBatch); see
+// store.BatchRenewer. The renewals join the same batches as single ones.
+func (s *Store) RenewMany(ctx context.Context, ps []*store.RenewParams) ([]store.RenewResult, error) {
+	if err := store.ValidateRenewBatch(ps); err != nil {
+		return nil, err
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	out := make([]store.RenewResult, len(ps))
+	var wg sync.WaitGroup
+	for i, p := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i].Lease, out[i].Err = s.renewBatched(ctx, p)
+		}()
+	}
+	wg.Wait()
+	// A failure of the store is the whole call's, as with any other store call.
+	for _, r := range out {
+		if r.Err != nil && !errors.Is(r.Err, store.ErrNotHeld) {
+			return nil, r.Err
+		}
+	}
+	return out, nil
+}
+
+var _ store.BatchRenewer = (*Store)(nil)
