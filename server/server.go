@@ -35,6 +35,12 @@ type Config struct {
 	// "overloaded" with Retry-After; renewals, releases and job heartbeats and ends have a
 	// budget four times as large of their own.
 	MaxQueue int
+	// MaxQueueWait bounds how far behind the store may fall before new work is shed: once the
+	// oldest waiting acquire, get, listing, submit or claim has waited this long, new ones are
+	// answered 503 "overloaded" with Retry-After until the queue catches up
+	// (DefaultMaxQueueWait if zero; negative: no bound). Renewals, releases and job heartbeats
+	// and ends are never shed for time.
+	MaxQueueWait time.Duration
 	// Version and StoreName are reported by GET /v1/info.
 	Version   string
 	StoreName string
@@ -84,8 +90,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxQueue == 0 {
 		cfg.MaxQueue = DefaultMaxQueue
 	}
+	if cfg.MaxQueueWait == 0 {
+		cfg.MaxQueueWait = DefaultMaxQueueWait
+	}
 	m := newMetrics()
-	g := newGate(cfg.MaxInflight, cfg.MaxQueue, m.registry)
+	g := newGate(cfg.MaxInflight, cfg.MaxQueue, cfg.MaxQueueWait, m.registry)
 	st := &gatedStore{Store: cfg.Store, g: g}
 	m.registry.MustRegister(newHeldGauge(cfg.Store, g))
 	locker, err := baton.NewLocker(st, &baton.Config{Logger: cfg.Logger})
