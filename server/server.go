@@ -27,8 +27,11 @@ type Config struct {
 	Auth    *Auth
 	Logger  *slog.Logger
 	MaxWait time.Duration // DefaultMaxWait if zero
-	// MaxInflight bounds the API's store calls in flight at once (DefaultMaxInflight if zero).
-	// Calls past it wait for a slot: renewals, releases and job heartbeats and ends first.
+	// MaxInflight bounds the API's store calls in flight at once. Calls past it wait for a slot:
+	// renewals, releases and job heartbeats and ends first. Zero means twice the store's
+	// Parallelism but at least 8 (8 on SQLite, twice the pool on PostgreSQL, at most 64), so
+	// that the priority holds where the store queues, or DefaultMaxInflight for stores that do
+	// not report one.
 	MaxInflight int
 	// MaxQueue bounds the calls waiting for a slot (DefaultMaxQueue if zero; negative: no
 	// bound). Past it, acquires, gets, listings, job submits and claims are answered 503
@@ -83,6 +86,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxInflight == 0 {
 		cfg.MaxInflight = DefaultMaxInflight
+		if p, ok := cfg.Store.(store.Parallelism); ok && p.Parallelism() > 0 {
+			cfg.MaxInflight = min(DefaultMaxInflight, max(8, 2*p.Parallelism()))
+		}
 	}
 	if cfg.MaxInflight < 0 || cfg.MaxInflight > 100000 {
 		return nil, &store.InvalidArgumentError{Field: "max_inflight", Rule: "must be between 1 and 100000"}

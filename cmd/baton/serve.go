@@ -55,7 +55,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.logFormat, "log-format", envOr("BATON_LOG_FORMAT", "text"), "text or json (env BATON_LOG_FORMAT)")
 	fs.BoolVar(&f.insecureNoAuth, "insecure-no-auth", os.Getenv("BATON_INSECURE_NO_AUTH") == "true", "allow a non-loopback address without --auth-file (env BATON_INSECURE_NO_AUTH=true)")
 	fs.DurationVar(&f.maxWait, "max-wait", server.DefaultMaxWait, "longest server-side wait of one acquire request")
-	fs.IntVar(&f.maxInflight, "max-inflight", server.DefaultMaxInflight, "store calls in flight at once; more wait, renewals and releases first")
+	fs.IntVar(&f.maxInflight, "max-inflight", 0, "store calls in flight at once; more wait, renewals and releases first (0: twice the store's connections, at least 8, at most 64)")
 	fs.DurationVar(&f.maxQueueWait, "max-queue-wait", server.DefaultMaxQueueWait, "once the oldest waiting acquire, listing, submit or claim has waited this long, new ones get 503 overloaded with Retry-After until the store catches up (renewals and releases are never shed for time; -1s: no bound)")
 	fs.IntVar(&f.maxQueue, "max-queue", server.DefaultMaxQueue, "store calls that may wait; past it new acquires, listings, submits and claims get 503 overloaded with Retry-After (renewals and releases: 4x; -1: no bound)")
 	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 10*time.Second, "how long SIGTERM waits for requests in flight")

@@ -167,8 +167,12 @@ func run(f flags) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("store %s, server max-inflight %d max-queue %d, GOMAXPROCS %d\n", name,
-		or(f.maxInflight, server.DefaultMaxInflight), or(f.maxQueue, server.DefaultMaxQueue), runtime.GOMAXPROCS(0))
+	inflight := "default (twice the store's connections, 8 to 64)"
+	if f.maxInflight != 0 {
+		inflight = fmt.Sprint(f.maxInflight)
+	}
+	fmt.Printf("store %s, server max-inflight %s, max-queue %d, max-queue-wait %s, GOMAXPROCS %d\n", name,
+		inflight, or(f.maxQueue, server.DefaultMaxQueue), orDur(f.maxQueueWait, server.DefaultMaxQueueWait), runtime.GOMAXPROCS(0))
 	switch f.scenario {
 	case "held":
 		err = held(ctx, f, locker, cs)
@@ -186,6 +190,13 @@ func run(f flags) error {
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func orDur(v, def time.Duration) time.Duration {
+	if v == 0 {
+		return def
+	}
+	return v
+}
 
 func or(v, def int) int {
 	if v == 0 {
@@ -216,9 +227,11 @@ type countingStore struct {
 	acquires  atomic.Int64
 	held409   atomic.Int64
 	renewErrs atomic.Int64
-	overload  atomic.Int64 // 503 overloaded
-	unavail   atomic.Int64 // other 5xx
-	other     atomic.Int64
+	// firstRenewErr is the first renewal error's text, for the report.
+	firstRenewErr atomic.Value
+	overload      atomic.Int64 // 503 overloaded
+	unavail       atomic.Int64 // other 5xx
+	other         atomic.Int64
 }
 
 func (c *countingStore) classify(err error) {
@@ -248,7 +261,9 @@ func (c *countingStore) Renew(ctx context.Context, p *store.RenewParams) (*store
 	l, err := c.Store.Renew(ctx, p)
 	d := time.Since(start)
 	if err != nil {
-		c.renewErrs.Add(1)
+		if c.renewErrs.Add(1) == 1 {
+			c.firstRenewErr.Store(fmt.Sprintf("%v (after %s)", err, d.Round(time.Millisecond)))
+		}
 		c.classify(err)
 	}
 	c.mu.Lock()
@@ -340,6 +355,9 @@ func held(ctx context.Context, f flags, locker *baton.Locker, cs *countingStore)
 	fmt.Printf("  after %s: held %d, lost %d; renewals %d (%.0f/s), p50 %s, p99 %s, max %s; renew errors %d (503 overloaded %d, other 5xx %d)\n",
 		window.Round(time.Second), int64(f.held)-lost.Load(), lost.Load(), len(d), float64(len(d))/max(window.Seconds(), 1e-3),
 		ms(pct(d, 0.5)), ms(pct(d, 0.99)), ms(pct(d, 1)), cs.renewErrs.Load(), cs.overload.Load(), cs.unavail.Load())
+	if e, ok := cs.firstRenewErr.Load().(string); ok {
+		fmt.Printf("  first renewal error: %s\n", e)
+	}
 	return nil
 }
 

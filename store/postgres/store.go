@@ -265,3 +265,6 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Schema returns the schema that holds the store's tables.
 func (s *Store) Schema() string { return s.schema }
+
+// Parallelism is the pool's connections for statements.
+func (s *Store) Parallelism() int { return int(s.pool.Config().MaxConns) }
