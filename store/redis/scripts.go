@@ -50,53 +50,50 @@ import goredis "github.com/redis/go-redis/v9"
 // A process of the earlier version that meets a record fails (WRONGTYPE: its scripts read the
 // key as a hash first) without writing anything: it never grants over a record.
 
-// prelude is shared by every script: the server clock in milliseconds, and the record's codec.
+// prelude is shared by every script: the server clock in milliseconds, and KEYS[1] read into
+// locals: hash (true if it is a hash: the earlier layout), found (a record was read) and the
+// record's fields. The scripts use locals and inline code, not Lua functions or tables: each
+// closure or table is an allocation per call, and the server runs every call on its one thread.
 const prelude = `
 local t = redis.call('TIME')
 local now = t[1] * 1000 + (t[2] - t[2] % 1000) / 1000
-local function dec(raw)
-  local v, id, holder, tok, acqs, acqu, md, cd, ld, w, exp, st, ru, rr = cmsgpack.unpack(raw)
-  return {id = id, holder = holder, tok = tok, acqs = acqs, acqu = acqu, md = md, cd = cd, ld = ld,
-    w = w, exp = exp, st = st, ru = ru, rr = rr}
+local raw = redis.pcall('GET', KEYS[1])
+local hash = type(raw) == 'table'
+local found = raw and not hash
+local _, id, holder, tok, acqs, acqu, md, cd, ld, w, exp, st, ru, rr
+if found then
+  _, id, holder, tok, acqs, acqu, md, cd, ld, w, exp, st, ru, rr = cmsgpack.unpack(raw)
 end
-local function put(key, r, px)
-  redis.call('SET', key, cmsgpack.pack(1, r.id, r.holder, r.tok, r.acqs, r.acqu, r.md, r.cd, r.ld,
-    r.w, r.exp, r.st, r.ru, r.rr), 'PX', math.max(1, px))
-end
-local function acqms(r)
-  return r.acqs * 1000 + (r.acqu - r.acqu % 1000) / 1000
-end
--- load reads the record of KEYS[1]: the record (a table), false if the key is absent, or
--- 'hash' if it is a hash (the earlier layout).
-local function load()
-  local raw = redis.pcall('GET', KEYS[1])
-  if type(raw) == 'table' then
-    return 'hash'
-  end
-  if raw then
-    return dec(raw)
-  end
-  return false
-end
--- legacy reads the earlier layout's shadow (KEYS[2]) and rest (KEYS[3]) keys into a record
--- (flag old), or returns false if neither exists.
-local function legacy()
-  if redis.call('EXISTS', KEYS[2], KEYS[3]) == 0 then
-    return false
-  end
+`
+
+// legacy reads, if KEYS[1] has no record, the earlier layout's shadow (KEYS[2]) and rest
+// (KEYS[3]) keys into the record's locals (and sets old): an expiry resting until avail becomes
+// st = 0, exp = now, ld = avail - now; a release or force-release st = 1 or 2 with the rest key's
+// pause as ru, rr. One EXISTS when neither key exists.
+const legacy = `
+local old = false
+if not found and redis.call('EXISTS', KEYS[2], KEYS[3]) > 0 then
+  old, found = true, true
   local sh = redis.call('HMGET', KEYS[2], 'id', 'ended', 'avail')
-  local r = {old = true, id = sh[1] or '', st = tonumber(sh[2] or '1'), exp = now, ld = 0, ru = 0, rr = ''}
-  if r.st == 0 then
-    r.ld = math.max(0, tonumber(sh[3] or '0') - now)
+  id, st, exp, ld, ru, rr, w = sh[1] or '', tonumber(sh[2] or '1'), now, 0, 0, '', 0
+  if st == 0 then
+    ld = math.max(0, tonumber(sh[3] or '0') - now)
   end
   local rest = redis.call('GET', KEYS[3])
   if rest then
-    r.ru = now + redis.call('PTTL', KEYS[3])
-    r.rr = rest
+    ru, rr = now + redis.call('PTTL', KEYS[3]), rest
   end
-  return r
 end
 `
+
+// acqMS is the record's acquisition time in ms.
+const acqMS = `(acqs * 1000 + (acqu - acqu % 1000) / 1000)`
+
+// put writes the record's locals to KEYS[1] with PX = px (a Lua expression; at least 1).
+func put(px string) string {
+	return `redis.call('SET', KEYS[1], cmsgpack.pack(1, id, holder, tok, acqs, acqu, md, cd, ld, w, exp, st, ru, rr), 'PX', math.max(1, ` + px + `))
+`
+}
 
 // acquireScript: KEYS lease, shadow, rest (the earlier layout's), token, wake. ARGV id, holder,
 // ttl ms, metadata, cooldown ms, lock-delay ms, token floor (refuse with "reset" if the counter is
@@ -116,16 +113,15 @@ end
 var acquireScript = goredis.NewScript(prelude + `
 local ttl = tonumber(ARGV[3])
 local ret = tonumber(ARGV[8])
-local r = load()
-if r == 'hash' then
+if hash then
   local cur = redis.call('HMGET', KEYS[1], 'id', 'holder', 'token', 'acq', 'md', 'ld', 'w')
   if cur[1] then
     -- A live lease of the earlier layout: served in that layout.
     if cur[2] == ARGV[2] then
-      local ld = tonumber(cur[6] or '0')
+      local cld = tonumber(cur[6] or '0')
       redis.call('PEXPIRE', KEYS[1], ttl)
-      redis.call('HSET', KEYS[2], 'id', cur[1], 'ended', '0', 'avail', now + ttl + ld)
-      redis.call('PEXPIRE', KEYS[2], ttl + ld + ret)
+      redis.call('HSET', KEYS[2], 'id', cur[1], 'ended', '0', 'avail', now + ttl + cld)
+      redis.call('PEXPIRE', KEYS[2], ttl + cld + ret)
       return {'ok', cur[1], cur[2], cur[3], cur[4], now + ttl, ttl, cur[5] or '', '0', '1'}
     end
     if ARGV[10] == '1' and not cur[7] then
@@ -134,41 +130,38 @@ if r == 'hash' then
     local pttl = redis.call('PTTL', KEYS[1])
     return {'held', cur[1], cur[2], cur[3], cur[4], now + pttl, pttl, cur[5] or ''}
   end
-  r = false -- a stray hash without an id: overwritten below
+  -- a stray hash without an id: overwritten below
 end
-if not r then
-  r = legacy()
-end
-if r and r.st == 0 and r.exp > now then
-  if r.holder == ARGV[2] then
-    r.exp = now + ttl
-    put(KEYS[1], r, ttl + r.ld + ret)
-    if r.w == 1 and ARGV[11] == '1' then
+` + legacy + `
+if found and st == 0 and exp > now then
+  if holder == ARGV[2] then
+    exp = now + ttl
+    ` + put("ttl + ld + ret") + `
+    if w == 1 and ARGV[11] == '1' then
       redis.call('SET', KEYS[5], '', 'PX', ttl)
     end
-    return {'ok', r.id, r.holder, r.tok, acqms(r), r.exp, ttl, r.md, '0', '1'}
+    return {'ok', id, holder, tok, ` + acqMS + `, exp, ttl, md, '0', '1'}
   end
-  if ARGV[10] == '1' and r.w ~= 1 then
-    r.w = 1
-    put(KEYS[1], r, r.exp + r.ld + ret - now)
+  if ARGV[10] == '1' and w ~= 1 then
+    w = 1
+    ` + put("exp + ld + ret - now") + `
     if ARGV[11] == '1' then
-      redis.call('SET', KEYS[5], '', 'PX', r.exp - now)
+      redis.call('SET', KEYS[5], '', 'PX', exp - now)
     end
   end
-  return {'held', r.id, r.holder, r.tok, acqms(r), r.exp, r.exp - now, r.md}
+  return {'held', id, holder, tok, ` + acqMS + `, exp, exp - now, md}
 end
 local took = '0'
-if r then
-  if r.st == 0 then
-    if r.exp + r.ld > now then
-      return {'rest', 'lock-delay', r.exp + r.ld - now}
+if found then
+  if st == 0 then
+    if exp + ld > now then
+      return {'rest', 'lock-delay', exp + ld - now}
     end
     took = '1'
-  elseif r.ru > now then
-    return {'rest', r.rr, r.ru - now}
+  elseif ru > now then
+    return {'rest', rr, ru - now}
   end
 end
-local tok
 local floor = tonumber(ARGV[7])
 if ARGV[9] ~= '0' then
   local c = tonumber(redis.call('GET', KEYS[4]) or '0')
@@ -187,11 +180,10 @@ else
     return {'reset', tok - 1}
   end
 end
-local ld = tonumber(ARGV[6])
-put(KEYS[1], {id = ARGV[1], holder = ARGV[2], tok = tok, acqs = tonumber(t[1]), acqu = tonumber(t[2]),
-  md = ARGV[4], cd = tonumber(ARGV[5]), ld = ld, w = 0, exp = now + ttl, st = 0, ru = 0, rr = ''},
-  ttl + ld + ret)
-if r and r.old then
+id, holder, acqs, acqu, md, cd, ld = ARGV[1], ARGV[2], tonumber(t[1]), tonumber(t[2]), ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
+w, exp, st, ru, rr = 0, now + ttl, 0, 0, ''
+` + put("ttl + ld + ret") + `
+if old then
   redis.call('DEL', KEYS[2], KEYS[3])
 end
 return {'new', tok, now, took}
@@ -203,27 +195,26 @@ return {'new', tok, now, took}
 // it.
 var renewScript = goredis.NewScript(prelude + `
 local ttl = tonumber(ARGV[2])
-local r = load()
-if r == 'hash' then
+if hash then
   local cur = redis.call('HMGET', KEYS[1], 'id', 'holder', 'token', 'acq', 'md', 'ld', 'cd')
   if cur[1] ~= ARGV[1] then
     return {'nothld'}
   end
-  local ld = tonumber(cur[6] or '0')
+  local cld = tonumber(cur[6] or '0')
   redis.call('PEXPIRE', KEYS[1], ttl)
-  redis.call('HSET', KEYS[2], 'id', cur[1], 'ended', '0', 'avail', now + ttl + ld)
-  redis.call('PEXPIRE', KEYS[2], ttl + ld + tonumber(ARGV[3]))
+  redis.call('HSET', KEYS[2], 'id', cur[1], 'ended', '0', 'avail', now + ttl + cld)
+  redis.call('PEXPIRE', KEYS[2], ttl + cld + tonumber(ARGV[3]))
   return {'ok', cur[1], cur[2], cur[3], cur[4], now + ttl, ttl, cur[5] or '', cur[7] or '0', cur[6] or '0'}
 end
-if not r or r.id ~= ARGV[1] or r.st ~= 0 or r.exp <= now then
+if not found or id ~= ARGV[1] or st ~= 0 or exp <= now then
   return {'nothld'}
 end
-r.exp = now + ttl
-put(KEYS[1], r, ttl + r.ld + tonumber(ARGV[3]))
-if r.w == 1 and ARGV[4] == '1' then
+exp = now + ttl
+` + put("ttl + ld + tonumber(ARGV[3])") + `
+if w == 1 and ARGV[4] == '1' then
   redis.call('SET', KEYS[3], '', 'PX', ttl)
 end
-return {'ok', r.id, r.holder, r.tok, acqms(r), r.exp, ttl, r.md, r.cd, r.ld}
+return {'ok', id, holder, tok, ` + acqMS + `, exp, ttl, md, cd, ld}
 `)
 
 // restoreScript: Redlock's renew puts a lease back on a node that lost it (restarted empty, or
@@ -243,52 +234,48 @@ return {'ok', r.id, r.holder, r.tok, acqms(r), r.exp, ttl, r.md, r.cd, r.ld}
 // remaining}, {"nothld"}.
 var restoreScript = goredis.NewScript(prelude + `
 local ttl = tonumber(ARGV[3])
-local ld = tonumber(ARGV[10])
 local ret = tonumber(ARGV[11])
-local r = load()
-if r == 'hash' then
+if hash then
   local cur = redis.call('HMGET', KEYS[1], 'id', 'holder', 'token', 'acq', 'md')
   if cur[1] == ARGV[1] then
+    local ald = tonumber(ARGV[10])
     redis.call('PEXPIRE', KEYS[1], ttl)
-    redis.call('HSET', KEYS[2], 'id', cur[1], 'ended', '0', 'avail', now + ttl + ld)
-    redis.call('PEXPIRE', KEYS[2], ttl + ld + ret)
+    redis.call('HSET', KEYS[2], 'id', cur[1], 'ended', '0', 'avail', now + ttl + ald)
+    redis.call('PEXPIRE', KEYS[2], ttl + ald + ret)
     return {'ok', cur[1], cur[2], cur[3], cur[4], now + ttl, ttl, cur[5] or ''}
   end
   if cur[1] then
     local pttl = redis.call('PTTL', KEYS[1])
     return {'held', cur[1], cur[2], cur[3], cur[4], now + pttl, pttl, cur[5] or ''}
   end
-  r = false
 end
-if not r then
-  r = legacy()
-end
-if r then
-  if r.st == 0 and r.exp > now then
-    if r.id == ARGV[1] then
-      r.exp = now + ttl
-      put(KEYS[1], r, ttl + r.ld + ret)
-      return {'ok', r.id, r.holder, r.tok, acqms(r), r.exp, ttl, r.md}
+` + legacy + `
+if found then
+  if st == 0 and exp > now then
+    if id == ARGV[1] then
+      exp = now + ttl
+      ` + put("ttl + ld + ret") + `
+      return {'ok', id, holder, tok, ` + acqMS + `, exp, ttl, md}
     end
-    return {'held', r.id, r.holder, r.tok, acqms(r), r.exp, r.exp - now, r.md}
+    return {'held', id, holder, tok, ` + acqMS + `, exp, exp - now, md}
   end
-  if r.id == ARGV[1] and r.st ~= 0 then
+  if id == ARGV[1] and st ~= 0 then
     return {'nothld'}
   end
-  if r.id ~= ARGV[1] and r.st == 0 and r.exp + r.ld > now then
-    return {'rest', 'lock-delay', r.exp + r.ld - now}
+  if id ~= ARGV[1] and st == 0 and exp + ld > now then
+    return {'rest', 'lock-delay', exp + ld - now}
   end
-  if r.ru > now then
-    return {'rest', r.rr, r.ru - now}
+  if ru > now then
+    return {'rest', rr, ru - now}
   end
 end
 if tonumber(redis.call('GET', KEYS[4]) or '0') < tonumber(ARGV[4]) then
   redis.call('SET', KEYS[4], ARGV[4])
 end
-put(KEYS[1], {id = ARGV[1], holder = ARGV[2], tok = tonumber(ARGV[4]), acqs = tonumber(ARGV[6]),
-  acqu = tonumber(ARGV[7]), md = ARGV[8], cd = tonumber(ARGV[9]), ld = ld, w = 0, exp = now + ttl,
-  st = 0, ru = 0, rr = ''}, ttl + ld + ret)
-if r and r.old then
+id, holder, tok, acqs, acqu, md, cd, ld = ARGV[1], ARGV[2], tonumber(ARGV[4]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
+w, exp, st, ru, rr = 0, now + ttl, 0, 0, ''
+` + put("ttl + ld + ret") + `
+if old then
   redis.call('DEL', KEYS[2], KEYS[3])
 end
 return {'ok', ARGV[1], ARGV[2], ARGV[4], ARGV[5], now + ttl, ttl, ARGV[8]}
@@ -299,15 +286,14 @@ return {'ok', ARGV[1], ARGV[2], ARGV[4], ARGV[5], now + ttl, ttl, ARGV[8]}
 // may have been marked on other nodes only).
 // Replies: {"ok", held µs}, {"already"}, {"nothld"}.
 var releaseScript = goredis.NewScript(prelude + `
-local r = load()
-if r == 'hash' then
+if hash then
   local cur = redis.call('HMGET', KEYS[1], 'id', 'acqs', 'acqu', 'cd', 'w')
   if cur[1] == ARGV[1] then
     redis.call('DEL', KEYS[1])
-    local cd = tonumber(cur[4] or '0')
+    local ccd = tonumber(cur[4] or '0')
     local rs = '0'
-    if cd > 0 then
-      redis.call('SET', KEYS[3], 'cooldown', 'PX', cd)
+    if ccd > 0 then
+      redis.call('SET', KEYS[3], 'cooldown', 'PX', ccd)
       rs = '1'
     end
     redis.call('HSET', KEYS[2], 'id', ARGV[1], 'ended', '1', 'r', rs)
@@ -318,55 +304,53 @@ if r == 'hash' then
     local held = (tonumber(t[1]) - tonumber(cur[2] or t[1])) * 1000000 + (tonumber(t[2]) - tonumber(cur[3] or t[2]))
     return {'ok', held}
   end
-  r = false
 end
-if not r then
+if not found then
   local sh = redis.call('HMGET', KEYS[2], 'id', 'ended')
   if sh[1] == ARGV[1] and sh[2] == '1' then
     return {'already'}
   end
   return {'nothld'}
 end
-if r.id ~= ARGV[1] then
+if id ~= ARGV[1] then
   return {'nothld'}
 end
-if r.st == 1 then
+if st == 1 then
   return {'already'}
 end
-if r.st ~= 0 or r.exp <= now then
+if st ~= 0 or exp <= now then
   return {'nothld'}
 end
-local w = r.w
-r.st, r.w = 1, 0
-if r.cd > 0 then
-  r.ru, r.rr = now + r.cd, 'cooldown'
+local marked = w == 1
+st, w = 1, 0
+if cd > 0 then
+  ru, rr = now + cd, 'cooldown'
 end
-put(KEYS[1], r, r.cd + tonumber(ARGV[3]))
-if w == 1 then
+` + put("cd + tonumber(ARGV[3])") + `
+if marked then
   redis.call('DEL', KEYS[5])
 end
-if w == 1 or ARGV[4] == '1' then
+if marked or ARGV[4] == '1' then
   redis.call('PUBLISH', KEYS[4], ARGV[2])
 end
-return {'ok', (tonumber(t[1]) - r.acqs) * 1000000 + (tonumber(t[2]) - r.acqu)}
+return {'ok', (tonumber(t[1]) - acqs) * 1000000 + (tonumber(t[2]) - acqu)}
 `)
 
 // forceReleaseScript: KEYS lease, shadow, rest (the earlier layout's), channel, wake. ARGV key,
 // retention ms, always (as for releaseScript).
 // Replies: {"ok", id, holder, token, acq, exp, ttlLeft, md} or {"notfound"}.
 var forceReleaseScript = goredis.NewScript(prelude + `
-local r = load()
-if r == 'hash' then
+if hash then
   local cur = redis.call('HMGET', KEYS[1], 'id', 'holder', 'token', 'acq', 'md', 'ld', 'w')
   if not cur[1] then
     return {'notfound'}
   end
   local pttl = redis.call('PTTL', KEYS[1])
   redis.call('DEL', KEYS[1])
-  local ld = tonumber(cur[6] or '0')
+  local cld = tonumber(cur[6] or '0')
   local rs = '0'
-  if ld > 0 then
-    redis.call('SET', KEYS[3], 'lock-delay', 'PX', ld)
+  if cld > 0 then
+    redis.call('SET', KEYS[3], 'lock-delay', 'PX', cld)
     rs = '1'
   end
   redis.call('HSET', KEYS[2], 'id', cur[1], 'ended', '2', 'r', rs)
@@ -376,22 +360,22 @@ if r == 'hash' then
   end
   return {'ok', cur[1], cur[2], cur[3], cur[4], now + pttl, pttl, cur[5] or ''}
 end
-if not r or r.st ~= 0 or r.exp <= now then
+if not found or st ~= 0 or exp <= now then
   return {'notfound'}
 end
-local exp, w = r.exp, r.w
-r.st, r.w = 2, 0
-if r.ld > 0 then
-  r.ru, r.rr = now + r.ld, 'lock-delay'
+local marked = w == 1
+st, w = 2, 0
+if ld > 0 then
+  ru, rr = now + ld, 'lock-delay'
 end
-put(KEYS[1], r, r.ld + tonumber(ARGV[2]))
-if w == 1 then
+` + put("ld + tonumber(ARGV[2])") + `
+if marked then
   redis.call('DEL', KEYS[5])
 end
-if w == 1 or ARGV[3] == '1' then
+if marked or ARGV[3] == '1' then
   redis.call('PUBLISH', KEYS[4], ARGV[1])
 end
-return {'ok', r.id, r.holder, r.tok, acqms(r), exp, exp - now, r.md}
+return {'ok', id, holder, tok, ` + acqMS + `, exp, exp - now, md}
 `)
 
 // rollbackScript undoes a Redlock grant that did not reach a quorum: it deletes the lease (and,
@@ -399,8 +383,7 @@ return {'ok', r.id, r.holder, r.tok, acqms(r), exp, exp - now, r.md}
 // or lock-delay behind, and publishes so that waiters retry. KEYS lease, shadow, channel, wake.
 // ARGV id, key. Reply: 1 if deleted.
 var rollbackScript = goredis.NewScript(prelude + `
-local r = load()
-if r == 'hash' then
+if hash then
   if redis.call('HGET', KEYS[1], 'id') == ARGV[1] then
     redis.call('DEL', KEYS[1])
     if redis.call('HGET', KEYS[2], 'id') == ARGV[1] then
@@ -411,7 +394,7 @@ if r == 'hash' then
   end
   return 0
 end
-if r and r.id == ARGV[1] and r.st == 0 then
+if found and id == ARGV[1] and st == 0 then
   redis.call('DEL', KEYS[1], KEYS[4])
   redis.call('PUBLISH', KEYS[3], ARGV[2])
   return 1
@@ -421,8 +404,7 @@ return 0
 
 // getScript: KEYS lease. Reply: {"ok", id, holder, token, acq, exp, ttlLeft, md} or {"notfound"}.
 var getScript = goredis.NewScript(prelude + `
-local r = load()
-if r == 'hash' then
+if hash then
   local cur = redis.call('HMGET', KEYS[1], 'id', 'holder', 'token', 'acq', 'md')
   if not cur[1] then
     return {'notfound'}
@@ -430,10 +412,10 @@ if r == 'hash' then
   local pttl = redis.call('PTTL', KEYS[1])
   return {'ok', cur[1], cur[2], cur[3], cur[4], now + pttl, pttl, cur[5] or ''}
 end
-if not r or r.st ~= 0 or r.exp <= now then
+if not found or st ~= 0 or exp <= now then
   return {'notfound'}
 end
-return {'ok', r.id, r.holder, r.tok, acqms(r), r.exp, r.exp - now, r.md}
+return {'ok', id, holder, tok, ` + acqMS + `, exp, exp - now, md}
 `)
 
 // floorScript raises the token counter to ARGV[1] if it is lower, and returns the counter.
