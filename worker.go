@@ -141,8 +141,9 @@ type Worker struct {
 	log   *slog.Logger
 
 	started atomic.Bool
-	active  atomic.Int64  // jobs running
-	freed   chan struct{} // a job ended (capacity 1, coalesced)
+	active  atomic.Int64  // jobs whose handler is running
+	held    atomic.Int64  // jobs claimed and not yet reported: running, or their report in flight
+	freed   chan struct{} // a handler returned or a report ended (capacity 1, coalesced)
 	// completer batches completions when the store can (nil otherwise); set by run.
 	completer *completer
 	jobsDone  sync.WaitGroup
@@ -262,7 +263,11 @@ func (w *Worker) claimLoop(ctx, jobsCtx context.Context) error {
 	backlog, batchWaited := false, false
 	for ctx.Err() == nil {
 		active := int(w.active.Load())
-		free := w.cfg.Concurrency - active
+		// A slot frees when its handler returns, before the attempt is reported (the report is
+		// often batched); but reports in flight are bounded too, to as many again as there are
+		// slots, or a worker whose handlers outrun its reports would claim every claimable job
+		// while their completions queued, their leases' heartbeats firing.
+		free := min(w.cfg.Concurrency-active, maxHeld(w.cfg.Concurrency)-int(w.held.Load()))
 		full := free <= 0
 		more := false
 		wait := jitter(w.cfg.PollInterval)
@@ -354,21 +359,33 @@ func (w *Worker) claim(jobsCtx context.Context, limit int) (int, error) {
 			continue
 		}
 		w.active.Add(1)
+		w.held.Add(1)
 		w.jobsDone.Add(1)
 		r := w.newJobRun(jobsCtx, job, h, w.lease.grantedAfter(start, job.ClaimWaited))
 		r.handlerDone = func() {
 			w.active.Add(-1)
-			select {
-			case w.freed <- struct{}{}:
-			default:
-			}
+			w.signalFreed()
 		}
 		go func() {
 			defer w.jobsDone.Done()
 			r.run()
+			w.held.Add(-1)
+			w.signalFreed()
 		}()
 	}
 	return len(jobs), nil
+}
+
+// maxHeld bounds the jobs a worker with concurrency slots holds at once: running, or ended and
+// being reported.
+func maxHeld(concurrency int) int { return 2 * concurrency }
+
+// signalFreed tells the claim loop that a slot or a report may have freed.
+func (w *Worker) signalFreed() {
+	select {
+	case w.freed <- struct{}{}:
+	default:
+	}
 }
 
 // subscribe merges the store's wake-ups for each kind into one channel.
