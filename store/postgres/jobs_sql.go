@@ -277,14 +277,22 @@ RETURNING ` + jobCols
 // completeManySQL is finishSQL's success path for many attempts at once: $1 ids, $2 tokens.
 // Attempts that are no longer running with that token are left out of the result. Running jobs
 // are on distinct resources, so the rows it locks are disjoint from any other completion's.
-const completeManySQL = `WITH j0 AS (
-	SELECT j.id, j.kind, j.resource, k.success_state, k.cooldown_ms
-	FROM unnest($1::bigint[], $2::bigint[]) AS req (id, token)
-	JOIN {jobs} j ON j.id = req.id AND j.token = req.token
-	JOIN {kinds} k ON k.name = j.kind
-	WHERE j.state = 'running'
+//
+// The rows are found by id alone (locked rows are then filtered on token and state): with a
+// "state = 'running'" condition beside the ids, the cached generic plan could walk every running
+// job (an index on state, estimated at one row when the statistics were taken with none running)
+// and join each with the ids: 230 ms for 100 completions at 1,000 running jobs.
+const completeManySQL = `WITH l AS (
+	SELECT j.id, j.kind, j.resource, j.token, j.state
+	FROM {jobs} j
+	WHERE j.id = ANY ($1::bigint[])
 	ORDER BY j.id
 	FOR UPDATE OF j
+), j0 AS (
+	SELECT l.id, l.kind, l.resource, k.success_state, k.cooldown_ms
+	FROM l JOIN unnest($1::bigint[], $2::bigint[]) AS req (id, token) ON req.id = l.id AND req.token = l.token
+	JOIN {kinds} k ON k.name = l.kind
+	WHERE l.state = 'running'
 ), res AS (
 	UPDATE {resources} r SET
 		state = CASE WHEN j0.success_state <> '' THEN j0.success_state ELSE r.state END,
