@@ -16,6 +16,7 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/postgres"
 	"github.com/batonhq/baton/store/storetest"
 )
@@ -155,7 +156,12 @@ func batonSide(b *testing.B, pool *pgxpool.Pool) storetest.JobBench {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
-	q, err := baton.NewQueue(ctx, s, &baton.QueueConfig{Kinds: []baton.Kind{{Name: "noop"}}})
+	var st store.JobStore = s
+	if os.Getenv("BENCH_BATON_SEPARATE_CLAIMS") != "" {
+		// For comparison: completions without the claim in their round trip.
+		st = separateClaims{s, s}
+	}
+	q, err := baton.NewQueue(ctx, st, &baton.QueueConfig{Kinds: []baton.Kind{{Name: "noop"}}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -183,6 +189,17 @@ func batonSide(b *testing.B, pool *pgxpool.Pool) storetest.JobBench {
 		})
 	}
 	return storetest.JobBench{Load: load, Drain: storetest.DrainWorker(q, "noop")}
+}
+
+// separateClaims hides a store's store.CompleteClaimer, so that a worker claims only in its
+// claim loop (BENCH_BATON_SEPARATE_CLAIMS=1).
+type separateClaims struct {
+	store.JobStore
+	bc store.BatchCompleter
+}
+
+func (s separateClaims) CompleteJobs(ctx context.Context, ps []*store.CompleteParams) ([]*store.Job, error) {
+	return s.bc.CompleteJobs(ctx, ps)
 }
 
 // BenchmarkRiverJobs drains no-op jobs spread over 10,000 resources with River (riverpgxv5,
