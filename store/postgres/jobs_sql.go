@@ -31,11 +31,18 @@ const unfinished = `('scheduled', 'available', 'running', 'retryable')`
 // already, raises its scheduled_at to its kind's cooldown on the resource, and NOTIFYs workers
 // of its kind that may be waiting. It must run in a statement AFTER the one that locked those
 // resources' rows, so that its snapshot sees every submit that committed before the lock.
+//
+// The next job of each resource is read with LIMIT 1 off the jobs_unfinished_by_resource index,
+// in queue order: a DISTINCT ON over the resources' unfinished jobs read them all, 1.3 ms per
+// promotion on a resource with 2,000 jobs queued.
 const promote = `WITH nxt AS (
-	SELECT DISTINCT ON (u.resource) u.id
-	FROM {jobs} u
-	WHERE u.resource IN ({set}) AND u.state IN ` + unfinished + `
-	ORDER BY u.resource, u.seq
+	SELECT x.id
+	FROM (SELECT DISTINCT s.resource FROM ({set}) s) rs CROSS JOIN LATERAL (
+		SELECT u.id FROM {jobs} u
+		WHERE u.resource = rs.resource AND u.state IN ` + unfinished + `
+		ORDER BY u.seq
+		LIMIT 1
+	) x
 ), p AS (
 	UPDATE {jobs} j SET head = true,
 		scheduled_at = greatest(j.scheduled_at, coalesce((r.cooldowns ->> j.kind)::timestamptz, '-infinity'))
