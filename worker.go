@@ -275,6 +275,13 @@ func (w *Worker) claimLoop(ctx, jobsCtx context.Context) error {
 		active := int(w.active.Load())
 		free := w.free()
 		full := free <= 0
+		if !full && w.completer != nil && w.completer.claimer != nil && w.held.Load() > int64(active) {
+			// Completions are in flight, and each claims for the free slots in its own round
+			// trip, after promoting the successors of the jobs it completed: leave the slots to
+			// them (a claim now would take them and find no successor yet), and claim here only
+			// once they have all been reported.
+			full = true
+		}
 		more := false
 		wait := jitter(w.cfg.PollInterval)
 		if !full && backlog && active > 0 && free < w.minBatch() && !batchWaited {
