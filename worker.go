@@ -275,7 +275,7 @@ func (w *Worker) claimLoop(ctx, jobsCtx context.Context) error {
 		active := int(w.active.Load())
 		free := w.free()
 		full := free <= 0
-		if !full && w.completer != nil && w.completer.claimer != nil && w.held.Load() > int64(active) {
+		if !full && w.completer != nil && w.completer.claimer != nil && w.completer.pending.Load() > 0 {
 			// Completions are in flight, and each claims for the free slots in its own round
 			// trip, after promoting the successors of the jobs it completed: leave the slots to
 			// them (a claim now would take them and find no successor yet), and claim here only

@@ -319,6 +319,8 @@ type completer struct {
 	done    chan struct{}
 	// claimer, if set, claims jobs for the worker's free slots in each batch's round trip.
 	claimer *completeClaim
+	// pending counts the completions handed to the completer and not yet answered.
+	pending atomic.Int64
 }
 
 // completeClaim claims jobs with a batch of completions (store.CompleteClaimer): the claim sees
@@ -353,6 +355,8 @@ func newCompleter(bc store.BatchCompleter, timeout time.Duration, buffer int) *c
 // complete completes one attempt, batched with others, as CompleteJob would.
 func (c *completer) complete(ctx context.Context, p *store.CompleteParams) (*Job, error) {
 	req := &completion{ctx: ctx, p: p, reply: make(chan completed, 1)}
+	c.pending.Add(1)
+	defer c.pending.Add(-1)
 	select {
 	case c.reqs <- req:
 	case <-ctx.Done():
