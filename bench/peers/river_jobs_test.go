@@ -96,7 +96,6 @@ func riverSide(b *testing.B, pool *pgxpool.Pool) storetest.JobBench {
 			Queues:        map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: slots}},
 			Workers:       workers,
 			FetchCooldown: 2 * time.Millisecond,
-			Logger:        nil,
 		})
 	}
 	return storetest.JobBench{
