@@ -141,8 +141,14 @@ type Worker struct {
 	log   *slog.Logger
 
 	started atomic.Bool
-	active  atomic.Int64  // jobs running
-	freed   chan struct{} // a job ended (capacity 1, coalesced)
+	active  atomic.Int64 // jobs whose handler is running, and slots reserved by a claim in flight
+	held    atomic.Int64 // jobs claimed and not yet reported (and reserved slots)
+	// reserved counts the slots taken by claims in flight (in active and held too); slotMu
+	// makes reserving atomic, so that the claim loop and the completer's claims never take more
+	// slots than are free between them.
+	reserved atomic.Int64
+	slotMu   sync.Mutex
+	freed    chan struct{} // a handler returned or a report ended (capacity 1, coalesced)
 	// completer batches completions when the store can (nil otherwise); set by run.
 	completer *completer
 	jobsDone  sync.WaitGroup
@@ -178,7 +184,7 @@ func (q *Queue) NewWorker(cfg WorkerConfig) (*Worker, error) {
 func (w *Worker) Name() string { return w.cfg.Name }
 
 // Running is the number of jobs the worker is running now.
-func (w *Worker) Running() int { return int(w.active.Load()) }
+func (w *Worker) Running() int { return int(w.active.Load() - w.reserved.Load()) }
 
 var errWorkerStarted = errors.New("baton: worker already started")
 
@@ -199,6 +205,11 @@ func (w *Worker) run(ctx context.Context) error {
 	defer cancelJobs(nil)
 	if bc, ok := w.st.(store.BatchCompleter); ok {
 		w.completer = newCompleter(bc, w.cfg.LeaseTTL, w.cfg.Concurrency)
+		if cc, ok := bc.(store.CompleteClaimer); ok {
+			// Completions also claim jobs for the free slots, in the same round trip, while
+			// Run's context lasts.
+			w.completer.claimer = &completeClaim{cc: cc, w: w, runCtx: ctx, jobsCtx: jobsCtx}
+		}
 	}
 	err := w.claimLoop(ctx, jobsCtx)
 	w.shutdown(cancelJobs)
@@ -262,8 +273,15 @@ func (w *Worker) claimLoop(ctx, jobsCtx context.Context) error {
 	backlog, batchWaited := false, false
 	for ctx.Err() == nil {
 		active := int(w.active.Load())
-		free := w.cfg.Concurrency - active
+		free := w.free()
 		full := free <= 0
+		if !full && w.completer != nil && w.completer.claimer != nil && w.completer.pending.Load() > 0 {
+			// Completions are in flight, and each claims for the free slots in its own round
+			// trip, after promoting the successors of the jobs it completed: leave the slots to
+			// them (a claim now would take them and find no successor yet), and claim here only
+			// once they have all been reported.
+			full = true
+		}
 		more := false
 		wait := jitter(w.cfg.PollInterval)
 		if !full && backlog && active > 0 && free < w.minBatch() && !batchWaited {
@@ -283,9 +301,16 @@ func (w *Worker) claimLoop(ctx, jobsCtx context.Context) error {
 		}
 		batchWaited = false
 		if !full {
-			limit := min(free, store.MaxClaimLimit)
-			n, err := w.claim(jobsCtx, limit)
+			limit := w.reserve(min(free, store.MaxClaimLimit))
+			var n int
+			var err error
+			if limit > 0 {
+				n, err = w.claim(jobsCtx, limit)
+			}
 			switch {
+			case limit == 0:
+				// The completer's claim took the free slots meanwhile.
+				full = true
 			case err == nil:
 				if failing {
 					w.log.Info("baton: claiming jobs recovered")
@@ -336,39 +361,90 @@ const claimBatchDelay = 2 * time.Millisecond
 // minBatch is how many free slots a busy worker with a backlog waits for: a quarter of its slots.
 func (w *Worker) minBatch() int { return max(1, w.cfg.Concurrency/4) }
 
-// claim claims up to limit jobs and starts them. The claim is not cut short by the end of Run's
-// context: jobs it claimed are held by this worker and are run, not left to the reaper.
+// claim claims up to limit jobs, for as many slots reserved, and starts them. The claim is not
+// cut short by the end of Run's context: jobs it claimed are held by this worker and are run, not
+// left to the reaper.
 func (w *Worker) claim(jobsCtx context.Context, limit int) (int, error) {
 	ctx, cancel := context.WithTimeout(jobsCtx, w.lease.validity(w.cfg.LeaseTTL))
 	defer cancel()
 	start := time.Now()
-	jobs, err := w.st.ClaimJobs(ctx, &store.ClaimParams{Worker: w.cfg.Name, Kinds: w.kinds, Limit: limit, TTL: w.cfg.LeaseTTL})
-	if err != nil {
-		return 0, err
+	jobs, err := w.st.ClaimJobs(ctx, w.claimParams(limit))
+	return w.startJobs(jobsCtx, jobs, start, limit), err
+}
+
+func (w *Worker) claimParams(limit int) *store.ClaimParams {
+	return &store.ClaimParams{Worker: w.cfg.Name, Kinds: w.kinds, Limit: limit, TTL: w.cfg.LeaseTTL}
+}
+
+// free is how many more jobs the worker may take now. A slot frees when its handler returns,
+// before the attempt is reported (the report is often batched); but reports in flight are
+// bounded too, to as many again as there are slots, or a worker whose handlers outrun its
+// reports would claim every claimable job while their completions queued, their leases'
+// heartbeats firing.
+func (w *Worker) free() int {
+	return min(w.cfg.Concurrency-int(w.active.Load()), maxHeld(w.cfg.Concurrency)-int(w.held.Load()))
+}
+
+// reserve takes up to want free slots for a claim about to be sent and returns how many.
+func (w *Worker) reserve(want int) int {
+	w.slotMu.Lock()
+	defer w.slotMu.Unlock()
+	n := min(want, w.free())
+	if n <= 0 {
+		return 0
 	}
+	w.active.Add(int64(n))
+	w.held.Add(int64(n))
+	w.reserved.Add(int64(n))
+	return n
+}
+
+// startJobs starts the jobs a claim for reserved slots returned, each in one of those slots,
+// and frees the slots left over. start is when the claim request began.
+func (w *Worker) startJobs(jobsCtx context.Context, jobs []*Job, start time.Time, reserved int) int {
+	started := 0
 	for _, job := range jobs {
 		h := w.cfg.Handlers[job.Kind]
-		if h == nil {
-			// The store returned a kind we did not ask for: leave the job to its lease's expiry.
-			w.log.Error("baton: claimed a job of a kind this worker has no handler for", "job", job.ID, "kind", job.Kind)
+		if h == nil || started == reserved {
+			// The store returned a kind we did not ask for, or more jobs than asked: leave the
+			// job to its lease's expiry.
+			w.log.Error("baton: claimed a job this worker cannot run", "job", job.ID, "kind", job.Kind)
 			continue
 		}
-		w.active.Add(1)
+		started++
+		w.reserved.Add(-1)
 		w.jobsDone.Add(1)
 		r := w.newJobRun(jobsCtx, job, h, w.lease.grantedAfter(start, job.ClaimWaited))
 		r.handlerDone = func() {
 			w.active.Add(-1)
-			select {
-			case w.freed <- struct{}{}:
-			default:
-			}
+			w.signalFreed()
 		}
 		go func() {
 			defer w.jobsDone.Done()
 			r.run()
+			w.held.Add(-1)
+			w.signalFreed()
 		}()
 	}
-	return len(jobs), nil
+	if left := int64(reserved - started); left > 0 {
+		w.reserved.Add(-left)
+		w.held.Add(-left)
+		w.active.Add(-left)
+		w.signalFreed()
+	}
+	return started
+}
+
+// maxHeld bounds the jobs a worker with concurrency slots holds at once: running, or ended and
+// being reported.
+func maxHeld(concurrency int) int { return 2 * concurrency }
+
+// signalFreed tells the claim loop that a slot or a report may have freed.
+func (w *Worker) signalFreed() {
+	select {
+	case w.freed <- struct{}{}:
+	default:
+	}
 }
 
 // subscribe merges the store's wake-ups for each kind into one channel.

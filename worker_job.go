@@ -317,6 +317,20 @@ type completer struct {
 	timeout time.Duration
 	reqs    chan *completion
 	done    chan struct{}
+	// claimer, if set, claims jobs for the worker's free slots in each batch's round trip.
+	claimer *completeClaim
+	// pending counts the completions handed to the completer and not yet answered.
+	pending atomic.Int64
+}
+
+// completeClaim claims jobs with a batch of completions (store.CompleteClaimer): the claim sees
+// the successors the completions promoted, so a worker takes the next job of a resource in the
+// round trip that completed the previous one, with no wake-up and no claim round trip between.
+type completeClaim struct {
+	cc      store.CompleteClaimer
+	w       *Worker
+	runCtx  context.Context // no claims once Run's context ends
+	jobsCtx context.Context
 }
 
 type completion struct {
@@ -341,6 +355,8 @@ func newCompleter(bc store.BatchCompleter, timeout time.Duration, buffer int) *c
 // complete completes one attempt, batched with others, as CompleteJob would.
 func (c *completer) complete(ctx context.Context, p *store.CompleteParams) (*Job, error) {
 	req := &completion{ctx: ctx, p: p, reply: make(chan completed, 1)}
+	c.pending.Add(1)
+	defer c.pending.Add(-1)
 	select {
 	case c.reqs <- req:
 	case <-ctx.Done():
@@ -396,7 +412,21 @@ func (c *completer) flush(batch []*completion) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	jobs, err := c.bc.CompleteJobs(ctx, ps)
+	var jobs []*Job
+	var err error
+	if cl := c.claimer; cl != nil && cl.runCtx.Err() == nil {
+		// The batch's handlers have returned: their slots count as free.
+		if n := cl.w.reserve(store.MaxClaimLimit); n > 0 {
+			start := time.Now()
+			var claimed []*Job
+			jobs, claimed, err = cl.cc.CompleteJobsAndClaim(ctx, ps, cl.w.claimParams(n))
+			cl.w.startJobs(cl.jobsCtx, claimed, start, n)
+		} else {
+			jobs, err = c.bc.CompleteJobs(ctx, ps)
+		}
+	} else {
+		jobs, err = c.bc.CompleteJobs(ctx, ps)
+	}
 	for i, r := range live {
 		switch {
 		case err != nil:

@@ -337,3 +337,15 @@ type SetResourceStateParams struct {
 type BatchCompleter interface {
 	CompleteJobs(ctx context.Context, ps []*CompleteParams) ([]*Job, error)
 }
+
+// CompleteClaimer is implemented by stores that can complete many attempts and claim jobs in one
+// round trip. The claim runs after the completions and the promotion of their successors, so it
+// may start the next job of a resource whose job just completed: a worker hands one resource's
+// consecutive jobs on without a wake-up or a round trip of its own. completed is as
+// CompleteJobs's result; claimed as ClaimJobs's, except that a claim finding fewer jobs than
+// claim.Limit does not mark the kinds as awaited (the worker's own claim loop does). Either both
+// happen or, on error, neither.
+type CompleteClaimer interface {
+	BatchCompleter
+	CompleteJobsAndClaim(ctx context.Context, ps []*CompleteParams, claim *ClaimParams) (completed, claimed []*Job, err error)
+}

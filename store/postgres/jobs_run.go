@@ -129,28 +129,54 @@ func (s *Store) wakeLocal(j *store.Job) {
 // token (ErrNotHeld for CompleteJob). A worker pool calls it with the attempts that ended while
 // its previous completion was in flight.
 func (s *Store) CompleteJobs(ctx context.Context, ps []*store.CompleteParams) ([]*store.Job, error) {
+	done, _, err := s.completeAndClaim(ctx, ps, nil)
+	return done, err
+}
+
+// CompleteJobsAndClaim is CompleteJobs followed by a claim, in the same batch: one implicit
+// transaction, one commit, one round trip. The claim statement takes its snapshot after the
+// promotion, so it sees the successors just promoted.
+func (s *Store) CompleteJobsAndClaim(ctx context.Context, ps []*store.CompleteParams, claim *store.ClaimParams) ([]*store.Job, []*store.Job, error) {
+	if err := claim.Validate(); err != nil {
+		return nil, nil, err
+	}
+	return s.completeAndClaim(ctx, ps, claim)
+}
+
+func (s *Store) completeAndClaim(ctx context.Context, ps []*store.CompleteParams, claim *store.ClaimParams) ([]*store.Job, []*store.Job, error) {
 	ids := make([]int64, len(ps))
 	tokens := make([]int64, len(ps))
 	for i, p := range ps {
 		if err := p.Validate(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		ids[i], tokens[i] = p.ID, int64(p.Token)
 	}
 	out := make([]*store.Job, len(ps))
-	if len(ps) == 0 {
-		return out, nil
+	if len(ps) == 0 && claim == nil {
+		return out, nil, nil
 	}
-	var done []*store.Job
+	var done, claimed []*store.Job
 	b := &pgx.Batch{}
-	b.Queue(s.jq.completeMany, ids, tokens).Query(func(rows pgx.Rows) error {
-		var err error
-		done, err = collectJobs(rows)
-		return err
-	})
-	b.Queue(s.jq.promoteMany, ids)
+	if len(ps) > 0 {
+		b.Queue(s.jq.completeMany, ids, tokens).Query(func(rows pgx.Rows) error {
+			var err error
+			done, err = collectJobs(rows)
+			return err
+		})
+		b.Queue(s.jq.promoteMany, ids)
+	}
+	if claim != nil {
+		b.Queue(s.jq.claim, claim.Kinds, claim.Limit, claim.Worker, claim.TTL.Milliseconds()).Query(func(rows pgx.Rows) error {
+			var err error
+			claimed, err = collectJobs(rows)
+			return err
+		})
+		b.Queue(s.jq.lockRejected)
+		b.Queue(s.jq.promoteRejected)
+	}
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return nil, s.jobErr("complete jobs", err)
+		return nil, nil, s.jobErr("complete jobs", err)
 	}
 	byID := make(map[int64]*store.Job, len(done))
 	for _, j := range done {
@@ -162,5 +188,5 @@ func (s *Store) CompleteJobs(ctx context.Context, ps []*store.CompleteParams) ([
 			s.wakeLocal(j)
 		}
 	}
-	return out, nil
+	return out, claimed, nil
 }

@@ -31,11 +31,18 @@ const unfinished = `('scheduled', 'available', 'running', 'retryable')`
 // already, raises its scheduled_at to its kind's cooldown on the resource, and NOTIFYs workers
 // of its kind that may be waiting. It must run in a statement AFTER the one that locked those
 // resources' rows, so that its snapshot sees every submit that committed before the lock.
+//
+// The next job of each resource is read with LIMIT 1 off the jobs_unfinished_by_resource index,
+// in queue order: a DISTINCT ON over the resources' unfinished jobs read them all, 1.3 ms per
+// promotion on a resource with 2,000 jobs queued.
 const promote = `WITH nxt AS (
-	SELECT DISTINCT ON (u.resource) u.id
-	FROM {jobs} u
-	WHERE u.resource IN ({set}) AND u.state IN ` + unfinished + `
-	ORDER BY u.resource, u.seq
+	SELECT x.id
+	FROM (SELECT DISTINCT s.resource FROM ({set}) s) rs CROSS JOIN LATERAL (
+		SELECT u.id FROM {jobs} u
+		WHERE u.resource = rs.resource AND u.state IN ` + unfinished + `
+		ORDER BY u.seq
+		LIMIT 1
+	) x
 ), p AS (
 	UPDATE {jobs} j SET head = true,
 		scheduled_at = greatest(j.scheduled_at, coalesce((r.cooldowns ->> j.kind)::timestamptz, '-infinity'))
@@ -276,28 +283,32 @@ RETURNING ` + jobCols
 
 // completeManySQL is finishSQL's success path for many attempts at once: $1 ids, $2 tokens.
 // Attempts that are no longer running with that token are left out of the result. Running jobs
-// are on distinct resources, so the rows it locks are disjoint from any other completion's.
-const completeManySQL = `WITH j0 AS (
-	SELECT j.id, j.kind, j.resource, k.success_state, k.cooldown_ms
+// are on distinct resources, so the rows it locks are disjoint from any other completion's. The
+// job rows are updated (and so locked) before their resources' rows, the order every statement
+// keeps.
+//
+// The rows are found by id alone: "coalesce(j.state, ”) = 'running'" is that condition written
+// so that no index can serve it. With a plain "state = 'running'" beside the ids, the cached
+// generic plan walked every running job (an index on state, estimated at one row because the
+// statistics were taken with none running) and joined each with the ids: 230 ms for 100
+// completions at 1,000 running jobs. Updating the rows directly, rather than locking them first
+// (SELECT ... FOR UPDATE) and then updating them, writes each row once.
+const completeManySQL = `WITH j AS (
+	UPDATE {jobs} j SET state = 'succeeded', head = false, lease_expires_at = NULL, finished_at = now()
 	FROM unnest($1::bigint[], $2::bigint[]) AS req (id, token)
-	JOIN {jobs} j ON j.id = req.id AND j.token = req.token
-	JOIN {kinds} k ON k.name = j.kind
-	WHERE j.state = 'running'
-	ORDER BY j.id
-	FOR UPDATE OF j
+	WHERE j.id = ANY ($1::bigint[]) AND j.id = req.id AND j.token = req.token
+		AND coalesce(j.state, '') = 'running'
+	RETURNING j.*
 ), res AS (
 	UPDATE {resources} r SET
-		state = CASE WHEN j0.success_state <> '' THEN j0.success_state ELSE r.state END,
-		version = r.version + CASE WHEN j0.success_state <> '' AND j0.success_state <> r.state THEN 1 ELSE 0 END,
-		updated_at = CASE WHEN j0.success_state <> '' AND j0.success_state <> r.state THEN now() ELSE r.updated_at END,
-		cooldowns = CASE WHEN j0.cooldown_ms > 0
-			THEN r.cooldowns || jsonb_build_object(j0.kind, now() + j0.cooldown_ms * interval '1 millisecond')
+		state = CASE WHEN k.success_state <> '' THEN k.success_state ELSE r.state END,
+		version = r.version + CASE WHEN k.success_state <> '' AND k.success_state <> r.state THEN 1 ELSE 0 END,
+		updated_at = CASE WHEN k.success_state <> '' AND k.success_state <> r.state THEN now() ELSE r.updated_at END,
+		cooldowns = CASE WHEN k.cooldown_ms > 0
+			THEN r.cooldowns || jsonb_build_object(j.kind, now() + k.cooldown_ms * interval '1 millisecond')
 			ELSE r.cooldowns END
-	FROM j0
-	WHERE r.key = j0.resource
+	FROM j JOIN {kinds} k ON k.name = j.kind
+	WHERE r.key = j.resource
 	RETURNING r.key
 )
-UPDATE {jobs} j SET state = 'succeeded', head = false, lease_expires_at = NULL, finished_at = now()
-FROM j0
-WHERE j.id = j0.id
-RETURNING ` + jobCols
+SELECT ` + jobCols + ` FROM j`

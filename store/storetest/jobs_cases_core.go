@@ -354,3 +354,36 @@ func testJobCompleteMany(t *testing.T, h JobHarness) {
 		t.Fatalf("the next job on m/1 was not promoted: %s", show(g))
 	}
 }
+
+// testJobCompleteAndClaim checks a CompleteClaimer: the claim in the completions' round trip
+// starts the successor they promoted, stale attempts are left out as by CompleteJobs, and bad
+// claim parameters are refused before anything is written.
+func testJobCompleteAndClaim(t *testing.T, h JobHarness) {
+	e := newJobEnv(t, h, store.Kind{Name: "cc"})
+	cc, ok := e.s.(store.CompleteClaimer)
+	requireNotApplicable(t, ok, "the store does not complete and claim in one round trip")
+	a := e.sub("cc", "cc/1")
+	ja := e.claimOne(a.ID, "cc")
+	next := e.sub("cc", "cc/1")
+	ps := []*store.CompleteParams{{ID: ja.ID, Token: ja.Token}, {ID: ja.ID, Token: ja.Token + 1000}}
+	_, _, err := cc.CompleteJobsAndClaim(e.ctx, ps, &store.ClaimParams{Worker: "w2", Kinds: []string{"cc"}, Limit: 0, TTL: time.Minute})
+	wantInvalid(t, "a claim with limit 0", err, "limit")
+	if g := e.get(a.ID); g.State != store.JobRunning {
+		t.Fatalf("a refused call completed the job: %s", show(g))
+	}
+	done, claimed, err := cc.CompleteJobsAndClaim(e.ctx, ps, &store.ClaimParams{Worker: "w2", Kinds: []string{"cc"}, Limit: 5, TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(done) != 2 || done[0] == nil || done[0].State != store.JobSucceeded || done[1] != nil {
+		t.Fatalf("completed = %v; want [a succeeded, nil (stale token)]", done)
+	}
+	if len(claimed) != 1 || claimed[0].ID != next.ID || claimed[0].State != store.JobRunning ||
+		claimed[0].Worker != "w2" || claimed[0].Token <= ja.Token {
+		t.Fatalf("claimed = %v; want the next job on cc/1, running for w2 with a newer token", claimed)
+	}
+	// Nothing to complete: a claim alone.
+	if done, claimed, err = cc.CompleteJobsAndClaim(e.ctx, nil, &store.ClaimParams{Worker: "w2", Kinds: []string{"cc"}, Limit: 5, TTL: time.Minute}); err != nil || len(done) != 0 || len(claimed) != 0 {
+		t.Fatalf("CompleteJobsAndClaim(nil) = %v, %v, %v; want nothing", done, claimed, err)
+	}
+}

@@ -46,6 +46,7 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"RegisterKinds", testJobKinds},
 		{"SubmitGetList", testJobSubmitGetList},
 		{"CompleteMany", testJobCompleteMany},
+		{"CompleteAndClaim", testJobCompleteAndClaim},
 		{"PerResourceFIFO", testJobFIFO},
 		{"PriorityAcrossResources", testJobPriority},
 		{"TokensIncreasePerResource", testJobTokens},
