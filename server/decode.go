@@ -19,21 +19,21 @@ const MaxBodyBytes = 64 << 10
 // decode reads one JSON object of at most MaxBodyBytes into dst, rejecting unknown fields and
 // trailing data. It answers the problem itself and returns false on bad input.
 func decode(w http.ResponseWriter, r *http.Request, dst any) bool {
-	return decodeBody(w, r, dst, false)
+	return decodeBody(w, r, dst, false, MaxBodyBytes)
 }
 
 // decodeLocating is decode, except that a syntax error inside the value of a top-level member
 // is reported on that member (e.g. "args") rather than on the whole body.
 func decodeLocating(w http.ResponseWriter, r *http.Request, dst any) bool {
-	return decodeBody(w, r, dst, true)
+	return decodeBody(w, r, dst, true, MaxBodyBytes)
 }
 
-func decodeBody(w http.ResponseWriter, r *http.Request, dst any, locate bool) bool {
+func decodeBody(w http.ResponseWriter, r *http.Request, dst any, locate bool, limit int64) bool {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		writeProblem(w, newProblem(http.StatusUnsupportedMediaType, "unsupported_media_type", "the body must be application/json"))
 		return false
 	}
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err == nil {
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
@@ -59,7 +59,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, dst any, locate bool) bo
 	var syntaxErr *json.SyntaxError
 	switch {
 	case errors.As(err, &tooBig):
-		writeProblem(w, newProblem(http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the body must be at most %d bytes", MaxBodyBytes)))
+		writeProblem(w, newProblem(http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the body must be at most %d bytes", limit)))
 	case errors.As(err, &typeErr):
 		field := typeErr.Field
 		if field == "" {

@@ -239,16 +239,19 @@ func collectJobs(rows pgx.Rows) ([]*store.Job, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*store.Job, error) { return scanJob(r) })
 }
 
-func scanJob(r pgx.Row) (*store.Job, error) {
+func scanJob(r pgx.Row) (*store.Job, error) { return scanJobAfter(r) }
+
+// scanJobAfter scans the job columns that follow the columns lead scans into.
+func scanJobAfter(r pgx.Row, lead ...any) (*store.Job, error) {
 	var j store.Job
 	var state string
 	var errs []byte
 	var attemptedAt, finishedAt, leaseExp *time.Time
 	var token, timeoutMS int64
 	var args []byte
-	err := r.Scan(&j.ID, &j.Seq, &j.Kind, &j.Resource, &args, &state, &j.Attempt, &j.MaxAttempts, &j.Priority,
+	err := r.Scan(append(lead, &j.ID, &j.Seq, &j.Kind, &j.Resource, &args, &state, &j.Attempt, &j.MaxAttempts, &j.Priority,
 		&j.IdempotencyKey, &errs, &j.CreatedAt, &j.ScheduledAt, &attemptedAt, &finishedAt,
-		&j.Head, &j.Worker, &token, &leaseExp, &j.CancelRequested, &timeoutMS)
+		&j.Head, &j.Worker, &token, &leaseExp, &j.CancelRequested, &timeoutMS)...)
 	if err != nil {
 		return nil, err
 	}

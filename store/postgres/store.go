@@ -69,6 +69,7 @@ type Store struct {
 	channel  string // NOTIFY channel, sent as a bind parameter to pg_notify
 	q        queries
 	jq       jobQueries
+	sq       submitQueries
 	hub      *notify.Hub
 	lis      *listener
 
@@ -165,6 +166,7 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg Config, ownsPool bool
 		channel:  channelName(cfg.Schema),
 		q:        buildQueries(cfg.Schema),
 		jq:       buildJobQueries(cfg.Schema, channelName(cfg.Schema)),
+		sq:       buildSubmitQueries(cfg.Schema, channelName(cfg.Schema)),
 		hub:      notify.NewHub(),
 		audit:    cfg.Audit,
 	}

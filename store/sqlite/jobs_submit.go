@@ -117,3 +117,27 @@ func (x *jobTx) submit(p *store.SubmitParams) (*store.SubmitResult, error) {
 	}
 	return &store.SubmitResult{Job: j}, nil
 }
+
+// SubmitJobs enqueues a batch in one write transaction, each job as SubmitJob would in batch
+// order; a refused or bad job rolls the whole batch back. Workers are woken once per kind, after
+// the commit.
+func (s *Store) SubmitJobs(ctx context.Context, ps []*store.SubmitParams) ([]*store.SubmitResult, error) {
+	if err := store.ValidateBatch(ps); err != nil {
+		return nil, err
+	}
+	out := make([]*store.SubmitResult, len(ps))
+	err := s.inTx(ctx, "submit jobs", func(x *jobTx) error {
+		for i, p := range ps {
+			res, err := x.submit(p)
+			if err != nil {
+				return store.InBatch(i, err)
+			}
+			out[i] = res
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

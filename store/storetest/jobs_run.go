@@ -70,6 +70,11 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"Resources", testJobResources},
 		{"JobCounts", testJobCounts},
 		{"BadSubmit", testJobBadSubmit},
+		// Batches.
+		{"BatchOrderAndHeads", testJobBatchOrder},
+		{"BatchIdempotency", testJobBatchIdempotency},
+		{"BatchPolicies", testJobBatchPolicies},
+		{"BatchBadInput", testJobBatchBadInput},
 		{"BadInput", testJobBadInput},
 	}
 	for _, c := range parallel {
