@@ -76,21 +76,21 @@ func scanKind(r pgx.Row) (store.Kind, error) {
 	return k, err
 }
 
-// SubmitJob enqueues a job in a transaction of its own.
+// SubmitJob enqueues a job in a transaction of its own: a batch of one (see SubmitJobs), one
+// round trip.
 func (s *Store) SubmitJob(ctx context.Context, p *store.SubmitParams) (*store.SubmitResult, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	var res *store.SubmitResult
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		res, err = s.submit(ctx, tx, p)
-		return err
-	})
+	out, err := s.submitMany(ctx, []*store.SubmitParams{p})
+	var fail *batchFailure
+	if errors.As(err, &fail) {
+		return nil, fail.err
+	}
 	if err != nil {
 		return nil, s.jobErr("submit job", err)
 	}
-	return res, nil
+	return out[0], nil
 }
 
 // SubmitJobTx enqueues a job in the caller's transaction: it exists, and wakes workers (NOTIFY
