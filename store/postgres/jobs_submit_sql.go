@@ -73,23 +73,28 @@ const submitInsertSQL = `WITH req AS (
 ), drawn AS (
 	SELECT (SELECT array_agg(a.v ORDER BY a.v) FROM (SELECT nextval({job_ids}) AS v FROM fresh) a) AS ids,
 		(SELECT array_agg(a.v ORDER BY a.v) FROM (SELECT nextval({job_seq}) AS v FROM fresh) a) AS seqs
+), kk AS MATERIALIZED (
+	SELECT k.name, k.policy, k.max_attempts FROM {kinds} k
+	WHERE k.name = ANY (ARRAY(SELECT DISTINCT kind FROM fresh))
 ), plan0 AS MATERIALIZED (
 	SELECT f.idx, f.kind, f.resource, f.args, f.ikey, f.priority, f.rn, d.ids[f.n] AS id, d.seqs[f.n] AS seq,
 		k.name IS NOT NULL AS kind_known, coalesce(nullif(f.policy, ''), k.policy) AS policy,
 		coalesce(nullif(f.max_attempts, 0), k.max_attempts) AS max_attempts,
 		coalesce(f.at, now() + f.delay_ms * interval '1 millisecond') AS at0,
-		h.id AS h0_id, h.state AS h0_state, c.cooldown_end
+		h.id AS h0_id, h.state AS h0_state, h.cooldown_end
 	FROM fresh f CROSS JOIN drawn d
-	LEFT JOIN {kinds} k ON k.name = f.kind
+	LEFT JOIN kk k ON k.name = f.kind
 	LEFT JOIN LATERAL (
-		SELECT u.id, u.state FROM {jobs} u
-		WHERE f.rn = 1 AND u.resource = f.resource AND u.state IN {unfinished}
-		ORDER BY u.seq LIMIT 1
+		SELECT (SELECT rs.cooldowns ->> f.kind FROM {resources} rs WHERE rs.key = f.resource)::timestamptz AS cooldown_end,
+			u.id, u.state
+		FROM (VALUES (1)) AS one (x)
+		LEFT JOIN LATERAL (
+			SELECT u.id, u.state FROM {jobs} u WHERE u.resource = f.resource AND u.state IN {unfinished}
+			ORDER BY u.seq LIMIT 1
+		) u ON true
+		WHERE f.rn = 1
+		OFFSET 0
 	) h ON true
-	LEFT JOIN LATERAL (
-		SELECT (rs.cooldowns ->> f.kind)::timestamptz AS cooldown_end FROM {resources} rs
-		WHERE f.rn = 1 AND rs.key = f.resource
-	) c ON true
 ), plan1 AS (
 	SELECT p.*, first_value(p.h0_id) OVER w IS NOT NULL OR p.rn > 1 AS busy,
 		coalesce(first_value(p.h0_id) OVER w, first_value(p.id) OVER w) AS h_id,
