@@ -88,7 +88,12 @@ func (s *Store) submitOnce(ctx context.Context, ps []*store.SubmitParams, resour
 	maxAttempts, priorities []int32, ats []pgtype.Timestamptz, delays []int64) ([]*store.SubmitResult, map[string]bool, error) {
 	var b pgx.Batch
 	b.Queue(s.sq.lock, resources)
-	b.Queue(s.sq.insert, kinds, resources, args, keys, policies, maxAttempts, priorities, ats, delays)
+	if len(ps) == 1 {
+		b.Queue(s.sq.insertOne, kinds[0], resources[0], args[0], keys[0], policies[0], maxAttempts[0], priorities[0],
+			ats[0], delays[0])
+	} else {
+		b.Queue(s.sq.insert, kinds, resources, args, keys, policies, maxAttempts, priorities, ats, delays)
+	}
 	br := s.pool.SendBatch(ctx, &b)
 	if _, err := br.Exec(); err != nil {
 		_ = br.Close()

@@ -9,7 +9,7 @@ import (
 // submitQueries are the two statements of a submit (one job or a batch), sent together in one
 // pipeline: one round trip, one implicit transaction (the statements before a Sync).
 type submitQueries struct {
-	lock, insert string
+	lock, insert, insertOne string
 }
 
 func buildSubmitQueries(schema, channel string) submitQueries {
@@ -20,7 +20,8 @@ func buildSubmitQueries(schema, channel string) submitQueries {
 		"{job_ids}", "'"+id("jobs_id_seq")+"'", "{job_seq}", "'"+id("job_seq")+"'",
 		"{channel}", "'"+channel+"'", "{jobkey}", "E'\\x1fjob:'", "{unfinished}", unfinished,
 	)
-	return submitQueries{lock: r.Replace(submitLockSQL), insert: r.Replace(submitInsertSQL)}
+	return submitQueries{lock: r.Replace(submitLockSQL), insert: r.Replace(submitInsertSQL),
+		insertOne: r.Replace(submitOneSQL)}
 }
 
 // submitLockSQL creates the batch's resources that do not exist and locks every one of them, in
@@ -134,3 +135,50 @@ const submitInsertSQL = `WITH req AS (
 SELECT false, (SELECT count(*) FROM woken)::int, i.* FROM ins i
 UNION ALL
 SELECT true, 0, ` + jobCols + ` FROM {jobs} j WHERE j.id = ANY (ARRAY(SELECT id FROM known))`
+
+// submitOneSQL is submitInsertSQL for one job ($1 kind, $2 resource, $3 args, $4 key, $5 policy,
+// $6 max attempts, $7 priority, $8 time or null, $9 delay ms), without the batch's arrays, sorts
+// and windows: a single Submit costs the database about what the statements of a hand-written
+// submit would, in one round trip.
+const submitOneSQL = `WITH ex AS (
+	SELECT ` + jobCols + ` FROM {jobs} j WHERE $4::text <> '' AND j.idempotency_key = $4::text
+), h AS (
+	SELECT u.id, u.state FROM {jobs} u WHERE u.resource = $2::text AND u.state IN {unfinished}
+	ORDER BY u.seq LIMIT 1
+), v AS (
+	SELECT k.name IS NOT NULL AS kind_known, coalesce(nullif($5::text, ''), k.policy) AS policy,
+		coalesce(nullif($6::int, 0), k.max_attempts) AS max_attempts, h.id AS h_id, h.state AS h_state,
+		CASE WHEN h.id IS NULL THEN greatest(t.at,
+			(SELECT (rs.cooldowns ->> $1::text)::timestamptz FROM {resources} rs WHERE rs.key = $2::text))
+			ELSE t.at END AS at
+	FROM (SELECT coalesce($8::timestamptz, now() + $9::bigint * interval '1 millisecond') AS at) t
+	LEFT JOIN {kinds} k ON k.name = $1::text
+	LEFT JOIN h ON true
+	WHERE NOT EXISTS (SELECT 1 FROM ex)
+), verdict AS (
+	SELECT CASE WHEN NOT v.kind_known THEN CAST('baton-batch-refused:kind:1::' || coalesce(v.h_state, '') AS int) > 0
+		WHEN v.h_id IS NOT NULL AND v.policy = 'reject'
+			THEN CAST('baton-batch-refused:busy:1:' || v.h_id || ':' || v.h_state AS int) > 0
+		ELSE true END AS ok
+	FROM v
+), ins AS (
+	INSERT INTO {jobs} AS j (seq, kind, resource, args, state, head, max_attempts, priority, idempotency_key,
+		scheduled_at, finished_at, errors)
+	SELECT nextval({job_seq}), $1::text, $2::text, $3::jsonb,
+		CASE WHEN v.h_id IS NOT NULL AND v.policy = 'skip' THEN 'skipped' WHEN v.at > now() THEN 'scheduled'
+			ELSE 'available' END,
+		v.h_id IS NULL, v.max_attempts, $7::int, nullif($4::text, ''), v.at,
+		CASE WHEN v.h_id IS NOT NULL AND v.policy = 'skip' THEN now() END,
+		CASE WHEN v.h_id IS NOT NULL AND v.policy = 'skip' THEN jsonb_build_array(jsonb_build_object('attempt', 0,
+			'at', now(), 'code', 'resource_busy', 'message', format('resource busy: job %s is %s', v.h_id, v.h_state)))
+			ELSE '[]'::jsonb END
+	FROM v, verdict
+	WHERE verdict.ok
+	RETURNING ` + jobCols + `
+), woken AS (
+	SELECT pg_notify({channel}, {jobkey} || k.name) FROM {kinds} k
+	WHERE k.name = $1::text AND k.waiting_until > now() AND EXISTS (SELECT 1 FROM ins WHERE ins.head)
+)
+SELECT false, (SELECT count(*) FROM woken)::int, i.* FROM ins i
+UNION ALL
+SELECT true, 0, ex.* FROM ex`
