@@ -91,6 +91,8 @@ func (s *Store) submitOnce(ctx context.Context, ps []*store.SubmitParams, resour
 	if len(ps) == 1 {
 		b.Queue(s.sq.insertOne, kinds[0], resources[0], args[0], keys[0], policies[0], maxAttempts[0], priorities[0],
 			ats[0], delays[0])
+	} else if rn, first, ok := ranks(ps); ok {
+		b.Queue(s.sq.insertNoKeys, kinds, resources, args, policies, maxAttempts, priorities, ats, delays, rn, first)
 	} else {
 		b.Queue(s.sq.insert, kinds, resources, args, keys, policies, maxAttempts, priorities, ats, delays)
 	}
@@ -170,6 +172,28 @@ func alignSubmitted(ps []*store.SubmitParams, inserted []*store.Job, known map[s
 		return nil, fmt.Errorf("submit inserted %d jobs, more than the batch needs (%d)", len(inserted), next)
 	}
 	return out, nil
+}
+
+// ranks numbers, for a batch without idempotency keys, each job's rank within its resource and
+// the index of its resource's first job (both from 1, as SQL arrays count); ok is false if the
+// batch has a key (then which jobs are inserted depends on the keys the table holds).
+func ranks(ps []*store.SubmitParams) (rn, first []int32, ok bool) {
+	rn, first = make([]int32, len(ps)), make([]int32, len(ps))
+	type seen struct{ first, n int32 }
+	byResource := make(map[string]*seen, len(ps))
+	for i, p := range ps {
+		if p.IdempotencyKey != "" {
+			return nil, nil, false
+		}
+		r := byResource[p.Resource]
+		if r == nil {
+			r = &seen{first: int32(i + 1)}
+			byResource[p.Resource] = r
+		}
+		r.n++
+		rn[i], first[i] = r.n, r.first
+	}
+	return rn, first, true
 }
 
 // refusalRE finds the refusal submitInsertSQL raises (as a failed cast to int, the one way a

@@ -9,7 +9,7 @@ import (
 // submitQueries are the two statements of a submit (one job or a batch), sent together in one
 // pipeline: one round trip, one implicit transaction (the statements before a Sync).
 type submitQueries struct {
-	lock, insert, insertOne string
+	lock, insert, insertOne, insertNoKeys string
 }
 
 func buildSubmitQueries(schema, channel string) submitQueries {
@@ -21,7 +21,7 @@ func buildSubmitQueries(schema, channel string) submitQueries {
 		"{channel}", "'"+channel+"'", "{jobkey}", "E'\\x1fjob:'", "{unfinished}", unfinished,
 	)
 	return submitQueries{lock: r.Replace(submitLockSQL), insert: r.Replace(submitInsertSQL),
-		insertOne: r.Replace(submitOneSQL)}
+		insertOne: r.Replace(submitOneSQL), insertNoKeys: r.Replace(submitNoKeysSQL)}
 }
 
 // submitLockSQL creates the batch's resources that do not exist and locks every one of them, in
@@ -182,3 +182,84 @@ const submitOneSQL = `WITH ex AS (
 SELECT false, (SELECT count(*) FROM woken)::int, i.* FROM ins i
 UNION ALL
 SELECT true, 0, ex.* FROM ex`
+
+// submitNoKeysSQL is submitInsertSQL for a batch without idempotency keys (the usual bulk load),
+// in which every job is inserted: the arrays are submitInsertSQL's but the keys ($1 kinds, $2
+// resources, $3 args, $4 policies, $5 max attempts, $6 priorities, $7 times, $8 delays), and the
+// caller numbers each job's rank within its resource ($9, from 1) and gives the index of the
+// resource's first job of the batch ($10, from 1), so that
+// no step sorts the batch. The first job of a resource reads the resource's head before the
+// batch and the kind's cooldown; a later one is busy (behind the first), and reads the head
+// before the batch only if it needs to name it (skip, reject).
+const submitNoKeysSQL = `WITH req AS (
+	SELECT t.* FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[],
+		$7::timestamptz[], $8::bigint[], $9::int[], $10::int[]) WITH ORDINALITY
+		AS t (kind, resource, args, policy, max_attempts, priority, at, delay_ms, rn, first, idx)
+), drawn AS (
+	SELECT (SELECT array_agg(a.v ORDER BY a.v) FROM (SELECT nextval({job_ids}) AS v FROM req) a) AS ids,
+		(SELECT array_agg(a.v ORDER BY a.v) FROM (SELECT nextval({job_seq}) AS v FROM req) a) AS seqs
+), kk AS MATERIALIZED (
+	SELECT k.name, k.policy, k.max_attempts FROM {kinds} k
+	WHERE k.name = ANY (ARRAY(SELECT DISTINCT kind FROM req))
+), plan0 AS MATERIALIZED (
+	SELECT r.idx, r.kind, r.resource, r.args, r.priority, r.rn, r.first, d.ids[r.idx] AS id, d.seqs[r.idx] AS seq,
+		d.ids[r.first] AS first_id,
+		k.name IS NOT NULL AS kind_known, coalesce(nullif(r.policy, ''), k.policy) AS policy,
+		coalesce(nullif(r.max_attempts, 0), k.max_attempts) AS max_attempts,
+		coalesce(r.at, now() + r.delay_ms * interval '1 millisecond') AS at0,
+		h.id AS h0_id, h.state AS h0_state, h.cooldown_end
+	FROM req r CROSS JOIN drawn d
+	LEFT JOIN kk k ON k.name = r.kind
+	LEFT JOIN LATERAL (
+		SELECT CASE WHEN r.rn = 1 THEN (SELECT rs.cooldowns ->> r.kind FROM {resources} rs WHERE rs.key = r.resource)::timestamptz
+			END AS cooldown_end, u.id, u.state
+		FROM (VALUES (1)) AS one (x)
+		LEFT JOIN LATERAL (
+			SELECT u.id, u.state FROM {jobs} u WHERE u.resource = r.resource AND u.state IN {unfinished}
+			ORDER BY u.seq LIMIT 1
+		) u ON true
+		WHERE r.rn = 1 OR coalesce(nullif(r.policy, ''), k.policy) <> 'queue'
+		OFFSET 0
+	) h ON true
+), plan AS (
+	SELECT p.*, p.busy AND p.policy = 'skip' AS skipped, p.busy AND p.policy = 'reject' AS rejected,
+		CASE WHEN p.busy THEN p.at0 ELSE greatest(p.at0, p.cooldown_end) END AS at1
+	FROM (SELECT p0.*, p0.h0_id IS NOT NULL OR p0.rn > 1 AS busy FROM plan0 p0) p
+), firsts AS (
+	-- When the batch's first job on a resource is the head a later one names: its start.
+	SELECT array_agg(p.at1 ORDER BY p.idx) AS at1s FROM plan p
+), named AS (
+	-- The head a skipped or refused job names: the resource's before the batch, else the
+	-- batch's first job on it (not busy: available or scheduled, by its start).
+	SELECT p.idx, coalesce(p.h0_id, p.first_id) AS h_id, coalesce(p.h0_state,
+		CASE WHEN (SELECT at1s FROM firsts)[p.first] > now() THEN 'scheduled' ELSE 'available' END) AS h_state
+	FROM plan p
+	WHERE p.rejected
+), bad AS (
+	SELECT p.idx, 'kind' AS why, 0::bigint AS h_id, '' AS h_state FROM plan p WHERE NOT p.kind_known
+	UNION ALL
+	SELECT n.idx, 'busy', n.h_id, n.h_state FROM named n
+	ORDER BY 1 LIMIT 1
+), verdict AS (
+	SELECT CASE WHEN b.idx IS NULL THEN true
+		ELSE CAST('baton-batch-refused:' || b.why || ':' || b.idx || ':' || b.h_id || ':' || b.h_state AS int) > 0
+		END AS ok
+	FROM (VALUES (1)) AS one (x) LEFT JOIN bad b ON true
+), ins AS (
+	INSERT INTO {jobs} AS j (id, seq, kind, resource, args, state, head, max_attempts, priority,
+		scheduled_at, finished_at, errors)
+	SELECT p.id, p.seq, p.kind, p.resource, p.args::jsonb,
+		CASE WHEN p.skipped THEN 'skipped' WHEN p.at1 > now() THEN 'scheduled' ELSE 'available' END,
+		NOT p.busy, p.max_attempts, p.priority, p.at1, CASE WHEN p.skipped THEN now() END,
+		CASE WHEN p.skipped THEN jsonb_build_array(jsonb_build_object('attempt', 0, 'at', now(),
+			'code', 'resource_busy', 'message', format('resource busy: job %s is %s', coalesce(p.h0_id, p.first_id),
+				coalesce(p.h0_state, CASE WHEN (SELECT at1s FROM firsts)[p.first] > now() THEN 'scheduled' ELSE 'available' END))))
+			ELSE '[]'::jsonb END
+	FROM plan p
+	WHERE (SELECT ok FROM verdict)
+	RETURNING ` + jobCols + `
+), woken AS (
+	SELECT pg_notify({channel}, {jobkey} || k.name) FROM {kinds} k
+	WHERE k.name = ANY (ARRAY(SELECT DISTINCT kind FROM ins WHERE head)) AND k.waiting_until > now()
+)
+SELECT false, (SELECT count(*) FROM woken)::int, i.* FROM ins i`
