@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -296,5 +297,106 @@ func testJobBatchBadInput(t *testing.T, h JobHarness) {
 	}
 	if r := e.resource("bb/full/7"); r.Unfinished != int64(len(full)/100) {
 		t.Fatalf("resource of a large batch = %+v; want %d unfinished jobs", r, len(full)/100)
+	}
+}
+
+// testJobBatchConcurrency: concurrent batches over shared resources, some with keys that other
+// batches share, leave one head per resource with work, each resource's jobs in the order of
+// every batch, and one job per key.
+func testJobBatchConcurrency(t *testing.T, h JobHarness) {
+	e := newJobEnv(t, h, store.Kind{Name: "bc"})
+	const goroutines, batches, perBatch, resources = 4, 5, 40, 7
+	type sub struct {
+		g, b, i int
+		res     *store.SubmitResult
+	}
+	var mu sync.Mutex
+	var all []sub
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for g := range goroutines {
+		wg.Go(func() {
+			<-start
+			for b := range batches {
+				ps := make([]*store.SubmitParams, perBatch)
+				for i := range ps {
+					ps[i] = &store.SubmitParams{Kind: "bc", Resource: fmt.Sprintf("bc/%d", (i+g)%resources),
+						Args: mustJSON(map[string]int{"g": g, "b": b, "i": i})}
+					if i%10 == 3 {
+						ps[i].IdempotencyKey = fmt.Sprintf("bc-%d-%d", b, i) // shared by the goroutines
+					}
+				}
+				out, err := e.s.SubmitJobs(e.ctx, ps)
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				for i, r := range out {
+					all = append(all, sub{g, b, i, r})
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		t.Fatalf("concurrent SubmitJobs: %v", err)
+	}
+	byKey := map[string]int64{}
+	created := map[string]int{}
+	seqOf := map[int64]int64{}
+	for _, s := range all {
+		j := s.res.Job
+		seqOf[j.ID] = j.Seq
+		if k := j.IdempotencyKey; k != "" {
+			if id, ok := byKey[k]; ok && id != j.ID {
+				t.Fatalf("key %q named jobs %d and %d", k, id, j.ID)
+			}
+			byKey[k] = j.ID
+			if !s.res.Existing {
+				created[k]++
+			}
+		}
+	}
+	for k, n := range created {
+		if n != 1 {
+			t.Fatalf("key %q: %d submits said they created its job; want 1", k, n)
+		}
+	}
+	// Within one batch, the later job of a resource is queued behind the earlier one.
+	last := map[[3]int]int64{} // goroutine, batch, resource → seq of the batch's previous job there
+	for _, s := range all {
+		if s.res.Existing {
+			continue
+		}
+		k := [3]int{s.g, s.b, (s.i + s.g) % resources}
+		if prev, ok := last[k]; ok && s.res.Job.Seq <= prev {
+			t.Fatalf("job %s of batch %d/%d queued before an earlier job of that batch on its resource", show(s.res.Job), s.g, s.b)
+		}
+		last[k] = s.res.Job.Seq
+	}
+	// One head per resource: the oldest unfinished job.
+	jobs := e.listAll(store.JobListParams{Kind: "bc"})
+	oldest := map[string]*store.Job{}
+	heads := map[string]int{}
+	for _, j := range jobs {
+		if o := oldest[j.Resource]; o == nil || j.Seq < o.Seq {
+			oldest[j.Resource] = j
+		}
+		if j.Head {
+			heads[j.Resource]++
+		}
+	}
+	for r, o := range oldest {
+		if heads[r] != 1 || !o.Head {
+			t.Fatalf("resource %s: %d heads, oldest job %s; want exactly the oldest as head", r, heads[r], show(o))
+		}
+	}
+	if want := goroutines*batches*perBatch - (goroutines-1)*len(byKey); len(jobs) != want {
+		t.Fatalf("%d jobs; want %d (one per key)", len(jobs), want)
 	}
 }

@@ -34,6 +34,7 @@ func RunJobs(t *testing.T, h JobHarness) {
 	}{
 		{"ExclusionAndOrderUnderConcurrency", testJobExclusion},
 		{"IdempotentSubmit", testJobIdempotency},
+		{"BatchConcurrency", testJobBatchConcurrency},
 	}
 	for _, c := range serial {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
