@@ -30,6 +30,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/batonhq/baton/internal/combine"
 	"github.com/batonhq/baton/internal/notify"
 	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
@@ -95,6 +96,8 @@ type Store struct {
 	info       *serverInfo // nil until fetched successfully
 	infoFailed time.Time   // when the last fetch failed
 
+	renews       *combine.Combiner[*store.RenewParams, *store.Lease]
+	noRenewBatch atomic.Bool // the server has no POST /v1/locks/renew-batch
 }
 
 var (
@@ -143,7 +146,7 @@ func NewStore(cfg Config) (*Store, error) {
 		hc = &http.Client{Transport: t}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Store{
+	s := &Store{
 		base:      strings.TrimRight(u.Scheme+"://"+u.Host+u.EscapedPath(), "/"),
 		token:     cfg.Token,
 		hc:        hc,
@@ -153,7 +156,9 @@ func NewStore(cfg Config) (*Store, error) {
 		jobHub:    newKindHub(),
 		closeCtx:  ctx,
 		cancel:    cancel,
-	}, nil
+	}
+	s.renews = newRenewCombiner(s)
+	return s, nil
 }
 
 // BaseURL returns the server address requests go to, without a trailing slash.
@@ -229,6 +234,11 @@ func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, 
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	return s.renews.Do(ctx, p)
+}
+
+// renewOne sends one renew request.
+func (s *Store) renewOne(ctx context.Context, p *store.RenewParams) (*store.Lease, error) {
 	ttl := ceilMs(p.TTL)
 	var resp wire.LeaseResponse
 	err := s.do(ctx, http.MethodPost, "/v1/locks/renew", nil, wire.RenewRequest{Key: p.Key, LeaseID: p.LeaseID, TTLMs: &ttl}, &resp)

@@ -92,21 +92,39 @@ func (s *Store) problemError(method, path string, resp *http.Response) error {
 			p = problemJSON{} // a document we cannot read is treated as no document
 		}
 	}
-	ms := func(v *int64) time.Duration {
-		if v == nil {
-			return 0
-		}
-		return time.Duration(*v) * time.Millisecond
+	if err := storeError(&p); err != nil {
+		return err
 	}
+	pe := &ProblemError{Status: resp.StatusCode, Code: p.Code, Title: p.Title, Detail: p.Detail, RetryAfter: msOf(p.RetryAfterMs)}
+	if pe.RetryAfter <= 0 {
+		// Seconds; an HTTP date is not worth the clock comparison.
+		if secs, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After"))); err == nil && secs > 0 {
+			pe.RetryAfter = time.Duration(min(secs, 3600)) * time.Second
+		}
+	}
+	pe.RetryAfter = max(pe.RetryAfter, 0)
+	if p.Code == "" {
+		// Not a problem document (a proxy, or not a Baton server): show the start of the body.
+		pe.Detail = strings.TrimSpace(string(raw[:min(len(raw), 200)]))
+	}
+	if errors.Is(pe, ErrUnauthorized) || errors.Is(pe, ErrForbidden) {
+		return pe
+	}
+	return fmt.Errorf("baton client: %s %s: %w", method, path, pe)
+}
+
+// storeError maps a problem document to the store error the contract names for its code, or
+// nil if its code has none.
+func storeError(p *problemJSON) error {
 	switch p.Code {
 	case "lock_held":
-		e := &store.LockHeldError{Key: p.Key, Holder: p.Holder, Token: p.Token, RetryAfter: ms(p.RetryAfterMs)}
+		e := &store.LockHeldError{Key: p.Key, Holder: p.Holder, Token: p.Token, RetryAfter: msOf(p.RetryAfterMs)}
 		if p.ExpiresAt != nil {
 			e.ExpiresAt = p.ExpiresAt.UTC()
 		}
 		return e
 	case "cooldown":
-		return &store.CooldownError{Key: p.Key, Reason: p.Reason, Remaining: ms(p.RemainingMs)}
+		return &store.CooldownError{Key: p.Key, Reason: p.Reason, Remaining: msOf(p.RemainingMs)}
 	case "not_held":
 		return store.ErrNotHeld
 	case "not_found":
@@ -138,20 +156,12 @@ func (s *Store) problemError(method, path string, resp *http.Response) error {
 		}
 		return e
 	}
-	pe := &ProblemError{Status: resp.StatusCode, Code: p.Code, Title: p.Title, Detail: p.Detail, RetryAfter: ms(p.RetryAfterMs)}
-	if pe.RetryAfter <= 0 {
-		// Seconds; an HTTP date is not worth the clock comparison.
-		if secs, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After"))); err == nil && secs > 0 {
-			pe.RetryAfter = time.Duration(min(secs, 3600)) * time.Second
-		}
+	return nil
+}
+
+func msOf(v *int64) time.Duration {
+	if v == nil {
+		return 0
 	}
-	pe.RetryAfter = max(pe.RetryAfter, 0)
-	if p.Code == "" {
-		// Not a problem document (a proxy, or not a Baton server): show the start of the body.
-		pe.Detail = strings.TrimSpace(string(raw[:min(len(raw), 200)]))
-	}
-	if errors.Is(pe, ErrUnauthorized) || errors.Is(pe, ErrForbidden) {
-		return pe
-	}
-	return fmt.Errorf("baton client: %s %s: %w", method, path, pe)
+	return time.Duration(*v) * time.Millisecond
 }

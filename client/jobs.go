@@ -88,7 +88,7 @@ func (s *Store) SubmitJob(ctx context.Context, p *store.SubmitParams) (*store.Su
 }
 
 // SubmitJobs enqueues a batch with one POST /v1/jobs/batch (the server's body limit,
-// server.MaxBatchBodyBytes, bounds a batch too). Each job's idempotency key travels in its
+// server.MaxJobBatchBodyBytes, bounds a batch too). Each job's idempotency key travels in its
 // idempotency_key member.
 func (s *Store) SubmitJobs(ctx context.Context, ps []*store.SubmitParams) ([]*store.SubmitResult, error) {
 	if err := s.check(); err != nil {

@@ -24,7 +24,11 @@ import (
 //
 // Each queue is bounded; a call that finds its queue full is shed at once with errOverloaded (a
 // 503 "overloaded" with Retry-After). The keep queue's bound is keepQueueFactor times the new
-// one's, so new work is shed long before renewals are.
+// one's, so new work is shed long before renewals are. The new queue is also bounded in time:
+// when its oldest call has waited longer than MaxQueueWait, the store is behind by that much and
+// new calls are shed at the door until the queue catches up. A count alone does not bound the
+// wait (a slow store drains 1,024 calls in seconds), and every new call admitted brings a
+// release or a completion with it, which then queues in front of everything else.
 
 // DefaultMaxInflight is the default of Config.MaxInflight.
 const DefaultMaxInflight = 64
@@ -34,6 +38,9 @@ const DefaultMaxQueue = 1024
 
 // keepQueueFactor sizes the keep queue's bound from the new queue's.
 const keepQueueFactor = 4
+
+// DefaultMaxQueueWait is the default of Config.MaxQueueWait.
+const DefaultMaxQueueWait = 500 * time.Millisecond
 
 // overloadRetryAfter is the Retry-After of a shed request.
 const overloadRetryAfter = time.Second
@@ -54,12 +61,14 @@ var errOverloaded = errors.New("the server is overloaded: too many requests wait
 
 type waiter struct {
 	ch      chan struct{}
+	since   time.Time
 	granted bool // under gate.mu: a slot was handed to this waiter
 }
 
 type gate struct {
 	limit    int
 	maxQueue [2]int // negative: unbounded
+	maxWait  time.Duration // of the new queue's oldest call; negative: unbounded
 
 	mu       sync.Mutex
 	inflight int
@@ -71,8 +80,8 @@ type gate struct {
 	queueWait     *prometheus.HistogramVec
 }
 
-func newGate(limit, maxQueue int, reg prometheus.Registerer) *gate {
-	g := &gate{limit: limit, maxQueue: [2]int{classKeep: maxQueue * keepQueueFactor, classNew: maxQueue}}
+func newGate(limit, maxQueue int, maxWait time.Duration, reg prometheus.Registerer) *gate {
+	g := &gate{limit: limit, maxQueue: [2]int{classKeep: maxQueue * keepQueueFactor, classNew: maxQueue}, maxWait: maxWait}
 	if maxQueue < 0 {
 		g.maxQueue = [2]int{-1, -1}
 	}
@@ -86,7 +95,7 @@ func newGate(limit, maxQueue int, reg prometheus.Registerer) *gate {
 	}, []string{"class"})
 	g.shed = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "baton_store_shed_total",
-		Help: "Store calls refused with 503 overloaded because their queue was full, by class.",
+		Help: "Store calls refused with 503 overloaded because their queue was full (or, for new calls, its oldest call had waited longer than the bound), by class.",
 	}, []string{"class"})
 	g.queueWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "baton_store_queue_wait_seconds",
@@ -106,7 +115,7 @@ func newGate(limit, maxQueue int, reg prometheus.Registerer) *gate {
 // call of c would be shed now, and counts it.
 func (g *gate) shedAtDoor(c class) bool {
 	g.mu.Lock()
-	full := g.inflight >= g.limit && g.maxQueue[c] >= 0 && len(g.queues[c]) >= g.maxQueue[c]
+	full := g.inflight >= g.limit && g.full(c, time.Now())
 	g.mu.Unlock()
 	if full {
 		g.shed.WithLabelValues(classNames[c]).Inc()
@@ -142,19 +151,19 @@ func (g *gate) enter(ctx context.Context, c class) error {
 		g.queueWait.WithLabelValues(classNames[c]).Observe(0)
 		return nil
 	}
-	if bounded && g.maxQueue[c] >= 0 && len(g.queues[c]) >= g.maxQueue[c] {
+	now := time.Now()
+	if bounded && g.full(c, now) {
 		g.mu.Unlock()
 		g.shed.WithLabelValues(classNames[c]).Inc()
 		return errOverloaded
 	}
-	w := &waiter{ch: make(chan struct{})}
+	w := &waiter{ch: make(chan struct{}), since: now}
 	g.queues[c] = append(g.queues[c], w)
 	g.depth.WithLabelValues(classNames[c]).Set(float64(len(g.queues[c])))
 	g.mu.Unlock()
-	start := time.Now()
 	select {
 	case <-w.ch:
-		g.queueWait.WithLabelValues(classNames[c]).Observe(time.Since(start).Seconds())
+		g.queueWait.WithLabelValues(classNames[c]).Observe(time.Since(now).Seconds())
 		return nil
 	case <-ctx.Done():
 	}
@@ -170,6 +179,16 @@ func (g *gate) enter(ctx context.Context, c class) error {
 	g.depth.WithLabelValues(classNames[c]).Set(float64(len(g.queues[c])))
 	g.mu.Unlock()
 	return ctx.Err()
+}
+
+// full reports, under g.mu, whether a call of class c that cannot enter now must be shed: its
+// queue holds its bound, or (new calls) the queue's oldest call has waited past maxWait.
+func (g *gate) full(c class, now time.Time) bool {
+	q := g.queues[c]
+	if g.maxQueue[c] >= 0 && len(q) >= g.maxQueue[c] {
+		return true
+	}
+	return c == classNew && g.maxWait >= 0 && len(q) > 0 && now.Sub(q[0].since) > g.maxWait
 }
 
 // leave frees a slot, handing it to the first waiter of the keep queue, else of the new queue.
@@ -220,6 +239,11 @@ func (s *gatedStore) Acquire(ctx context.Context, p *store.AcquireParams) (*stor
 
 func (s *gatedStore) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, error) {
 	return do(s.g, ctx, classKeep, func() (*store.Lease, error) { return s.Store.Renew(ctx, p) })
+}
+
+// RenewMany takes one slot for the whole batch: one store call.
+func (s *gatedStore) RenewMany(ctx context.Context, ps []*store.RenewParams) ([]store.RenewResult, error) {
+	return do(s.g, ctx, classKeep, func() ([]store.RenewResult, error) { return store.RenewMany(ctx, s.Store, ps) })
 }
 
 func (s *gatedStore) Release(ctx context.Context, p *store.ReleaseParams) (*store.ReleaseResult, error) {

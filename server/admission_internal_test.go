@@ -30,7 +30,7 @@ func waitQueued(t *testing.T, g *gate, c class, n int) {
 // The gate: keep calls before new ones, FIFO within a class, bounded queues (waiting acquires'
 // attempts excepted), and a caller that gives up leaves the queue or passes its slot on.
 func TestGate(t *testing.T) {
-	g := newGate(1, 2, prometheus.NewRegistry())
+	g := newGate(1, 2, -1, prometheus.NewRegistry())
 	ctx := context.Background()
 	if err := g.enter(ctx, classNew); err != nil {
 		t.Fatal(err)
@@ -78,4 +78,55 @@ func TestGate(t *testing.T) {
 	if g.inflight != 0 {
 		t.Fatalf("%d in flight after all left", g.inflight)
 	}
+}
+
+// New calls are shed once the oldest queued new call has waited past the bound; renewals and
+// the attempts of waiting acquires still queue, and once the queue has caught up new calls
+// queue again.
+func TestGateShedsNewWorkWhenTheQueueIsStale(t *testing.T) {
+	g := newGate(1, 100, 50*time.Millisecond, prometheus.NewRegistry())
+	ctx := context.Background()
+	if err := g.enter(ctx, classNew); err != nil {
+		t.Fatal(err)
+	}
+	results := make(chan error, 8)
+	enter := func(c class) {
+		go func() {
+			err := g.enter(ctx, c)
+			if err == nil {
+				g.leave()
+			}
+			results <- err
+		}()
+	}
+	enter(classNew)
+	waitQueued(t, g, classNew, 1)
+	// A fresh queue admits more.
+	enter(classNew)
+	waitQueued(t, g, classNew, 2)
+	// The oldest has now waited a second (set, rather than slept for).
+	g.mu.Lock()
+	g.queues[classNew][0].since = time.Now().Add(-time.Second)
+	g.mu.Unlock()
+	if err := g.enter(ctx, classNew); !errors.Is(err, errOverloaded) {
+		t.Fatalf("new call behind a stale queue: %v, want errOverloaded", err)
+	}
+	if !g.shedAtDoor(classNew) {
+		t.Fatal("shedAtDoor: a waiting acquire behind a stale queue was not shed")
+	}
+	enter(classKeep)
+	waitQueued(t, g, classKeep, 1)
+	enter(classNewAdmitted)
+	waitQueued(t, g, classNew, 3)
+	g.leave() // the slot goes around: keep first, then the three new calls
+	for range 4 {
+		if err := <-results; err != nil {
+			t.Fatalf("queued call: %v", err)
+		}
+	}
+	// Caught up: the queue is empty and new calls enter again.
+	if err := g.enter(ctx, classNew); err != nil {
+		t.Fatalf("new call after the queue caught up: %v", err)
+	}
+	g.leave()
 }

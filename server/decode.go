@@ -22,6 +22,14 @@ func decode(w http.ResponseWriter, r *http.Request, dst any) bool {
 	return decodeBody(w, r, dst, false, MaxBodyBytes)
 }
 
+// MaxBatchBodyBytes bounds the bodies of batch requests (POST /v1/locks/renew-batch).
+const MaxBatchBodyBytes = 1 << 20
+
+// decodeBatch is decode for batch requests, whose bodies may reach MaxBatchBodyBytes.
+func decodeBatch(w http.ResponseWriter, r *http.Request, dst any) bool {
+	return decodeBody(w, r, dst, false, MaxBatchBodyBytes)
+}
+
 // decodeLocating is decode, except that a syntax error inside the value of a top-level member
 // is reported on that member (e.g. "args") rather than on the whole body.
 func decodeLocating(w http.ResponseWriter, r *http.Request, dst any) bool {

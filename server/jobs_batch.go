@@ -10,8 +10,9 @@ import (
 	"github.com/batonhq/baton/store"
 )
 
-// MaxBatchBodyBytes bounds the body of POST /v1/jobs/batch (MaxBodyBytes bounds the others).
-const MaxBatchBodyBytes = 8 << 20
+// MaxJobBatchBodyBytes bounds the body of POST /v1/jobs/batch: up to store.MaxSubmitBatch jobs,
+// each with its args (MaxBodyBytes bounds single calls, MaxBatchBodyBytes the other batches).
+const MaxJobBatchBodyBytes = 8 << 20
 
 // submitJobs is POST /v1/jobs/batch: every job is checked as a single submit's body is, then the
 // batch is one store call (one atomic step). A bad or refused job fails the whole batch with a
@@ -22,7 +23,7 @@ func (s *Server) submitJobs(w http.ResponseWriter, r *http.Request, _ principal)
 		return
 	}
 	var req wire.SubmitBatchRequest
-	if !decodeBody(w, r, &req, true, MaxBatchBodyBytes) {
+	if !decodeBody(w, r, &req, true, MaxJobBatchBodyBytes) {
 		return
 	}
 	switch {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -207,6 +208,52 @@ func (s *Server) renew(w http.ResponseWriter, r *http.Request, _ principal) {
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.LeaseResponse{Lease: wire.LeaseFrom(sl)})
+}
+
+// renewBatch renews many leases in one store call (group commit on the SQL stores): a holder of
+// many leases sends one request instead of one per lease. Bad input anywhere rejects the whole
+// batch; otherwise each renewal gets its own answer.
+func (s *Server) renewBatch(w http.ResponseWriter, r *http.Request, _ principal) {
+	var req wire.RenewBatchRequest
+	if !decodeBatch(w, r, &req) {
+		return
+	}
+	if len(req.Leases) == 0 || len(req.Leases) > store.MaxRenewBatch {
+		writeProblem(w, invalidArg("leases", "must hold 1 to "+strconv.Itoa(store.MaxRenewBatch)+" renewals"))
+		return
+	}
+	ps := make([]*store.RenewParams, len(req.Leases))
+	for i, it := range req.Leases {
+		ttl := store.DefaultTTLForServer
+		if it.TTLMs != nil {
+			if *it.TTLMs < store.MinTTL.Milliseconds() || *it.TTLMs > store.MaxTTL.Milliseconds() {
+				writeProblem(w, invalidArg("leases["+strconv.Itoa(i)+"].ttl_ms", "must be between "+strconv.FormatInt(store.MinTTL.Milliseconds(), 10)+
+					" and "+strconv.FormatInt(store.MaxTTL.Milliseconds(), 10)))
+				return
+			}
+			ttl = time.Duration(*it.TTLMs) * time.Millisecond
+		}
+		ps[i] = &store.RenewParams{Key: it.Key, LeaseID: it.LeaseID, TTL: ttl}
+	}
+	res, err := store.RenewMany(r.Context(), s.st, ps)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := wire.RenewBatchResponse{Results: make([]wire.RenewBatchResult, len(res))}
+	for i, rr := range res {
+		if rr.Err != nil {
+			p, ok := problemFor(rr.Err)
+			if !ok {
+				s.log.LogAttrs(r.Context(), slog.LevelError, "store error", slog.String("path", r.URL.Path), slog.String("err", rr.Err.Error()))
+			}
+			out.Results[i].Error = &p.Problem
+			continue
+		}
+		l := wire.LeaseFrom(rr.Lease)
+		out.Results[i].Lease = &l
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) release(w http.ResponseWriter, r *http.Request, _ principal) {

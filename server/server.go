@@ -27,14 +27,23 @@ type Config struct {
 	Auth    *Auth
 	Logger  *slog.Logger
 	MaxWait time.Duration // DefaultMaxWait if zero
-	// MaxInflight bounds the API's store calls in flight at once (DefaultMaxInflight if zero).
-	// Calls past it wait for a slot: renewals, releases and job heartbeats and ends first.
+	// MaxInflight bounds the API's store calls in flight at once. Calls past it wait for a slot:
+	// renewals, releases and job heartbeats and ends first. Zero means twice the store's
+	// Parallelism but at least 8 (8 on SQLite, twice the pool on PostgreSQL, at most 64), so
+	// that the priority holds where the store queues, or DefaultMaxInflight for stores that do
+	// not report one.
 	MaxInflight int
 	// MaxQueue bounds the calls waiting for a slot (DefaultMaxQueue if zero; negative: no
 	// bound). Past it, acquires, gets, listings, job submits and claims are answered 503
 	// "overloaded" with Retry-After; renewals, releases and job heartbeats and ends have a
 	// budget four times as large of their own.
 	MaxQueue int
+	// MaxQueueWait bounds how far behind the store may fall before new work is shed: once the
+	// oldest waiting acquire, get, listing, submit or claim has waited this long, new ones are
+	// answered 503 "overloaded" with Retry-After until the queue catches up
+	// (DefaultMaxQueueWait if zero; negative: no bound). Renewals, releases and job heartbeats
+	// and ends are never shed for time.
+	MaxQueueWait time.Duration
 	// Version and StoreName are reported by GET /v1/info.
 	Version   string
 	StoreName string
@@ -77,6 +86,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxInflight == 0 {
 		cfg.MaxInflight = DefaultMaxInflight
+		if p, ok := cfg.Store.(store.Parallelism); ok && p.Parallelism() > 0 {
+			cfg.MaxInflight = min(DefaultMaxInflight, max(8, 2*p.Parallelism()))
+		}
 	}
 	if cfg.MaxInflight < 0 || cfg.MaxInflight > 100000 {
 		return nil, &store.InvalidArgumentError{Field: "max_inflight", Rule: "must be between 1 and 100000"}
@@ -84,8 +96,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxQueue == 0 {
 		cfg.MaxQueue = DefaultMaxQueue
 	}
+	if cfg.MaxQueueWait == 0 {
+		cfg.MaxQueueWait = DefaultMaxQueueWait
+	}
 	m := newMetrics()
-	g := newGate(cfg.MaxInflight, cfg.MaxQueue, m.registry)
+	g := newGate(cfg.MaxInflight, cfg.MaxQueue, cfg.MaxQueueWait, m.registry)
 	st := &gatedStore{Store: cfg.Store, g: g}
 	m.registry.MustRegister(newHeldGauge(cfg.Store, g))
 	locker, err := baton.NewLocker(st, &baton.Config{Logger: cfg.Logger})
@@ -127,6 +142,7 @@ func (s *Server) routes() http.Handler {
 	for _, rt := range []route{
 		{"/v1/locks/acquire", http.MethodPost, "acquire", RoleWrite, s.acquire},
 		{"/v1/locks/renew", http.MethodPost, "renew", RoleWrite, s.renew},
+		{"/v1/locks/renew-batch", http.MethodPost, "renew_batch", RoleWrite, s.renewBatch},
 		{"/v1/locks/release", http.MethodPost, "release", RoleWrite, s.release},
 		{"/v1/locks/force-release", http.MethodPost, "force_release", RoleAdmin, s.forceRelease},
 		{"/v1/locks/{key...}", http.MethodGet, "get", RoleRead, s.get},

@@ -179,3 +179,11 @@ type EventsParams struct {
 	After uint64 // only events with a greater ID (the cursor of the previous page)
 	Limit int    // 1..MaxListLimit; DefaultListSize if zero
 }
+
+// Parallelism is implemented by stores that serve only so many calls at once (the connections
+// of their pool: one for SQLite). A server then admits about that many store calls at a time,
+// so that its own queue, which serves renewals and releases first, orders the rest, instead of
+// the pool's, which does not know a renewal from a listing.
+type Parallelism interface {
+	Parallelism() int
+}

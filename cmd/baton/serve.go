@@ -39,7 +39,7 @@ type serveFlags struct {
 	listen, store, authFile, tlsCert, tlsKey, logFormat string
 	insecureNoAuth                                      bool
 	maxWait, shutdownGrace                              time.Duration
-	reapInterval, jobRetention                          time.Duration
+	reapInterval, jobRetention, maxQueueWait            time.Duration
 	maxInflight, maxQueue                               int
 }
 
@@ -55,7 +55,8 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.logFormat, "log-format", envOr("BATON_LOG_FORMAT", "text"), "text or json (env BATON_LOG_FORMAT)")
 	fs.BoolVar(&f.insecureNoAuth, "insecure-no-auth", os.Getenv("BATON_INSECURE_NO_AUTH") == "true", "allow a non-loopback address without --auth-file (env BATON_INSECURE_NO_AUTH=true)")
 	fs.DurationVar(&f.maxWait, "max-wait", server.DefaultMaxWait, "longest server-side wait of one acquire request")
-	fs.IntVar(&f.maxInflight, "max-inflight", server.DefaultMaxInflight, "store calls in flight at once; more wait, renewals and releases first")
+	fs.IntVar(&f.maxInflight, "max-inflight", 0, "store calls in flight at once; more wait, renewals and releases first (0: twice the store's connections, at least 8, at most 64)")
+	fs.DurationVar(&f.maxQueueWait, "max-queue-wait", server.DefaultMaxQueueWait, "once the oldest waiting acquire, listing, submit or claim has waited this long, new ones get 503 overloaded with Retry-After until the store catches up (renewals and releases are never shed for time; -1s: no bound)")
 	fs.IntVar(&f.maxQueue, "max-queue", server.DefaultMaxQueue, "store calls that may wait; past it new acquires, listings, submits and claims get 503 overloaded with Retry-After (renewals and releases: 4x; -1: no bound)")
 	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 10*time.Second, "how long SIGTERM waits for requests in flight")
 	fs.DurationVar(&f.reapInterval, "reap-interval", baton.DefaultReapInterval, "how often the maintenance leader returns jobs whose lease expired to the queue (env BATON_REAP_INTERVAL)")
@@ -127,7 +128,7 @@ func serve(ctx context.Context, f serveFlags, log *slog.Logger) error {
 	}
 	defer st.Close()
 	srv, err := server.New(server.Config{Store: st, Auth: auth, Logger: log, MaxWait: f.maxWait,
-		MaxInflight: f.maxInflight, MaxQueue: f.maxQueue, Version: versionString(), StoreName: storeName})
+		MaxInflight: f.maxInflight, MaxQueue: f.maxQueue, MaxQueueWait: f.maxQueueWait, Version: versionString(), StoreName: storeName})
 	if err != nil {
 		ln.Close()
 		return err

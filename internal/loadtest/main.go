@@ -29,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -47,28 +48,45 @@ import (
 type flags struct {
 	store, scenario, pgDSN      string
 	held, waiters, keys, concur int
+	clients                     int
 	duration, waitTimeout, ttl  time.Duration
 	maxInflight, maxQueue       int
+	maxQueueWait                time.Duration
 	limit                       time.Duration
 }
 
 func main() {
 	var f flags
 	flag.StringVar(&f.store, "store", "sqlite", "sqlite or postgres")
-	flag.StringVar(&f.scenario, "scenario", "held", "held or waiters")
+	flag.StringVar(&f.scenario, "scenario", "held", "held, waiters, cycles or hammer")
 	flag.StringVar(&f.pgDSN, "pg", envOr("BATON_TEST_POSTGRES_DSN", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), "PostgreSQL DSN (a fresh schema is created and dropped)")
 	flag.IntVar(&f.held, "held", 10000, "held: leases to hold")
 	flag.IntVar(&f.concur, "concurrency", 64, "held: concurrent acquires while taking the leases")
 	flag.DurationVar(&f.ttl, "ttl", 15*time.Second, "held: lease TTL (keepalive renews every TTL/3)")
 	flag.IntVar(&f.waiters, "waiters", 2000, "waiters: goroutines looping on waiting acquires")
 	flag.IntVar(&f.keys, "keys", 50, "waiters: keys they share")
+	flag.IntVar(&f.clients, "clients", 64, "cycles, hammer: concurrent clients")
 	flag.DurationVar(&f.waitTimeout, "wait", 2*time.Second, "waiters: wait timeout of each acquire")
 	flag.DurationVar(&f.duration, "duration", 30*time.Second, "how long to measure (after the leases are taken)")
 	flag.IntVar(&f.maxInflight, "max-inflight", 0, "server --max-inflight (0: default)")
 	flag.IntVar(&f.maxQueue, "max-queue", 0, "server --max-queue (0: default)")
+	flag.DurationVar(&f.maxQueueWait, "max-queue-wait", 0, "server --max-queue-wait (0: default; negative: none)")
 	flag.DurationVar(&f.limit, "limit", 60*time.Second, "hard bound of the whole run")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
-	if err := run(f); err != nil {
+	if *cpuprofile != "" {
+		pf, err := os.Create(*cpuprofile)
+		if err == nil {
+			err = pprof.StartCPUProfile(pf)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "loadtest:", err)
+			os.Exit(1)
+		}
+	}
+	err := run(f)
+	pprof.StopCPUProfile()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		os.Exit(1)
 	}
@@ -122,7 +140,7 @@ func run(f flags) error {
 	}
 	defer st.Close()
 	errs := &errorCounter{}
-	srv, err := server.New(server.Config{Store: st, Logger: slog.New(errs), MaxInflight: f.maxInflight, MaxQueue: f.maxQueue})
+	srv, err := server.New(server.Config{Store: st, Logger: slog.New(errs), MaxInflight: f.maxInflight, MaxQueue: f.maxQueue, MaxQueueWait: f.maxQueueWait})
 	if err != nil {
 		return err
 	}
@@ -145,23 +163,39 @@ func run(f flags) error {
 	}
 	defer cl.Close()
 	cs := &countingStore{Store: cl}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	locker, err := baton.NewLocker(cs, &baton.Config{Logger: quiet})
+	locker, err := baton.NewLocker(cs, &baton.Config{Logger: quietLog()})
 	if err != nil {
 		return err
 	}
-	fmt.Printf("store %s, server max-inflight %d max-queue %d, GOMAXPROCS %d\n", name,
-		or(f.maxInflight, server.DefaultMaxInflight), or(f.maxQueue, server.DefaultMaxQueue), runtime.GOMAXPROCS(0))
+	inflight := "default (twice the store's connections, 8 to 64)"
+	if f.maxInflight != 0 {
+		inflight = fmt.Sprint(f.maxInflight)
+	}
+	fmt.Printf("store %s, server max-inflight %s, max-queue %d, max-queue-wait %s, GOMAXPROCS %d\n", name,
+		inflight, or(f.maxQueue, server.DefaultMaxQueue), orDur(f.maxQueueWait, server.DefaultMaxQueueWait), runtime.GOMAXPROCS(0))
 	switch f.scenario {
 	case "held":
 		err = held(ctx, f, locker, cs)
 	case "waiters":
 		err = waiters(ctx, f, locker, cs)
+	case "cycles":
+		err = cycles(ctx, f, locker, st)
+	case "hammer":
+		err = hammer(ctx, f, locker)
 	default:
 		err = fmt.Errorf("unknown scenario %q", f.scenario)
 	}
 	fmt.Printf("  server ERROR log lines: %d\n", errs.n.Load())
 	return err
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func orDur(v, def time.Duration) time.Duration {
+	if v == 0 {
+		return def
+	}
+	return v
 }
 
 func or(v, def int) int {
@@ -193,9 +227,11 @@ type countingStore struct {
 	acquires  atomic.Int64
 	held409   atomic.Int64
 	renewErrs atomic.Int64
-	overload  atomic.Int64 // 503 overloaded
-	unavail   atomic.Int64 // other 5xx
-	other     atomic.Int64
+	// firstRenewErr is the first renewal error's text, for the report.
+	firstRenewErr atomic.Value
+	overload      atomic.Int64 // 503 overloaded
+	unavail       atomic.Int64 // other 5xx
+	other         atomic.Int64
 }
 
 func (c *countingStore) classify(err error) {
@@ -225,7 +261,9 @@ func (c *countingStore) Renew(ctx context.Context, p *store.RenewParams) (*store
 	l, err := c.Store.Renew(ctx, p)
 	d := time.Since(start)
 	if err != nil {
-		c.renewErrs.Add(1)
+		if c.renewErrs.Add(1) == 1 {
+			c.firstRenewErr.Store(fmt.Sprintf("%v (after %s)", err, d.Round(time.Millisecond)))
+		}
 		c.classify(err)
 	}
 	c.mu.Lock()
@@ -278,7 +316,21 @@ func held(ctx context.Context, f flags, locker *baton.Locker, cs *countingStore)
 			}
 		}()
 	}
+	progress := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(10 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-progress:
+				return
+			case <-tick.C:
+				fmt.Printf("  … %s: %d taken, %d lost so far\n", time.Since(start).Round(time.Second), min(int(next.Load()), f.held), lost.Load())
+			}
+		}
+	}()
 	wg.Wait()
+	close(progress)
 	if firstErr != nil {
 		return fmt.Errorf("taking the leases: %w", firstErr)
 	}
@@ -303,6 +355,9 @@ func held(ctx context.Context, f flags, locker *baton.Locker, cs *countingStore)
 	fmt.Printf("  after %s: held %d, lost %d; renewals %d (%.0f/s), p50 %s, p99 %s, max %s; renew errors %d (503 overloaded %d, other 5xx %d)\n",
 		window.Round(time.Second), int64(f.held)-lost.Load(), lost.Load(), len(d), float64(len(d))/max(window.Seconds(), 1e-3),
 		ms(pct(d, 0.5)), ms(pct(d, 0.99)), ms(pct(d, 1)), cs.renewErrs.Load(), cs.overload.Load(), cs.unavail.Load())
+	if e, ok := cs.firstRenewErr.Load().(string); ok {
+		fmt.Printf("  first renewal error: %s\n", e)
+	}
 	return nil
 }
 

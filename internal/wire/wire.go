@@ -74,6 +74,24 @@ type RenewRequest struct {
 	TTLMs   *int64 `json:"ttl_ms,omitempty"`
 }
 
+// RenewBatchRequest is the body of POST /v1/locks/renew-batch: up to store.MaxRenewBatch
+// renewals, renewed in one store call.
+type RenewBatchRequest struct {
+	Leases []RenewRequest `json:"leases"`
+}
+
+// RenewBatchResponse answers POST /v1/locks/renew-batch: one result per renewal, in order.
+type RenewBatchResponse struct {
+	Results []RenewBatchResult `json:"results"`
+}
+
+// RenewBatchResult is the renewed lease, or the problem that single renewal would have got
+// (not_held, …).
+type RenewBatchResult struct {
+	Lease *Lease   `json:"lease,omitempty"`
+	Error *Problem `json:"error,omitempty"`
+}
+
 // ReleaseRequest is the body of POST /v1/locks/release.
 type ReleaseRequest struct {
 	Key     string `json:"key"`

@@ -16,7 +16,7 @@ import (
 // queries holds the statements of one schema, built once at open. Only the schema-qualified names
 // (validated and sanitized) are spliced in; every user value is a bind parameter.
 type queries struct {
-	acquire, renew, release, released, forceRelease, get, list, events string
+	acquire, renew, renewMany, release, released, forceRelease, get, list, events string
 }
 
 // leaseCols is what every lease-returning statement yields, in scanLease's order. The remaining
@@ -106,6 +106,7 @@ SELECT false, ` + leaseCols + `, ended,
 FROM cur WHERE NOT EXISTS (SELECT FROM ins)`,
 
 		// $1 key, $2 lease_id, $3 ttl ms.
+		renewMany: renewManyQuery(schema),
 		renew: `UPDATE ` + t + ` SET
 	expires_at   = now() + $3::bigint * interval '1 millisecond',
 	available_at = now() + ($3::bigint + lock_delay_ms) * interval '1 millisecond'
@@ -229,6 +230,11 @@ func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, 
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
+	return s.renews.Do(ctx, p)
+}
+
+// renewOne renews one lease with the single-row statement.
+func (s *Store) renewOne(ctx context.Context, p *store.RenewParams) (*store.Lease, error) {
 	l, err := scanLease(s.pool.QueryRow(ctx, s.q.renew, p.Key, p.LeaseID, p.TTL.Milliseconds()), nil)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.ErrNotHeld

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/batonhq/baton/internal/combine"
 	"github.com/batonhq/baton/internal/notify"
 	"github.com/batonhq/baton/store"
 )
@@ -72,6 +73,7 @@ type Store struct {
 	sq       submitQueries
 	hub      *notify.Hub
 	lis      *listener
+	renews   *combine.Combiner[*store.RenewParams, *store.Lease]
 
 	audit     bool
 	closed    atomic.Bool
@@ -170,6 +172,7 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg Config, ownsPool bool
 		hub:      notify.NewHub(),
 		audit:    cfg.Audit,
 	}
+	s.renews = newRenewCombiner(s)
 	lis, err := startListener(ctx, pool, s.channel, s.hub)
 	if err != nil {
 		return nil, err
@@ -264,3 +267,6 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Schema returns the schema that holds the store's tables.
 func (s *Store) Schema() string { return s.schema }
+
+// Parallelism is the pool's connections for statements.
+func (s *Store) Parallelism() int { return int(s.pool.Config().MaxConns) }

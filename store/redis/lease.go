@@ -20,14 +20,17 @@ type node struct {
 	rdb       *goredis.Client
 	prefix    string
 	channel   string
-	retention int64 // shadow retention, ms
+	retention int64 // Config.ShadowRetention, ms: how long a lease record outlives its lease
 	// always: release and force-release publish even if no waiter marked the lease (Redlock:
 	// a waiter may have been marked on other nodes only, which may be down at the release).
 	always string
+	// events: "1" if the server publishes expiry events (set by startListener before the store
+	// is used): a waiter's mark then also writes the wake key, whose expiry wakes waiters.
+	events string
 }
 
 func newNode(rdb *goredis.Client, prefix string, retention time.Duration) *node {
-	return &node{rdb: rdb, prefix: prefix, channel: prefix + "released", retention: retention.Milliseconds(), always: "0"}
+	return &node{rdb: rdb, prefix: prefix, channel: prefix + "released", retention: retention.Milliseconds(), always: "0", events: "0"}
 }
 
 func flag(b bool) string {
@@ -37,10 +40,14 @@ func flag(b bool) string {
 	return "0"
 }
 
-func (n *node) leaseKey(key string) string  { return n.prefix + "lease:" + key }
+func (n *node) leaseKey(key string) string { return n.prefix + "lease:" + key }
+func (n *node) wakeKey(key string) string  { return n.prefix + "wake:" + key }
+func (n *node) tokenKey() string           { return n.prefix + "token" }
+
+// shadowKey and restKey are the earlier key layout's (see scripts.go): read, and deleted, only
+// while a key still has them.
 func (n *node) shadowKey(key string) string { return n.prefix + "shadow:" + key }
 func (n *node) restKey(key string) string   { return n.prefix + "rest:" + key }
-func (n *node) tokenKey() string            { return n.prefix + "token" }
 
 // reply is one parsed script reply.
 type reply struct {
@@ -57,9 +64,9 @@ type reply struct {
 
 func (n *node) acquire(ctx context.Context, p *store.AcquireParams, floor, raise uint64) (*reply, error) {
 	v, err := acquireScript.Run(ctx, n.rdb,
-		[]string{n.leaseKey(p.Key), n.shadowKey(p.Key), n.restKey(p.Key), n.tokenKey()},
+		[]string{n.leaseKey(p.Key), n.shadowKey(p.Key), n.restKey(p.Key), n.tokenKey(), n.wakeKey(p.Key)},
 		p.LeaseID, p.Holder, p.TTL.Milliseconds(), string(p.Metadata), p.Cooldown.Milliseconds(),
-		p.LockDelay.Milliseconds(), floor, n.retention, raise, flag(p.Wait)).Slice()
+		p.LockDelay.Milliseconds(), floor, n.retention, raise, flag(p.Wait), n.events).Slice()
 	if err != nil {
 		return nil, err
 	}
@@ -98,8 +105,8 @@ func (n *node) acquire(ctx context.Context, p *store.AcquireParams, floor, raise
 }
 
 func (n *node) renew(ctx context.Context, p *store.RenewParams) (*reply, error) {
-	v, err := renewScript.Run(ctx, n.rdb, []string{n.leaseKey(p.Key), n.shadowKey(p.Key)},
-		p.LeaseID, p.TTL.Milliseconds(), n.retention).Slice()
+	v, err := renewScript.Run(ctx, n.rdb, []string{n.leaseKey(p.Key), n.shadowKey(p.Key), n.wakeKey(p.Key)},
+		p.LeaseID, p.TTL.Milliseconds(), n.retention, n.events).Slice()
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +145,7 @@ func (n *node) restore(ctx context.Context, src *reply, ttl time.Duration) (*rep
 
 func (n *node) release(ctx context.Context, p *store.ReleaseParams) (*reply, error) {
 	v, err := releaseScript.Run(ctx, n.rdb,
-		[]string{n.leaseKey(p.Key), n.shadowKey(p.Key), n.restKey(p.Key), n.channel},
+		[]string{n.leaseKey(p.Key), n.shadowKey(p.Key), n.restKey(p.Key), n.channel, n.wakeKey(p.Key)},
 		p.LeaseID, p.Key, n.retention, n.always).Slice()
 	if err != nil {
 		return nil, err
@@ -152,7 +159,8 @@ func (n *node) release(ctx context.Context, p *store.ReleaseParams) (*reply, err
 
 func (n *node) forceRelease(ctx context.Context, key string) (*reply, error) {
 	v, err := forceReleaseScript.Run(ctx, n.rdb,
-		[]string{n.leaseKey(key), n.shadowKey(key), n.restKey(key), n.channel}, key, n.retention, n.always).Slice()
+		[]string{n.leaseKey(key), n.shadowKey(key), n.restKey(key), n.channel, n.wakeKey(key)},
+		key, n.retention, n.always).Slice()
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +168,7 @@ func (n *node) forceRelease(ctx context.Context, key string) (*reply, error) {
 }
 
 func (n *node) rollback(ctx context.Context, key, id string) error {
-	return rollbackScript.Run(ctx, n.rdb, []string{n.leaseKey(key), n.shadowKey(key), n.channel}, id, key).Err()
+	return rollbackScript.Run(ctx, n.rdb, []string{n.leaseKey(key), n.shadowKey(key), n.channel, n.wakeKey(key)}, id, key).Err()
 }
 
 func (n *node) get(ctx context.Context, key string) (*reply, error) {

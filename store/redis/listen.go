@@ -13,7 +13,8 @@ import (
 
 // listener holds one Pub/Sub connection to one node and turns its messages into hub wake-ups:
 // a message on the released channel names the key; an expired-key event (when the server has
-// keyspace notifications for expiry on) names a lease key, mapped back to its lock key.
+// keyspace notifications for expiry on) names a wake key (or a lease key of the earlier layout),
+// mapped back to its lock key.
 // go-redis re-establishes a lost Pub/Sub connection and re-subscribes; every subscription
 // confirmation after the first ones means messages may have been lost, so every waiter is woken.
 type listener struct {
@@ -28,6 +29,7 @@ func startListener(ctx context.Context, rdb *goredis.Client, n *node, hub *notif
 	channels := []string{n.channel}
 	if ch, ok := expiredChannel(ctx, rdb); ok {
 		channels = append(channels, ch)
+		n.events = "1"
 	}
 	ps := rdb.Subscribe(ctx, channels...)
 	// Wait for the confirmations, so that a release after Open returns is seen.
@@ -42,7 +44,9 @@ func startListener(ctx context.Context, rdb *goredis.Client, n *node, hub *notif
 	}
 	lctx, cancel := context.WithCancel(context.Background())
 	l := &listener{ps: ps, cancel: cancel, done: make(chan struct{})}
-	leasePrefix := n.leaseKey("")
+	// A wake key expires with a lease that waiters marked; a lease key of the earlier layout
+	// expired with its lease (see scripts.go).
+	wakePrefix, leasePrefix := n.wakeKey(""), n.leaseKey("")
 	go func() {
 		defer close(l.done)
 		backoff := 10 * time.Millisecond
@@ -68,6 +72,8 @@ func startListener(ctx context.Context, rdb *goredis.Client, n *node, hub *notif
 			case *goredis.Message:
 				if m.Channel == n.channel {
 					hub.Notify(m.Payload)
+				} else if k, ok := strings.CutPrefix(m.Payload, wakePrefix); ok {
+					hub.Notify(k)
 				} else if k, ok := strings.CutPrefix(m.Payload, leasePrefix); ok {
 					hub.Notify(k)
 				}

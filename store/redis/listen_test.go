@@ -60,7 +60,9 @@ func TestPubSubReconnectWakesAll(t *testing.T) {
 	}
 }
 
-// With expiry events enabled on the server, a lease that simply expires wakes a waiter.
+// With expiry events enabled on the server, a lease that simply expires wakes a waiter: the
+// waiter's refused acquire marked the lease, which writes the wake key that expires with it (the
+// lease key itself outlives the lease).
 func TestExpiryEventWakes(t *testing.T) {
 	srv := startServer(t, false, "--notify-keyspace-events", "Ex")
 	s := openSingle(t, srv.addr(), "baton:")
@@ -70,6 +72,9 @@ func TestExpiryEventWakes(t *testing.T) {
 	start := time.Now()
 	if _, err := s.Acquire(ctx, &store.AcquireParams{Key: "k", LeaseID: "a", Holder: "a", TTL: time.Second}); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := s.Acquire(ctx, &store.AcquireParams{Key: "k", LeaseID: "w", Holder: "w", TTL: time.Second, Wait: true}); !errors.Is(err, store.ErrLockHeld) {
+		t.Fatalf("waiting acquire while held: %v, want ErrLockHeld", err)
 	}
 	wantWake(t, wake, "the lease expired")
 	if d := time.Since(start); d < time.Second {

@@ -114,7 +114,7 @@ func TestRedlockNodeRestart(t *testing.T) {
 	}
 	rdb := goredis.NewClient(&goredis.Options{Addr: addrs[2]})
 	defer rdb.Close()
-	if id, err := rdb.HGet(ctx, "baton:lease:k1", "id").Result(); !errors.Is(err, goredis.Nil) {
+	if id, err := batonredis.LiveLeaseID(ctx, rdb, "baton:", "k1"); id != "" || err != nil {
 		t.Fatalf("restarted node holds k1 as %q (%v) after the holder's re-acquire; want nothing", id, err)
 	}
 	for _, l := range []*store.Lease{first, second} {
@@ -146,12 +146,9 @@ func nodeLease(t *testing.T, addr, key string) string {
 	t.Helper()
 	rdb := goredis.NewClient(&goredis.Options{Addr: addr})
 	defer rdb.Close()
-	id, err := rdb.HGet(testCtx(t), "baton:lease:"+key, "id").Result()
-	if errors.Is(err, goredis.Nil) {
-		return ""
-	}
+	id, err := batonredis.LiveLeaseID(testCtx(t), rdb, "baton:", key)
 	if err != nil {
-		t.Fatalf("HGET on %s: %v", addr, err)
+		t.Fatalf("reading %s's lease on %s: %v", key, addr, err)
 	}
 	return id
 }

@@ -4,80 +4,164 @@ import goredis "github.com/redis/go-redis/v9"
 
 // The Lua scripts. Each lease operation is one script, so one round trip and one atomic step on
 // the server. Scripts read the server's clock with TIME (allowed since Redis 5's effects
-// replication; within a script every expiry check uses the script's start time, so a key set
-// with PX in a script expires at exactly now+PX as the script computed it).
+// replication).
 //
-// Keys of one lease key K under prefix P:
+// Keys of one lease key K under prefix P (the layout since 2026-11-22; the earlier one is below):
 //
-//	P lease:K   hash id, holder, token, acq (ms; acqs, acqu: TIME's seconds and µs), md, cd (cooldown ms), ld (lock-delay ms)
-//	            (md, cd, ld absent: '', 0, 0),
-//	            w ("1" once a waiting acquire was refused by this lease: its end publishes); PX = TTL.
-//	P shadow:K  hash id, ended, avail (ms), r ("1": the end started a rest:K pause; absent if unknown);
-//	            outlives the lease by ld + ShadowRetention. avail is meaningful with ended=0 only.
-//	            ended=0: the lease was live when last written; if lease:K is gone, it expired
-//	            without a release: the key is resting until avail (= expiry + lock-delay), and
-//	            the next grant is a takeover. ended=1: released cleanly by id (a second release
-//	            by the same id is AlreadyReleased). ended=2: force-released.
-//	P rest:K    string "cooldown" or "lock-delay", PX = the pause after a release / force-release.
+//	P lease:K   a string: one MessagePack record (cmsgpack, built into Redis's Lua) of the key's
+//	            latest lease and what happened to it, the lease and its former "shadow" and "rest"
+//	            keys folded into one key:
+//	              1 (the format), id, holder, token, acqs, acqu (TIME's seconds and µs at the
+//	              grant), md (metadata, '' if none), cd (cooldown ms), ld (lock-delay ms),
+//	              w (1: a waiting acquire was refused by this lease: its end publishes),
+//	              exp (ms: the lease's expiry), st (0 granted, 1 released by its ID, 2
+//	              force-released), ru (ms: the cooldown or lock-delay after the end runs until
+//	              ru, 0 if none), rr (its reason: "cooldown" or "lock-delay").
+//	            The lease is live while st = 0 and exp > now (the server's TIME): liveness is
+//	            checked by the scripts, not by the key's existence. st = 0 and exp <= now: it
+//	            expired without a release, the key rests until exp + ld and the next grant is a
+//	            takeover. The key's PX is the record's retention: while live, TTL + ld +
+//	            ShadowRetention past the grant or renew; after a release cd + ShadowRetention,
+//	            after a force-release ld + ShadowRetention. A key used within that time keeps a
+//	            record, so a grant reads and writes this one key (and INCRs the counter): 4 calls.
+//	P wake:K    a string with PX = the lease's remaining TTL, written only when a waiting
+//	            acquire marks the lease (w) and the server publishes expiry events: its expiry
+//	            event wakes waiters when the lease expires (the record outlives the lease, so its
+//	            own expiry is no signal). Deleted by the lease's end.
 //	P token     the store-wide token counter, INCRed by grants only. Never deleted, no expiry.
 //	P released  the Pub/Sub channel of releases of leases with waiters (w); the payload is K.
+//
+// The earlier layout (before 2026-11-22), which the scripts still serve, so that leases granted
+// and pauses started by an earlier version keep their guarantees across an upgrade:
+//
+//	P lease:K   a hash id, holder, token, acq, acqs, acqu, md, cd, ld, w; PX = TTL (it exists
+//	            only while its lease lives).
+//	P shadow:K  a hash id, ended (0 live when written, 1 released, 2 force-released), avail
+//	            (ms, with ended=0: expiry + lock-delay), r; PX = retention.
+//	P rest:K    a string "cooldown" or "lock-delay" with PX = the pause.
+//
+// A lease:K hash with an id is a live lease of the earlier layout: every script serves it in
+// that layout (renew, release, force-release, re-acquire by its holder, waiter mark) until it
+// ends, so a process of the earlier version that still runs keeps working on it. A grant on a
+// key without a record reads the earlier layout's shadow and rest keys if any exists (one
+// EXISTS otherwise) and honours them (lock-delay after an expiry, TookOver, cooldown,
+// AlreadyReleased), and the grant writes the record and deletes them: converted on touch. The
+// token counter is the same key in both layouts, so tokens keep increasing across the upgrade.
+// A process of the earlier version that meets a record fails (WRONGTYPE: its scripts read the
+// key as a hash first) without writing anything: it never grants over a record.
 
-// nowMS is shared by every script: the server clock in milliseconds.
-const nowMS = `
+// prelude is shared by every script: the server clock in milliseconds, and KEYS[1] read into
+// locals: hash (true if it is a hash: the earlier layout), found (a record was read) and the
+// record's fields. The scripts use locals and inline code, not Lua functions or tables: each
+// closure or table is an allocation per call, and the server runs every call on its one thread.
+const prelude = `
 local t = redis.call('TIME')
 local now = t[1] * 1000 + (t[2] - t[2] % 1000) / 1000
+local raw = redis.pcall('GET', KEYS[1])
+local hash = type(raw) == 'table'
+local found = raw and not hash
+local _, id, holder, tok, acqs, acqu, md, cd, ld, w, exp, st, ru, rr
+if found then
+  _, id, holder, tok, acqs, acqu, md, cd, ld, w, exp, st, ru, rr = cmsgpack.unpack(raw)
+end
 `
 
-// acquireScript: KEYS lease, shadow, rest, token. ARGV id, holder, ttl ms, metadata, cooldown ms,
-// lock-delay ms, token floor (refuse with "reset" if the counter is below it), shadow retention ms,
-// raise (first raise the counter to at least this; Redlock's write-back, 0 for a single node),
-// wait ("1": the caller will wait if refused; a refusal by another holder's live lease then sets
-// the lease's w field, so that its release publishes).
+// legacy reads, if KEYS[1] has no record, the earlier layout's shadow (KEYS[2]) and rest
+// (KEYS[3]) keys into the record's locals (and sets old): an expiry resting until avail becomes
+// st = 0, exp = now, ld = avail - now; a release or force-release st = 1 or 2 with the rest key's
+// pause as ru, rr. One EXISTS when neither key exists.
+const legacy = `
+local old = false
+if not found and redis.call('EXISTS', KEYS[2], KEYS[3]) > 0 then
+  old, found = true, true
+  local sh = redis.call('HMGET', KEYS[2], 'id', 'ended', 'avail')
+  id, st, exp, ld, ru, rr, w = sh[1] or '', tonumber(sh[2] or '1'), now, 0, 0, '', 0
+  if st == 0 then
+    ld = math.max(0, tonumber(sh[3] or '0') - now)
+  end
+  local rest = redis.call('GET', KEYS[3])
+  if rest then
+    ru, rr = now + redis.call('PTTL', KEYS[3]), rest
+  end
+end
+`
+
+// acqMS is the record's acquisition time in ms.
+const acqMS = `(acqs * 1000 + (acqu - acqu % 1000) / 1000)`
+
+// put writes the record's locals to KEYS[1] with PX = px (a Lua expression; at least 1).
+func put(px string) string {
+	return `redis.call('SET', KEYS[1], cmsgpack.pack(1, id, holder, tok, acqs, acqu, md, cd, ld, w, exp, st, ru, rr), 'PX', math.max(1, ` + px + `))
+`
+}
+
+// acquireScript: KEYS lease, shadow, rest (the earlier layout's), token, wake. ARGV id, holder,
+// ttl ms, metadata, cooldown ms, lock-delay ms, token floor (refuse with "reset" if the counter is
+// below it), retention ms, raise (first raise the counter to at least this; Redlock's
+// write-back, 0 for a single node), wait ("1": the caller will wait if refused; a refusal by
+// another holder's live lease then sets the lease's w mark, so that its end publishes), events
+// ("1": the server publishes expiry events; a mark then also writes the wake key).
 //
-// The common paths are kept to few calls, because each redis.call costs about a microsecond of
-// the server's single thread: the rest key is read only when the shadow cannot rule it out (a
-// shadow with ended=0 means no pause was started since that grant; ended=1 or 2 with r=0 means
-// that release started none), and the counter is read before INCR only when there is something
-// to raise. Otherwise INCR runs first and is undone (DECR, in the same atomic script, so no one
-// sees it) if the counter was below the floor.
+// The counter is read before INCR only when there is something to raise. Otherwise INCR runs
+// first and is undone (DECR, in the same atomic script, so no one sees it) if the counter was
+// below the floor.
 //
 // Replies: {"new", token, acq, tookOver} (a grant: ID, holder, metadata and TTL are the
 // caller's), {"ok", id, holder, token, acq, exp, ttlLeft, md, tookOver, renewed} (a renewal),
 // {"held", id, holder, token, acq, exp, ttlLeft, md}, {"rest", reason, remaining},
 // {"reset", counter}.
-var acquireScript = goredis.NewScript(nowMS + `
+var acquireScript = goredis.NewScript(prelude + `
 local ttl = tonumber(ARGV[3])
-local cur = redis.call('HMGET', KEYS[1], 'id', 'holder', 'token', 'acq', 'md', 'ld', 'w')
-if cur[1] then
-  if cur[2] == ARGV[2] then
-    local ld = tonumber(cur[6] or '0')
-    redis.call('PEXPIRE', KEYS[1], ttl)
-    redis.call('HSET', KEYS[2], 'id', cur[1], 'ended', '0', 'avail', now + ttl + ld)
-    redis.call('PEXPIRE', KEYS[2], ttl + ld + tonumber(ARGV[8]))
-    return {'ok', cur[1], cur[2], cur[3], cur[4], now + ttl, ttl, cur[5] or '', '0', '1'}
+local ret = tonumber(ARGV[8])
+if hash then
+  local cur = redis.call('HMGET', KEYS[1], 'id', 'holder', 'token', 'acq', 'md', 'ld', 'w')
+  if cur[1] then
+    -- A live lease of the earlier layout: served in that layout.
+    if cur[2] == ARGV[2] then
+      local cld = tonumber(cur[6] or '0')
+      redis.call('PEXPIRE', KEYS[1], ttl)
+      redis.call('HSET', KEYS[2], 'id', cur[1], 'ended', '0', 'avail', now + ttl + cld)
+      redis.call('PEXPIRE', KEYS[2], ttl + cld + ret)
+      return {'ok', cur[1], cur[2], cur[3], cur[4], now + ttl, ttl, cur[5] or '', '0', '1'}
+    end
+    if ARGV[10] == '1' and not cur[7] then
+      redis.call('HSET', KEYS[1], 'w', '1')
+    end
+    local pttl = redis.call('PTTL', KEYS[1])
+    return {'held', cur[1], cur[2], cur[3], cur[4], now + pttl, pttl, cur[5] or ''}
   end
-  if ARGV[10] == '1' and not cur[7] then
-    redis.call('HSET', KEYS[1], 'w', '1')
-  end
-  local pttl = redis.call('PTTL', KEYS[1])
-  return {'held', cur[1], cur[2], cur[3], cur[4], now + pttl, pttl, cur[5] or ''}
+  -- a stray hash without an id: overwritten below
 end
-local sh = redis.call('HMGET', KEYS[2], 'ended', 'avail', 'r')
-if sh[1] ~= '0' and not ((sh[1] == '1' or sh[1] == '2') and sh[3] == '0') then
-  local rest = redis.call('GET', KEYS[3])
-  if rest then
-    return {'rest', rest, redis.call('PTTL', KEYS[3])}
+` + legacy + `
+if found and st == 0 and exp > now then
+  if holder == ARGV[2] then
+    exp = now + ttl
+    ` + put("ttl + ld + ret") + `
+    if w == 1 and ARGV[11] == '1' then
+      redis.call('SET', KEYS[5], '', 'PX', ttl)
+    end
+    return {'ok', id, holder, tok, ` + acqMS + `, exp, ttl, md, '0', '1'}
   end
+  if ARGV[10] == '1' and w ~= 1 then
+    w = 1
+    ` + put("exp + ld + ret - now") + `
+    if ARGV[11] == '1' then
+      redis.call('SET', KEYS[5], '', 'PX', exp - now)
+    end
+  end
+  return {'held', id, holder, tok, ` + acqMS + `, exp, exp - now, md}
 end
 local took = '0'
-if sh[1] == '0' then
-  local avail = tonumber(sh[2])
-  if avail > now then
-    return {'rest', 'lock-delay', avail - now}
+if found then
+  if st == 0 then
+    if exp + ld > now then
+      return {'rest', 'lock-delay', exp + ld - now}
+    end
+    took = '1'
+  elseif ru > now then
+    return {'rest', rr, ru - now}
   end
-  took = '1'
 end
-local tok
 local floor = tonumber(ARGV[7])
 if ARGV[9] ~= '0' then
   local c = tonumber(redis.call('GET', KEYS[4]) or '0')
@@ -96,153 +180,222 @@ else
     return {'reset', tok - 1}
   end
 end
-local ld = tonumber(ARGV[6])
-if cur[2] or cur[6] or cur[7] then
-  redis.call('DEL', KEYS[1]) -- a stray hash without an id: start clean
+id, holder, acqs, acqu, md, cd, ld = ARGV[1], ARGV[2], tonumber(t[1]), tonumber(t[2]), ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
+w, exp, st, ru, rr = 0, now + ttl, 0, 0, ''
+` + put("ttl + ld + ret") + `
+if old then
+  redis.call('DEL', KEYS[2], KEYS[3])
 end
-if ARGV[4] == '' and ARGV[5] == '0' and ARGV[6] == '0' then
-  -- md, cd and ld read as '', 0 and 0 when absent: the common lease writes fewer fields.
-  redis.call('HSET', KEYS[1], 'id', ARGV[1], 'holder', ARGV[2], 'token', tok, 'acq', now, 'acqs', t[1], 'acqu', t[2])
-else
-  redis.call('HSET', KEYS[1], 'id', ARGV[1], 'holder', ARGV[2], 'token', tok, 'acq', now, 'acqs', t[1], 'acqu', t[2],
-    'md', ARGV[4], 'cd', ARGV[5], 'ld', ARGV[6])
-end
-redis.call('PEXPIRE', KEYS[1], ttl)
-redis.call('HSET', KEYS[2], 'id', ARGV[1], 'ended', '0', 'avail', now + ttl + ld, 'r', '0')
-redis.call('PEXPIRE', KEYS[2], ttl + ld + tonumber(ARGV[8]))
 return {'new', tok, now, took}
 `)
 
-// renewScript: KEYS lease, shadow. ARGV id, ttl ms, shadow retention ms.
-// Replies: {"ok", id, holder, token, acq, exp, ttlLeft, md, cd, ld} or {"nothld"}. cd and ld
-// (the lease's cooldown and lock-delay, ms) let Redlock restore the lease on a node that lost it.
-var renewScript = goredis.NewScript(nowMS + `
+// renewScript: KEYS lease, shadow (the earlier layout's), wake. ARGV id, ttl ms, retention ms,
+// events. Replies: {"ok", id, holder, token, acq, exp, ttlLeft, md, cd, ld} or {"nothld"}. cd and
+// ld (the lease's cooldown and lock-delay, ms) let Redlock restore the lease on a node that lost
+// it.
+var renewScript = goredis.NewScript(prelude + `
 local ttl = tonumber(ARGV[2])
-local cur = redis.call('HMGET', KEYS[1], 'id', 'holder', 'token', 'acq', 'md', 'ld', 'cd')
-if cur[1] ~= ARGV[1] then
+if hash then
+  local cur = redis.call('HMGET', KEYS[1], 'id', 'holder', 'token', 'acq', 'md', 'ld', 'cd')
+  if cur[1] ~= ARGV[1] then
+    return {'nothld'}
+  end
+  local cld = tonumber(cur[6] or '0')
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  redis.call('HSET', KEYS[2], 'id', cur[1], 'ended', '0', 'avail', now + ttl + cld)
+  redis.call('PEXPIRE', KEYS[2], ttl + cld + tonumber(ARGV[3]))
+  return {'ok', cur[1], cur[2], cur[3], cur[4], now + ttl, ttl, cur[5] or '', cur[7] or '0', cur[6] or '0'}
+end
+if not found or id ~= ARGV[1] or st ~= 0 or exp <= now then
   return {'nothld'}
 end
-local ld = tonumber(cur[6] or '0')
-redis.call('PEXPIRE', KEYS[1], ttl)
-redis.call('HSET', KEYS[2], 'id', cur[1], 'ended', '0', 'avail', now + ttl + ld)
-redis.call('PEXPIRE', KEYS[2], ttl + ld + tonumber(ARGV[3]))
-return {'ok', cur[1], cur[2], cur[3], cur[4], now + ttl, ttl, cur[5] or '', cur[7] or '0', cur[6] or '0'}
+exp = now + ttl
+` + put("ttl + ld + tonumber(ARGV[3])") + `
+if w == 1 and ARGV[4] == '1' then
+  redis.call('SET', KEYS[3], '', 'PX', ttl)
+end
+return {'ok', id, holder, tok, ` + acqMS + `, exp, ttl, md, cd, ld}
 `)
 
 // restoreScript: Redlock's renew puts a lease back on a node that lost it (restarted empty, or
 // the lease expired there while the node was cut off) while other nodes still renew it, so
 // that the holder's majority heals instead of shrinking with every restart. It writes only if
-// the node is free for this lease: no lease on the key (another lease is a lost vote: "held"),
-// no rest:K pause and no other lease's lock-delay (a lost vote: "rest"), and this lease ID was
-// not released or force-released on this node ("nothld": an end the holder must not undo).
-// The lease is written as a grant would have written it, with the ID, holder, token, acquisition
-// time, metadata, cooldown and lock-delay that the renewing nodes hold (not a new token), the
-// shadow record of a live lease, and the token counter raised to at least the token.
+// the node is free for this lease: no live lease on the key (another lease is a lost vote:
+// "held"), no cooldown or lock-delay (another lease's, or a pause: a lost vote: "rest"), and this
+// lease ID was not released or force-released on this node ("nothld": an end the holder must not
+// undo). The lease is written as a grant would have written it, with the ID, holder, token,
+// acquisition time, metadata, cooldown and lock-delay that the renewing nodes hold (not a new
+// token), and the token counter raised to at least the token.
 //
-// KEYS lease, shadow, rest, token. ARGV id, holder, ttl ms, token, acq ms, acq s, acq µs, md,
-// cooldown ms, lock-delay ms, shadow retention ms.
+// KEYS lease, shadow, rest (the earlier layout's), token. ARGV id, holder, ttl ms, token, acq ms,
+// acq s, acq µs, md, cooldown ms, lock-delay ms, retention ms.
 // Replies: {"ok", id, holder, token, acq, exp, ttlLeft, md} (restored, or renewed if this ID is
 // there already), {"held", id, holder, token, acq, exp, ttlLeft, md}, {"rest", reason,
 // remaining}, {"nothld"}.
-var restoreScript = goredis.NewScript(nowMS + `
+var restoreScript = goredis.NewScript(prelude + `
 local ttl = tonumber(ARGV[3])
-local ld = tonumber(ARGV[10])
-local cur = redis.call('HMGET', KEYS[1], 'id', 'holder', 'token', 'acq', 'md')
-if cur[1] == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ttl)
-  redis.call('HSET', KEYS[2], 'id', cur[1], 'ended', '0', 'avail', now + ttl + ld)
-  redis.call('PEXPIRE', KEYS[2], ttl + ld + tonumber(ARGV[11]))
-  return {'ok', cur[1], cur[2], cur[3], cur[4], now + ttl, ttl, cur[5] or ''}
+local ret = tonumber(ARGV[11])
+if hash then
+  local cur = redis.call('HMGET', KEYS[1], 'id', 'holder', 'token', 'acq', 'md')
+  if cur[1] == ARGV[1] then
+    local ald = tonumber(ARGV[10])
+    redis.call('PEXPIRE', KEYS[1], ttl)
+    redis.call('HSET', KEYS[2], 'id', cur[1], 'ended', '0', 'avail', now + ttl + ald)
+    redis.call('PEXPIRE', KEYS[2], ttl + ald + ret)
+    return {'ok', cur[1], cur[2], cur[3], cur[4], now + ttl, ttl, cur[5] or ''}
+  end
+  if cur[1] then
+    local pttl = redis.call('PTTL', KEYS[1])
+    return {'held', cur[1], cur[2], cur[3], cur[4], now + pttl, pttl, cur[5] or ''}
+  end
 end
-if cur[1] then
-  local pttl = redis.call('PTTL', KEYS[1])
-  return {'held', cur[1], cur[2], cur[3], cur[4], now + pttl, pttl, cur[5] or ''}
-end
-local sh = redis.call('HMGET', KEYS[2], 'id', 'ended', 'avail')
-if sh[1] == ARGV[1] and sh[2] ~= '0' then
-  return {'nothld'}
-end
-if sh[1] and sh[1] ~= ARGV[1] and sh[2] == '0' and tonumber(sh[3]) > now then
-  return {'rest', 'lock-delay', tonumber(sh[3]) - now}
-end
-local rest = redis.call('GET', KEYS[3])
-if rest then
-  return {'rest', rest, redis.call('PTTL', KEYS[3])}
+` + legacy + `
+if found then
+  if st == 0 and exp > now then
+    if id == ARGV[1] then
+      exp = now + ttl
+      ` + put("ttl + ld + ret") + `
+      return {'ok', id, holder, tok, ` + acqMS + `, exp, ttl, md}
+    end
+    return {'held', id, holder, tok, ` + acqMS + `, exp, exp - now, md}
+  end
+  if id == ARGV[1] and st ~= 0 then
+    return {'nothld'}
+  end
+  if id ~= ARGV[1] and st == 0 and exp + ld > now then
+    return {'rest', 'lock-delay', exp + ld - now}
+  end
+  if ru > now then
+    return {'rest', rr, ru - now}
+  end
 end
 if tonumber(redis.call('GET', KEYS[4]) or '0') < tonumber(ARGV[4]) then
   redis.call('SET', KEYS[4], ARGV[4])
 end
-redis.call('DEL', KEYS[1]) -- a stray hash without an id: start clean
-redis.call('HSET', KEYS[1], 'id', ARGV[1], 'holder', ARGV[2], 'token', ARGV[4], 'acq', ARGV[5], 'acqs', ARGV[6], 'acqu', ARGV[7],
-  'md', ARGV[8], 'cd', ARGV[9], 'ld', ARGV[10])
-redis.call('PEXPIRE', KEYS[1], ttl)
-redis.call('HSET', KEYS[2], 'id', ARGV[1], 'ended', '0', 'avail', now + ttl + ld, 'r', '0')
-redis.call('PEXPIRE', KEYS[2], ttl + ld + tonumber(ARGV[11]))
+id, holder, tok, acqs, acqu, md, cd, ld = ARGV[1], ARGV[2], tonumber(ARGV[4]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
+w, exp, st, ru, rr = 0, now + ttl, 0, 0, ''
+` + put("ttl + ld + ret") + `
+if old then
+  redis.call('DEL', KEYS[2], KEYS[3])
+end
 return {'ok', ARGV[1], ARGV[2], ARGV[4], ARGV[5], now + ttl, ttl, ARGV[8]}
 `)
 
-// releaseScript: KEYS lease, shadow, rest, channel. ARGV id, key, shadow retention ms, always
-// ("1": publish even if no waiter marked the lease; Redlock, whose waiters may have been marked
-// on other nodes only).
+// releaseScript: KEYS lease, shadow, rest (the earlier layout's), channel, wake. ARGV id, key,
+// retention ms, always ("1": publish even if no waiter marked the lease; Redlock, whose waiters
+// may have been marked on other nodes only).
 // Replies: {"ok", held µs}, {"already"}, {"nothld"}.
-var releaseScript = goredis.NewScript(nowMS + `
-local cur = redis.call('HMGET', KEYS[1], 'id', 'acqs', 'acqu', 'cd', 'w')
-if cur[1] == ARGV[1] then
-  redis.call('DEL', KEYS[1])
-  local cd = tonumber(cur[4] or '0')
-  local r = '0'
-  if cd > 0 then
-    redis.call('SET', KEYS[3], 'cooldown', 'PX', cd)
-    r = '1'
+var releaseScript = goredis.NewScript(prelude + `
+if hash then
+  local cur = redis.call('HMGET', KEYS[1], 'id', 'acqs', 'acqu', 'cd', 'w')
+  if cur[1] == ARGV[1] then
+    redis.call('DEL', KEYS[1])
+    local ccd = tonumber(cur[4] or '0')
+    local rs = '0'
+    if ccd > 0 then
+      redis.call('SET', KEYS[3], 'cooldown', 'PX', ccd)
+      rs = '1'
+    end
+    redis.call('HSET', KEYS[2], 'id', ARGV[1], 'ended', '1', 'r', rs)
+    redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[3]))
+    if cur[5] or ARGV[4] == '1' then
+      redis.call('PUBLISH', KEYS[4], ARGV[2])
+    end
+    local held = (tonumber(t[1]) - tonumber(cur[2] or t[1])) * 1000000 + (tonumber(t[2]) - tonumber(cur[3] or t[2]))
+    return {'ok', held}
   end
-  redis.call('HSET', KEYS[2], 'id', ARGV[1], 'ended', '1', 'r', r)
-  redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[3]))
-  if cur[5] or ARGV[4] == '1' then
-    redis.call('PUBLISH', KEYS[4], ARGV[2])
-  end
-  local held = (tonumber(t[1]) - tonumber(cur[2] or t[1])) * 1000000 + (tonumber(t[2]) - tonumber(cur[3] or t[2]))
-  return {'ok', held}
 end
-local sh = redis.call('HMGET', KEYS[2], 'id', 'ended')
-if sh[1] == ARGV[1] and sh[2] == '1' then
+if not found then
+  local sh = redis.call('HMGET', KEYS[2], 'id', 'ended')
+  if sh[1] == ARGV[1] and sh[2] == '1' then
+    return {'already'}
+  end
+  return {'nothld'}
+end
+if id ~= ARGV[1] then
+  return {'nothld'}
+end
+if st == 1 then
   return {'already'}
 end
-return {'nothld'}
+if st ~= 0 or exp <= now then
+  return {'nothld'}
+end
+local marked = w == 1
+st, w = 1, 0
+if cd > 0 then
+  ru, rr = now + cd, 'cooldown'
+end
+` + put("cd + tonumber(ARGV[3])") + `
+if marked then
+  redis.call('DEL', KEYS[5])
+end
+if marked or ARGV[4] == '1' then
+  redis.call('PUBLISH', KEYS[4], ARGV[2])
+end
+return {'ok', (tonumber(t[1]) - acqs) * 1000000 + (tonumber(t[2]) - acqu)}
 `)
 
-// forceReleaseScript: KEYS lease, shadow, rest, channel. ARGV key, shadow retention ms, always
-// (as for releaseScript).
+// forceReleaseScript: KEYS lease, shadow, rest (the earlier layout's), channel, wake. ARGV key,
+// retention ms, always (as for releaseScript).
 // Replies: {"ok", id, holder, token, acq, exp, ttlLeft, md} or {"notfound"}.
-var forceReleaseScript = goredis.NewScript(nowMS + `
-local cur = redis.call('HMGET', KEYS[1], 'id', 'holder', 'token', 'acq', 'md', 'ld', 'w')
-if not cur[1] then
+var forceReleaseScript = goredis.NewScript(prelude + `
+if hash then
+  local cur = redis.call('HMGET', KEYS[1], 'id', 'holder', 'token', 'acq', 'md', 'ld', 'w')
+  if not cur[1] then
+    return {'notfound'}
+  end
+  local pttl = redis.call('PTTL', KEYS[1])
+  redis.call('DEL', KEYS[1])
+  local cld = tonumber(cur[6] or '0')
+  local rs = '0'
+  if cld > 0 then
+    redis.call('SET', KEYS[3], 'lock-delay', 'PX', cld)
+    rs = '1'
+  end
+  redis.call('HSET', KEYS[2], 'id', cur[1], 'ended', '2', 'r', rs)
+  redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[2]))
+  if cur[7] or ARGV[3] == '1' then
+    redis.call('PUBLISH', KEYS[4], ARGV[1])
+  end
+  return {'ok', cur[1], cur[2], cur[3], cur[4], now + pttl, pttl, cur[5] or ''}
+end
+if not found or st ~= 0 or exp <= now then
   return {'notfound'}
 end
-local pttl = redis.call('PTTL', KEYS[1])
-redis.call('DEL', KEYS[1])
-local ld = tonumber(cur[6] or '0')
-local r = '0'
+local marked = w == 1
+st, w = 2, 0
 if ld > 0 then
-  redis.call('SET', KEYS[3], 'lock-delay', 'PX', ld)
-  r = '1'
+  ru, rr = now + ld, 'lock-delay'
 end
-redis.call('HSET', KEYS[2], 'id', cur[1], 'ended', '2', 'r', r)
-redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[2]))
-if cur[7] or ARGV[3] == '1' then
+` + put("ld + tonumber(ARGV[2])") + `
+if marked then
+  redis.call('DEL', KEYS[5])
+end
+if marked or ARGV[3] == '1' then
   redis.call('PUBLISH', KEYS[4], ARGV[1])
 end
-return {'ok', cur[1], cur[2], cur[3], cur[4], now + pttl, pttl, cur[5] or ''}
+return {'ok', id, holder, tok, ` + acqMS + `, exp, exp - now, md}
 `)
 
-// rollbackScript undoes a Redlock grant that did not reach a quorum: it deletes the lease and its
-// shadow if they are still this ID's, leaving no cooldown or lock-delay behind, and publishes so
-// that waiters retry. KEYS lease, shadow, channel. ARGV id, key. Reply: 1 if deleted.
-var rollbackScript = goredis.NewScript(`
-if redis.call('HGET', KEYS[1], 'id') == ARGV[1] then
-  redis.call('DEL', KEYS[1])
-  if redis.call('HGET', KEYS[2], 'id') == ARGV[1] then
-    redis.call('DEL', KEYS[2])
+// rollbackScript undoes a Redlock grant that did not reach a quorum: it deletes the lease (and,
+// in the earlier layout, its shadow) if it is still this ID's and not ended, leaving no cooldown
+// or lock-delay behind, and publishes so that waiters retry. KEYS lease, shadow, channel, wake.
+// ARGV id, key. Reply: 1 if deleted.
+var rollbackScript = goredis.NewScript(prelude + `
+if hash then
+  if redis.call('HGET', KEYS[1], 'id') == ARGV[1] then
+    redis.call('DEL', KEYS[1])
+    if redis.call('HGET', KEYS[2], 'id') == ARGV[1] then
+      redis.call('DEL', KEYS[2])
+    end
+    redis.call('PUBLISH', KEYS[3], ARGV[2])
+    return 1
   end
+  return 0
+end
+if found and id == ARGV[1] and st == 0 then
+  redis.call('DEL', KEYS[1], KEYS[4])
   redis.call('PUBLISH', KEYS[3], ARGV[2])
   return 1
 end
@@ -250,13 +403,19 @@ return 0
 `)
 
 // getScript: KEYS lease. Reply: {"ok", id, holder, token, acq, exp, ttlLeft, md} or {"notfound"}.
-var getScript = goredis.NewScript(nowMS + `
-local cur = redis.call('HMGET', KEYS[1], 'id', 'holder', 'token', 'acq', 'md')
-if not cur[1] then
+var getScript = goredis.NewScript(prelude + `
+if hash then
+  local cur = redis.call('HMGET', KEYS[1], 'id', 'holder', 'token', 'acq', 'md')
+  if not cur[1] then
+    return {'notfound'}
+  end
+  local pttl = redis.call('PTTL', KEYS[1])
+  return {'ok', cur[1], cur[2], cur[3], cur[4], now + pttl, pttl, cur[5] or ''}
+end
+if not found or st ~= 0 or exp <= now then
   return {'notfound'}
 end
-local pttl = redis.call('PTTL', KEYS[1])
-return {'ok', cur[1], cur[2], cur[3], cur[4], now + pttl, pttl, cur[5] or ''}
+return {'ok', id, holder, tok, ` + acqMS + `, exp, exp - now, md}
 `)
 
 // floorScript raises the token counter to ARGV[1] if it is lower, and returns the counter.

@@ -33,7 +33,8 @@ import (
 // DefaultKeyPrefix is the prefix of every key the store writes when Config.KeyPrefix is empty.
 const DefaultKeyPrefix = "baton:"
 
-// DefaultShadowRetention is how long a key's shadow record outlives its lease by default.
+// DefaultShadowRetention is how long the record of a key's last lease outlives the lease by
+// default.
 const DefaultShadowRetention = time.Hour
 
 // ErrTokensReset is returned by Acquire when the server's token counter is lower than a token
@@ -55,9 +56,10 @@ type Config struct {
 	// KeyPrefix prefixes every key (DefaultKeyPrefix if empty). Stores sharing a prefix on a
 	// server share their leases.
 	KeyPrefix string
-	// ShadowRetention is how long a key's shadow record (see scripts.go) outlives its lease and
-	// lock-delay: a takeover later than that is not reported as TookOver, and a second release
-	// of a lease ID later than that returns ErrNotHeld instead of AlreadyReleased.
+	// ShadowRetention is how long the record of a key's last lease (see scripts.go) outlives
+	// the lease and its lock-delay, or its cooldown after a release: a takeover later than that
+	// is not reported as TookOver, and a second release of a lease ID later than that returns
+	// ErrNotHeld instead of AlreadyReleased.
 	// DefaultShadowRetention if zero.
 	ShadowRetention time.Duration
 	// TokenFloor, if set, raises the server's token counter to at least this value at Open.

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"sync"
 
@@ -111,15 +112,18 @@ func (s *Store) runRenewBatch(b *renewBatch) {
 		setAll(live, s.wrap("renew", err))
 		return
 	}
-	stmt := tx.StmtContext(ctx, s.stmts.renew)
-	for _, r := range live {
-		r.lease, r.err = s.renewOn(ctx, stmt, r.p)
+	if len(live) == 1 {
+		r := live[0]
+		r.lease, r.err = s.renewOn(ctx, tx.StmtContext(ctx, s.stmts.renew), r.p)
 		if r.err != nil && !errors.Is(r.err, store.ErrNotHeld) {
-			// A failing statement: nothing of the batch is committed, all are told.
 			_ = tx.Rollback()
-			setAll(live, r.err)
 			return
 		}
+	} else if err := s.renewAllOn(ctx, tx, live); err != nil {
+		// A failing statement: nothing of the batch is committed, all are told.
+		_ = tx.Rollback()
+		setAll(live, err)
+		return
 	}
 	if err := tx.Commit(); err != nil {
 		setAll(live, s.wrap("renew", err))
@@ -130,6 +134,59 @@ func setAll(reqs []*renewReq, err error) {
 	for _, r := range reqs {
 		r.lease, r.err = nil, err
 	}
+}
+
+// renewManySQL renews, in one statement, the live leases among ?1, a JSON array of
+// {"k": key, "i": lease ID, "t": TTL in ns}, at time ?2. A key given twice is renewed once.
+const renewManySQL = `UPDATE leases SET
+	expires_at = ?2 + b.ttl, available_at = ?2 + b.ttl + lock_delay_ns
+FROM (SELECT json_extract(value, '$.k') AS k, json_extract(value, '$.i') AS i, max(json_extract(value, '$.t')) AS ttl
+	FROM json_each(?1) GROUP BY 1, 2) AS b
+WHERE leases.key = b.k AND leases.lease_id = b.i AND leases.ended = 0 AND leases.expires_at > ?2
+RETURNING ` + leaseColumns
+
+type renewItem struct {
+	K string `json:"k"`
+	I string `json:"i"`
+	T int64  `json:"t"`
+}
+
+// renewAllOn renews the leases of reqs in one statement of tx and sets each request's answer;
+// an error is the statement's, and then no answer is set.
+func (s *Store) renewAllOn(ctx context.Context, tx *sql.Tx, reqs []*renewReq) error {
+	items := make([]renewItem, len(reqs))
+	for i, r := range reqs {
+		items[i] = renewItem{K: r.p.Key, I: r.p.LeaseID, T: int64(r.p.TTL)}
+	}
+	arg, err := json.Marshal(items)
+	if err != nil {
+		return err
+	}
+	now := s.now().UnixNano()
+	rows, err := tx.QueryContext(ctx, renewManySQL, string(arg), now)
+	if err != nil {
+		return s.wrap("renew", err)
+	}
+	defer rows.Close()
+	renewed := make(map[string]*store.Lease, len(reqs))
+	for rows.Next() {
+		var r row
+		if err := r.scan(rows); err != nil {
+			return s.wrap("renew", err)
+		}
+		renewed[r.key] = r.lease(now)
+	}
+	if err := rows.Err(); err != nil {
+		return s.wrap("renew", err)
+	}
+	for _, r := range reqs {
+		if l := renewed[r.p.Key]; l != nil && l.ID == r.p.LeaseID {
+			r.lease = l
+		} else {
+			r.err = store.ErrNotHeld
+		}
+	}
+	return nil
 }
 
 // renewOn runs the renew statement in a transaction.
@@ -145,3 +202,33 @@ func (s *Store) renewOn(ctx context.Context, stmt *sql.Stmt, p *store.RenewParam
 	}
 	return r.lease(now), nil
 }
+
+// RenewMany renews every lease of ps in one transaction (or two, past maxRenewBatch); see
+// store.BatchRenewer. The renewals join the same batches as single ones.
+func (s *Store) RenewMany(ctx context.Context, ps []*store.RenewParams) ([]store.RenewResult, error) {
+	if err := store.ValidateRenewBatch(ps); err != nil {
+		return nil, err
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	out := make([]store.RenewResult, len(ps))
+	var wg sync.WaitGroup
+	for i, p := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i].Lease, out[i].Err = s.renewBatched(ctx, p)
+		}()
+	}
+	wg.Wait()
+	// A failure of the store is the whole call's, as with any other store call.
+	for _, r := range out {
+		if r.Err != nil && !errors.Is(r.Err, store.ErrNotHeld) {
+			return nil, r.Err
+		}
+	}
+	return out, nil
+}
+
+var _ store.BatchRenewer = (*Store)(nil)

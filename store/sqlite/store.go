@@ -154,3 +154,6 @@ func (s *Store) wrap(op string, err error) error {
 	}
 	return fmt.Errorf("sqlite: %s: %w", op, err)
 }
+
+// Parallelism is 1: the store has one connection.
+func (s *Store) Parallelism() int { return 1 }

@@ -31,6 +31,8 @@ func Run(t *testing.T, h Harness) {
 		{"ReleaseByOtherIDChangesNothing", testReleaseByOtherID},
 		{"ReleaseTwiceIsHarmless", testReleaseTwice},
 		{"KeepaliveOutlivesTTL", testKeepalive},
+		{"RenewMany", testRenewMany},
+		{"RenewConcurrent", testRenewConcurrent},
 		{"KeepaliveStoreClosedCancelsBeforeTTL", testKeepaliveStoreClosed},
 		{"KeepaliveRowDeletedCancels", testKeepaliveRowDeleted},
 		{"WaiterWokenByPush", testWaiterPush},

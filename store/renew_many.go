@@ -1,0 +1,75 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// MaxRenewBatch bounds the renewals of one RenewMany call.
+const MaxRenewBatch = 1000
+
+// RenewResult is the answer to one renewal of a batch: the renewed lease, or the error Renew
+// would have returned for it alone (ErrNotHeld, …).
+type RenewResult struct {
+	Lease *Lease
+	Err   error
+}
+
+// BatchRenewer is a Store that renews many leases in one round trip and one commit (the SQL
+// stores). Each renewal keeps its own answer: one not held does not fail the others. An error
+// of the whole call (the store did not answer) is returned as such, and then no result is
+// known.
+type BatchRenewer interface {
+	RenewMany(ctx context.Context, ps []*RenewParams) ([]RenewResult, error)
+}
+
+// ValidateRenewBatch checks a batch before any of it runs: bad input anywhere rejects all of it,
+// with an error that names the renewal's index.
+func ValidateRenewBatch(ps []*RenewParams) error {
+	if len(ps) == 0 {
+		return invalid("leases", "must hold at least one renewal")
+	}
+	if len(ps) > MaxRenewBatch {
+		return invalid("leases", "must hold at most %d renewals, got %d", MaxRenewBatch, len(ps))
+	}
+	for i, p := range ps {
+		if p == nil {
+			return invalid(fmt.Sprintf("leases[%d]", i), "must not be null")
+		}
+		if err := p.Validate(); err != nil {
+			var ia *InvalidArgumentError
+			if errors.As(err, &ia) {
+				return &InvalidArgumentError{Field: fmt.Sprintf("leases[%d].%s", i, ia.Field), Rule: ia.Rule}
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// RenewMany renews every lease of ps: in one call if st is a BatchRenewer, otherwise with one
+// Renew each, a few at a time.
+func RenewMany(ctx context.Context, st Store, ps []*RenewParams) ([]RenewResult, error) {
+	if err := ValidateRenewBatch(ps); err != nil {
+		return nil, err
+	}
+	if br, ok := st.(BatchRenewer); ok {
+		return br.RenewMany(ctx, ps)
+	}
+	const parallel = 8
+	out := make([]RenewResult, len(ps))
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i, p := range ps {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out[i].Lease, out[i].Err = st.Renew(ctx, p)
+		}()
+	}
+	wg.Wait()
+	return out, nil
+}
