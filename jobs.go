@@ -45,7 +45,13 @@ type (
 	JobStateError = store.JobStateError
 	// VersionMismatchError reports the version a resource compare-and-set found.
 	VersionMismatchError = store.VersionMismatchError
+	// BatchError places the error of one job of a Queue.SubmitMany batch (Index, from 0), of
+	// which nothing was written.
+	BatchError = store.BatchError
 )
+
+// MaxSubmitBatch bounds the jobs of one Queue.SubmitMany call.
+const MaxSubmitBatch = store.MaxSubmitBatch
 
 // Job states. Unfinished: scheduled, available, running, retryable. Final: the rest.
 const (

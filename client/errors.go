@@ -130,13 +130,20 @@ func storeError(p *problemJSON) error {
 	case "not_found":
 		return store.ErrNotFound
 	case "invalid_argument":
-		field := p.Field
+		field, prefix := p.Field, ""
+		if i := strings.Index(field, "]."); strings.HasPrefix(field, "jobs[") && i > 0 {
+			prefix, field = field[:i+2], field[i+2:] // a job of a batch: jobs[i].field
+		}
 		if f, ok := apiFields[field]; ok {
 			field = f
 		}
-		return &store.InvalidArgumentError{Field: field, Rule: p.Rule}
+		return &store.InvalidArgumentError{Field: prefix + field, Rule: p.Rule}
 	case "resource_busy":
-		return &store.ResourceBusyError{Resource: p.Resource, HeadJob: p.HeadJob, State: store.JobState(p.State)}
+		busy := &store.ResourceBusyError{Resource: p.Resource, HeadJob: p.HeadJob, State: store.JobState(p.State)}
+		if p.Index != nil {
+			return &store.BatchError{Index: *p.Index, Err: busy}
+		}
+		return busy
 	case "job_state":
 		return &store.JobStateError{ID: p.JobID, Op: p.Op, State: store.JobState(p.State)}
 	case "version_mismatch":

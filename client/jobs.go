@@ -87,6 +87,44 @@ func (s *Store) SubmitJob(ctx context.Context, p *store.SubmitParams) (*store.Su
 	return &store.SubmitResult{Job: j, Existing: existing}, nil
 }
 
+// SubmitJobs enqueues a batch with one POST /v1/jobs/batch (the server's body limit,
+// server.MaxJobBatchBodyBytes, bounds a batch too). Each job's idempotency key travels in its
+// idempotency_key member.
+func (s *Store) SubmitJobs(ctx context.Context, ps []*store.SubmitParams) ([]*store.SubmitResult, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := store.ValidateBatch(ps); err != nil {
+		return nil, err
+	}
+	req := wire.SubmitBatchRequest{Jobs: make([]*wire.SubmitRequest, len(ps))}
+	for i, p := range ps {
+		req.Jobs[i] = &wire.SubmitRequest{Kind: p.Kind, Resource: p.Resource, Args: p.Args, Policy: p.Policy,
+			MaxAttempts: p.MaxAttempts, Priority: p.Priority, DelayMs: ceilMs(p.Delay), IdempotencyKey: p.IdempotencyKey}
+		if !p.ScheduledAt.IsZero() {
+			req.Jobs[i].ScheduledAt = p.ScheduledAt.UTC().Format(time.RFC3339Nano)
+		}
+	}
+	var resp wire.SubmitBatchResponse
+	if err := s.do(ctx, http.MethodPost, "/v1/jobs/batch", nil, req, &resp); err != nil {
+		return nil, err
+	}
+	if len(resp.Results) != len(ps) {
+		return nil, fmt.Errorf("baton client: POST /v1/jobs/batch: %d results for %d jobs", len(resp.Results), len(ps))
+	}
+	out := make([]*store.SubmitResult, len(ps))
+	woken := map[string]bool{}
+	for i := range resp.Results {
+		j := resp.Results[i].Job.Store()
+		out[i] = &store.SubmitResult{Job: j, Existing: resp.Results[i].Existing}
+		if !out[i].Existing && j.Head && j.State == store.JobAvailable && !woken[j.Kind] {
+			woken[j.Kind] = true
+			s.jobHub.notify(j.Kind)
+		}
+	}
+	return out, nil
+}
+
 func checkJobID(id int64) error {
 	if id <= 0 {
 		return &store.InvalidArgumentError{Field: "id", Rule: fmt.Sprintf("must be a positive job ID (got %d)", id)}

@@ -36,10 +36,14 @@ func jobProblem(err error, notFound string) (*problem, bool) {
 	var busy *store.ResourceBusyError
 	var state *store.JobStateError
 	var mismatch *store.VersionMismatchError
+	var batch *store.BatchError
 	switch {
 	case errors.As(err, &busy):
 		p := newProblem(http.StatusConflict, "resource_busy", busy.Error())
 		p.Resource, p.HeadJob, p.State = busy.Resource, busy.HeadJob, string(busy.State)
+		if errors.As(err, &batch) {
+			p.Detail, p.Index = batch.Error(), &batch.Index
+		}
 		return p, true
 	case errors.As(err, &state):
 		p := newProblem(http.StatusConflict, "job_state", state.Error())

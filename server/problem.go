@@ -49,6 +49,14 @@ func newProblem(status int, code, detail string) *problem {
 var apiFields = map[string]string{"ttl": "ttl_ms", "cooldown": "cooldown_ms", "lock_delay": "lock_delay_ms",
 	"delay": "delay_ms", "retry_after": "retry_after_ms", "timeout": "timeout_ms", "age": "age_ms"}
 
+// apiField is the API's name of a store field.
+func apiField(field string) string {
+	if f, ok := apiFields[field]; ok {
+		return f
+	}
+	return field
+}
+
 func invalidArg(field, rule string) *problem {
 	p := newProblem(http.StatusBadRequest, "invalid_argument", field+" "+rule)
 	p.Field, p.Rule = field, rule
@@ -68,11 +76,10 @@ func problemFor(err error) (p *problem, ok bool) {
 	var cool *store.CooldownError
 	switch {
 	case errors.As(err, &inv):
-		field := inv.Field
-		if f, ok := apiFields[field]; ok {
-			field = f
+		if i, field, ok := batchField(inv.Field); ok {
+			return batchProblem(i, invalidArg(apiField(field), inv.Rule)), true
 		}
-		return invalidArg(field, inv.Rule), true
+		return invalidArg(apiField(inv.Field), inv.Rule), true
 	case errors.As(err, &held):
 		p := newProblem(http.StatusConflict, "lock_held", held.Error())
 		exp := held.ExpiresAt.UTC()

@@ -152,6 +152,7 @@ func (s *Server) routes() http.Handler {
 		// The job queue (jobs.go, jobs_worker.go, resources.go).
 		{"/v1/jobs", http.MethodPost, "jobs", RoleWrite, s.jobRoute(s.submitJob)},
 		{"/v1/jobs", http.MethodGet, "jobs", RoleRead, s.jobRoute(s.listJobs)},
+		{"/v1/jobs/batch", http.MethodPost, "jobs_batch", RoleWrite, s.jobRoute(s.submitJobs)},
 		{"/v1/jobs/{id}", http.MethodGet, "job", RoleRead, s.jobRoute(s.getJob)},
 		{"/v1/jobs/{id}/cancel", http.MethodPost, "job_cancel", RoleWrite, s.jobRoute(s.cancelJob)},
 		{"/v1/jobs/{id}/retry", http.MethodPost, "job_retry", RoleWrite, s.jobRoute(s.retryJob)},

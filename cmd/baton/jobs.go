@@ -31,7 +31,7 @@ submission order; run them with 'baton worker'. See also 'baton dlq', 'baton res
 'baton kinds'.
 
 Commands:
-  submit  enqueue a job
+  submit  enqueue a job, or a batch of jobs from a JSON Lines file
   list    list jobs, by ID
   show    show a job, with its error history
   cancel  cancel a job (a running one stops at its worker's next heartbeat)
@@ -41,7 +41,7 @@ Run 'baton jobs COMMAND --help' for a command's flags.
 
 ` + jobExitCodesHelp + "\n"
 
-func jobsCommand(args []string, g *globals, stdout, stderr io.Writer) int {
+func jobsCommand(args []string, g *globals, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, jobsUsage)
 		return exitUsage
@@ -52,7 +52,7 @@ func jobsCommand(args []string, g *globals, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, jobsUsage)
 		return exitOK
 	case "submit":
-		return jobsSubmit(rest, g, stdout, stderr)
+		return jobsSubmit(rest, g, stdin, stdout, stderr)
 	case "list", "ls":
 		return jobsList(rest, g, stdout, stderr, false)
 	case "show", "get":
@@ -155,10 +155,11 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 
 var submitNames = flagNames{"delay": "--in", "scheduled_at": "--at"}
 
-func jobsSubmit(args []string, g *globals, stdout, stderr io.Writer) int {
+func jobsSubmit(args []string, g *globals, stdin io.Reader, stdout, stderr io.Writer) int {
 	c := newCommand("baton jobs submit", `Usage: baton jobs submit --kind KIND --resource KEY [--args JSON] [--idempotency-key K]
          [--policy queue|skip|reject] [--max-attempts N] [--priority N] [--at TIME | --in DURATION]
          [-o table|json]
+       baton jobs submit --file FILE|- [-o table|json]
 
 Enqueue a job of a registered kind (see 'baton kinds') on a resource, and print it. Jobs on one
 resource run one at a time, in submission order.
@@ -170,6 +171,12 @@ resource run one at a time, in submission order.
 - Invalid input (a malformed --args, an unregistered kind, ...) exits with code 2 and writes
   nothing.
 
+- --file submits a batch, all or nothing: one JSON object per line (blank lines are skipped)
+  with the members of POST /v1/jobs: kind, resource, args, policy, max_attempts, priority,
+  scheduled_at, delay_ms, idempotency_key; at most 10000 jobs; - reads stdin. Each job is
+  submitted as if one after the other, in file order. A bad line, or a job refused under the
+  reject policy, fails the whole batch (exit code 2 or 75, naming the line; nothing written).
+
 Examples:
   baton jobs submit --kind deploy --resource svc/api --args '{"version":"v2"}' --idempotency-key deploy:api:v2
   baton jobs submit --kind report --resource reports/daily --in 10m
@@ -179,7 +186,8 @@ Output (table):
   ID  KIND    RESOURCE  STATE      ATTEMPT  CREATED               INFO
   12  deploy  svc/api   available  0/5      2026-11-21T14:31:34Z  next
 
-With -o json: {"job": JOB, "existing": false}, JOB as in 'baton jobs show -o json'.
+With -o json: {"job": JOB, "existing": false}, JOB as in 'baton jobs show -o json'; with --file,
+{"results": [{"existing": false, "job": JOB}, ...]} in file order.
 
 `+jobExitCodesHelp+"\n", stdout, stderr)
 	g.register(c.fs, true)
@@ -192,8 +200,17 @@ With -o json: {"job": JOB, "existing": false}, JOB as in 'baton jobs show -o jso
 	priority := c.fs.Int("priority", 0, "0-9; smaller is claimed first, across resources")
 	at := c.fs.String("at", "", "do not start before `TIME` (RFC 3339, e.g. 2026-11-21T14:30:00Z)")
 	in := c.fs.Duration("in", 0, "do not start before `DURATION` from now (on the server's clock)")
+	file := c.fs.String("file", "", "submit the jobs of a JSON Lines `FILE` (- for stdin) as one batch, all or nothing")
 	if _, code, ok := clientCommand(c, g, args, 0, ""); !ok {
 		return code
+	}
+	if *file != "" {
+		for _, f := range []string{"kind", "resource", "args", "idempotency-key", "policy", "max-attempts", "priority", "at", "in"} {
+			if flagSet(c.fs, f) {
+				return c.usageError("--file and --%s exclude each other: give each job's %s in the file", f, f)
+			}
+		}
+		return jobsSubmitFile(c, g, *file, stdin, stdout)
 	}
 	switch {
 	case *kind == "":

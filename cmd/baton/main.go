@@ -82,7 +82,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "events":
 		return eventsCommand(rest[1:], g, stdout, stderr)
 	case "jobs":
-		return jobsCommand(rest[1:], g, stdout, stderr)
+		return jobsCommand(rest[1:], g, stdin, stdout, stderr)
 	case "dlq":
 		return dlqCommand(rest[1:], g, stdout, stderr)
 	case "resources":

@@ -162,6 +162,24 @@ type SubmitRequest struct {
 	IdempotencyKey string           `json:"idempotency_key,omitempty"`
 }
 
+// SubmitBatchRequest is the body of POST /v1/jobs/batch: 1..store.MaxSubmitBatch jobs, each with
+// the members of a single submit (the idempotency key in idempotency_key).
+type SubmitBatchRequest struct {
+	Jobs []*SubmitRequest `json:"jobs"`
+}
+
+// SubmitBatchResponse answers POST /v1/jobs/batch: one result per job, in the request's order.
+type SubmitBatchResponse struct {
+	Results []SubmitResult `json:"results"`
+}
+
+// SubmitResult is one job of a batch submit: the job, and whether its idempotency key named a
+// job submitted before (by an earlier request, or earlier in the same batch).
+type SubmitResult struct {
+	Existing bool `json:"existing"`
+	Job      Job  `json:"job"`
+}
+
 // ClaimRequest is the body of POST /v1/jobs/claim. A nil TTLMs means the default (30 s), a zero
 // Limit 1; WaitMs > 0 makes the server wait for a claimable job (a long-poll).
 type ClaimRequest struct {

@@ -179,4 +179,6 @@ type Problem struct {
 	State          string `json:"state,omitempty"`
 	IfVersion      *int64 `json:"if_version,omitempty"`
 	CurrentVersion *int64 `json:"current_version,omitempty"`
+	// Index is the position (from 0) of the job that failed a batch submit.
+	Index *int `json:"index,omitempty"`
 }

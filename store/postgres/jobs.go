@@ -76,21 +76,21 @@ func scanKind(r pgx.Row) (store.Kind, error) {
 	return k, err
 }
 
-// SubmitJob enqueues a job in a transaction of its own.
+// SubmitJob enqueues a job in a transaction of its own: a batch of one (see SubmitJobs), one
+// round trip.
 func (s *Store) SubmitJob(ctx context.Context, p *store.SubmitParams) (*store.SubmitResult, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	var res *store.SubmitResult
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		res, err = s.submit(ctx, tx, p)
-		return err
-	})
+	out, err := s.submitMany(ctx, []*store.SubmitParams{p})
+	var fail *batchFailure
+	if errors.As(err, &fail) {
+		return nil, fail.err
+	}
 	if err != nil {
 		return nil, s.jobErr("submit job", err)
 	}
-	return res, nil
+	return out[0], nil
 }
 
 // SubmitJobTx enqueues a job in the caller's transaction: it exists, and wakes workers (NOTIFY
@@ -239,16 +239,19 @@ func collectJobs(rows pgx.Rows) ([]*store.Job, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*store.Job, error) { return scanJob(r) })
 }
 
-func scanJob(r pgx.Row) (*store.Job, error) {
+func scanJob(r pgx.Row) (*store.Job, error) { return scanJobAfter(r) }
+
+// scanJobAfter scans the job columns that follow the columns lead scans into.
+func scanJobAfter(r pgx.Row, lead ...any) (*store.Job, error) {
 	var j store.Job
 	var state string
 	var errs []byte
 	var attemptedAt, finishedAt, leaseExp *time.Time
 	var token, timeoutMS int64
 	var args []byte
-	err := r.Scan(&j.ID, &j.Seq, &j.Kind, &j.Resource, &args, &state, &j.Attempt, &j.MaxAttempts, &j.Priority,
+	err := r.Scan(append(lead, &j.ID, &j.Seq, &j.Kind, &j.Resource, &args, &state, &j.Attempt, &j.MaxAttempts, &j.Priority,
 		&j.IdempotencyKey, &errs, &j.CreatedAt, &j.ScheduledAt, &attemptedAt, &finishedAt,
-		&j.Head, &j.Worker, &token, &leaseExp, &j.CancelRequested, &timeoutMS)
+		&j.Head, &j.Worker, &token, &leaseExp, &j.CancelRequested, &timeoutMS)...)
 	if err != nil {
 		return nil, err
 	}

@@ -70,6 +70,7 @@ type Store struct {
 	channel  string // NOTIFY channel, sent as a bind parameter to pg_notify
 	q        queries
 	jq       jobQueries
+	sq       submitQueries
 	hub      *notify.Hub
 	lis      *listener
 	renews   *combine.Combiner[*store.RenewParams, *store.Lease]
@@ -167,6 +168,7 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg Config, ownsPool bool
 		channel:  channelName(cfg.Schema),
 		q:        buildQueries(cfg.Schema),
 		jq:       buildJobQueries(cfg.Schema, channelName(cfg.Schema)),
+		sq:       buildSubmitQueries(cfg.Schema, channelName(cfg.Schema)),
 		hub:      notify.NewHub(),
 		audit:    cfg.Audit,
 	}

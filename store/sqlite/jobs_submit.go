@@ -56,7 +56,7 @@ func (s *Store) SubmitJobTx(ctx context.Context, tx *sql.Tx, p *store.SubmitPara
 // so that a refusal inside a caller's transaction (SubmitJobTx) leaves nothing behind.
 func (x *jobTx) submit(p *store.SubmitParams) (*store.SubmitResult, error) {
 	if p.IdempotencyKey != "" {
-		j, err := scanJob(x.q.QueryRowContext(x.ctx, `SELECT `+jobColumns+` FROM jobs WHERE idempotency_key = ?`, p.IdempotencyKey))
+		j, err := scanJob(x.queryRow(`SELECT `+jobColumns+` FROM jobs WHERE idempotency_key = ?`, p.IdempotencyKey))
 		if err == nil {
 			return &store.SubmitResult{Job: j, Existing: true}, nil
 		}
@@ -75,7 +75,7 @@ func (x *jobTx) submit(p *store.SubmitParams) (*store.SubmitResult, error) {
 	if maxAttempts == 0 {
 		maxAttempts = k.MaxAttempts
 	}
-	head, err := x.headOf(p.Resource)
+	head, err := x.submitHead(p.Resource)
 	if err != nil {
 		return nil, err
 	}
@@ -115,5 +115,49 @@ func (x *jobTx) submit(p *store.SubmitParams) (*store.SubmitResult, error) {
 	if err := x.insertJob(j); err != nil {
 		return nil, err
 	}
+	if x.heads != nil && j.Head {
+		x.heads[j.Resource] = j
+	}
 	return &store.SubmitResult{Job: j}, nil
+}
+
+// submitHead is headOf, through the batch's memory of heads if there is one.
+func (x *jobTx) submitHead(resource string) (*store.Job, error) {
+	if x.heads == nil {
+		return x.headOf(resource)
+	}
+	if h, ok := x.heads[resource]; ok {
+		return h, nil
+	}
+	h, err := x.headOf(resource)
+	if err == nil {
+		x.heads[resource] = h
+	}
+	return h, err
+}
+
+// SubmitJobs enqueues a batch in one write transaction, each job as SubmitJob would in batch
+// order; a refused or bad job rolls the whole batch back. Workers are woken once per kind, after
+// the commit.
+func (s *Store) SubmitJobs(ctx context.Context, ps []*store.SubmitParams) ([]*store.SubmitResult, error) {
+	if err := store.ValidateBatch(ps); err != nil {
+		return nil, err
+	}
+	out := make([]*store.SubmitResult, len(ps))
+	err := s.inTx(ctx, "submit jobs", func(x *jobTx) error {
+		x.heads, x.stmts = map[string]*store.Job{}, map[string]*sql.Stmt{}
+		defer x.closeStmts()
+		for i, p := range ps {
+			res, err := x.submit(p)
+			if err != nil {
+				return store.InBatch(i, err)
+			}
+			out[i] = res
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -28,6 +28,41 @@ type jobTx struct {
 	kinds map[string]*store.Kind
 	res   map[string]*resourceRow
 	wake  map[string]bool
+	// heads, set for a batch submit only (in which nothing else changes a head), remembers
+	// each resource's head (nil: none) once read or made, instead of reading it per job.
+	heads map[string]*store.Job
+	// stmts, set for a batch submit only, holds the statements it runs per job, prepared once
+	// (preparing costs more than running them).
+	stmts map[string]*sql.Stmt
+}
+
+// queryRow runs a statement that returns a row, through a prepared statement in a batch.
+func (x *jobTx) queryRow(query string, args ...any) *sql.Row {
+	if x.stmts == nil {
+		return x.q.QueryRowContext(x.ctx, query, args...)
+	}
+	st, ok := x.stmts[query]
+	if !ok {
+		p, can := x.q.(interface {
+			PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+		})
+		if !can {
+			return x.q.QueryRowContext(x.ctx, query, args...)
+		}
+		var err error
+		if st, err = p.PrepareContext(x.ctx, query); err != nil {
+			return x.q.QueryRowContext(x.ctx, query, args...) // the same error, as a row's
+		}
+		x.stmts[query] = st
+	}
+	return st.QueryRowContext(x.ctx, args...)
+}
+
+// closeStmts closes the batch's prepared statements.
+func (x *jobTx) closeStmts() {
+	for _, st := range x.stmts {
+		_ = st.Close()
+	}
 }
 
 func newJobTx(ctx context.Context, q querier, now time.Time) *jobTx {
@@ -186,7 +221,7 @@ func (x *jobTx) insertJob(j *store.Job) error {
 		return err
 	}
 	key := sql.NullString{String: j.IdempotencyKey, Valid: j.IdempotencyKey != ""}
-	return x.q.QueryRowContext(x.ctx, `INSERT INTO jobs (seq, kind, resource, args, state, head, attempt,
+	return x.queryRow(`INSERT INTO jobs (seq, kind, resource, args, state, head, attempt,
 			max_attempts, priority, idempotency_key, errors, created_at, scheduled_at, finished_at)
 		VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		j.Seq, j.Kind, j.Resource, string(j.Args), string(j.State), j.Head, j.MaxAttempts, j.Priority, key, errs,
@@ -214,7 +249,7 @@ func (x *jobTx) saveJob(j *store.Job) error {
 // value drawn here is never granted to a lease, nor the other way round).
 func (x *jobTx) next(counter string) (int64, error) {
 	var v int64
-	err := x.q.QueryRowContext(x.ctx, `UPDATE counters SET value = value + 1 WHERE name = ? RETURNING value`, counter).Scan(&v)
+	err := x.queryRow(`UPDATE counters SET value = value + 1 WHERE name = ? RETURNING value`, counter).Scan(&v)
 	return v, err
 }
 

@@ -45,6 +45,9 @@ func (x *jobTx) resource(key string) (*resourceRow, error) {
 
 // ensureResource creates the resource's row if it has none, and reads it.
 func (x *jobTx) ensureResource(key string) (*resourceRow, error) {
+	if r, ok := x.res[key]; ok {
+		return r, nil // read in this transaction, so it exists
+	}
 	if _, err := x.q.ExecContext(x.ctx, `INSERT INTO resources (key, updated_at) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`,
 		key, x.now.UnixNano()); err != nil {
 		return nil, err

@@ -158,6 +158,42 @@ func (s *memJobStore) SubmitJob(_ context.Context, p *store.SubmitParams) (*stor
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.submitLocked(p)
+}
+
+// SubmitJobs submits each job in turn under the lock and, if one fails, removes what the
+// others added (a submit adds a job, maybe a resource and a key, and touches nothing else).
+func (s *memJobStore) SubmitJobs(_ context.Context, ps []*store.SubmitParams) ([]*store.SubmitResult, error) {
+	if err := store.ValidateBatch(ps); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	firstID := s.nextID
+	var newResources []string
+	out := make([]*store.SubmitResult, len(ps))
+	for i, p := range ps {
+		_, had := s.resources[p.Resource]
+		res, err := s.submitLocked(p)
+		if err != nil {
+			for id := firstID + 1; id <= s.nextID; id++ {
+				delete(s.idem, s.jobs[id].IdempotencyKey)
+				delete(s.jobs, id)
+			}
+			for _, r := range newResources {
+				delete(s.resources, r)
+			}
+			return nil, store.InBatch(i, err)
+		}
+		if !had {
+			newResources = append(newResources, p.Resource)
+		}
+		out[i] = res
+	}
+	return out, nil
+}
+
+func (s *memJobStore) submitLocked(p *store.SubmitParams) (*store.SubmitResult, error) {
 	now := s.now()
 	if p.IdempotencyKey != "" {
 		if id, ok := s.idem[p.IdempotencyKey]; ok {

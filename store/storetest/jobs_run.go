@@ -34,6 +34,7 @@ func RunJobs(t *testing.T, h JobHarness) {
 	}{
 		{"ExclusionAndOrderUnderConcurrency", testJobExclusion},
 		{"IdempotentSubmit", testJobIdempotency},
+		{"BatchConcurrency", testJobBatchConcurrency},
 	}
 	for _, c := range serial {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
@@ -71,6 +72,11 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"Resources", testJobResources},
 		{"JobCounts", testJobCounts},
 		{"BadSubmit", testJobBadSubmit},
+		// Batches.
+		{"BatchOrderAndHeads", testJobBatchOrder},
+		{"BatchIdempotency", testJobBatchIdempotency},
+		{"BatchPolicies", testJobBatchPolicies},
+		{"BatchBadInput", testJobBatchBadInput},
 		{"BadInput", testJobBadInput},
 	}
 	for _, c := range parallel {

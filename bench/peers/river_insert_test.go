@@ -1,0 +1,247 @@
+package peers
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/store/postgres"
+)
+
+// Submitting jobs, Baton against River (github.com/riverqueue/river, riverpgxv5), on the same
+// PostgreSQL in the same run: Queue.Submit against Client.Insert from insertClients goroutines,
+// and Queue.SubmitMany against Client.InsertMany in batches of insertBatch. Each side has its own
+// schema and a pool of insertClients connections for statements; jobs name one of
+// insertResources resources (Baton queues them per resource; River does not keep the jobs of a
+// resource apart). The sides alternate in blocks so that drift weighs on both alike. ns/op is
+// per job for Baton; jobs/s of both and the ratio (x-river, >1 = Baton faster) are reported.
+//
+//	go test -run '^$' -bench 'Submit.*VsRiver' -benchtime 20000x ./bench/peers/
+
+const (
+	insertClients   = 8
+	insertBatch     = 1000
+	insertResources = 10000
+)
+
+func insertDSN() string {
+	if v := os.Getenv("BATON_TEST_POSTGRES_DSN"); v != "" {
+		return v
+	}
+	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+}
+
+// insertSchema names a fresh schema prefix_<random>, created if create, dropped when b ends.
+func insertSchema(b *testing.B, pool *pgxpool.Pool, prefix string, create bool) string {
+	raw := make([]byte, 8)
+	_, _ = rand.Read(raw)
+	schema := prefix + "_" + hex.EncodeToString(raw)
+	ctx := context.Background()
+	if create {
+		if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Cleanup(func() {
+		if _, err := pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			b.Error(err)
+		}
+	})
+	return schema
+}
+
+func insertPool(b *testing.B) *pgxpool.Pool {
+	pc, err := pgxpool.ParseConfig(insertDSN())
+	if err != nil {
+		b.Fatal(err)
+	}
+	pc.MaxConns = insertClients
+	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	return pool
+}
+
+type riverInsertArgs struct {
+	Resource string `json:"resource"`
+}
+
+func (riverInsertArgs) Kind() string { return "insert_noop" }
+
+type riverInsertWorker struct {
+	river.WorkerDefaults[riverInsertArgs]
+}
+
+func (riverInsertWorker) Work(context.Context, *river.Job[riverInsertArgs]) error { return nil }
+
+// insertSides are the two submitters of one benchmark: one call submits jobs [from, to).
+type insertSides struct {
+	baton, river func(ctx context.Context, from, to int) error
+}
+
+func newInsertSides(b *testing.B) (*baton.Queue, *river.Client[pgx.Tx]) {
+	ctx := context.Background()
+	pool := insertPool(b)
+	schema := insertSchema(b, pool, "river_ins", true)
+	driver := riverpgxv5.New(pool)
+	m, err := rivermigrate.New(driver, &rivermigrate.Config{Schema: schema})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		b.Fatal(err)
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, riverInsertWorker{})
+	rc, err := river.NewClient(driver, &river.Config{Schema: schema, Workers: workers})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := postgres.Open(ctx, insertDSN(), postgres.Config{Schema: insertSchema(b, pool, "baton_ins", false), MaxConns: insertClients})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	q, err := baton.NewQueue(ctx, s, &baton.QueueConfig{Kinds: []baton.Kind{{Name: "insert_noop"}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return q, rc
+}
+
+func insertResource(i int) string { return fmt.Sprintf("r%d", i%insertResources) }
+
+// pairedInsert runs both sides over b.N jobs in blocks, alternating which goes first, and reports.
+func pairedInsert(b *testing.B, sides insertSides) {
+	ctx := context.Background()
+	const blocks = 4
+	var batonTime, riverTime time.Duration
+	b.ResetTimer()
+	b.StopTimer()
+	next := 0
+	for i := range blocks {
+		n := b.N / blocks
+		if i == blocks-1 {
+			n = b.N - (blocks-1)*(b.N/blocks)
+		}
+		if n == 0 {
+			continue
+		}
+		from := next
+		next += n
+		run := func(f func(context.Context, int, int) error, into *time.Duration) {
+			start := time.Now()
+			if err := f(ctx, from, from+n); err != nil {
+				b.Fatal(err)
+			}
+			*into += time.Since(start)
+		}
+		if i%2 == 0 {
+			run(sides.river, &riverTime)
+			run(sides.baton, &batonTime)
+		} else {
+			run(sides.baton, &batonTime)
+			run(sides.river, &riverTime)
+		}
+	}
+	if batonTime > 0 && riverTime > 0 {
+		b.ReportMetric(float64(b.N)/batonTime.Seconds(), "jobs/s")
+		b.ReportMetric(float64(b.N)/riverTime.Seconds(), "river-jobs/s")
+		b.ReportMetric(riverTime.Seconds()/batonTime.Seconds(), "x-river")
+		b.ReportMetric(float64(batonTime.Nanoseconds())/float64(b.N), "ns/job")
+	}
+}
+
+// parallel runs f(i) for i in [from, to) from insertClients goroutines.
+func parallel(from, to int, f func(i int) error) error {
+	var next atomic.Int64
+	next.Store(int64(from))
+	var wg sync.WaitGroup
+	errs := make(chan error, insertClients)
+	for range insertClients {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= to {
+					return
+				}
+				if err := f(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// BenchmarkSubmitVsRiverInsert: Queue.Submit against Client.Insert, one job per call, from
+// insertClients goroutines.
+func BenchmarkSubmitVsRiverInsert(b *testing.B) {
+	q, rc := newInsertSides(b)
+	pairedInsert(b, insertSides{
+		baton: func(ctx context.Context, from, to int) error {
+			return parallel(from, to, func(i int) error {
+				_, err := q.Submit(ctx, baton.SubmitParams{Kind: "insert_noop", Resource: insertResource(i),
+					Args: []byte(`{"resource":"` + insertResource(i) + `"}`)})
+				return err
+			})
+		},
+		river: func(ctx context.Context, from, to int) error {
+			return parallel(from, to, func(i int) error {
+				_, err := rc.Insert(ctx, riverInsertArgs{Resource: insertResource(i)}, nil)
+				return err
+			})
+		},
+	})
+}
+
+// BenchmarkSubmitManyVsRiverInsertMany: Queue.SubmitMany against Client.InsertMany, batches of
+// insertBatch jobs from one goroutine (both return the inserted jobs).
+func BenchmarkSubmitManyVsRiverInsertMany(b *testing.B) {
+	q, rc := newInsertSides(b)
+	pairedInsert(b, insertSides{
+		baton: func(ctx context.Context, from, to int) error {
+			for lo := from; lo < to; lo += insertBatch {
+				ps := make([]baton.SubmitParams, 0, insertBatch)
+				for i := lo; i < min(lo+insertBatch, to); i++ {
+					ps = append(ps, baton.SubmitParams{Kind: "insert_noop", Resource: insertResource(i),
+						Args: []byte(`{"resource":"` + insertResource(i) + `"}`)})
+				}
+				if _, err := q.SubmitMany(ctx, ps); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		river: func(ctx context.Context, from, to int) error {
+			for lo := from; lo < to; lo += insertBatch {
+				ps := make([]river.InsertManyParams, 0, insertBatch)
+				for i := lo; i < min(lo+insertBatch, to); i++ {
+					ps = append(ps, river.InsertManyParams{Args: riverInsertArgs{Resource: insertResource(i)}})
+				}
+				if _, err := rc.InsertMany(ctx, ps); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	})
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/batonhq/baton/internal/wire"
+	"github.com/batonhq/baton/store"
+)
+
+// maxJobLine bounds one line of a --file batch: a job's members and its args (at most 32 KiB).
+const maxJobLine = 64 << 10
+
+// jobsSubmitFile is 'baton jobs submit --file': every line is checked before anything is sent,
+// then the batch is one call (POST /v1/jobs/batch), all or nothing.
+func jobsSubmitFile(c *command, g *globals, name string, stdin io.Reader, stdout io.Writer) int {
+	in := stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return c.usageError("--file: %v", err)
+		}
+		defer f.Close()
+		in = f
+	}
+	ps, lines, err := readJobLines(in)
+	if err != nil {
+		return c.usageError("--file %s: %v (nothing written)", name, err)
+	}
+	if err := store.ValidateBatch(ps); err != nil {
+		return c.batchFail(g, err, lines)
+	}
+	js, closeFn, code, ok := openJobStore(c, g)
+	if !ok {
+		return code
+	}
+	defer closeFn()
+	ctx, cancel := callContext(0)
+	defer cancel()
+	res, err := js.SubmitJobs(ctx, ps)
+	if err != nil {
+		return c.batchFail(g, err, lines)
+	}
+	if g.output == "json" {
+		out := wire.SubmitBatchResponse{Results: make([]wire.SubmitResult, len(res))}
+		for i, r := range res {
+			out.Results[i] = wire.SubmitResult{Existing: r.Existing, Job: wire.JobFrom(r.Job)}
+		}
+		err = writeJSON(stdout, out)
+	} else {
+		jobs := make([]*store.Job, len(res))
+		existing := 0
+		for i, r := range res {
+			jobs[i] = r.Job
+			if r.Existing {
+				existing++
+			}
+		}
+		err = writeJobTable(stdout, jobs)
+		if err == nil && existing > 0 {
+			_, err = fmt.Fprintf(stdout, "%d of %d lines named jobs submitted before (idempotency key); they were not submitted again\n",
+				existing, len(res))
+		}
+	}
+	if err != nil {
+		return c.jobFail(g, err, nil, "")
+	}
+	return exitOK
+}
+
+// readJobLines reads one submit object per non-blank line; lines[i] is the line number of job i.
+func readJobLines(r io.Reader) ([]*store.SubmitParams, []int, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxJobLine)
+	var ps []*store.SubmitParams
+	var lines []int
+	n := 0
+	for sc.Scan() {
+		n++
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		if len(ps) == store.MaxSubmitBatch {
+			return nil, nil, fmt.Errorf("line %d: a batch holds at most %d jobs", n, store.MaxSubmitBatch)
+		}
+		p, err := parseJobLine(line)
+		if err != nil {
+			return nil, nil, fmt.Errorf("line %d: %v", n, err)
+		}
+		ps, lines = append(ps, p), append(lines, n)
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, nil, fmt.Errorf("line %d: longer than %d bytes", n+1, maxJobLine)
+		}
+		return nil, nil, err
+	}
+	if len(ps) == 0 {
+		return nil, nil, errors.New("no jobs (one JSON object per line)")
+	}
+	return ps, lines, nil
+}
+
+// parseJobLine reads one job: the members of POST /v1/jobs' body, no others.
+func parseJobLine(line []byte) (*store.SubmitParams, error) {
+	var req wire.SubmitRequest
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return nil, fmt.Errorf("not a job object: %v", err)
+	}
+	if dec.More() {
+		return nil, errors.New("more than one JSON value on the line")
+	}
+	if rule := store.JSONTextRule(line, false); rule != "" {
+		return nil, fmt.Errorf("the line %s", rule)
+	}
+	if req.DelayMs < 0 || req.DelayMs > store.MaxDelay.Milliseconds() {
+		return nil, fmt.Errorf("invalid delay_ms: must be between 0 and %d (got %d)", store.MaxDelay.Milliseconds(), req.DelayMs)
+	}
+	p := &store.SubmitParams{Kind: req.Kind, Resource: req.Resource, Args: req.Args, IdempotencyKey: req.IdempotencyKey,
+		Policy: req.Policy, MaxAttempts: req.MaxAttempts, Priority: req.Priority,
+		Delay: time.Duration(req.DelayMs) * time.Millisecond}
+	if string(p.Args) == "null" {
+		p.Args = nil
+	}
+	if req.ScheduledAt != "" {
+		t, err := time.Parse(time.RFC3339, req.ScheduledAt)
+		if err != nil {
+			return nil, fmt.Errorf("invalid scheduled_at: must be an RFC 3339 time (got %q)", req.ScheduledAt)
+		}
+		p.ScheduledAt = t
+	}
+	return p, nil
+}
+
+var batchJobField = regexp.MustCompile(`^jobs\[(\d+)\]\.?(.*)$`)
+
+// batchFail is jobFail for a batch: the job an error names is given by its line.
+func (c *command) batchFail(g *globals, err error, lines []int) int {
+	line := func(i int) int {
+		if i >= 0 && i < len(lines) {
+			return lines[i]
+		}
+		return i + 1
+	}
+	var inv *store.InvalidArgumentError
+	var be *store.BatchError
+	var busy *store.ResourceBusyError
+	switch {
+	case errors.As(err, &inv):
+		if m := batchJobField.FindStringSubmatch(inv.Field); m != nil {
+			i, _ := strconv.Atoi(m[1])
+			field := m[2]
+			if field == "delay" {
+				field = "delay_ms"
+			}
+			fmt.Fprintf(c.stderr, "%s: line %d: invalid %s: %s (nothing written)\n", c.name, line(i), field, inv.Rule)
+			return exitUsage
+		}
+	case errors.As(err, &be) && errors.As(err, &busy):
+		fmt.Fprintf(c.stderr, "%s: line %d: resource %q is busy: job %d is %s (the reject policy refuses to queue behind it; nothing written)\n",
+			c.name, line(be.Index), busy.Resource, busy.HeadJob, busy.State)
+		return exitBusy
+	}
+	return c.jobFail(g, err, nil, "")
+}

@@ -1,0 +1,90 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+
+	"github.com/batonhq/baton/internal/wire"
+	"github.com/batonhq/baton/store"
+)
+
+// MaxJobBatchBodyBytes bounds the body of POST /v1/jobs/batch: up to store.MaxSubmitBatch jobs,
+// each with its args (MaxBodyBytes bounds single calls, MaxBatchBodyBytes the other batches).
+const MaxJobBatchBodyBytes = 8 << 20
+
+// submitJobs is POST /v1/jobs/batch: every job is checked as a single submit's body is, then the
+// batch is one store call (one atomic step). A bad or refused job fails the whole batch with a
+// problem whose field (jobs[i].member) and index name it.
+func (s *Server) submitJobs(w http.ResponseWriter, r *http.Request, _ principal) {
+	if r.Header.Get("Idempotency-Key") != "" {
+		writeProblem(w, invalidArg("Idempotency-Key", "must not be sent with a batch: give each job its idempotency_key"))
+		return
+	}
+	var req wire.SubmitBatchRequest
+	if !decodeBody(w, r, &req, true, MaxJobBatchBodyBytes) {
+		return
+	}
+	switch {
+	case len(req.Jobs) == 0:
+		writeProblem(w, invalidArg("jobs", "must hold at least one job"))
+		return
+	case len(req.Jobs) > store.MaxSubmitBatch:
+		writeProblem(w, invalidArg("jobs", fmt.Sprintf("must hold at most %d jobs (got %d)", store.MaxSubmitBatch, len(req.Jobs))))
+		return
+	}
+	ps := make([]*store.SubmitParams, len(req.Jobs))
+	for i, j := range req.Jobs {
+		if j == nil {
+			writeProblem(w, batchProblem(i, invalidArg("", "must be a job object, not null")))
+			return
+		}
+		p, prob := submitParams(j, "")
+		if prob != nil {
+			writeProblem(w, batchProblem(i, prob))
+			return
+		}
+		ps[i] = p
+	}
+	res, err := s.jobs.SubmitJobs(r.Context(), ps)
+	if err != nil {
+		s.writeJobError(w, r, err, "not found")
+		return
+	}
+	out := wire.SubmitBatchResponse{Results: make([]wire.SubmitResult, len(res))}
+	status := http.StatusOK
+	for i, sr := range res {
+		out.Results[i] = wire.SubmitResult{Existing: sr.Existing, Job: wire.JobFrom(sr.Job)}
+		if !sr.Existing {
+			s.jobMetrics.entered(sr.Job)
+			status = http.StatusCreated
+		}
+	}
+	writeJSON(w, status, out)
+}
+
+// batchProblem places an invalid_argument problem of job i: its field becomes jobs[i].field.
+func batchProblem(i int, p *problem) *problem {
+	if p.Code == "invalid_argument" {
+		p.Field = store.BatchField(i, p.Field)
+		p.Detail = p.Field + " " + p.Rule
+	}
+	p.Index = &i
+	return p
+}
+
+var batchFieldRE = regexp.MustCompile(`^jobs\[(\d+)\](?:\.(.*))?$`)
+
+// batchField splits a store field of a batch job, "jobs[i].field", into i and field.
+func batchField(f string) (int, string, bool) {
+	m := batchFieldRE.FindStringSubmatch(f)
+	if m == nil {
+		return 0, "", false
+	}
+	i, err := strconv.Atoi(m[1])
+	if err != nil {
+		return 0, "", false
+	}
+	return i, m[2], true
+}

@@ -1,0 +1,265 @@
+package postgres
+
+import (
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// submitQueries are the two statements of a submit (one job or a batch), sent together in one
+// pipeline: one round trip, one implicit transaction (the statements before a Sync).
+type submitQueries struct {
+	lock, insert, insertOne, insertNoKeys string
+}
+
+func buildSubmitQueries(schema, channel string) submitQueries {
+	id := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
+	// The schema is [a-z0-9_] and the channel derives from it, so neither can hold a quote.
+	r := strings.NewReplacer(
+		"{jobs}", id("jobs"), "{resources}", id("resources"), "{kinds}", id("job_kinds"),
+		"{job_ids}", "'"+id("jobs_id_seq")+"'", "{job_seq}", "'"+id("job_seq")+"'",
+		"{channel}", "'"+channel+"'", "{jobkey}", "E'\\x1fjob:'", "{unfinished}", unfinished,
+	)
+	return submitQueries{lock: r.Replace(submitLockSQL), insert: r.Replace(submitInsertSQL),
+		insertOne: r.Replace(submitOneSQL), insertNoKeys: r.Replace(submitNoKeysSQL)}
+}
+
+// submitLockSQL creates the batch's resources that do not exist and locks every one of them, in
+// key order (so that batches do not deadlock each other): from here to the commit, no other
+// submit, promotion or job end can change which job heads them. It must be a statement of its
+// own, before submitInsertSQL, so that that statement's snapshot sees every change committed
+// before the locks were granted.
+const submitLockSQL = `INSERT INTO {resources} AS r (key)
+SELECT DISTINCT k FROM unnest($1::text[]) AS k ORDER BY k
+ON CONFLICT (key) DO UPDATE SET key = r.key`
+
+// submitInsertSQL submits the jobs $1.. (one array per field, aligned; ” and 0 mean unset:
+// the kind's) as if one after the other in array order. It returns the inserted jobs (existing
+// false), then the jobs that the batch's idempotency keys already named (existing true); the
+// caller puts them in batch order (the inserted ones' IDs follow it). Columns: existing, kinds
+// notified, the job.
+//
+//   - known: idempotency keys that name a job already; every occurrence returns that job.
+//   - fresh: the jobs to insert: no key, or the first occurrence of a new key (the later
+//     occurrences return the first's job, as existing); n numbers them in batch order, rn
+//     within their resource.
+//   - drawn: IDs and queue positions for them, sorted, so that the n-th gets the n-th (the
+//     resources are locked, so per resource they follow submission order).
+//   - plan: the first fresh job of a resource reads the resource's head before the batch and
+//     its kind's cooldown there. A fresh job is busy if its resource had a head, or if an
+//     earlier fresh job of the batch is on the same resource (that one is the head then: it was
+//     not busy, so it was queued whatever its policy). Busy and "skip": skipped, naming the
+//     head; busy and "reject": the batch is refused; not busy: the head, its start raised to the
+//     end of the cooldown.
+//   - verdict: the first job that cannot be submitted (unknown kind, or refused) fails the whole
+//     statement, and so the transaction, with an error that says which (see refusalRE).
+//   - woken: NOTIFY, once per kind, workers that may be waiting for the new heads' kinds.
+//
+// Every step is a scan of the batch, a sort of it, or an index lookup per job (never a join of
+// two CTEs, which a generic plan that expects ten rows could nest), so that the cost is linear.
+const submitInsertSQL = `WITH req AS (
+	SELECT t.* FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::int[],
+		$8::timestamptz[], $9::bigint[]) WITH ORDINALITY
+		AS t (kind, resource, args, ikey, policy, max_attempts, priority, at, delay_ms, idx)
+), known AS (
+	SELECT j.idempotency_key AS ikey, j.id FROM {jobs} j
+	WHERE j.idempotency_key = ANY (ARRAY(SELECT DISTINCT ikey FROM req WHERE ikey <> ''))
+), fresh0 AS (
+	SELECT r.*, CASE WHEN r.ikey = '' THEN r.idx ELSE min(r.idx) OVER (PARTITION BY r.ikey) END AS first
+	FROM req r
+	WHERE r.ikey = '' OR r.ikey <> ALL (ARRAY(SELECT ikey FROM known))
+), fresh AS (
+	SELECT f.*, row_number() OVER (ORDER BY f.idx) AS n, row_number() OVER (PARTITION BY f.resource ORDER BY f.idx) AS rn
+	FROM fresh0 f WHERE f.idx = f.first
+), drawn AS (
+	SELECT (SELECT array_agg(a.v ORDER BY a.v) FROM (SELECT nextval({job_ids}) AS v FROM fresh) a) AS ids,
+		(SELECT array_agg(a.v ORDER BY a.v) FROM (SELECT nextval({job_seq}) AS v FROM fresh) a) AS seqs
+), kk AS MATERIALIZED (
+	SELECT k.name, k.policy, k.max_attempts FROM {kinds} k
+	WHERE k.name = ANY (ARRAY(SELECT DISTINCT kind FROM fresh))
+), plan0 AS MATERIALIZED (
+	SELECT f.idx, f.kind, f.resource, f.args, f.ikey, f.priority, f.rn, d.ids[f.n] AS id, d.seqs[f.n] AS seq,
+		k.name IS NOT NULL AS kind_known, coalesce(nullif(f.policy, ''), k.policy) AS policy,
+		coalesce(nullif(f.max_attempts, 0), k.max_attempts) AS max_attempts,
+		coalesce(f.at, now() + f.delay_ms * interval '1 millisecond') AS at0,
+		h.id AS h0_id, h.state AS h0_state, h.cooldown_end
+	FROM fresh f CROSS JOIN drawn d
+	LEFT JOIN kk k ON k.name = f.kind
+	LEFT JOIN LATERAL (
+		SELECT (SELECT rs.cooldowns ->> f.kind FROM {resources} rs WHERE rs.key = f.resource)::timestamptz AS cooldown_end,
+			u.id, u.state
+		FROM (VALUES (1)) AS one (x)
+		LEFT JOIN LATERAL (
+			SELECT u.id, u.state FROM {jobs} u WHERE u.resource = f.resource AND u.state IN {unfinished}
+			ORDER BY u.seq LIMIT 1
+		) u ON true
+		WHERE f.rn = 1
+		OFFSET 0
+	) h ON true
+), plan1 AS (
+	SELECT p.*, first_value(p.h0_id) OVER w IS NOT NULL OR p.rn > 1 AS busy,
+		coalesce(first_value(p.h0_id) OVER w, first_value(p.id) OVER w) AS h_id,
+		coalesce(first_value(p.h0_state) OVER w,
+			CASE WHEN first_value(greatest(p.at0, p.cooldown_end)) OVER w > now() THEN 'scheduled' ELSE 'available' END) AS h_state
+	FROM plan0 p
+	WINDOW w AS (PARTITION BY p.resource ORDER BY p.idx)
+), plan AS (
+	SELECT p.*, p.busy AND p.policy = 'skip' AS skipped, p.busy AND p.policy = 'reject' AS rejected,
+		CASE WHEN p.busy THEN p.at0 ELSE greatest(p.at0, p.cooldown_end) END AS at1
+	FROM plan1 p
+), bad AS (
+	SELECT p.idx, CASE WHEN NOT p.kind_known THEN 'kind' ELSE 'busy' END AS why, p.h_id, p.h_state
+	FROM plan p WHERE NOT p.kind_known OR p.rejected
+	ORDER BY p.idx LIMIT 1
+), verdict AS (
+	SELECT CASE WHEN b.idx IS NULL THEN true
+		ELSE CAST('baton-batch-refused:' || b.why || ':' || b.idx || ':' || b.h_id || ':' || b.h_state AS int) > 0
+		END AS ok
+	FROM (VALUES (1)) AS one (x) LEFT JOIN bad b ON true
+), ins AS (
+	INSERT INTO {jobs} AS j (id, seq, kind, resource, args, state, head, max_attempts, priority, idempotency_key,
+		scheduled_at, finished_at, errors)
+	SELECT p.id, p.seq, p.kind, p.resource, p.args::jsonb,
+		CASE WHEN p.skipped THEN 'skipped' WHEN p.at1 > now() THEN 'scheduled' ELSE 'available' END,
+		NOT p.busy, p.max_attempts, p.priority, nullif(p.ikey, ''), p.at1, CASE WHEN p.skipped THEN now() END,
+		CASE WHEN p.skipped THEN jsonb_build_array(jsonb_build_object('attempt', 0, 'at', now(),
+			'code', 'resource_busy', 'message', format('resource busy: job %s is %s', p.h_id, p.h_state)))
+			ELSE '[]'::jsonb END
+	FROM plan p
+	WHERE (SELECT ok FROM verdict)
+	RETURNING ` + jobCols + `
+), woken AS (
+	SELECT pg_notify({channel}, {jobkey} || k.name) FROM {kinds} k
+	WHERE k.name = ANY (ARRAY(SELECT DISTINCT kind FROM ins WHERE head)) AND k.waiting_until > now()
+)
+SELECT false, (SELECT count(*) FROM woken)::int, i.* FROM ins i
+UNION ALL
+SELECT true, 0, ` + jobCols + ` FROM {jobs} j WHERE j.id = ANY (ARRAY(SELECT id FROM known))`
+
+// submitOneSQL is submitInsertSQL for one job ($1 kind, $2 resource, $3 args, $4 key, $5 policy,
+// $6 max attempts, $7 priority, $8 time or null, $9 delay ms), without the batch's arrays, sorts
+// and windows: a single Submit costs the database about what the statements of a hand-written
+// submit would, in one round trip.
+const submitOneSQL = `WITH ex AS (
+	SELECT ` + jobCols + ` FROM {jobs} j WHERE $4::text <> '' AND j.idempotency_key = $4::text
+), h AS (
+	SELECT u.id, u.state FROM {jobs} u WHERE u.resource = $2::text AND u.state IN {unfinished}
+	ORDER BY u.seq LIMIT 1
+), v AS (
+	SELECT k.name IS NOT NULL AS kind_known, coalesce(nullif($5::text, ''), k.policy) AS policy,
+		coalesce(nullif($6::int, 0), k.max_attempts) AS max_attempts, h.id AS h_id, h.state AS h_state,
+		CASE WHEN h.id IS NULL THEN greatest(t.at,
+			(SELECT (rs.cooldowns ->> $1::text)::timestamptz FROM {resources} rs WHERE rs.key = $2::text))
+			ELSE t.at END AS at
+	FROM (SELECT coalesce($8::timestamptz, now() + $9::bigint * interval '1 millisecond') AS at) t
+	LEFT JOIN {kinds} k ON k.name = $1::text
+	LEFT JOIN h ON true
+	WHERE NOT EXISTS (SELECT 1 FROM ex)
+), verdict AS (
+	SELECT CASE WHEN NOT v.kind_known THEN CAST('baton-batch-refused:kind:1::' || coalesce(v.h_state, '') AS int) > 0
+		WHEN v.h_id IS NOT NULL AND v.policy = 'reject'
+			THEN CAST('baton-batch-refused:busy:1:' || v.h_id || ':' || v.h_state AS int) > 0
+		ELSE true END AS ok
+	FROM v
+), ins AS (
+	INSERT INTO {jobs} AS j (seq, kind, resource, args, state, head, max_attempts, priority, idempotency_key,
+		scheduled_at, finished_at, errors)
+	SELECT nextval({job_seq}), $1::text, $2::text, $3::jsonb,
+		CASE WHEN v.h_id IS NOT NULL AND v.policy = 'skip' THEN 'skipped' WHEN v.at > now() THEN 'scheduled'
+			ELSE 'available' END,
+		v.h_id IS NULL, v.max_attempts, $7::int, nullif($4::text, ''), v.at,
+		CASE WHEN v.h_id IS NOT NULL AND v.policy = 'skip' THEN now() END,
+		CASE WHEN v.h_id IS NOT NULL AND v.policy = 'skip' THEN jsonb_build_array(jsonb_build_object('attempt', 0,
+			'at', now(), 'code', 'resource_busy', 'message', format('resource busy: job %s is %s', v.h_id, v.h_state)))
+			ELSE '[]'::jsonb END
+	FROM v, verdict
+	WHERE verdict.ok
+	RETURNING ` + jobCols + `
+), woken AS (
+	SELECT pg_notify({channel}, {jobkey} || k.name) FROM {kinds} k
+	WHERE k.name = $1::text AND k.waiting_until > now() AND EXISTS (SELECT 1 FROM ins WHERE ins.head)
+)
+SELECT false, (SELECT count(*) FROM woken)::int, i.* FROM ins i
+UNION ALL
+SELECT true, 0, ex.* FROM ex`
+
+// submitNoKeysSQL is submitInsertSQL for a batch without idempotency keys (the usual bulk load),
+// in which every job is inserted: the arrays are submitInsertSQL's but the keys ($1 kinds, $2
+// resources, $3 args, $4 policies, $5 max attempts, $6 priorities, $7 times, $8 delays), and the
+// caller numbers each job's rank within its resource ($9, from 1) and gives the index of the
+// resource's first job of the batch ($10, from 1), so that
+// no step sorts the batch. The first job of a resource reads the resource's head before the
+// batch and the kind's cooldown; a later one is busy (behind the first), and reads the head
+// before the batch only if it needs to name it (skip, reject).
+const submitNoKeysSQL = `WITH req AS (
+	SELECT t.* FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[],
+		$7::timestamptz[], $8::bigint[], $9::int[], $10::int[]) WITH ORDINALITY
+		AS t (kind, resource, args, policy, max_attempts, priority, at, delay_ms, rn, first, idx)
+), drawn AS (
+	SELECT (SELECT array_agg(a.v ORDER BY a.v) FROM (SELECT nextval({job_ids}) AS v FROM req) a) AS ids,
+		(SELECT array_agg(a.v ORDER BY a.v) FROM (SELECT nextval({job_seq}) AS v FROM req) a) AS seqs
+), kk AS MATERIALIZED (
+	SELECT k.name, k.policy, k.max_attempts FROM {kinds} k
+	WHERE k.name = ANY (ARRAY(SELECT DISTINCT kind FROM req))
+), plan0 AS MATERIALIZED (
+	SELECT r.idx, r.kind, r.resource, r.args, r.priority, r.rn, r.first, d.ids[r.idx] AS id, d.seqs[r.idx] AS seq,
+		d.ids[r.first] AS first_id,
+		k.name IS NOT NULL AS kind_known, coalesce(nullif(r.policy, ''), k.policy) AS policy,
+		coalesce(nullif(r.max_attempts, 0), k.max_attempts) AS max_attempts,
+		coalesce(r.at, now() + r.delay_ms * interval '1 millisecond') AS at0,
+		h.id AS h0_id, h.state AS h0_state, h.cooldown_end
+	FROM req r CROSS JOIN drawn d
+	LEFT JOIN kk k ON k.name = r.kind
+	LEFT JOIN LATERAL (
+		SELECT CASE WHEN r.rn = 1 THEN (SELECT rs.cooldowns ->> r.kind FROM {resources} rs WHERE rs.key = r.resource)::timestamptz
+			END AS cooldown_end, u.id, u.state
+		FROM (VALUES (1)) AS one (x)
+		LEFT JOIN LATERAL (
+			SELECT u.id, u.state FROM {jobs} u WHERE u.resource = r.resource AND u.state IN {unfinished}
+			ORDER BY u.seq LIMIT 1
+		) u ON true
+		WHERE r.rn = 1 OR coalesce(nullif(r.policy, ''), k.policy) <> 'queue'
+		OFFSET 0
+	) h ON true
+), plan AS (
+	SELECT p.*, p.busy AND p.policy = 'skip' AS skipped, p.busy AND p.policy = 'reject' AS rejected,
+		CASE WHEN p.busy THEN p.at0 ELSE greatest(p.at0, p.cooldown_end) END AS at1
+	FROM (SELECT p0.*, p0.h0_id IS NOT NULL OR p0.rn > 1 AS busy FROM plan0 p0) p
+), firsts AS (
+	-- When the batch's first job on a resource is the head a later one names: its start.
+	SELECT array_agg(p.at1 ORDER BY p.idx) AS at1s FROM plan p
+), named AS (
+	-- The head a skipped or refused job names: the resource's before the batch, else the
+	-- batch's first job on it (not busy: available or scheduled, by its start).
+	SELECT p.idx, coalesce(p.h0_id, p.first_id) AS h_id, coalesce(p.h0_state,
+		CASE WHEN (SELECT at1s FROM firsts)[p.first] > now() THEN 'scheduled' ELSE 'available' END) AS h_state
+	FROM plan p
+	WHERE p.rejected
+), bad AS (
+	SELECT p.idx, 'kind' AS why, 0::bigint AS h_id, '' AS h_state FROM plan p WHERE NOT p.kind_known
+	UNION ALL
+	SELECT n.idx, 'busy', n.h_id, n.h_state FROM named n
+	ORDER BY 1 LIMIT 1
+), verdict AS (
+	SELECT CASE WHEN b.idx IS NULL THEN true
+		ELSE CAST('baton-batch-refused:' || b.why || ':' || b.idx || ':' || b.h_id || ':' || b.h_state AS int) > 0
+		END AS ok
+	FROM (VALUES (1)) AS one (x) LEFT JOIN bad b ON true
+), ins AS (
+	INSERT INTO {jobs} AS j (id, seq, kind, resource, args, state, head, max_attempts, priority,
+		scheduled_at, finished_at, errors)
+	SELECT p.id, p.seq, p.kind, p.resource, p.args::jsonb,
+		CASE WHEN p.skipped THEN 'skipped' WHEN p.at1 > now() THEN 'scheduled' ELSE 'available' END,
+		NOT p.busy, p.max_attempts, p.priority, p.at1, CASE WHEN p.skipped THEN now() END,
+		CASE WHEN p.skipped THEN jsonb_build_array(jsonb_build_object('attempt', 0, 'at', now(),
+			'code', 'resource_busy', 'message', format('resource busy: job %s is %s', coalesce(p.h0_id, p.first_id),
+				coalesce(p.h0_state, CASE WHEN (SELECT at1s FROM firsts)[p.first] > now() THEN 'scheduled' ELSE 'available' END))))
+			ELSE '[]'::jsonb END
+	FROM plan p
+	WHERE (SELECT ok FROM verdict)
+	RETURNING ` + jobCols + `
+), woken AS (
+	SELECT pg_notify({channel}, {jobkey} || k.name) FROM {kinds} k
+	WHERE k.name = ANY (ARRAY(SELECT DISTINCT kind FROM ins WHERE head)) AND k.waiting_until > now()
+)
+SELECT false, (SELECT count(*) FROM woken)::int, i.* FROM ins i`
