@@ -67,7 +67,7 @@ type waiter struct {
 
 type gate struct {
 	limit    int
-	maxQueue [2]int // negative: unbounded
+	maxQueue [2]int        // negative: unbounded
 	maxWait  time.Duration // of the new queue's oldest call; negative: unbounded
 
 	mu       sync.Mutex
