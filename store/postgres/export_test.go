@@ -18,7 +18,9 @@ func ListSQL(schema string) (list, bounded string) {
 
 // ListJobsSQL returns ListJobs' statement of schema for a set of filters (bits: state 1, kind 2,
 // resource 4).
-func ListJobsSQL(schema string, filters int) string { return buildJobQueries(schema, "c").list[filters] }
+func ListJobsSQL(schema string, filters int) string {
+	return buildJobQueries(schema, "c").list[filters]
+}
 
 // ResourceListBoundedSQL returns ListResources' statement with the upper bound.
 func ResourceListBoundedSQL(schema string) string {

@@ -32,7 +32,7 @@ func TestListPlansReadOneIndexRange(t *testing.T) {
 	list, bounded := postgres.ListSQL(schema)
 	for _, c := range []struct {
 		name, sql, args string
-		want           []string
+		want            []string
 	}{
 		{"List", list, "('', 'k/00', '', 100)", []string{"leases_pkey", "key > $1", "key >= $2"}},
 		{"List bounded", bounded, "('', 'k/00', '', 100, 'k/01')", []string{"leases_pkey", "key >= $2", "key < $5"}},
