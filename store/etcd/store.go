@@ -7,6 +7,7 @@
 // Layout under Config.Prefix (default "baton/"):
 //
 //	leases/<key>  the live lease: JSON record, attached to one etcd lease per Baton lease
+//	              (reused from a released Baton lease when one is idle, see pool.go)
 //	delay/<key>   only for leases with a lock-delay: attached to a second etcd lease of
 //	              TTL+lock-delay, kept alive with the first; if the lease key expires, this key
 //	              outlives it by the lock-delay and keeps the key resting
@@ -69,6 +70,8 @@ type Store struct {
 	closeMu  sync.Once
 	cancel   context.CancelFunc
 	watchEnd chan struct{}
+	pool     leasePool // idle etcd leases for reuse (pool.go)
+	held     heldCache // leases granted here, for one-Txn releases
 }
 
 var _ store.Store = (*Store)(nil)
