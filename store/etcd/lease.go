@@ -156,7 +156,7 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 
 // grant tries the grant Txn; on a lost race it returns the state the Txn found instead. It
 // attaches the key to an idle etcd lease of the same TTL when the pool has one, restarting its
-// TTL with a KeepAliveOnce sent alongside the Txn, after this Acquire began: the key then lives
+// TTL with a keepalive (renew.go) sent alongside the Txn, after this Acquire began: the key then lives
 // at least the TTL from the start of the request, as with a fresh Grant. A pooled lease that
 // expired meanwhile fails the Txn (etcd refuses a put on a missing lease) and a fresh one is
 // granted.
@@ -203,8 +203,7 @@ func (s *Store) grantWith(ctx context.Context, p *store.AcquireParams, ttl int64
 	if fromPool {
 		restarted = make(chan error, 1)
 		go func() {
-			_, err := s.cli.KeepAliveOnce(ctx, main.id)
-			restarted <- err
+			restarted <- s.restarts.restart(ctx, main.id)
 		}()
 	}
 	val, _ := json.Marshal(rec)

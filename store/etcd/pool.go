@@ -12,7 +12,7 @@ import (
 // doubled the raft rounds of a lock cycle. An etcd lease whose only key was deleted by this
 // store's own guarded Txn (a release, a force-release) carries no key and nobody else knows it
 // is free, so the store keeps it and attaches the next grant of the same TTL to it, after a
-// KeepAliveOnce that restarts its TTL (a leader-only call, not a raft round). Leases are never
+// keepalive that restarts its TTL (a leader-only call, not a raft round). Leases are never
 // shared: one key at most is attached to one etcd lease at a time, so a lease's expiry still
 // ends exactly one Baton lease, and nothing revokes a pooled lease.
 

@@ -72,6 +72,7 @@ type Store struct {
 	watchEnd chan struct{}
 	pool     leasePool // idle etcd leases for reuse (pool.go)
 	held     heldCache // leases granted here, for one-Txn releases
+	restarts restarter // TTL restarts of reused etcd leases (renew.go)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -112,6 +113,7 @@ func New(cli *clientv3.Client, cfg Config) *Store {
 	prefix := prefixOf(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Store{cli: cli, prefix: prefix, hub: notify.NewHub(), cancel: cancel, watchEnd: make(chan struct{})}
+	s.restarts.cli = cli
 	go s.watch(ctx)
 	return s
 }
@@ -232,6 +234,7 @@ func (s *Store) Close() error {
 		s.closed.Store(true)
 		s.cancel()
 		<-s.watchEnd
+		s.restarts.close()
 		s.hub.NotifyAll()
 		if s.ownsCli {
 			err = s.cli.Close()
