@@ -62,10 +62,8 @@ func TestReusedEtcdLeaseRestartsAndExpires(t *testing.T) {
 	if got := etcdLease(t, ctx, s, "second"); got != first {
 		t.Fatalf("second grant on etcd lease %x, want the released lease's %x reused", got, first)
 	}
-	if left := secondsLeft(t, ctx, s, first); left < 3 {
-		t.Fatalf("reused etcd lease has %d s left after the grant, want its TTL restarted (>= 3 s of 4)", left)
-	}
-	// Nobody renews: the key expires, not before its TTL from the start of the acquire.
+	// Nobody renews: the key expires, not before its TTL from the start of the acquire. Without
+	// the restart it would have expired less than 3 s after it (the lease had <= 2 s left).
 	for etcdLease(t, ctx, s, "second") != 0 {
 		time.Sleep(50 * time.Millisecond) // the expiry is what is waited for
 	}
