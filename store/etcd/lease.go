@@ -362,22 +362,31 @@ func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, 
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	resp, err := s.cli.Get(ctx, s.LeaseKey(p.Key))
-	if err != nil {
-		return nil, s.wrap(err)
+	// extend refuses when the key changed after it was read; if it is still this lease's, a
+	// concurrent renew of the same lease changed it (moved it to a new etcd lease for another
+	// TTL): read it again.
+	for range maxAttempts {
+		resp, err := s.cli.Get(ctx, s.LeaseKey(p.Key))
+		if err != nil {
+			return nil, s.wrap(err)
+		}
+		kv := first(resp)
+		if kv == nil {
+			return nil, store.ErrNotHeld
+		}
+		rec, err := decode(kv)
+		if err != nil {
+			return nil, err
+		}
+		if rec.LeaseID != p.LeaseID {
+			return nil, store.ErrNotHeld
+		}
+		l, err := s.extend(ctx, p.Key, kv, rec, p.TTL)
+		if !errors.Is(err, store.ErrNotHeld) {
+			return l, err
+		}
 	}
-	kv := first(resp)
-	if kv == nil {
-		return nil, store.ErrNotHeld
-	}
-	rec, err := decode(kv)
-	if err != nil {
-		return nil, err
-	}
-	if rec.LeaseID != p.LeaseID {
-		return nil, store.ErrNotHeld
-	}
-	return s.extend(ctx, p.Key, kv, rec, p.TTL)
+	return nil, store.ErrNotHeld
 }
 
 // Release deletes the lease key in a Txn guarded by its ModRevision, records the release and
