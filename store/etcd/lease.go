@@ -125,25 +125,25 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	st, err := s.readState(ctx, p.Key)
-	if err != nil {
-		return nil, err
-	}
+	// The first attempt is the grant itself: its Txn returns the key's state when it is taken.
+	var st *state
 	for attempt := range maxAttempts {
-		l, done, err := s.refuse(ctx, p, st)
-		if done {
-			return l, err
-		}
-		if err == errReread {
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(time.Duration(attempt+1) * 50 * time.Millisecond):
+		if st != nil {
+			l, done, err := s.refuse(ctx, p, st)
+			if done {
+				return l, err
 			}
-			if st, err = s.readState(ctx, p.Key); err != nil {
-				return nil, err
+			if err == errReread {
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(time.Duration(attempt+1) * 50 * time.Millisecond):
+				}
+				if st, err = s.readState(ctx, p.Key); err != nil {
+					return nil, err
+				}
+				continue
 			}
-			continue
 		}
 		l, next, err := s.grant(ctx, p)
 		if err != nil || l != nil {
@@ -154,14 +154,35 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	return nil, fmt.Errorf("etcd: acquire %q: too much contention", p.Key)
 }
 
-// grant tries the grant Txn; on a lost race it returns the state the Txn found instead.
+// grant tries the grant Txn; on a lost race it returns the state the Txn found instead. It
+// attaches the key to an idle etcd lease of the same TTL when the pool has one, restarting its
+// TTL with a keepalive (renew.go) sent alongside the Txn, after this Acquire began: the key then lives
+// at least the TTL from the start of the request, as with a fresh Grant. A pooled lease that
+// expired meanwhile fails the Txn (etcd refuses a put on a missing lease) and a fresh one is
+// granted.
 func (s *Store) grant(ctx context.Context, p *store.AcquireParams) (*store.Lease, *state, error) {
 	ttl := seconds(p.TTL)
-	main, err := s.cli.Grant(ctx, ttl)
-	if err != nil {
-		return nil, nil, s.wrap(err)
+	main, fromPool := s.pool.get(ttl, minLeft(ttl))
+	for {
+		l, st, err := s.grantWith(ctx, p, ttl, main, fromPool)
+		if fromPool && errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			main, fromPool = pooled{}, false
+			continue
+		}
+		return l, st, err
 	}
-	leases := []clientv3.LeaseID{main.ID}
+}
+
+func (s *Store) grantWith(ctx context.Context, p *store.AcquireParams, ttl int64, main pooled, fromPool bool) (*store.Lease, *state, error) {
+	ttlD := time.Duration(ttl) * time.Second
+	if !fromPool {
+		sent := time.Now()
+		g, err := s.cli.Grant(ctx, ttl)
+		if err != nil {
+			return nil, nil, s.wrap(err)
+		}
+		main = pooled{id: g.ID, alive: sent.Add(ttlD)}
+	}
 	rec := &record{LeaseID: p.LeaseID, Holder: p.Holder, Metadata: p.Metadata, TTLSeconds: ttl,
 		CooldownNs: int64(p.Cooldown), LockDelayNs: int64(p.LockDelay), AcquiredAt: time.Now().UTC().Round(0)}
 	if len(rec.Metadata) == 0 {
@@ -171,18 +192,25 @@ func (s *Store) grant(ctx context.Context, p *store.AcquireParams) (*store.Lease
 	if p.LockDelay > 0 {
 		d, err := s.cli.Grant(ctx, ttl+seconds(p.LockDelay))
 		if err != nil {
-			s.revoke(leases...)
+			s.pool.put(ttl, main)
 			return nil, nil, s.wrap(err)
 		}
 		delayID = d.ID
 		rec.DelayLease = int64(d.ID)
-		leases = append(leases, d.ID)
+	}
+	var restarted chan error
+	restartSent := time.Now()
+	if fromPool {
+		restarted = make(chan error, 1)
+		go func() {
+			restarted <- s.restarts.restart(ctx, main.id)
+		}()
 	}
 	val, _ := json.Marshal(rec)
 	lastVal, _ := json.Marshal(last{LeaseID: p.LeaseID, State: "held"})
 	then := []clientv3.Op{
 		clientv3.OpGet(s.lastKey(p.Key)),
-		clientv3.OpPut(s.LeaseKey(p.Key), string(val), clientv3.WithLease(main.ID)),
+		clientv3.OpPut(s.LeaseKey(p.Key), string(val), clientv3.WithLease(main.id)),
 		clientv3.OpPut(s.lastKey(p.Key), string(lastVal)),
 	}
 	if delayID != 0 {
@@ -196,22 +224,40 @@ func (s *Store) grant(ctx context.Context, p *store.AcquireParams) (*store.Lease
 		clientv3.OpGet(s.LeaseKey(p.Key)), clientv3.OpGet(s.restKey(p.Key)),
 		clientv3.OpGet(s.delayKey(p.Key)), clientv3.OpGet(s.lastKey(p.Key)),
 	).Commit()
+	var restartErr error
+	if restarted != nil {
+		if restartErr = <-restarted; restartErr == nil {
+			main.alive = restartSent.Add(ttlD)
+		}
+	}
 	if err != nil {
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			s.revoke(delayID)
+			return nil, nil, err // the etcd lease had expired: nothing was written
+		}
 		// The outcome is unknown: keep the leases, which expire on their own if unused.
 		return nil, nil, s.wrap(err)
 	}
 	if !resp.Succeeded {
-		s.revoke(leases...)
+		s.revoke(delayID)
+		s.pool.put(ttl, main)
 		return nil, stateOf(resp.Responses), nil
 	}
+	if restartErr != nil {
+		// The key is ours but its etcd lease may end before p.TTL: do not hand it out. A retry
+		// by the same holder re-acquires it (and restarts the TTL); otherwise it expires.
+		return nil, nil, fmt.Errorf("etcd: acquire %q: restart the TTL of a reused etcd lease: %w", p.Key, s.wrap(restartErr))
+	}
+	rev := resp.Header.Revision
+	s.held.set(p.Key, &heldLease{leaseID: p.LeaseID, rev: rev, etcd: main, ttl: ttl, rec: rec})
 	tookOver := false
 	if kv := first((*clientv3.GetResponse)(resp.Responses[0].GetResponseRange())); kv != nil {
 		var l last
-		tookOver = json.Unmarshal(kv.Value, &l) == nil && l.State == "held"
+		tookOver = json.Unmarshal(kv.Value, &l) == nil && l.State == "held" && l.LeaseID != p.LeaseID
 	}
 	now := time.Now()
 	return &store.Lease{
-		Key: p.Key, ID: p.LeaseID, Holder: p.Holder, Token: uint64(resp.Header.Revision),
+		Key: p.Key, ID: p.LeaseID, Holder: p.Holder, Token: uint64(rev),
 		AcquiredAt: rec.AcquiredAt, ExpiresAt: now.Add(p.TTL), TTLLeft: p.TTL, Metadata: rec.Metadata,
 		TookOver: tookOver,
 	}, nil, nil
@@ -241,6 +287,7 @@ func (s *Store) extend(ctx context.Context, key string, kv *mvccKV, rec *record,
 				return nil, s.wrap(err)
 			}
 		}
+		sent := time.Now()
 		if _, err := s.cli.KeepAliveOnce(ctx, clientv3.LeaseID(kv.Lease)); err != nil {
 			if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 				return nil, store.ErrNotHeld
@@ -258,8 +305,14 @@ func (s *Store) extend(ctx context.Context, key string, kv *mvccKV, rec *record,
 		if !resp.Succeeded {
 			return nil, store.ErrNotHeld
 		}
+		if h := s.held.get(key); h != nil && h.etcd.id == clientv3.LeaseID(kv.Lease) {
+			nh := *h
+			nh.etcd.alive = sent.Add(time.Duration(secs) * time.Second)
+			s.held.set(key, &nh)
+		}
 		return s.lease(key, kv, rec, ttl), nil
 	}
+	sent := time.Now()
 	main, err := s.cli.Grant(ctx, secs)
 	if err != nil {
 		return nil, s.wrap(err)
@@ -292,7 +345,12 @@ func (s *Store) extend(ctx context.Context, key string, kv *mvccKV, rec *record,
 		s.revoke(newIDs...)
 		return nil, store.ErrNotHeld
 	}
+	// The old etcd lease carries no key now; only this Txn freed it, so revoking it is safe.
 	s.revoke(clientv3.LeaseID(kv.Lease), clientv3.LeaseID(rec.DelayLease))
+	if h := s.held.get(key); h != nil && h.leaseID == rec.LeaseID {
+		s.held.set(key, &heldLease{leaseID: h.leaseID, rev: h.rev, ttl: secs, rec: &nrec,
+			etcd: pooled{id: main.ID, alive: sent.Add(time.Duration(secs) * time.Second)}})
+	}
 	return s.lease(key, kv, &nrec, ttl), nil
 }
 
@@ -304,22 +362,31 @@ func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, 
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	resp, err := s.cli.Get(ctx, s.LeaseKey(p.Key))
-	if err != nil {
-		return nil, s.wrap(err)
+	// extend refuses when the key changed after it was read; if it is still this lease's, a
+	// concurrent renew of the same lease changed it (moved it to a new etcd lease for another
+	// TTL): read it again.
+	for range maxAttempts {
+		resp, err := s.cli.Get(ctx, s.LeaseKey(p.Key))
+		if err != nil {
+			return nil, s.wrap(err)
+		}
+		kv := first(resp)
+		if kv == nil {
+			return nil, store.ErrNotHeld
+		}
+		rec, err := decode(kv)
+		if err != nil {
+			return nil, err
+		}
+		if rec.LeaseID != p.LeaseID {
+			return nil, store.ErrNotHeld
+		}
+		l, err := s.extend(ctx, p.Key, kv, rec, p.TTL)
+		if !errors.Is(err, store.ErrNotHeld) {
+			return l, err
+		}
 	}
-	kv := first(resp)
-	if kv == nil {
-		return nil, store.ErrNotHeld
-	}
-	rec, err := decode(kv)
-	if err != nil {
-		return nil, err
-	}
-	if rec.LeaseID != p.LeaseID {
-		return nil, store.ErrNotHeld
-	}
-	return s.extend(ctx, p.Key, kv, rec, p.TTL)
+	return nil, store.ErrNotHeld
 }
 
 // Release deletes the lease key in a Txn guarded by its ModRevision, records the release and
@@ -330,6 +397,16 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
+	}
+	if h := s.held.take(p.Key, p.LeaseID); h != nil {
+		// Granted here: one Txn guarded by the grant's revision and etcd lease, no read first.
+		ok, err := s.endHeld(ctx, p.Key, h, "released", store.ReasonCooldown, time.Duration(h.rec.CooldownNs))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return &store.ReleaseResult{Held: max(time.Since(h.rec.AcquiredAt), time.Nanosecond)}, nil
+		}
 	}
 	for range maxAttempts {
 		st, err := s.readState(ctx, p.Key)
@@ -363,10 +440,42 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 // end deletes the lease at kv if it is unchanged, puts the rest key for pause, and records how
 // the lease ended. ok is false if the lease key changed meanwhile.
 func (s *Store) end(ctx context.Context, key string, kv *mvccKV, rec *record, how, reason string, pause time.Duration) (bool, error) {
+	ok, err := s.endIf(ctx, key, rec, how, reason, pause,
+		clientv3.Compare(clientv3.ModRevision(s.LeaseKey(key)), "=", kv.ModRevision))
+	if err != nil || !ok {
+		return ok, err
+	}
+	// The etcd lease now carries no key. If it is one granted here, reuse it; else revoke it.
+	if h := s.held.get(key); h != nil && h.etcd.id == clientv3.LeaseID(kv.Lease) {
+		s.held.drop(key)
+		s.pool.put(h.ttl, h.etcd)
+	} else {
+		s.revoke(clientv3.LeaseID(kv.Lease))
+	}
+	s.revoke(clientv3.LeaseID(rec.DelayLease))
+	return true, nil
+}
+
+// endHeld is end for a lease granted by this store, guarded by the grant's revision and its
+// etcd lease instead of a read of the key; the etcd lease goes back to the pool.
+func (s *Store) endHeld(ctx context.Context, key string, h *heldLease, how, reason string, pause time.Duration) (bool, error) {
+	ok, err := s.endIf(ctx, key, h.rec, how, reason, pause,
+		clientv3.Compare(clientv3.CreateRevision(s.LeaseKey(key)), "=", h.rev),
+		clientv3.Compare(clientv3.LeaseValue(s.LeaseKey(key)), "=", int64(h.etcd.id)))
+	if err != nil || !ok {
+		return ok, err
+	}
+	s.pool.put(h.ttl, h.etcd)
+	s.revoke(clientv3.LeaseID(h.rec.DelayLease))
+	return true, nil
+}
+
+// endIf runs the ending Txn under cmps.
+func (s *Store) endIf(ctx context.Context, key string, rec *record, how, reason string, pause time.Duration, cmps ...clientv3.Cmp) (bool, error) {
 	lastVal, _ := json.Marshal(last{LeaseID: rec.LeaseID, State: how})
-	ops := []clientv3.Op{
-		clientv3.OpDelete(s.LeaseKey(key)), clientv3.OpDelete(s.delayKey(key)),
-		clientv3.OpPut(s.lastKey(key), string(lastVal)),
+	ops := []clientv3.Op{clientv3.OpDelete(s.LeaseKey(key)), clientv3.OpPut(s.lastKey(key), string(lastVal))}
+	if rec.DelayLease != 0 || rec.LockDelayNs > 0 {
+		ops = append(ops, clientv3.OpDelete(s.delayKey(key))) // only leases with a lock-delay have one
 	}
 	var restID clientv3.LeaseID
 	if pause > 0 {
@@ -378,9 +487,7 @@ func (s *Store) end(ctx context.Context, key string, kv *mvccKV, rec *record, ho
 		rv, _ := json.Marshal(rest{Reason: reason, Ns: int64(pause)})
 		ops = append(ops, clientv3.OpPut(s.restKey(key), string(rv), clientv3.WithLease(restID)))
 	}
-	resp, err := s.cli.Txn(ctx).If(
-		clientv3.Compare(clientv3.ModRevision(s.LeaseKey(key)), "=", kv.ModRevision),
-	).Then(ops...).Commit()
+	resp, err := s.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
 	if err != nil {
 		return false, s.wrap(err)
 	}
@@ -388,7 +495,6 @@ func (s *Store) end(ctx context.Context, key string, kv *mvccKV, rec *record, ho
 		s.revoke(restID)
 		return false, nil
 	}
-	s.revoke(clientv3.LeaseID(kv.Lease), clientv3.LeaseID(rec.DelayLease))
 	return true, nil
 }
 

@@ -7,6 +7,7 @@
 // Layout under Config.Prefix (default "baton/"):
 //
 //	leases/<key>  the live lease: JSON record, attached to one etcd lease per Baton lease
+//	              (reused from a released Baton lease when one is idle, see pool.go)
 //	delay/<key>   only for leases with a lock-delay: attached to a second etcd lease of
 //	              TTL+lock-delay, kept alive with the first; if the lease key expires, this key
 //	              outlives it by the lock-delay and keeps the key resting
@@ -69,6 +70,9 @@ type Store struct {
 	closeMu  sync.Once
 	cancel   context.CancelFunc
 	watchEnd chan struct{}
+	pool     leasePool // idle etcd leases for reuse (pool.go)
+	held     heldCache // leases granted here, for one-Txn releases
+	restarts restarter // TTL restarts of reused etcd leases (renew.go)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -109,6 +113,7 @@ func New(cli *clientv3.Client, cfg Config) *Store {
 	prefix := prefixOf(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Store{cli: cli, prefix: prefix, hub: notify.NewHub(), cancel: cancel, watchEnd: make(chan struct{})}
+	s.restarts.cli = cli
 	go s.watch(ctx)
 	return s
 }
@@ -229,6 +234,7 @@ func (s *Store) Close() error {
 		s.closed.Store(true)
 		s.cancel()
 		<-s.watchEnd
+		s.restarts.close()
 		s.hub.NotifyAll()
 		if s.ownsCli {
 			err = s.cli.Close()

@@ -9,3 +9,20 @@ func ListenerConnects(s *Store) uint64 { return s.lis.connects.Load() }
 
 // ChannelName exposes the NOTIFY channel naming rule.
 var ChannelName = channelName
+
+// ListSQL returns the lease listing statements of schema: without and with the upper bound.
+func ListSQL(schema string) (list, bounded string) {
+	q := buildQueries(schema)
+	return q.list, q.listBounded
+}
+
+// ListJobsSQL returns ListJobs' statement of schema for a set of filters (bits: state 1, kind 2,
+// resource 4).
+func ListJobsSQL(schema string, filters int) string {
+	return buildJobQueries(schema, "c").list[filters]
+}
+
+// ResourceListBoundedSQL returns ListResources' statement with the upper bound.
+func ResourceListBoundedSQL(schema string) string {
+	return buildJobQueries(schema, "c").resourceListBounded
+}

@@ -212,12 +212,21 @@ func (s *Store) GetJob(ctx context.Context, id int64) (*store.Job, error) {
 	return j, nil
 }
 
-// ListJobs lists jobs by ID.
+// ListJobs lists jobs by ID, with a statement for its set of filters (listJobsSQL).
 func (s *Store) ListJobs(ctx context.Context, p *store.JobListParams) ([]*store.Job, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, s.jq.list, p.After, string(p.State), p.Kind, p.Resource, p.Limit)
+	filters, args := 0, []any{p.After}
+	for _, f := range []struct {
+		bit int
+		val string
+	}{{listByState, string(p.State)}, {listByKind, p.Kind}, {listByResource, p.Resource}} {
+		if f.val != "" {
+			filters, args = filters|f.bit, append(args, f.val)
+		}
+	}
+	rows, err := s.pool.Query(ctx, s.jq.list[filters], append(args, p.Limit)...)
 	if err != nil {
 		return nil, s.jobErr("list jobs", err)
 	}

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -9,9 +10,13 @@ import (
 // jobQueries holds the job statements of one schema, built once at open. Only schema-qualified
 // names (validated, then sanitized) are spliced in; every user value is a bind parameter.
 type jobQueries struct {
-	kindGet, kindUpsert, kindList                                      string
-	existing, lockResource, busy, insert                               string
-	get, list                                                          string
+	kindGet, kindUpsert, kindList        string
+	existing, lockResource, busy, insert string
+	get                                  string
+	// list is ListJobs' statement for each set of filters (see listJobsSQL).
+	list [8]string
+	// resourceListBounded is resourceList with the end of the prefix's range ($4).
+	resourceListBounded                                                string
 	claim, markWaiting, lockRejected, promoteRejected                  string
 	heartbeat, finish, lockFinished, promoteFinished                   string
 	completeMany, promoteMany                                          string
@@ -102,9 +107,8 @@ RETURNING ` + jobCols),
 WHERE k.name = $1 AND k.waiting_until > now()`),
 
 		get: q(`SELECT ` + jobCols + ` FROM {jobs} j WHERE j.id = $1`),
-		list: q(`SELECT ` + jobCols + ` FROM {jobs} j
-WHERE j.id > $1 AND ($2 = '' OR j.state = $2) AND ($3 = '' OR j.kind = $3) AND ($4 = '' OR j.resource = $4)
-ORDER BY j.id LIMIT $5`),
+		list: [8]string{q(listJobsSQL(0)), q(listJobsSQL(1)), q(listJobsSQL(2)), q(listJobsSQL(3)),
+			q(listJobsSQL(4)), q(listJobsSQL(5)), q(listJobsSQL(6)), q(listJobsSQL(7))},
 
 		claim:           q(claimSQL),
 		markWaiting:     q(`UPDATE {kinds} SET waiting_until = now() + interval '30 seconds' WHERE name = ANY($1) AND waiting_until < now() + interval '20 seconds'`),
@@ -149,11 +153,43 @@ FROM {resources} r WHERE r.key = $1`),
 	(SELECT count(*) FROM {jobs} j WHERE j.resource = r.key AND j.state IN ` + unfinished + `)
 FROM {resources} r WHERE r.key >= $1 AND left(r.key, length($1)) = $1 AND r.key > $2
 ORDER BY r.key LIMIT $3`),
+		// The upper bound keeps the index scan inside the prefix's range (see the leases' list).
+		resourceListBounded: q(`SELECT r.key, r.state, r.version, r.updated_at,
+	coalesce((SELECT j.id FROM {jobs} j WHERE j.resource = r.key AND j.state = 'running'), 0),
+	(SELECT count(*) FROM {jobs} j WHERE j.resource = r.key AND j.state IN ` + unfinished + `)
+FROM {resources} r WHERE r.key >= $1 AND r.key < $4 AND left(r.key, length($1)) = $1 AND r.key > $2
+ORDER BY r.key LIMIT $3`),
 		resourceVersion: q(`SELECT version FROM {resources} WHERE key = $1 FOR UPDATE`),
 		resourceSet: q(`INSERT INTO {resources} AS r (key, state, version) VALUES ($1, $2, 1)
 ON CONFLICT (key) DO UPDATE SET state = excluded.state, version = r.version + 1, updated_at = now()
 RETURNING r.key, r.state, r.version, r.updated_at`),
 	}
+}
+
+// Filters of ListJobs, as bits of the index into jobQueries.list.
+const (
+	listByState = 1 << iota
+	listByKind
+	listByResource
+)
+
+// listJobsSQL is ListJobs' statement for one set of filters: only the conditions that apply,
+// numbered in order after $1 (the cursor), then the limit. With the store's generic plans, a
+// condition written as "$2 = ” OR state = $2" could not use an index, so listing one state or
+// one resource would read every job by id; this way (state, id) and (resource, id) are read as
+// one range.
+func listJobsSQL(filters int) string {
+	where, n := "j.id > $1", 1
+	for _, f := range []struct {
+		bit  int
+		cond string
+	}{{listByState, "j.state = $"}, {listByKind, "j.kind = $"}, {listByResource, "j.resource = $"}} {
+		if filters&f.bit != 0 {
+			n++
+			where += " AND " + f.cond + strconv.Itoa(n)
+		}
+	}
+	return `SELECT ` + jobCols + ` FROM {jobs} j WHERE ` + where + ` ORDER BY j.id LIMIT $` + strconv.Itoa(n+1)
 }
 
 // rejectedSet names the resources of jobs a claim statement of this transaction discarded by

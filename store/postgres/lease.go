@@ -17,6 +17,8 @@ import (
 // (validated and sanitized) are spliced in; every user value is a bind parameter.
 type queries struct {
 	acquire, renew, renewMany, release, released, forceRelease, get, list, events string
+	// listBounded is list with the upper end of the prefix's range ($5, store.PrefixEnd).
+	listBounded string
 }
 
 // leaseCols is what every lease-returning statement yields, in scanLease's order. The remaining
@@ -142,18 +144,25 @@ SELECT ` + leaseCols + `, CASE WHEN waiters THEN pg_notify($2, key)::text END IS
 
 		get: `SELECT ` + leaseCols + ` FROM ` + t + ` WHERE key = $1 AND ` + live,
 
-		// key >= $2 bounds the index scan to the prefix range ("C" collation, byte order);
-		// starts_with is the exact test, with no LIKE wildcards to escape.
-		// $1 after, $2 prefix, $3 holder or '', $4 limit.
 		// $1 after, $2 key or '', $3 limit.
 		events: `SELECT id, at, kind, key, lease_id, holder, token, actor, reason FROM ` + pgx.Identifier{schema, "events"}.Sanitize() + `
 WHERE id > $1 AND ($2 = '' OR key = $2) ORDER BY id LIMIT $3`,
 
-		list: `SELECT ` + leaseCols + ` FROM ` + t + `
-WHERE ` + live + ` AND key > $1 AND key >= $2 AND starts_with(key, $2) AND ($3 = '' OR holder = $3)
-ORDER BY key
-LIMIT $4`,
+		// key >= $2 and, in listBounded, key < $5 (the end of the prefix's range) bound the index
+		// scan to the prefix ("C" collation, byte order): without the upper bound a page with
+		// fewer matches than its limit reads every key after the prefix. starts_with is the
+		// exact test, with no LIKE wildcards to escape. The btree uses the greater of the two
+		// lower bounds. $1 after, $2 prefix, $3 holder or '', $4 limit, $5 end.
+		list:        listSQL(t, ""),
+		listBounded: listSQL(t, " AND key < $5"),
 	}
+}
+
+func listSQL(table, upper string) string {
+	return `SELECT ` + leaseCols + ` FROM ` + table + `
+WHERE ` + live + ` AND key > $1 AND key >= $2` + upper + ` AND starts_with(key, $2) AND ($3 = '' OR holder = $3)
+ORDER BY key
+LIMIT $4`
 }
 
 // acquireAttempts bounds the statements one Acquire runs. A refusal is retried only when the
@@ -302,7 +311,13 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) ([]*store.Lease, 
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	rows, err := s.pool.Query(ctx, s.q.list, p.After, p.Prefix, p.Holder, p.Limit)
+	var rows pgx.Rows
+	var err error
+	if end, ok := store.PrefixEnd(p.Prefix); ok {
+		rows, err = s.pool.Query(ctx, s.q.listBounded, p.After, p.Prefix, p.Holder, p.Limit, end)
+	} else {
+		rows, err = s.pool.Query(ctx, s.q.list, p.After, p.Prefix, p.Holder, p.Limit)
+	}
 	if err != nil {
 		return nil, s.fail("list", p.Prefix, err)
 	}

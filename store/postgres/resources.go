@@ -30,7 +30,13 @@ func (s *Store) ListResources(ctx context.Context, p *store.ResourceListParams) 
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, s.jq.resourceList, p.Prefix, p.After, p.Limit)
+	var rows pgx.Rows
+	var err error
+	if end, ok := store.PrefixEnd(p.Prefix); ok {
+		rows, err = s.pool.Query(ctx, s.jq.resourceListBounded, p.Prefix, p.After, p.Limit, end)
+	} else {
+		rows, err = s.pool.Query(ctx, s.jq.resourceList, p.Prefix, p.After, p.Limit)
+	}
 	if err != nil {
 		return nil, s.jobErr("list resources", err)
 	}

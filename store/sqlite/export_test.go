@@ -9,3 +9,8 @@ func PendingRenewals(s *Store) int {
 	}
 	return len(s.renews.pending.reqs)
 }
+
+// ListSQL and ResourceListSQL are the listing statements for each of the four shapes of a key
+// range (see keyRange), for checking their query plans.
+func ListSQL(shape int) string         { return listSQL(shape) }
+func ResourceListSQL(shape int) string { return resourceListSQL(shape) }

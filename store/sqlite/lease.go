@@ -179,7 +179,7 @@ func (s *Store) Get(ctx context.Context, key string) (*store.Lease, error) {
 	return r.lease(now), nil
 }
 
-// List returns live leases in key order.
+// List returns live leases in key order, reading only the keys in the prefix's range.
 func (s *Store) List(ctx context.Context, p *store.ListParams) ([]*store.Lease, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -188,7 +188,8 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) ([]*store.Lease, 
 		return nil, err
 	}
 	now := s.now().UnixNano()
-	rows, err := s.stmts.list.QueryContext(ctx, p.After, p.Prefix, p.Holder, now, p.Limit)
+	r := newKeyRange(p.After, p.Prefix)
+	rows, err := s.stmts.list[r.shape()].QueryContext(ctx, r.lower, r.bound, p.Holder, now, p.Limit)
 	if err != nil {
 		return nil, s.wrap("list", err)
 	}

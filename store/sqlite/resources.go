@@ -83,6 +83,11 @@ const resourceSelect = `SELECT key, state, version, updated_at,
 		(SELECT count(*) FROM jobs WHERE resource = r.key AND state IN ` + sqlUnfinished + `)
 	FROM resources AS r`
 
+// resourceListSQL is ListResources' statement for one shape of keyRange; ?3 is the limit.
+func resourceListSQL(shape int) string {
+	return resourceSelect + ` WHERE ` + keyRangeSQL(shape) + ` ORDER BY key LIMIT ?3`
+}
+
 func scanResource(sc interface{ Scan(...any) error }) (*store.Resource, error) {
 	var r store.Resource
 	var updated int64
@@ -116,7 +121,8 @@ func (s *Store) GetResource(ctx context.Context, key string) (*store.Resource, e
 	return r, nil
 }
 
-// ListResources lists resources by key, after p.After, whose key starts with p.Prefix.
+// ListResources lists resources by key, after p.After, whose key starts with p.Prefix: one range
+// of the primary key.
 func (s *Store) ListResources(ctx context.Context, p *store.ResourceListParams) ([]*store.Resource, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -124,8 +130,8 @@ func (s *Store) ListResources(ctx context.Context, p *store.ResourceListParams) 
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, resourceSelect+` WHERE key > ?1 AND substr(key, 1, length(?2)) = ?2
-		ORDER BY key LIMIT ?3`, p.After, p.Prefix, p.Limit)
+	r := newKeyRange(p.After, p.Prefix)
+	rows, err := s.db.QueryContext(ctx, resourceListSQL(r.shape()), r.lower, r.bound, p.Limit)
 	if err != nil {
 		return nil, s.wrap("list resources", err)
 	}

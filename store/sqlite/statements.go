@@ -9,7 +9,18 @@ const leaseColumns = `key, lease_id, holder, token, acquired_at, expires_at, end
 
 // statements are prepared once per Store.
 type statements struct {
-	selectRow, acquire, renew, release, heldFor, releasedBy, forceRelease, get, list, events *sql.Stmt
+	selectRow, acquire, renew, release, heldFor, releasedBy, forceRelease, get, events *sql.Stmt
+	// list holds one statement per shape of keyRange, so that each reads the primary key as
+	// one range.
+	list [4]*sql.Stmt
+}
+
+// listSQL is List's statement for one shape of keyRange. ?1, ?2 the key range; ?3 holder or
+// ”; ?4 now; ?5 limit.
+func listSQL(shape int) string {
+	return `SELECT ` + leaseColumns + ` FROM leases
+			WHERE ` + keyRangeSQL(shape) + ` AND (?3 = '' OR holder = ?3) AND ended = 0 AND expires_at > ?4
+			ORDER BY key LIMIT ?5`
 }
 
 func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
@@ -56,10 +67,10 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 			WHERE key = ?1 AND ended = 0 AND expires_at > ?2
 			RETURNING ` + leaseColumns},
 		{&st.get, `SELECT ` + leaseColumns + ` FROM leases WHERE key = ?1 AND ended = 0 AND expires_at > ?2`},
-		{&st.list, `SELECT ` + leaseColumns + ` FROM leases
-			WHERE key > ?1 AND substr(key, 1, length(?2)) = ?2 AND (?3 = '' OR holder = ?3)
-				AND ended = 0 AND expires_at > ?4
-			ORDER BY key LIMIT ?5`},
+		{&st.list[0], listSQL(0)},
+		{&st.list[1], listSQL(1)},
+		{&st.list[2], listSQL(2)},
+		{&st.list[3], listSQL(3)},
 		{&st.events, `SELECT id, at, kind, key, lease_id, holder, token, actor, reason FROM events
 			WHERE id > ?1 AND (?2 = '' OR key = ?2) ORDER BY id LIMIT ?3`},
 	} {
@@ -74,8 +85,8 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 }
 
 func (st *statements) close() {
-	for _, s := range []*sql.Stmt{st.selectRow, st.acquire, st.renew, st.release, st.heldFor,
-		st.releasedBy, st.forceRelease, st.get, st.list, st.events} {
+	for _, s := range append([]*sql.Stmt{st.selectRow, st.acquire, st.renew, st.release, st.heldFor,
+		st.releasedBy, st.forceRelease, st.get, st.events}, st.list[:]...) {
 		if s != nil {
 			s.Close()
 		}

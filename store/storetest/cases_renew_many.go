@@ -97,7 +97,9 @@ func testRenewMany(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !after.ExpiresAt.Equal(before.ExpiresAt) {
+	// A renewal to 50 s would move the expiry by about 30 s; less than 2 s of difference is
+	// the store's estimate (etcd's TimeToLive is whole seconds, on the reader's clock).
+	if moved := after.ExpiresAt.Sub(before.ExpiresAt); moved >= 2*time.Second {
 		t.Errorf("a rejected batch renewed rm/a: expiry %s -> %s", before.ExpiresAt, after.ExpiresAt)
 	}
 	if _, err := store.RenewMany(ctx, e.store, nil); !errors.Is(err, store.ErrInvalidArgument) {

@@ -24,6 +24,22 @@ type ExclusionStats struct {
 // whose token was not greater than the previous grant's of that key. The checks are the test's
 // own bookkeeping, not the store's word.
 func CheckExclusion(ctx context.Context, s store.Store, goroutines, attempts, keys int) (ExclusionStats, error) {
+	return CheckExclusionWithin(ctx, s, goroutines, attempts, keys, 0)
+}
+
+// MinAttemptsWithin is how many attempts each goroutine of CheckExclusionWithin makes however
+// long they take.
+const MinAttemptsWithin = 10
+
+// CheckExclusionWithin is CheckExclusion bounded by time as well as by count: once budget has
+// passed (if it is not zero), a goroutine that made at least MinAttemptsWithin attempts starts
+// no more. On a loaded machine the check then does less work instead of running into the
+// test's deadline; the stats say how much it did.
+func CheckExclusionWithin(ctx context.Context, s store.Store, goroutines, attempts, keys int, budget time.Duration) (ExclusionStats, error) {
+	start := time.Now()
+	overBudget := func(done int) bool {
+		return budget > 0 && done >= MinAttemptsWithin && time.Since(start) > budget
+	}
 	locker, err := baton.NewLocker(s, nil)
 	if err != nil {
 		return ExclusionStats{}, err
@@ -51,7 +67,7 @@ func CheckExclusion(ctx context.Context, s store.Store, goroutines, attempts, ke
 	for g := range goroutines {
 		wg.Go(func() {
 			for a := range attempts {
-				if failed.Load() {
+				if failed.Load() || overBudget(a) {
 					return
 				}
 				k := (g + a) % keys

@@ -45,6 +45,7 @@ func Run(t *testing.T, h Harness) {
 		{"LockDelayAfterForceRelease", testLockDelayAfterForceRelease},
 		{"MetadataRoundTrip", testMetadata},
 		{"ListPrefixHolderPaging", testList},
+		{"ListPrefixEdges", testListPrefixEdges},
 		{"ForceRelease", testForceRelease},
 		{"WithLock", testWithLock},
 		{"WithLockReportsLoss", testWithLockLoss},

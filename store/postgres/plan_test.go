@@ -1,0 +1,83 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/batonhq/baton/store/postgres"
+)
+
+// The listings read one index range under the store's generic plans (issue 14): leases and
+// resources by key between the prefix and its end, jobs through the (resource, id) index when
+// filtered by resource.
+func TestListPlansReadOneIndexRange(t *testing.T) {
+	schema := newSchema(t)
+	openStore(t, schema)
+	id := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
+	// Enough rows (and statistics) that a sequential scan is not the cheapest plan.
+	exec(t, `INSERT INTO `+id("leases")+` (key, lease_id, holder, token, acquired_at, expires_at, available_at, cooldown_ms, lock_delay_ms)
+		SELECT 'k/' || lpad(i::text, 6, '0'), 'l', 'h', i, now(), now() + interval '1 hour', now() + interval '1 hour', 0, 0
+		FROM generate_series(1, 20000) AS i`)
+	exec(t, `INSERT INTO `+id("resources")+` (key) SELECT 'r/' || lpad(i::text, 6, '0') FROM generate_series(1, 20000) AS i`)
+	exec(t, `INSERT INTO `+id("jobs")+` (seq, kind, resource, state, max_attempts, scheduled_at)
+		SELECT i, 'k' || (i % 5), 'r/' || lpad((i % 20000 + 1)::text, 6, '0'),
+			(ARRAY['succeeded', 'available', 'cancelled', 'discarded', 'skipped'])[i % 5 + 1], 3, now()
+		FROM generate_series(1, 50000) AS i`)
+	exec(t, `ANALYZE `+id("leases")+`, `+id("resources")+`, `+id("jobs"))
+
+	list, bounded := postgres.ListSQL(schema)
+	for _, c := range []struct {
+		name, sql, args string
+		want            []string
+	}{
+		{"List", list, "('', 'k/00', '', 100)", []string{"leases_pkey", "key > $1", "key >= $2"}},
+		{"List bounded", bounded, "('', 'k/00', '', 100, 'k/01')", []string{"leases_pkey", "key >= $2", "key < $5"}},
+		{"ListResources bounded", postgres.ResourceListBoundedSQL(schema), "('r/00', '', 100, 'r/01')",
+			[]string{"resources_pkey", "key >= $1", "key < $4"}},
+		// By state alone the planner may read jobs by id and filter: a generic plan estimates
+		// 1/n_distinct of the rows per state, whatever the state. No requirement beyond no scan.
+		{"ListJobs state", postgres.ListJobsSQL(schema, 1), "(0, 'available', 100)", nil},
+		{"ListJobs resource", postgres.ListJobsSQL(schema, 4), "(0, 'r/000001', 100)", []string{"jobs_by_resource"}},
+		{"ListJobs state and resource", postgres.ListJobsSQL(schema, 5), "(0, 'available', 'r/000001', 100)", []string{"jobs_by_resource"}},
+	} {
+		withConn(t, func(ctx context.Context, conn *pgx.Conn) error {
+			if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+				return err
+			}
+			if _, err := conn.Exec(ctx, `PREPARE p AS `+c.sql); err != nil {
+				return fmt.Errorf("%s: prepare: %w", c.name, err)
+			}
+			rows, err := conn.Query(ctx, `EXPLAIN EXECUTE p `+c.args)
+			if err != nil {
+				return fmt.Errorf("%s: explain: %w", c.name, err)
+			}
+			var lines []string
+			for rows.Next() {
+				var l string
+				if err := rows.Scan(&l); err != nil {
+					return err
+				}
+				lines = append(lines, l)
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			plan := strings.Join(lines, "\n")
+			t.Logf("%s:\n%s", c.name, plan)
+			// The outer scan is the first plan line (the subqueries of ListResources follow).
+			if strings.Contains(lines[0], "Seq Scan") || strings.Contains(plan, "Sort") {
+				t.Errorf("%s: the plan scans or sorts:\n%s", c.name, plan)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(plan, w) {
+					t.Errorf("%s: plan lacks %q:\n%s", c.name, w, plan)
+				}
+			}
+			return nil
+		})
+	}
+}
