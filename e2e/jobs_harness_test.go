@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -31,8 +32,23 @@ type apiJob struct {
 	} `json:"errors"`
 }
 
-// call sends one API request and decodes a 2xx answer into out; it returns the status.
+// call sends one API request and decodes a 2xx answer into out; it returns the status. A 503
+// "overloaded" (the server shed the request, nothing was done) is retried after its
+// Retry-After, as the API asks of clients.
 func (s *daemon) call(method, path string, body, out any) int {
+	s.t.Helper()
+	for shed := 0; ; shed++ {
+		code, retryAfter := s.callOnce(method, path, body, out, shed < 100)
+		if retryAfter == 0 {
+			return code
+		}
+		time.Sleep(retryAfter) // the server's own pacing, not a synchronisation
+	}
+}
+
+// callOnce is one attempt of call; retryAfter is set when the server shed the request and
+// mayRetry is true.
+func (s *daemon) callOnce(method, path string, body, out any, mayRetry bool) (code int, retryAfter time.Duration) {
 	s.t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -55,6 +71,13 @@ func (s *daemon) call(method, path string, body, out any) int {
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode == http.StatusServiceUnavailable && mayRetry && bytes.Contains(raw, []byte(`"code":"overloaded"`)) {
+		secs, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if err != nil || secs <= 0 {
+			secs = 1
+		}
+		return resp.StatusCode, time.Duration(secs) * time.Second
+	}
 	if resp.StatusCode/100 == 2 && out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {
 			s.t.Fatalf("%s %s: %v\n%s", method, path, err, raw)
@@ -63,7 +86,7 @@ func (s *daemon) call(method, path string, body, out any) int {
 	if resp.StatusCode/100 != 2 && out != nil {
 		s.t.Logf("%s %s: %d %s", method, path, resp.StatusCode, raw)
 	}
-	return resp.StatusCode
+	return resp.StatusCode, 0
 }
 
 func (s *daemon) putKind(kind map[string]any) {

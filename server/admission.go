@@ -40,7 +40,7 @@ const DefaultMaxQueue = 1024
 const keepQueueFactor = 4
 
 // DefaultMaxQueueWait is the default of Config.MaxQueueWait.
-const DefaultMaxQueueWait = 500 * time.Millisecond
+const DefaultMaxQueueWait = 2 * time.Second
 
 // overloadRetryAfter is the Retry-After of a shed request.
 const overloadRetryAfter = time.Second
