@@ -2,17 +2,13 @@ package peers
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
@@ -37,46 +33,6 @@ const (
 	insertResources = 10000
 )
 
-func insertDSN() string {
-	if v := os.Getenv("BATON_TEST_POSTGRES_DSN"); v != "" {
-		return v
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-}
-
-// insertSchema names a fresh schema prefix_<random>, created if create, dropped when b ends.
-func insertSchema(b *testing.B, pool *pgxpool.Pool, prefix string, create bool) string {
-	raw := make([]byte, 8)
-	_, _ = rand.Read(raw)
-	schema := prefix + "_" + hex.EncodeToString(raw)
-	ctx := context.Background()
-	if create {
-		if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.Cleanup(func() {
-		if _, err := pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			b.Error(err)
-		}
-	})
-	return schema
-}
-
-func insertPool(b *testing.B) *pgxpool.Pool {
-	pc, err := pgxpool.ParseConfig(insertDSN())
-	if err != nil {
-		b.Fatal(err)
-	}
-	pc.MaxConns = insertClients
-	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(pool.Close)
-	return pool
-}
-
 type riverInsertArgs struct {
 	Resource string `json:"resource"`
 }
@@ -96,8 +52,8 @@ type insertSides struct {
 
 func newInsertSides(b *testing.B) (*baton.Queue, *river.Client[pgx.Tx]) {
 	ctx := context.Background()
-	pool := insertPool(b)
-	schema := insertSchema(b, pool, "river_ins", true)
+	pool := pgPool(b, insertClients)
+	schema := pgSchema(b, pool, "river_ins", true)
 	driver := riverpgxv5.New(pool)
 	m, err := rivermigrate.New(driver, &rivermigrate.Config{Schema: schema})
 	if err != nil {
@@ -112,7 +68,7 @@ func newInsertSides(b *testing.B) (*baton.Queue, *river.Client[pgx.Tx]) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := postgres.Open(ctx, insertDSN(), postgres.Config{Schema: insertSchema(b, pool, "baton_ins", false), MaxConns: insertClients})
+	s, err := postgres.Open(ctx, pgDSN(), postgres.Config{Schema: pgSchema(b, pool, "baton_ins", false), MaxConns: insertClients})
 	if err != nil {
 		b.Fatal(err)
 	}

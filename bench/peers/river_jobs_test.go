@@ -2,8 +2,6 @@ package peers
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"testing"
@@ -24,43 +22,6 @@ import (
 // jobResources is how many resources the jobs of the River comparison spread over.
 const jobResources = 10000
 
-func pgDSN() string {
-	if v := os.Getenv("BATON_TEST_POSTGRES_DSN"); v != "" {
-		return v
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-}
-
-// pgSchema creates a fresh schema named prefix_<random> and drops it when b ends.
-func pgSchema(b *testing.B, pool *pgxpool.Pool, prefix string) string {
-	raw := make([]byte, 8)
-	_, _ = rand.Read(raw)
-	schema := prefix + "_" + hex.EncodeToString(raw)
-	if _, err := pool.Exec(context.Background(), "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		if _, err := pool.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			b.Error(err)
-		}
-	})
-	return schema
-}
-
-func pgPool(b *testing.B, maxConns int32) *pgxpool.Pool {
-	pc, err := pgxpool.ParseConfig(pgDSN())
-	if err != nil {
-		b.Fatal(err)
-	}
-	pc.MaxConns = maxConns
-	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(pool.Close)
-	return pool
-}
-
 type riverNoopArgs struct {
 	Resource string `json:"resource"`
 }
@@ -79,7 +40,7 @@ func (riverNoopWorker) Work(context.Context, *river.Job[riverNoopArgs]) error { 
 // has written them).
 func riverSide(b *testing.B, pool *pgxpool.Pool) storetest.JobBench {
 	ctx := context.Background()
-	schema := pgSchema(b, pool, "river")
+	schema := pgSchema(b, pool, "river", true)
 	driver := riverpgxv5.New(pool)
 	m, err := rivermigrate.New(driver, &rivermigrate.Config{Schema: schema})
 	if err != nil {
@@ -149,7 +110,7 @@ func riverSide(b *testing.B, pool *pgxpool.Pool) storetest.JobBench {
 // have succeeded.
 func batonSide(b *testing.B, pool *pgxpool.Pool) storetest.JobBench {
 	ctx := context.Background()
-	schema := pgSchema(b, pool, "baton_river")
+	schema := pgSchema(b, pool, "baton_river", true)
 	s, err := postgres.Open(ctx, pgDSN(), postgres.Config{Schema: schema})
 	if err != nil {
 		b.Fatal(err)
