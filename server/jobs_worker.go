@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/batonhq/baton/internal/wire"
@@ -25,25 +24,13 @@ const DefaultJobLeaseTTL = 30 * time.Second
 // several servers) makes a job claimable, or when a job becomes due (a delay, a backoff).
 const defaultClaimPoll = time.Second
 
-// ttlParam converts an optional ttl_ms (nil: DefaultJobLeaseTTL).
-func ttlParam(v *int64) (time.Duration, *problem) {
-	if v == nil {
-		return DefaultJobLeaseTTL, nil
-	}
-	if *v < store.MinTTL.Milliseconds() || *v > store.MaxTTL.Milliseconds() {
-		return 0, invalidArg("ttl_ms", "must be between "+strconv.FormatInt(store.MinTTL.Milliseconds(), 10)+
-			" and "+strconv.FormatInt(store.MaxTTL.Milliseconds(), 10))
-	}
-	return time.Duration(*v) * time.Millisecond, nil
-}
-
 func (s *Server) claimJobs(w http.ResponseWriter, r *http.Request, _ principal) {
 	received := time.Now() // see acquire: the lower bound of the wait the worker may add
 	var req wire.ClaimRequest
 	if !decode(w, r, &req) {
 		return
 	}
-	ttl, prob := ttlParam(req.TTLMs)
+	ttl, prob := ttlParam("ttl_ms", req.TTLMs, DefaultJobLeaseTTL)
 	if prob != nil {
 		writeProblem(w, prob)
 		return
@@ -153,7 +140,7 @@ func (s *Server) heartbeatJob(w http.ResponseWriter, r *http.Request, _ principa
 	if !decode(w, r, &req) {
 		return
 	}
-	ttl, prob := ttlParam(req.TTLMs)
+	ttl, prob := ttlParam("ttl_ms", req.TTLMs, DefaultJobLeaseTTL)
 	if prob != nil {
 		writeProblem(w, prob)
 		return

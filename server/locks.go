@@ -130,14 +130,23 @@ func (s *Server) afterWait(ctx context.Context, p *store.AcquireParams, received
 	return nil, err
 }
 
+// ttlParam is a request's TTL in milliseconds: def if absent, otherwise within the store's
+// bounds, or a problem naming field.
+func ttlParam(field string, ms *int64, def time.Duration) (time.Duration, *problem) {
+	if ms == nil {
+		return def, nil
+	}
+	if *ms < store.MinTTL.Milliseconds() || *ms > store.MaxTTL.Milliseconds() {
+		return 0, invalidArg(field, "must be between "+strconv.FormatInt(store.MinTTL.Milliseconds(), 10)+
+			" and "+strconv.FormatInt(store.MaxTTL.Milliseconds(), 10))
+	}
+	return time.Duration(*ms) * time.Millisecond, nil
+}
+
 func (s *Server) acquireParams(req *wire.AcquireRequest) (*store.AcquireParams, time.Duration, *problem) {
-	ttl := store.DefaultTTLForServer
-	if req.TTLMs != nil {
-		if *req.TTLMs < store.MinTTL.Milliseconds() || *req.TTLMs > store.MaxTTL.Milliseconds() {
-			return nil, 0, invalidArg("ttl_ms", "must be between "+strconv.FormatInt(store.MinTTL.Milliseconds(), 10)+
-				" and "+strconv.FormatInt(store.MaxTTL.Milliseconds(), 10))
-		}
-		ttl = time.Duration(*req.TTLMs) * time.Millisecond
+	ttl, prob := ttlParam("ttl_ms", req.TTLMs, store.DefaultTTLForServer)
+	if prob != nil {
+		return nil, 0, prob
 	}
 	wait, prob := msDuration("wait_ms", req.WaitMs, 24*time.Hour)
 	if prob != nil {
@@ -193,14 +202,10 @@ func (s *Server) renew(w http.ResponseWriter, r *http.Request, _ principal) {
 	if !decode(w, r, &req) {
 		return
 	}
-	ttl := store.DefaultTTLForServer
-	if req.TTLMs != nil {
-		if *req.TTLMs < store.MinTTL.Milliseconds() || *req.TTLMs > store.MaxTTL.Milliseconds() {
-			writeProblem(w, invalidArg("ttl_ms", "must be between "+strconv.FormatInt(store.MinTTL.Milliseconds(), 10)+
-				" and "+strconv.FormatInt(store.MaxTTL.Milliseconds(), 10)))
-			return
-		}
-		ttl = time.Duration(*req.TTLMs) * time.Millisecond
+	ttl, prob := ttlParam("ttl_ms", req.TTLMs, store.DefaultTTLForServer)
+	if prob != nil {
+		writeProblem(w, prob)
+		return
 	}
 	sl, err := s.st.Renew(r.Context(), &store.RenewParams{Key: req.Key, LeaseID: req.LeaseID, TTL: ttl})
 	if err != nil {
@@ -224,14 +229,10 @@ func (s *Server) renewBatch(w http.ResponseWriter, r *http.Request, _ principal)
 	}
 	ps := make([]*store.RenewParams, len(req.Leases))
 	for i, it := range req.Leases {
-		ttl := store.DefaultTTLForServer
-		if it.TTLMs != nil {
-			if *it.TTLMs < store.MinTTL.Milliseconds() || *it.TTLMs > store.MaxTTL.Milliseconds() {
-				writeProblem(w, invalidArg("leases["+strconv.Itoa(i)+"].ttl_ms", "must be between "+strconv.FormatInt(store.MinTTL.Milliseconds(), 10)+
-					" and "+strconv.FormatInt(store.MaxTTL.Milliseconds(), 10)))
-				return
-			}
-			ttl = time.Duration(*it.TTLMs) * time.Millisecond
+		ttl, prob := ttlParam("leases["+strconv.Itoa(i)+"].ttl_ms", it.TTLMs, store.DefaultTTLForServer)
+		if prob != nil {
+			writeProblem(w, prob)
+			return
 		}
 		ps[i] = &store.RenewParams{Key: it.Key, LeaseID: it.LeaseID, TTL: ttl}
 	}

@@ -33,18 +33,6 @@ const (
 	insertResources = 10000
 )
 
-type riverInsertArgs struct {
-	Resource string `json:"resource"`
-}
-
-func (riverInsertArgs) Kind() string { return "insert_noop" }
-
-type riverInsertWorker struct {
-	river.WorkerDefaults[riverInsertArgs]
-}
-
-func (riverInsertWorker) Work(context.Context, *river.Job[riverInsertArgs]) error { return nil }
-
 // insertSides are the two submitters of one benchmark: one call submits jobs [from, to).
 type insertSides struct {
 	baton, river func(ctx context.Context, from, to int) error
@@ -63,7 +51,7 @@ func newInsertSides(b *testing.B) (*baton.Queue, *river.Client[pgx.Tx]) {
 		b.Fatal(err)
 	}
 	workers := river.NewWorkers()
-	river.AddWorker(workers, riverInsertWorker{})
+	river.AddWorker(workers, riverNoopWorker{})
 	rc, err := river.NewClient(driver, &river.Config{Schema: schema, Workers: workers})
 	if err != nil {
 		b.Fatal(err)
@@ -162,7 +150,7 @@ func BenchmarkSubmitVsRiverInsert(b *testing.B) {
 		},
 		river: func(ctx context.Context, from, to int) error {
 			return parallel(from, to, func(i int) error {
-				_, err := rc.Insert(ctx, riverInsertArgs{Resource: insertResource(i)}, nil)
+				_, err := rc.Insert(ctx, riverNoopArgs{Resource: insertResource(i)}, nil)
 				return err
 			})
 		},
@@ -191,7 +179,7 @@ func BenchmarkSubmitManyVsRiverInsertMany(b *testing.B) {
 			for lo := from; lo < to; lo += insertBatch {
 				ps := make([]river.InsertManyParams, 0, insertBatch)
 				for i := lo; i < min(lo+insertBatch, to); i++ {
-					ps = append(ps, river.InsertManyParams{Args: riverInsertArgs{Resource: insertResource(i)}})
+					ps = append(ps, river.InsertManyParams{Args: riverNoopArgs{Resource: insertResource(i)}})
 				}
 				if _, err := rc.InsertMany(ctx, ps); err != nil {
 					return err
