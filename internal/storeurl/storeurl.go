@@ -18,6 +18,8 @@
 //	redis+redlock://[user:pass@]h1:p1,h2:p2,h3:p3?baton_prefix=P
 //	                               Redlock over an odd number (>= 3) of independent servers; no
 //	                               fencing tokens (see docs/guarantees.md)
+//
+// Backends in modules of their own register further schemes with Register (cmd/baton-full).
 package storeurl
 
 import (
@@ -121,7 +123,13 @@ func OpenLogged(ctx context.Context, raw string, log *slog.Logger) (st store.Sto
 		}
 		return s, name, nil
 	default:
-		return nil, "", fmt.Errorf("store URL %q: unknown scheme %q (sqlite, postgres, redis, rediss, redis+redlock)", redact(raw), scheme)
+		if open, ok := registered(scheme); ok {
+			if log == nil {
+				log = slog.Default()
+			}
+			return open(ctx, rest, log)
+		}
+		return nil, "", fmt.Errorf("store URL %q: unknown scheme %q (%s)", redact(raw), scheme, strings.Join(schemes(), ", "))
 	}
 }
 
