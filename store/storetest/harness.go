@@ -8,6 +8,7 @@ package storetest
 
 import (
 	"testing"
+	"time"
 
 	"github.com/batonhq/baton/store"
 )
@@ -27,4 +28,17 @@ type Harness struct {
 	// NewBackend prepares an empty, isolated database for one test (a temporary file, a fresh
 	// schema, a fresh key prefix) and removes it when the test ends.
 	NewBackend func(t testing.TB) Backend
+	// KeepaliveTTL is the TTL the keepalive cases hold their leases with; zero means one second.
+	// A backend whose every write is a remote round trip that can take most of a second on a
+	// loaded machine (an API server, a DynamoDB endpoint) sets more, so that the case tests
+	// keepalive and not the machine's load: with a one-second TTL a renew gets only the 667 ms
+	// between the first renew and the holder's local deadline.
+	KeepaliveTTL time.Duration
+}
+
+func (h Harness) keepaliveTTL() time.Duration {
+	if h.KeepaliveTTL > 0 {
+		return h.KeepaliveTTL
+	}
+	return time.Second
 }
