@@ -1,0 +1,289 @@
+// One function per page: it builds the page's frame once and returns refresh, which reads the
+// API (at most two requests) and redraws the data. The app calls refresh on a timer.
+import {
+  api, q, h, link, enc, can, lockHref, jobHref, resourceHref, fmtTime, fmtMs, fmtJSON, badge, ttl,
+  table, fields, replace, confirmDialog, action, filterForm, pager, markRendered,
+} from './core.js';
+
+const PAGE = 50;
+const unfinished = ['scheduled', 'available', 'running', 'retryable'];
+const allStates = ['', ...unfinished, 'succeeded', 'cancelled', 'discarded', 'skipped'];
+
+// frame is a page's heading, its fixed parts, and a holder for the data.
+function frame(title, ...fixed) {
+  const data = h('div', { class: 'data' });
+  const err = h('p', { class: 'error', role: 'alert', hidden: true });
+  const el = h('section', {}, h('h1', {}, title), fixed, err, data);
+  return { el, data, fail: (e) => { err.hidden = !e; err.textContent = e ? e.message : ''; } };
+}
+
+// paged wraps refresh so that an error shows in the page instead of an old table silently.
+function paged(f, draw) {
+  return async () => {
+    try {
+      await draw();
+      f.fail(null);
+    } catch (e) {
+      f.fail(e);
+      if (e.status === 0) return; // unreachable: keep the last data, the banner says why
+      if (e.status !== 503) replace(f.data);
+    }
+  };
+}
+
+// forceRelease asks for a reason and ends the lease (admin).
+function forceRelease(key, refresh) {
+  return async () => {
+    const ok = await confirmDialog({ title: 'Force-release ' + key + '?', reason: true, confirm: 'Force-release',
+      text: 'The holder loses the lock at once; its fencing token is refused from now on by resources that check it.' });
+    if (ok) await action(() => api('POST', 'v1/locks/force-release', { key, reason: ok.reason }), 'Released ' + key, refresh);
+  };
+}
+
+export function locks(route) {
+  const p = route.params;
+  const f = frame('Locks', filterForm('#/locks', p, [['prefix', 'Key prefix'], ['holder', 'Holder']]));
+  const refresh = paged(f, async () => {
+    const r = await api('GET', 'v1/locks' + q({ prefix: p.get('prefix'), holder: p.get('holder'), cursor: p.get('cursor'), limit: PAGE }));
+    const cols = [
+      { label: 'Key', class: 'key', cell: (l) => link(lockHref(l.key), l.key) },
+      { label: 'Holder', class: 'key', cell: (l) => l.holder },
+      { label: 'Token', class: 'num', cell: (l) => l.token },
+      { label: 'Metadata', cell: (l) => h('code', {}, fmtJSON(l.metadata, 80)) },
+      { label: 'Expires', class: 't', cell: (l) => ttl(l.ttl_left_ms) },
+    ];
+    if (can('admin')) {
+      cols.push({ label: 'Actions', class: 'acts', cell: (l) => h('button', { type: 'button', class: 'danger act',
+        'data-fk': 'fr:' + l.key, onclick: forceRelease(l.key, refresh) }, 'Force-release') });
+    }
+    replace(f.data, table(cols, r.leases, 'No live leases.'), pager('#/locks', p, 'cursor', r.next_cursor));
+  });
+  return { el: f.el, refresh };
+}
+
+function eventsTable(evs) {
+  return table([
+    { label: '#', class: 'num', cell: (e) => e.id },
+    { label: 'At', class: 't', cell: (e) => fmtTime(e.at) },
+    { label: 'Event', cell: (e) => e.kind },
+    { label: 'Key', class: 'key', cell: (e) => link(lockHref(e.key), e.key) },
+    { label: 'Holder', class: 'key', cell: (e) => e.holder },
+    { label: 'Token', class: 'num', cell: (e) => e.token },
+    { label: 'Actor', class: 'key', cell: (e) => e.actor },
+    { label: 'Reason', class: 'key', cell: (e) => e.reason || '' },
+  ], evs, 'No events.');
+}
+
+export function lock(route) {
+  const key = route.arg;
+  const p = route.params;
+  const f = frame('Lock ' + key);
+  const refresh = paged(f, async () => {
+    const [cur, evs] = await Promise.all([
+      api('GET', 'v1/locks/' + key.split('/').map(enc).join('/')).catch((e) => { if (e.status === 404) return null; throw e; }),
+      can('admin') ? api('GET', 'v1/events' + q({ key, cursor: p.get('cursor'), limit: PAGE })) : null,
+    ]);
+    const l = cur && cur.lease;
+    const parts = [l
+      ? fields([['Holder', l.holder], ['Fencing token', String(l.token)], ['Lease ID', h('code', {}, l.lease_id)],
+        ['Acquired', fmtTime(l.acquired_at)], ['Expires', [fmtTime(l.expires_at), ' (', ttl(l.ttl_left_ms), ')']],
+        ['Metadata', l.metadata ? h('pre', {}, JSON.stringify(l.metadata, null, 2)) : '']])
+      : h('p', { class: 'muted' }, 'No live lease on this key.')];
+    if (l && can('admin')) {
+      parts.push(h('div', { class: 'actions' }, h('button', { type: 'button', class: 'danger act', 'data-fk': 'fr',
+        onclick: forceRelease(key, refresh) }, 'Force-release…')));
+    }
+    parts.push(h('h2', {}, 'Audit history'));
+    parts.push(evs ? [eventsTable(evs.events), pager('#/locks/' + enc(key), p, 'cursor', evs.next_cursor)]
+      : h('p', { class: 'muted' }, 'The audit log needs a token with the admin role.'));
+    replace(f.data, parts);
+  });
+  return { el: f.el, refresh };
+}
+
+// jobActions are the buttons a job's state and the token's role allow.
+function jobActions(j, refresh, fk) {
+  if (!can('write')) return [];
+  const out = [];
+  if (unfinished.includes(j.state) && !j.cancel_requested) {
+    out.push(h('button', { type: 'button', class: 'danger act', 'data-fk': fk + 'c' + j.id, onclick: async () => {
+      const ok = await confirmDialog({ title: `Cancel job ${j.id}?`, confirm: 'Cancel job',
+        text: j.state === 'running' ? 'The job runs: its worker is asked to stop, and the job ends cancelled.' : 'The job will not run.' });
+      if (ok) await action(() => api('POST', `v1/jobs/${j.id}/cancel`), `Job ${j.id}: cancel sent`, refresh);
+    } }, 'Cancel'));
+  }
+  if (['discarded', 'cancelled', 'skipped', 'retryable'].includes(j.state)) {
+    out.push(h('button', { type: 'button', class: 'act', 'data-fk': fk + 'r' + j.id,
+      onclick: () => action(() => api('POST', `v1/jobs/${j.id}/retry`), `Job ${j.id} retried`, refresh) }, 'Retry'));
+  }
+  return out;
+}
+
+// jobsTable lists jobs; extra is one more column, more(j) more buttons for a row.
+function jobsTable(jobs, refresh, extra, more) {
+  const cols = [
+    { label: 'ID', class: 'num', cell: (j) => link(jobHref(j.id), String(j.id)) },
+    { label: 'Kind', cell: (j) => j.kind },
+    { label: 'Resource', class: 'key', cell: (j) => link(resourceHref(j.resource), j.resource) },
+    { label: 'State', cell: (j) => [badge(j.state), j.head && !['running'].includes(j.state) && unfinished.includes(j.state) ? ' next' : '',
+      j.cancel_requested ? ' (cancel requested)' : ''] },
+    { label: 'Attempt', class: 'num', cell: (j) => `${j.attempt}/${j.max_attempts}` },
+    { label: 'Worker', class: 'key', cell: (j) => j.worker || '' },
+    { label: 'Created', class: 't', cell: (j) => fmtTime(j.created_at) },
+  ];
+  if (extra) cols.push(extra);
+  if (can('write')) cols.push({ label: 'Actions', class: 'acts', cell: (j) => [jobActions(j, refresh, 'l'), more ? more(j) : []] });
+  return table(cols, jobs, 'No jobs.');
+}
+
+function countsTable(counts) {
+  const kinds = [...new Set(counts.map((c) => c.kind))];
+  const n = (k, s) => (counts.find((c) => c.kind === k && c.state === s) || { count: 0 }).count;
+  return table([
+    { label: 'Kind', cell: (k) => k },
+    ...unfinished.map((s) => ({ label: s, class: 'num', cell: (k) => n(k, s) ? link('#/jobs' + q({ kind: k, state: s }), String(n(k, s))) : '0' })),
+  ], kinds, 'No unfinished jobs.');
+}
+
+export function jobs(route) {
+  const p = route.params;
+  const f = frame('Jobs', h('h2', {}, 'Unfinished jobs'), h('div', { class: 'counts' }), h('h2', {}, 'List'),
+    filterForm('#/jobs', p, [['state', 'State', allStates], ['kind', 'Kind'], ['resource', 'Resource']]));
+  const countsHolder = f.el.querySelector('.counts');
+  const refresh = paged(f, async () => {
+    // The counts read every unfinished job (a few hundred ms at 100,000 on a loaded SQLite):
+    // the list does not wait for them.
+    const counts = api('GET', 'v1/jobs/counts').then((c) => {
+      replace(countsHolder, countsTable(c.counts));
+      markRendered('baton-counts');
+    });
+    const r = await api('GET', 'v1/jobs' + q({ state: p.get('state'), kind: p.get('kind'), resource: p.get('resource'), after: p.get('after'), limit: PAGE }));
+    replace(f.data, jobsTable(r.jobs, refresh), pager('#/jobs', p, 'after', r.next_after));
+    await counts;
+  });
+  return { el: f.el, refresh };
+}
+
+export function job(route) {
+  const id = route.arg;
+  const f = frame('Job ' + id);
+  const refresh = paged(f, async () => {
+    const j = await api('GET', 'v1/jobs/' + enc(id));
+    replace(f.data,
+      h('div', { class: 'actions' }, jobActions(j, refresh, 'd')),
+      fields([['Kind', j.kind], ['Resource', link(resourceHref(j.resource), j.resource)],
+        ['State', [badge(j.state), j.cancel_requested ? ' (cancel requested)' : '', j.head ? ' · head of its resource' : '']],
+        ['Attempt', `${j.attempt} of ${j.max_attempts}`], ['Priority', String(j.priority)],
+        ['Worker', j.worker], ['Fencing token', j.token ? String(j.token) : ''],
+        ['Lease expires', fmtTime(j.lease_expires_at)], ['Idempotency key', j.idempotency_key],
+        ['Created', fmtTime(j.created_at)], ['Scheduled', fmtTime(j.scheduled_at)],
+        ['Attempted', fmtTime(j.attempted_at)], ['Finished', fmtTime(j.finished_at)],
+        ['Ran for', j.attempted_at && j.finished_at ? fmtMs(Date.parse(j.finished_at) - Date.parse(j.attempted_at)) : ''],
+        ['Timeout', j.timeout_ms ? fmtMs(j.timeout_ms) : 'none'], ['Queue position', String(j.seq)]]),
+      h('h2', {}, 'Args'), h('pre', { class: 'args' }, JSON.stringify(j.args, null, 2)),
+      h('h2', {}, 'Errors'),
+      table([{ label: 'Attempt', class: 'num', cell: (e) => e.attempt }, { label: 'At', class: 't', cell: (e) => fmtTime(e.at) },
+        { label: 'Code', cell: (e) => e.code }, { label: 'Message', class: 'key', cell: (e) => e.message }],
+      j.errors || [], 'No failed attempts.'));
+  });
+  return { el: f.el, refresh };
+}
+
+export function dlq(route) {
+  const p = route.params;
+  const f = frame('Dead letters', filterForm('#/dlq', p, [['kind', 'Kind'], ['resource', 'Resource']]));
+  const purge = (body, what, refresh) => async () => {
+    const ok = await confirmDialog({ title: 'Purge ' + what + '?', confirm: 'Purge',
+      text: 'Purged jobs are deleted for good: they cannot be retried.' });
+    if (ok) await action(() => api('POST', 'v1/dlq/purge', body), 'Purged ' + what, refresh);
+  };
+  const refresh = paged(f, async () => {
+    const r = await api('GET', 'v1/jobs' + q({ state: 'discarded', kind: p.get('kind'), resource: p.get('resource'), after: p.get('after'), limit: PAGE }));
+    const last = { label: 'Last error', class: 'key', cell: (j) => { const e = (j.errors || []).at(-1); return e ? `${e.code}: ${e.message}` : ''; } };
+    const parts = [];
+    if (can('admin') && r.jobs.length) {
+      const filt = { kind: p.get('kind') || undefined, resource: p.get('resource') || undefined };
+      const what = 'every dead letter' + (filt.kind ? ` of kind ${filt.kind}` : '') + (filt.resource ? ` on ${filt.resource}` : '');
+      parts.push(h('div', { class: 'actions' }, h('button', { type: 'button', class: 'danger act purge-all', 'data-fk': 'pa',
+        onclick: purge(filt, what, refresh) }, 'Purge ' + what + '…')));
+    }
+    const purgeOne = can('admin') ? (j) => h('button', { type: 'button', class: 'danger act purge', 'data-fk': 'p' + j.id,
+      onclick: purge({ ids: [j.id] }, 'job ' + j.id, refresh) }, 'Purge') : null;
+    parts.push(jobsTable(r.jobs, refresh, last, purgeOne));
+    parts.push(pager('#/dlq', p, 'after', r.next_after));
+    replace(f.data, parts);
+  });
+  return { el: f.el, refresh };
+}
+
+export function resources(route) {
+  const p = route.params;
+  const f = frame('Resources', filterForm('#/resources', p, [['prefix', 'Key prefix']]));
+  const refresh = paged(f, async () => {
+    const r = await api('GET', 'v1/resources' + q({ prefix: p.get('prefix'), after: p.get('after'), limit: PAGE }));
+    replace(f.data, table([
+      { label: 'Key', class: 'key', cell: (x) => link(resourceHref(x.key), x.key) },
+      { label: 'State', cell: (x) => x.state || '' },
+      { label: 'Version', class: 'num', cell: (x) => x.version },
+      { label: 'Running job', class: 'num', cell: (x) => x.running_job ? link(jobHref(x.running_job), String(x.running_job)) : '' },
+      { label: 'Unfinished', class: 'num', cell: (x) => x.unfinished },
+      { label: 'Updated', class: 't', cell: (x) => fmtTime(x.updated_at) },
+    ], r.resources, 'No resources.'), pager('#/resources', p, 'after', r.next_after));
+  });
+  return { el: f.el, refresh };
+}
+
+export function resource(route) {
+  const key = route.arg;
+  const p = route.params;
+  const state = p.has('state') ? p.get('state') : 'available';
+  const base = '#/resources/' + enc(key);
+  const f = frame('Resource ' + key);
+  const refresh = paged(f, async () => {
+    const [x, r] = await Promise.all([api('GET', 'v1/resources/' + key.split('/').map(enc).join('/')),
+      api('GET', 'v1/jobs' + q({ resource: key, state, after: p.get('after'), limit: PAGE }))]);
+    replace(f.data,
+      fields([['State', x.state || '(never set)'], ['Version', String(x.version)], ['Updated', fmtTime(x.updated_at)],
+        ['Running job', x.running_job ? link(jobHref(x.running_job), String(x.running_job)) : 'none'],
+        ['Unfinished jobs', String(x.unfinished)]]),
+      h('h2', {}, state === 'available' ? 'Waiting jobs (available, in queue order)' : 'Jobs'),
+      filterForm(base, new URLSearchParams({ state }), [['state', 'State', allStates]]),
+      jobsTable(r.jobs, refresh), pager(base, p, 'after', r.next_after));
+  });
+  return { el: f.el, refresh };
+}
+
+export function kinds() {
+  const f = frame('Kinds');
+  const refresh = paged(f, async () => {
+    const r = await api('GET', 'v1/kinds');
+    const guard = (k) => {
+      const parts = [];
+      if (k.from_states && k.from_states.length) parts.push('from ' + k.from_states.map((s) => s || '(unset)').join(' | '));
+      if (k.running_state) parts.push('running → ' + k.running_state);
+      if (k.success_state) parts.push('success → ' + k.success_state);
+      if (k.failure_state) parts.push('failure → ' + k.failure_state);
+      return parts.join('; ') || 'none';
+    };
+    replace(f.data, table([
+      { label: 'Name', cell: (k) => link('#/jobs' + q({ kind: k.name }), k.name) },
+      { label: 'Busy policy', cell: (k) => k.policy },
+      { label: 'Max attempts', class: 'num', cell: (k) => k.max_attempts },
+      { label: 'Timeout', cell: (k) => k.timeout_ms ? fmtMs(k.timeout_ms) : 'none' },
+      { label: 'Cooldown', cell: (k) => k.cooldown_ms ? fmtMs(k.cooldown_ms) : 'none' },
+      { label: 'State guard', class: 'key', cell: guard },
+    ], r.kinds, 'No kinds registered.'));
+  });
+  return { el: f.el, refresh };
+}
+
+export function events(route) {
+  const p = route.params;
+  const f = frame('Events', h('p', { class: 'muted' }, 'The audit log: every acquire, release, expiry takeover and force-release, oldest first.'),
+    filterForm('#/events', p, [['key', 'Key']]));
+  const refresh = paged(f, async () => {
+    const r = await api('GET', 'v1/events' + q({ key: p.get('key'), cursor: p.get('cursor'), limit: PAGE }));
+    replace(f.data, eventsTable(r.events), pager('#/events', p, 'cursor', r.next_cursor));
+  });
+  return { el: f.el, refresh };
+}
