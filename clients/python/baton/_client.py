@@ -1,0 +1,360 @@
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import threading
+
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any, Callable, Dict, Optional
+
+from ._lease import Lease, _ms
+from ._timing import granted_after, jitter, now
+from .errors import BatonError, CooldownError, LockHeldError, NotFoundError, error_for
+
+# The shortest server-side wait worth a long-poll (seconds); a shorter one is sent as no wait.
+_MIN_WAIT = 0.1
+# How long past a request's server-side wait its answer may take to come back.
+_ANSWER_MARGIN = 10.0
+
+
+class Client:
+    """A client of Baton's HTTP API (docs/http-api.md, server/openapi.json) with the Go client's
+    safety rules: a lease's local deadline is measured from a safe lower bound of the grant time,
+    keepalive renews every TTL/3, and a 503 with Retry-After is not retried before it says.
+
+    Durations are seconds (floats); the wire's milliseconds are converted.
+    """
+
+    def __init__(self, base_url: Optional[str] = None, token: Optional[str] = None, *, ttl: float = 15.0,
+                 drift_factor: float = 0.01, safety_margin: float = 0.1, poll_interval: float = 1.0,
+                 max_wait: float = 25.0, claim_wait: float = 10.0, timeout: float = 30.0,
+                 on_warning: Optional[Callable[[str, Optional[BaseException]], None]] = None):
+        base_url = base_url or os.environ.get("BATON_URL", "http://127.0.0.1:7725")
+        token = token if token is not None else os.environ.get("BATON_TOKEN", "")
+        u = urllib.parse.urlsplit(base_url)
+        if u.scheme not in ("http", "https") or not u.netloc:
+            raise ValueError(f"baton: base_url must be an http or https URL (got {base_url!r})")
+        if u.username or u.password or u.query or u.fragment:
+            raise ValueError("baton: base_url must not contain credentials, a query or a fragment")
+        if any(ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in token):
+            raise ValueError("baton: token must not contain spaces or control characters")
+        if not 0 <= drift_factor < 0.5:
+            raise ValueError("baton: drift_factor must be in [0, 0.5)")
+        if not 0 <= safety_margin <= 0.25:
+            raise ValueError("baton: safety_margin must be in [0, 0.25] seconds")
+        if poll_interval < 0.01:
+            raise ValueError("baton: poll_interval must be at least 0.01 seconds")
+        self._base = f"{u.scheme}://{u.netloc}{u.path}".rstrip("/")
+        self._token = token
+        self.ttl = ttl
+        self.drift_factor = drift_factor
+        self.safety_margin = safety_margin
+        self.poll_interval = poll_interval
+        self.max_wait = max_wait
+        self.claim_wait = claim_wait
+        self.timeout = timeout
+        self.on_warning = on_warning
+        self._info: Optional[dict] = None
+        self._info_failed = -1e18
+        self._info_mu = threading.Lock()
+
+    def _warn(self, msg: str, err: Optional[BaseException] = None) -> None:
+        if self.on_warning is not None:
+            self.on_warning(msg, err)
+        else:
+            import logging
+
+            logging.getLogger("baton").warning("%s%s", msg, f": {err}" if err else "")
+
+    def _request(self, method: str, path: str, *, query: Optional[Dict[str, Any]] = None, body: Any = None,
+                 headers: Optional[Dict[str, str]] = None, timeout: Optional[float] = None,
+                 with_status: bool = False) -> Any:
+        url = self._base + path
+        if query:
+            q = {k: str(v) for k, v in query.items() if v is not None and v != ""}
+            if q:
+                url += "?" + urllib.parse.urlencode(q)
+        h = {"Accept": "application/json, application/problem+json"}
+        h.update(headers or {})
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            h["Content-Type"] = "application/json"
+        if self._token:
+            h["Authorization"] = f"Bearer {self._token}"
+        what = f"{method} {path}"
+        req = urllib.request.Request(url, data=data, headers=h, method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout or self.timeout) as resp:
+                raw = resp.read()
+                status = resp.status
+        except urllib.error.HTTPError as e:
+            raw = e.read()
+            problem = None
+            if "json" in (e.headers.get("Content-Type") or ""):
+                try:
+                    problem = json.loads(raw)
+                except ValueError:
+                    problem = None
+            start = "" if isinstance(problem, dict) and problem.get("code") else raw[:200].decode(errors="replace").strip()
+            raise error_for(e.code, problem, e.headers.get("Retry-After"), what, start) from None
+        except (urllib.error.URLError, OSError, socket.timeout) as e:
+            reason = getattr(e, "reason", e)
+            raise BatonError(f"baton: {what}: {reason}") from e
+        try:
+            out = json.loads(raw)
+        except ValueError as e:
+            raise BatonError(f"baton: {what}: decoding the {status} answer: {e}", status=status) from e
+        return (status, out) if with_status else out
+
+    def info(self) -> dict:
+        """GET /v1/info, cached once it succeeded (a failure is not retried for 10 s)."""
+        with self._info_mu:
+            if self._info is not None:
+                return self._info
+            if now() - self._info_failed < 10:
+                raise BatonError("baton: server info unavailable")
+            try:
+                self._info = self._request("GET", "/v1/info", timeout=5)
+            except BatonError:
+                self._info_failed = now()
+                raise
+            return self._info
+
+    def _wait_for(self, deadline: float, want: float) -> float:
+        """The server-side wait of one long-poll: want, capped by the server's maximum when known,
+        ending early enough before deadline for the answer to come back."""
+        wait = want
+        try:
+            mw = self.info().get("max_wait_ms")
+            if isinstance(mw, (int, float)):
+                wait = min(wait, mw / 1000)
+        except BatonError:
+            pass
+        if deadline != float("inf"):
+            remaining = deadline - now()
+            wait = min(wait, remaining - min(max(remaining / 5, 0.02), 2.0))
+        return 0.0 if wait < _MIN_WAIT else wait
+
+    def _acquire_body(self, key: str, ttl: Optional[float], holder: Optional[str], lease_id: Optional[str],
+                      metadata: Optional[dict], cooldown: float, lock_delay: float) -> dict:
+        body: Dict[str, Any] = {
+            "key": key,
+            "holder": holder or f"py:{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(6)}",
+            # Chosen here so that every attempt of one acquire names the same lease: an attempt
+            # whose answer was lost is found again (the same holder gets the same lease back).
+            "lease_id": lease_id or secrets.token_hex(16),
+            "ttl_ms": _ms(ttl if ttl is not None else self.ttl),
+        }
+        if metadata is not None:
+            body["metadata"] = metadata
+        if cooldown:
+            body["cooldown_ms"] = _ms(cooldown)
+        if lock_delay:
+            body["lock_delay_ms"] = _ms(lock_delay)
+        return body
+
+    def try_acquire(self, key: str, *, ttl: Optional[float] = None, holder: Optional[str] = None,
+                    lease_id: Optional[str] = None, metadata: Optional[dict] = None, cooldown: float = 0,
+                    lock_delay: float = 0, keepalive: bool = True,
+                    on_lost: Optional[Callable[[BaseException], None]] = None) -> Lease:
+        """Takes the key if it is free now, never waiting. Raises LockHeldError (holder, expiry),
+        CooldownError or InvalidArgumentError."""
+        body = self._acquire_body(key, ttl, holder, lease_id, metadata, cooldown, lock_delay)
+        start = now()
+        res = self._request("POST", "/v1/locks/acquire", body=body)
+        return Lease(self, res["lease"], body["ttl_ms"] / 1000, granted_after(start, res["lease"].get("waited_ms"), self.drift_factor),
+                     keepalive, on_lost)
+
+    def acquire(self, key: str, *, wait: Optional[float] = None, ttl: Optional[float] = None,
+                holder: Optional[str] = None, lease_id: Optional[str] = None, metadata: Optional[dict] = None,
+                cooldown: float = 0, lock_delay: float = 0, keepalive: bool = True,
+                on_lost: Optional[Callable[[BaseException], None]] = None,
+                cancel: Optional[threading.Event] = None) -> Lease:
+        """Waits until the key is granted, `wait` seconds pass (None: no limit) or `cancel` is set
+        (seen between attempts: at most one long-poll of max_wait seconds late), through the
+        server's long-poll (woken by the store's push). Transient failures (the server
+        unreachable or restarting, 5xx, 429) are retried with backoff, never sooner than a
+        Retry-After says. When the wait ends unsuccessfully it raises the last refusal (a
+        LockHeldError naming the holder), or TimeoutError. However long it waited, the lease is
+        fully usable: its local deadline counts from the request's start plus the server's
+        waited_ms."""
+        body = self._acquire_body(key, ttl, holder, lease_id, metadata, cooldown, lock_delay)
+        deadline = float("inf") if wait is None else now() + wait
+        cancel = cancel or threading.Event()
+        refusal: Optional[BaseException] = None
+        failures = 0
+
+        def gave_up() -> BaseException:
+            return refusal or TimeoutError(f"baton: gave up waiting for {key!r}")
+
+        while True:
+            if cancel.is_set() or now() >= deadline:
+                raise gave_up()
+            server_wait = self._wait_for(deadline, self.max_wait)
+            start = now()
+            try:
+                b = dict(body)
+                if server_wait > 0:
+                    b["wait_ms"] = int(server_wait * 1000)
+                res = self._request("POST", "/v1/locks/acquire", body=b, timeout=server_wait + _ANSWER_MARGIN)
+                if failures:
+                    self._warn(f"server reachable again; acquired {key!r}")
+                return Lease(self, res["lease"], body["ttl_ms"] / 1000,
+                             granted_after(start, res["lease"].get("waited_ms"), self.drift_factor), keepalive, on_lost)
+            except (LockHeldError, CooldownError) as e:
+                failures = 0
+                # The server already waited most of wait_ms: ask again at once. A server that
+                # answered at once must not turn this loop into a spin.
+                hint = e.remaining if isinstance(e, CooldownError) else e.retry_after
+                pause = 0.0 if server_wait > 0 and now() - start >= server_wait / 2 else min(jitter(self.poll_interval), hint + 0.001)
+                refusal = e
+            except BatonError as e:
+                if not e.retryable:
+                    raise
+                if failures == 0:
+                    self._warn(f"acquire of {key!r} failed; retrying until the wait ends", e)
+                failures += 1
+                pause = jitter(min(self.poll_interval / 10 * 2 ** min(failures - 1, 10), self.poll_interval))
+                if e.retry_after > 0:
+                    # An overloaded server says when to come back: not before.
+                    pause = max(pause, e.retry_after + jitter(e.retry_after) / 5)
+                refusal = e
+            if cancel.wait(max(0.0, min(pause, deadline - now()))):
+                raise gave_up()
+
+    def lock(self, key: str, *, ttl: Optional[float] = None, wait: Optional[float] = None, **kw) -> Lease:
+        """`with client.lock("key", ttl=30) as lease:` acquires (waiting up to `wait` seconds;
+        None: no limit, 0: not at all), keeps the lease alive, and releases on exit. Check
+        `lease.lost` (an Event), call `lease.check()`, or pass `on_lost=` to stop the work at the
+        local deadline or on loss; exiting the block after a loss raises LeaseLostError."""
+        if wait == 0:
+            return self.try_acquire(key, ttl=ttl, **kw)
+        return self.acquire(key, ttl=ttl, wait=wait, **kw)
+
+    def get(self, key: str) -> dict:
+        """The live lease on key (NotFoundError if none)."""
+        if key in (".", ".."):
+            page = self.list(prefix=key, limit=1)
+            if page["leases"] and page["leases"][0]["key"] == key:
+                return page["leases"][0]
+            raise NotFoundError(f"baton: GET /v1/locks/{key}: 404 not_found", status=404, code="not_found")
+        return self._request("GET", "/v1/locks/" + key_path(key))["lease"]
+
+    def list(self, *, prefix: Optional[str] = None, holder: Optional[str] = None, limit: Optional[int] = None,
+             cursor: Optional[str] = None) -> dict:
+        """One page of live leases: {"leases": [...], "next_cursor"?}."""
+        return self._request("GET", "/v1/locks", query={"prefix": prefix, "holder": holder, "limit": limit, "cursor": cursor})
+
+    def force_release(self, key: str, reason: str) -> dict:
+        """Ends whatever lease holds key (admin), audited with reason; returns the lease ended."""
+        return self._request("POST", "/v1/locks/force-release", body={"key": key, "reason": reason})["lease"]
+
+    # Jobs.
+
+    def put_kind(self, name: str, **kind: Any) -> dict:
+        """Creates or replaces a kind (admin): policy, max_attempts, timeout_ms, ..."""
+        return self._request("PUT", "/v1/kinds/" + urllib.parse.quote(name, safe=""), body=kind)
+
+    def submit_job(self, kind: str, resource: str, args: Optional[dict] = None, *, idempotency_key: Optional[str] = None,
+                   **fields: Any) -> "tuple[dict, bool]":
+        """Submits a job; returns (job, existing). With an idempotency key, a submit that names an
+        existing job returns that job and writes nothing."""
+        body: Dict[str, Any] = {"kind": kind, "resource": resource, **fields}
+        if args is not None:
+            body["args"] = args
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        status, job = self._request("POST", "/v1/jobs", body=body, headers=headers, with_status=True)
+        return job, status != 201
+
+    def get_job(self, job_id: int) -> dict:
+        return self._request("GET", f"/v1/jobs/{_job_id(job_id)}")
+
+    def list_jobs(self, *, state: Optional[str] = None, kind: Optional[str] = None, resource: Optional[str] = None,
+                  after: Optional[int] = None, limit: Optional[int] = None) -> dict:
+        """One page of jobs by ID: {"jobs": [...], "next_after"?}."""
+        return self._request("GET", "/v1/jobs", query={"state": state, "kind": kind, "resource": resource, "after": after, "limit": limit})
+
+    def cancel_job(self, job_id: int) -> dict:
+        return self._request("POST", f"/v1/jobs/{_job_id(job_id)}/cancel", body={})
+
+    def retry_job(self, job_id: int) -> dict:
+        return self._request("POST", f"/v1/jobs/{_job_id(job_id)}/retry", body={})
+
+    def claim_jobs(self, worker: str, kinds: list, *, limit: int = 1, ttl: float = 30.0, wait: float = 0.0) -> dict:
+        body: Dict[str, Any] = {"worker": worker, "kinds": kinds, "limit": limit, "ttl_ms": _ms(ttl)}
+        if wait > 0:
+            body["wait_ms"] = int(wait * 1000)
+        return self._request("POST", "/v1/jobs/claim", body=body, timeout=wait + _ANSWER_MARGIN)
+
+    def heartbeat_job(self, job_id: int, token: int, ttl: float, timeout: Optional[float] = None) -> dict:
+        return self._request("POST", f"/v1/jobs/{_job_id(job_id)}/heartbeat", body={"token": token, "ttl_ms": _ms(ttl)}, timeout=timeout)
+
+    def complete_job(self, job_id: int, token: int) -> dict:
+        return self._request("POST", f"/v1/jobs/{_job_id(job_id)}/complete", body={"token": token})
+
+    def fail_job(self, job_id: int, token: int, *, message: str = "", code: Optional[str] = None,
+                 permanent: bool = False, retry_after: float = 0) -> dict:
+        body: Dict[str, Any] = {"token": token, "message": message}
+        if code:
+            body["code"] = code
+        if permanent:
+            body["permanent"] = True
+        if retry_after > 0:
+            body["retry_after_ms"] = _ms(retry_after)
+        return self._request("POST", f"/v1/jobs/{_job_id(job_id)}/fail", body=body)
+
+    def run_worker(self, kinds, handler, **kw) -> None:
+        """Runs a worker until `stop` (an Event) is set; see baton.Worker."""
+        from ._worker import Worker
+
+        Worker(self, kinds, handler, **kw).run()
+
+
+def _job_id(job_id: int) -> int:
+    if not isinstance(job_id, int) or job_id <= 0:
+        raise ValueError(f"baton: job id must be a positive integer (got {job_id!r})")
+    return job_id
+
+
+def key_path(key: str) -> str:
+    """Escapes key for GET /v1/locks/{key}: each "/"-separated segment is escaped and the slashes
+    kept; where the server's router would clean a literal slash or dot segment away ("a//b", "/a",
+    "a/./b"), it is sent as %2F joined to its neighbour, as the TypeScript client does."""
+    segs = key.split("/")
+
+    def dot(s: str) -> bool:
+        return s in (".", "..")
+
+    out = []
+    for i, seg in enumerate(segs):
+        if i > 0:
+            joined = segs[i - 1] == "" or (seg == "" and i < len(segs) - 1) or dot(seg) or (i == 1 and dot(segs[0]))
+            out.append("%2F" if joined else "/")
+        out.append(seg if dot(seg) else urllib.parse.quote(seg, safe=""))
+    return "".join(out)
+
+
+_default: Optional[Client] = None
+_default_mu = threading.Lock()
+
+
+def default_client() -> Client:
+    """The client of the module-level functions: BATON_URL (default http://127.0.0.1:7725) and
+    BATON_TOKEN."""
+    global _default
+    with _default_mu:
+        if _default is None:
+            _default = Client()
+        return _default
+
+
+def lock(key: str, *, ttl: Optional[float] = None, wait: Optional[float] = None, **kw) -> Lease:
+    """`with baton.lock("key", ttl=30):` on the default client (see Client.lock)."""
+    return default_client().lock(key, ttl=ttl, wait=wait, **kw)
+
+

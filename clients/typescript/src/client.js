@@ -1,0 +1,371 @@
+import { BatonError, CooldownError, LockHeldError, NotFoundError, errorFor } from './errors.js';
+import { Lease } from './lease.js';
+import { anySignal, grantedAfter, jitter, now, randomHex, sleep } from './timing.js';
+import { runWorker } from './worker.js';
+
+/** The shortest server-side wait worth a long-poll; a shorter one is sent as no wait. */
+const MIN_WAIT_MS = 100;
+
+/**
+ * A client of Baton's HTTP API (docs/http-api.md, server/openapi.json) with the Go client's
+ * safety rules: a lease's local deadline is measured from a safe lower bound of the grant time,
+ * keepalive renews every TTL/3, and a 503 with Retry-After is not retried before it says.
+ */
+export class BatonClient {
+  #base;
+  #token;
+  #fetch;
+  #info = null;
+  #infoFailedAt = -Infinity;
+
+  /** @param {import('./index.js').ClientOptions} opts */
+  constructor(opts) {
+    const { baseUrl, token = '', fetch: f = globalThis.fetch } = opts ?? {};
+    let u;
+    try {
+      u = new URL(baseUrl);
+    } catch {
+      throw new TypeError(`baton: baseUrl must be an http or https URL (got ${JSON.stringify(baseUrl)})`);
+    }
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new TypeError(`baton: baseUrl must be an http or https URL (got ${JSON.stringify(baseUrl)})`);
+    if (u.username || u.password || u.search || u.hash) throw new TypeError('baton: baseUrl must not contain credentials, a query or a fragment');
+    if (/[\s\x00-\x1f\x7f]/.test(token)) throw new TypeError('baton: token must not contain spaces or control characters');
+    this.#base = (u.origin + u.pathname).replace(/\/+$/, '');
+    this.#token = token;
+    this.#fetch = f;
+    this.ttlMs = opts.ttlMs ?? 15000;
+    this.driftFactor = opts.driftFactor ?? 0.01;
+    this.safetyMarginMs = opts.safetyMarginMs ?? 100;
+    this.pollIntervalMs = opts.pollIntervalMs ?? 1000;
+    this.maxWaitMs = opts.maxWaitMs ?? 25000;
+    this.claimWaitMs = opts.claimWaitMs ?? 10000;
+    this.onWarning = opts.onWarning ?? ((msg, err) => console.warn(`baton: ${msg}`, err ?? ''));
+    if (!(this.driftFactor >= 0 && this.driftFactor < 0.5)) throw new RangeError('baton: driftFactor must be in [0, 0.5)');
+    if (!(this.safetyMarginMs >= 0 && this.safetyMarginMs <= 250)) throw new RangeError('baton: safetyMarginMs must be in [0, 250]');
+    if (!(this.pollIntervalMs >= 10)) throw new RangeError('baton: pollIntervalMs must be at least 10');
+  }
+
+  /** @internal */
+  warn(msg, err) {
+    this.onWarning(msg, err);
+  }
+
+  /**
+   * Sends one request and returns the decoded answer; an error answer rejects with a BatonError
+   * (or its subclass for the code), a network failure with a BatonError of status 0.
+   * @internal
+   */
+  async request(method, path, { query, body, headers = {}, signal, withStatus = false } = {}) {
+    let url = this.#base + path;
+    if (query) {
+      const q = new URLSearchParams();
+      for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
+      const s = q.toString();
+      if (s) url += `?${s}`;
+    }
+    const h = { Accept: 'application/json, application/problem+json', ...headers };
+    if (body !== undefined) h['Content-Type'] = 'application/json';
+    if (this.#token) h.Authorization = `Bearer ${this.#token}`;
+    const what = `${method} ${path}`;
+    let resp;
+    try {
+      resp = await this.#fetch(url, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body), signal });
+    } catch (err) {
+      if (signal?.aborted) throw signal.reason;
+      throw new BatonError(`baton: ${what}: ${err?.cause?.code ?? err?.message ?? err}`, { cause: err });
+    }
+    let text;
+    try {
+      text = await resp.text();
+    } catch (err) {
+      if (signal?.aborted) throw signal.reason;
+      throw new BatonError(`baton: ${what}: reading the answer: ${err?.message ?? err}`, { status: 0, cause: err });
+    }
+    const ct = resp.headers.get('content-type') ?? '';
+    if (resp.status < 200 || resp.status > 299) {
+      let problem = null;
+      if (/json/.test(ct)) {
+        try {
+          problem = JSON.parse(text);
+        } catch {
+          problem = null;
+        }
+      }
+      throw errorFor(resp.status, problem, resp.headers.get('retry-after'), what, problem?.code ? '' : text.slice(0, 200).trim());
+    }
+    let out;
+    try {
+      out = JSON.parse(text);
+    } catch (err) {
+      throw new BatonError(`baton: ${what}: decoding the ${resp.status} answer: ${err.message}`, { status: resp.status, cause: err });
+    }
+    return withStatus ? { status: resp.status, body: out, headers: resp.headers } : out;
+  }
+
+  /** GET /v1/info, cached once it succeeded (a failure is not retried for 10 s). */
+  async info(opts = {}) {
+    if (this.#info) return this.#info;
+    if (now() - this.#infoFailedAt < 10000) throw new BatonError('baton: server info unavailable');
+    try {
+      this.#info = await this.request('GET', '/v1/info', { signal: opts.signal });
+    } catch (err) {
+      this.#infoFailedAt = now();
+      throw err;
+    }
+    return this.#info;
+  }
+
+  // The server-side wait of one long-poll: wantMs, capped by the server's maximum when known,
+  // and ending early enough before deadline for the answer to come back.
+  async #waitFor(deadline, wantMs, signal) {
+    let wait = wantMs;
+    try {
+      const info = await this.info({ signal });
+      if (typeof info.max_wait_ms === 'number') wait = Math.min(wait, info.max_wait_ms);
+    } catch {
+      // Unknown: the server caps it anyway.
+    }
+    if (Number.isFinite(deadline)) {
+      const remaining = deadline - now();
+      const margin = Math.min(Math.max(remaining / 5, 20), 2000);
+      wait = Math.min(wait, remaining - margin);
+    }
+    return wait < MIN_WAIT_MS ? 0 : Math.floor(wait);
+  }
+
+  #acquireBody(key, opts) {
+    const body = {
+      key,
+      holder: opts.holder ?? defaultHolder(),
+      // Chosen here so that every attempt of one acquire names the same lease: an attempt whose
+      // answer was lost is then found again (the same holder gets the same lease back).
+      lease_id: opts.leaseId ?? randomHex(16),
+      ttl_ms: opts.ttlMs ?? this.ttlMs,
+    };
+    if (opts.metadata !== undefined) body.metadata = opts.metadata;
+    if (opts.cooldownMs) body.cooldown_ms = opts.cooldownMs;
+    if (opts.lockDelayMs) body.lock_delay_ms = opts.lockDelayMs;
+    return body;
+  }
+
+  /**
+   * Takes the key if it is free now, never waiting. Rejects with LockHeldError (holder, expiry),
+   * CooldownError or InvalidArgumentError.
+   * @param {string} key
+   * @param {import('./index.js').AcquireOptions} [opts]
+   */
+  async tryAcquire(key, opts = {}) {
+    const body = this.#acquireBody(key, opts);
+    const start = now();
+    const res = await this.request('POST', '/v1/locks/acquire', { body, signal: opts.signal });
+    return new Lease(this, res.lease, body.ttl_ms, grantedAfter(start, res.lease.waited_ms, this.driftFactor), opts.keepalive ?? true);
+  }
+
+  /**
+   * Waits until the key is granted, opts.signal aborts or opts.waitMs passes, through the
+   * server's long-poll (woken by the store's push). Transient failures (the server unreachable
+   * or restarting, 5xx, 429) are retried with backoff, never sooner than a Retry-After says.
+   * When the wait ends unsuccessfully it rejects with the last refusal (a LockHeldError naming
+   * the holder) or the signal's reason. However long it waited, the lease is fully usable: its
+   * local deadline counts from the request's start plus the server's waited_ms.
+   * @param {string} key
+   * @param {import('./index.js').AcquireOptions & {waitMs?: number}} [opts]
+   */
+  async acquire(key, opts = {}) {
+    const body = this.#acquireBody(key, opts);
+    const deadline = opts.waitMs === undefined ? Infinity : now() + opts.waitMs;
+    const timeout = Number.isFinite(deadline) ? AbortSignal.timeout(Math.ceil(Math.max(0, opts.waitMs))) : undefined;
+    const signal = anySignal(opts.signal, timeout);
+    let refusal = null;
+    let failures = 0;
+    const gaveUp = () => refusal ?? signal?.reason ?? new BatonError(`baton: gave up waiting for ${JSON.stringify(key)}`);
+    for (;;) {
+      if (signal?.aborted || now() >= deadline) throw gaveUp();
+      const wait = await this.#waitFor(deadline, this.maxWaitMs, signal);
+      const start = now();
+      try {
+        // A signal per attempt: fetch leaves a listener on the signal of a failed request, and a
+        // wait through a server restart makes many.
+        const attempt = signal && AbortSignal.any([signal]);
+        const res = await this.request('POST', '/v1/locks/acquire', { body: { ...body, wait_ms: wait || undefined }, signal: attempt });
+        if (failures > 0) this.warn(`server reachable again; acquired "${key}"`);
+        return new Lease(this, res.lease, body.ttl_ms, grantedAfter(start, res.lease.waited_ms, this.driftFactor), opts.keepalive ?? true);
+      } catch (err) {
+        if (signal?.aborted) throw refusal ?? err;
+        let pause = jitter(this.pollIntervalMs);
+        if (err instanceof LockHeldError || err instanceof CooldownError) {
+          failures = 0;
+          // The server already waited most of wait_ms: ask again at once. A server that answered
+          // at once must not turn this loop into a spin.
+          const hint = err instanceof CooldownError ? err.remainingMs : err.retryAfterMs;
+          pause = wait > 0 && now() - start >= wait / 2 ? 0 : Math.min(pause, hint + 1);
+        } else if (err instanceof BatonError && err.retryable) {
+          if (failures === 0) this.warn(`acquire of "${key}" failed; retrying until the wait ends`, err);
+          failures++;
+          pause = jitter(Math.min((this.pollIntervalMs / 10) * 2 ** Math.min(failures - 1, 10), this.pollIntervalMs));
+          // An overloaded server says when to come back: not before.
+          if (err.retryAfterMs > 0) pause = Math.max(pause, err.retryAfterMs + jitter(err.retryAfterMs) / 5);
+        } else {
+          throw err;
+        }
+        refusal = err;
+        try {
+          await sleep(pause, signal);
+        } catch {
+          throw gaveUp();
+        }
+      }
+    }
+  }
+
+  /**
+   * Acquires key (waiting as acquire does), runs fn(signal, lease), and releases once fn has
+   * settled. signal aborts at the lease's local deadline or when the server says it is not held:
+   * stop the work then. If the lease was lost while fn ran, withLock rejects with fn's error or,
+   * if fn succeeded, with the loss (LeaseLostError): the work may have overlapped with the next
+   * holder's.
+   * @template T
+   * @param {string} key
+   * @param {(signal: AbortSignal, lease: Lease) => Promise<T> | T} fn
+   * @param {import('./index.js').AcquireOptions & {waitMs?: number}} [opts]
+   * @returns {Promise<T>}
+   */
+  async withLock(key, fn, opts = {}) {
+    const lease = await this.acquire(key, opts);
+    let result;
+    let fnErr;
+    let failed = false;
+    try {
+      result = await fn(lease.signal, lease);
+    } catch (err) {
+      failed = true;
+      fnErr = err;
+    }
+    const lost = lease.signal.aborted ? lease.signal.reason : null;
+    let relErr;
+    try {
+      await lease.release({ signal: AbortSignal.timeout(Math.ceil(lease.ttlMs)) });
+    } catch (err) {
+      relErr = err;
+    }
+    if (failed) throw fnErr;
+    if (lost) throw lost;
+    if (relErr) throw relErr;
+    return result;
+  }
+
+  /** The live lease on key (NotFoundError if none). */
+  async get(key, opts = {}) {
+    if (key === '.' || key === '..') {
+      const page = await this.list({ prefix: key, limit: 1, signal: opts.signal });
+      const l = page.leases[0];
+      if (l?.key === key) return l;
+      throw new NotFoundError(`baton: GET /v1/locks/${key}: 404 not_found: no live lease on the key`, { status: 404, code: 'not_found' });
+    }
+    return (await this.request('GET', `/v1/locks/${keyPath(key)}`, { signal: opts.signal })).lease;
+  }
+
+  /** One page of live leases: {leases, next_cursor?}. */
+  async list({ prefix, holder, limit, cursor, signal } = {}) {
+    return this.request('GET', '/v1/locks', { query: { prefix, holder, limit, cursor }, signal });
+  }
+
+  /** Ends whatever lease holds key (admin), audited with reason; returns the lease ended. */
+  async forceRelease(key, reason, opts = {}) {
+    return (await this.request('POST', '/v1/locks/force-release', { body: { key, reason }, signal: opts.signal })).lease;
+  }
+
+  // Jobs.
+
+  /** Creates or replaces a kind (admin). */
+  async putKind(name, kind = {}, opts = {}) {
+    return this.request('PUT', `/v1/kinds/${encodeURIComponent(name)}`, { body: kind, signal: opts.signal });
+  }
+
+  /**
+   * Submits a job. With an idempotency key, a submit that names an existing job returns that job
+   * with existing: true and writes nothing.
+   * @returns {Promise<{job: import('./api.js').Job, existing: boolean}>}
+   */
+  async submitJob(req, opts = {}) {
+    const { idempotencyKey, signal } = opts;
+    const headers = idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : {};
+    const r = await this.request('POST', '/v1/jobs', { body: req, headers, signal, withStatus: true });
+    return { job: r.body, existing: r.status !== 201 };
+  }
+
+  async getJob(id, opts = {}) {
+    return this.request('GET', `/v1/jobs/${jobID(id)}`, { signal: opts.signal });
+  }
+
+  /** One page of jobs by ID: {jobs, next_after?}; pass next_after as after for the next page. */
+  async listJobs({ state, kind, resource, after, limit, signal } = {}) {
+    return this.request('GET', '/v1/jobs', { query: { state, kind, resource, after, limit }, signal });
+  }
+
+  async cancelJob(id, opts = {}) {
+    return this.request('POST', `/v1/jobs/${jobID(id)}/cancel`, { body: {}, signal: opts.signal });
+  }
+
+  async retryJob(id, opts = {}) {
+    return this.request('POST', `/v1/jobs/${jobID(id)}/retry`, { body: {}, signal: opts.signal });
+  }
+
+  /** POST /v1/jobs/claim: the worker loop's call. */
+  async claimJobs(req, opts = {}) {
+    return this.request('POST', '/v1/jobs/claim', { body: req, signal: opts.signal });
+  }
+
+  async heartbeatJob(id, req, opts = {}) {
+    return this.request('POST', `/v1/jobs/${jobID(id)}/heartbeat`, { body: req, signal: opts.signal });
+  }
+
+  async completeJob(id, token, opts = {}) {
+    return this.request('POST', `/v1/jobs/${jobID(id)}/complete`, { body: { token }, signal: opts.signal });
+  }
+
+  async failJob(id, req, opts = {}) {
+    return this.request('POST', `/v1/jobs/${jobID(id)}/fail`, { body: req, signal: opts.signal });
+  }
+
+  /**
+   * Runs a worker until opts.signal aborts: claims jobs of opts.kinds, calls the handler with
+   * the job and a signal, heartbeats every TTL/3, and completes or fails each attempt with the
+   * job's fencing token. See worker.js.
+   */
+  runWorker(opts) {
+    return runWorker(this, opts);
+  }
+}
+
+function jobID(id) {
+  if (!Number.isSafeInteger(id) || id <= 0) throw new TypeError(`baton: job id must be a positive integer (got ${id})`);
+  return String(id);
+}
+
+/** A holder unique to this process and acquisition, as the Go client's default. */
+function defaultHolder() {
+  const pid = globalThis.process?.pid;
+  return `js:${pid ?? 'browser'}:${randomHex(6)}`;
+}
+
+/**
+ * Escapes key for GET /v1/locks/{key}: each "/"-separated segment is escaped and the slashes
+ * kept, so that "team/db" reads as /v1/locks/team/db. Where the server's router would clean a
+ * literal slash away ("a//b", "/a") the slash is sent as %2F, as the Go client does; and a "." or
+ * ".." segment is joined to its neighbour with %2F, since fetch's URL parser removes dot segments
+ * even when escaped. A key that is only "." or ".." cannot be a path: get() lists it instead.
+ */
+export function keyPath(key) {
+  const segs = key.split('/');
+  const dot = (s) => s === '.' || s === '..';
+  let out = '';
+  segs.forEach((seg, i) => {
+    if (i > 0) {
+      const joined = segs[i - 1] === '' || (seg === '' && i < segs.length - 1) || dot(seg) || (i === 1 && dot(segs[0]));
+      out += joined ? '%2F' : '/';
+    }
+    out += dot(seg) ? seg : encodeURIComponent(seg);
+  });
+  return out;
+}

@@ -1,0 +1,152 @@
+// Errors of the Baton client. Every answer of the server that is an error is a BatonError
+// carrying the problem document; the codes the lease and job contracts name have classes of
+// their own, so that callers can test with instanceof.
+
+/** An error answer of the server (an RFC 9457 problem document), or a failure to reach it. */
+export class BatonError extends Error {
+  /**
+   * @param {string} message
+   * @param {{status?: number, code?: string, problem?: object, retryAfterMs?: number, cause?: unknown}} [o]
+   */
+  constructor(message, o = {}) {
+    super(message, o.cause === undefined ? undefined : { cause: o.cause });
+    this.name = new.target.name;
+    /** HTTP status; 0 when the server could not be reached. */
+    this.status = o.status ?? 0;
+    /** The problem's stable code ("lock_held", …); "" when there was no problem document. */
+    this.code = o.code ?? '';
+    /** The problem document as sent. */
+    this.problem = o.problem ?? null;
+    /** When the server asked to be tried again (retry_after_ms, or Retry-After in seconds); 0 if not said. */
+    this.retryAfterMs = o.retryAfterMs ?? 0;
+  }
+
+  /** Whether the answer may change by itself: the server is unreachable, overloaded or failing. */
+  get retryable() {
+    return this.status === 0 || this.status >= 500 || this.status === 429 || this.status === 408;
+  }
+}
+
+/** 409 lock_held: the key is held by someone else (holder, token, expiresAt on the store's clock). */
+export class LockHeldError extends BatonError {
+  constructor(message, o) {
+    super(message, o);
+    const p = o.problem ?? {};
+    this.key = p.key ?? '';
+    this.holder = p.holder ?? '';
+    this.token = p.token ?? 0;
+    this.expiresAt = p.expires_at ? new Date(p.expires_at) : null;
+  }
+}
+
+/** 423 cooldown: the key rests after a release (reason "cooldown") or an expiry ("lock-delay"). */
+export class CooldownError extends BatonError {
+  constructor(message, o) {
+    super(message, o);
+    const p = o.problem ?? {};
+    this.key = p.key ?? '';
+    this.reason = p.reason ?? '';
+    this.remainingMs = p.remaining_ms ?? 0;
+  }
+}
+
+/** 400 invalid_argument: field breaks rule. Nothing was written. */
+export class InvalidArgumentError extends BatonError {
+  constructor(message, o) {
+    super(message, o);
+    const p = o.problem ?? {};
+    this.field = p.field ?? '';
+    this.rule = p.rule ?? '';
+  }
+}
+
+/** 409 not_held: the lease (or job attempt) is no longer the live one: stop working. */
+export class NotHeldError extends BatonError {}
+
+/** 404 not_found. */
+export class NotFoundError extends BatonError {}
+
+/** 401 unauthorized or 403 forbidden. */
+export class AuthError extends BatonError {}
+
+/** 409 resource_busy: a submit under the reject policy to a busy resource. */
+export class ResourceBusyError extends BatonError {}
+
+/** 409 job_state: the job's state forbids the operation. */
+export class JobStateError extends BatonError {}
+
+/** 409 version_mismatch: a resource state compare-and-set found another version. */
+export class VersionMismatchError extends BatonError {}
+
+/** A reason to stop that is not an answer of the server; named after its class. */
+class StopError extends Error {
+  constructor(message, cause) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * The reason of a lease's (or a job's) AbortSignal when the holder must stop: no renew
+ * succeeded before the local deadline, or the server said the lease is not held (cause).
+ */
+export class LeaseLostError extends StopError {}
+
+/** The reason of a lease's AbortSignal after release(). */
+export class LeaseReleasedError extends StopError {
+  constructor() {
+    super('the lease was released');
+  }
+}
+
+/** The reason of a job handler's AbortSignal when someone cancelled the job. */
+export class JobCancelledError extends StopError {
+  constructor() {
+    super('the job was cancelled');
+  }
+}
+
+/** The reason of handlers' signals when the worker stops: the attempt is failed for a retry at once. */
+export class WorkerShutdownError extends StopError {
+  constructor() {
+    super('the worker is shutting down');
+  }
+}
+
+/** Wrap a handler's error in PermanentError to discard the job instead of retrying it. */
+export class PermanentError extends StopError {}
+
+const byCode = {
+  lock_held: LockHeldError,
+  cooldown: CooldownError,
+  invalid_argument: InvalidArgumentError,
+  not_held: NotHeldError,
+  not_found: NotFoundError,
+  unauthorized: AuthError,
+  forbidden: AuthError,
+  resource_busy: ResourceBusyError,
+  job_state: JobStateError,
+  version_mismatch: VersionMismatchError,
+};
+
+/**
+ * The error of an error answer.
+ * @param {number} status
+ * @param {any} problem the problem document, or null
+ * @param {string|null} retryAfterHeader
+ * @param {string} what "POST /v1/locks/acquire"
+ * @param {string} [bodyStart] the start of a body that was not a problem document
+ */
+export function errorFor(status, problem, retryAfterHeader, what, bodyStart = '') {
+  const code = problem?.code ?? '';
+  let retryAfterMs = typeof problem?.retry_after_ms === 'number' ? problem.retry_after_ms : 0;
+  if (retryAfterMs <= 0 && retryAfterHeader) {
+    const secs = Number.parseInt(retryAfterHeader.trim(), 10);
+    if (secs > 0) retryAfterMs = Math.min(secs, 3600) * 1000;
+  }
+  const detail = problem?.detail || bodyStart;
+  const message = `baton: ${what}: ${status}${code ? ` ${code}` : ''}${detail ? `: ${detail}` : ''}`;
+  let Cls = byCode[code] ?? BatonError;
+  if (!code && (status === 401 || status === 403)) Cls = AuthError;
+  return new Cls(message, { status, code, problem, retryAfterMs });
+}

@@ -1,0 +1,175 @@
+// Types of Baton's client. The API's JSON shapes (Lease, Job, …) are generated from
+// server/openapi.json into api.d.ts; this file types the client around them.
+import type * as api from './api.js';
+
+export type * from './api.js';
+
+export interface ClientOptions {
+  /** The server, e.g. "http://127.0.0.1:7725"; a path prefix (a reverse proxy's) is kept. */
+  baseUrl: string;
+  /** Bearer token sent with every request. */
+  token?: string;
+  /** fetch to use (default globalThis.fetch). */
+  fetch?: typeof fetch;
+  /** Default lease TTL in ms (15000). */
+  ttlMs?: number;
+  /** Bound on how much faster the server's clock may run than ours, as a fraction of the TTL (0.01). */
+  driftFactor?: number;
+  /** Subtracted from the holder's view of validity (100 ms; at most 250). */
+  safetyMarginMs?: number;
+  /** Fallback poll of a waiting acquire, and the cap of its backoff (1000 ms). */
+  pollIntervalMs?: number;
+  /** Longest server-side wait asked in one acquire request (25000 ms; the server caps it too). */
+  maxWaitMs?: number;
+  /** Longest server-side wait of one claim of the worker loop (10000 ms; at most TTL/3). */
+  claimWaitMs?: number;
+  /** Receives keepalive and retry warnings (default console.warn). */
+  onWarning?: (message: string, err?: unknown) => void;
+}
+
+export interface AcquireOptions {
+  ttlMs?: number;
+  /** Who holds the lease; default unique to this process and acquisition. The same holder re-acquiring gets its lease back. */
+  holder?: string;
+  /** The lease's ID; default random. */
+  leaseId?: string;
+  metadata?: Record<string, unknown>;
+  cooldownMs?: number;
+  lockDelayMs?: number;
+  /** Renew every TTL/3 (default true). */
+  keepalive?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface WaitOptions extends AcquireOptions {
+  /** Give up after this many ms (default: wait until signal aborts). */
+  waitMs?: number;
+}
+
+export declare class Lease {
+  readonly key: string;
+  readonly lease_id: string;
+  readonly holder: string;
+  /** Fencing token: strictly greater than every earlier token of the key. Pass it to the resource. */
+  readonly token: number;
+  readonly acquired_at: string;
+  /** Expiry on the server's clock as of the last acquire or renew (informative only). */
+  readonly expires_at: string;
+  readonly metadata?: Record<string, unknown>;
+  /** The key was taken over from a holder that crashed or stalled: the resource may be half-done. */
+  readonly took_over: boolean;
+  /** Aborts at the local deadline or when the server says the lease is not held (reason LeaseLostError), or on release (LeaseReleasedError). */
+  readonly signal: AbortSignal;
+  readonly ttlMs: number;
+  /** The local deadline, on performance.now()'s clock. */
+  readonly deadline: number;
+  readonly remainingMs: number;
+  renew(opts?: { signal?: AbortSignal }): Promise<void>;
+  release(opts?: { signal?: AbortSignal }): Promise<void>;
+}
+
+export interface ListOptions {
+  prefix?: string;
+  holder?: string;
+  limit?: number;
+  cursor?: string;
+  signal?: AbortSignal;
+}
+
+export interface JobListOptions {
+  state?: api.Job['state'];
+  kind?: string;
+  resource?: string;
+  after?: number;
+  limit?: number;
+  signal?: AbortSignal;
+}
+
+export interface WorkerOptions {
+  kinds: string[];
+  /** Runs one attempt; throw to fail it (PermanentError: no retry). Stop when signal aborts. */
+  handler: (job: api.Job, signal: AbortSignal) => Promise<void> | void;
+  /** The worker's name, recorded with each claim. */
+  worker?: string;
+  /** Jobs run at once (1). */
+  concurrency?: number;
+  /** Job lease TTL in ms (30000). */
+  ttlMs?: number;
+  /** Retry delay after attempt n failed (defaultBackoff). */
+  backoff?: (attempt: number) => number;
+  /** Stops the worker: claims end, running handlers' signals abort (WorkerShutdownError). */
+  signal?: AbortSignal;
+  /** Called after each attempt with the job as reported (or as claimed if it could not be) and the handler's error. */
+  onJobEnd?: (job: api.Job, err: unknown) => void;
+}
+
+type Sig = { signal?: AbortSignal };
+
+export declare class BatonClient {
+  constructor(opts: ClientOptions);
+  readonly ttlMs: number;
+  readonly driftFactor: number;
+  readonly safetyMarginMs: number;
+  readonly pollIntervalMs: number;
+  readonly maxWaitMs: number;
+  readonly claimWaitMs: number;
+  info(opts?: Sig): Promise<api.Info>;
+  tryAcquire(key: string, opts?: AcquireOptions): Promise<Lease>;
+  acquire(key: string, opts?: WaitOptions): Promise<Lease>;
+  withLock<T>(key: string, fn: (signal: AbortSignal, lease: Lease) => Promise<T> | T, opts?: WaitOptions): Promise<T>;
+  get(key: string, opts?: Sig): Promise<api.Lease>;
+  list(opts?: ListOptions): Promise<api.ListResponse>;
+  forceRelease(key: string, reason: string, opts?: Sig): Promise<api.Lease>;
+  putKind(name: string, kind?: api.Kind, opts?: Sig): Promise<api.Kind>;
+  submitJob(req: api.SubmitRequest, opts?: Sig & { idempotencyKey?: string }): Promise<{ job: api.Job; existing: boolean }>;
+  getJob(id: number, opts?: Sig): Promise<api.Job>;
+  listJobs(opts?: JobListOptions): Promise<api.JobsResponse>;
+  cancelJob(id: number, opts?: Sig): Promise<api.Job>;
+  retryJob(id: number, opts?: Sig): Promise<api.Job>;
+  claimJobs(req: api.ClaimRequest, opts?: Sig): Promise<api.JobsResponse>;
+  heartbeatJob(id: number, req: api.HeartbeatRequest, opts?: Sig): Promise<api.HeartbeatResponse>;
+  completeJob(id: number, token: number, opts?: Sig): Promise<api.Job>;
+  failJob(id: number, req: api.FailRequest, opts?: Sig): Promise<api.Job>;
+  runWorker(opts: WorkerOptions): Promise<void>;
+}
+
+export declare function keyPath(key: string): string;
+
+export declare class BatonError extends Error {
+  /** HTTP status; 0 when the server could not be reached. */
+  readonly status: number;
+  /** The problem's stable code ("lock_held", …), "" without a problem document. */
+  readonly code: string;
+  readonly problem: api.Problem | null;
+  readonly retryAfterMs: number;
+  readonly retryable: boolean;
+}
+export declare class LockHeldError extends BatonError {
+  readonly key: string;
+  readonly holder: string;
+  readonly token: number;
+  readonly expiresAt: Date | null;
+}
+export declare class CooldownError extends BatonError {
+  readonly key: string;
+  readonly reason: string;
+  readonly remainingMs: number;
+}
+export declare class InvalidArgumentError extends BatonError {
+  readonly field: string;
+  readonly rule: string;
+}
+export declare class NotHeldError extends BatonError {}
+export declare class NotFoundError extends BatonError {}
+export declare class AuthError extends BatonError {}
+export declare class ResourceBusyError extends BatonError {}
+export declare class JobStateError extends BatonError {}
+export declare class VersionMismatchError extends BatonError {}
+export declare class LeaseLostError extends Error {}
+export declare class LeaseReleasedError extends Error {}
+export declare class JobCancelledError extends Error {}
+export declare class PermanentError extends Error {
+  constructor(message: string, cause?: unknown);
+}
+export declare class WorkerShutdownError extends Error {}
+export declare function defaultBackoff(attempt: number): number;
