@@ -1,0 +1,30 @@
+package store
+
+import "context"
+
+// Fencer is a store that keeps fences for resources outside it: per resource, the greatest
+// fencing token a holder has presented (`baton fence check`, POST /v1/fences/check). It lets a
+// script check its token against the same server that granted it, when the resource itself
+// cannot (see package fence for checks inside the resource's own database).
+type Fencer interface {
+	// CheckFence raises resource's fence to token unless a greater token is stored, atomically,
+	// and returns the token stored afterwards: token if the check passed (equal tokens pass),
+	// a greater one if token is stale. An empty or over-long resource (MaxKeyLen), or a token of
+	// 0 or above 2^63-1, is an *InvalidArgumentError naming the field.
+	CheckFence(ctx context.Context, resource string, token uint64) (stored uint64, err error)
+}
+
+// MaxFenceToken is the greatest token a fence keeps (they are stored as signed 64-bit integers).
+const MaxFenceToken = 1<<63 - 1
+
+// ValidateFence checks the arguments of CheckFence: the resource with the rules of a key, and
+// a token from 1 to MaxFenceToken.
+func ValidateFence(resource string, token uint64) error {
+	if err := validateName("resource", resource, MaxKeyLen); err != nil {
+		return err
+	}
+	if token == 0 || token > MaxFenceToken {
+		return invalid("token", "must be between 1 and %d (got %d)", uint64(MaxFenceToken), token)
+	}
+	return nil
+}

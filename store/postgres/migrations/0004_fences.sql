@@ -1,0 +1,7 @@
+-- Fences for resources outside the store (store.Fencer, `baton fence check`): the greatest
+-- fencing token presented per resource. The table is package fence's (fence.DDL), so that
+-- fence.Check can run on it unchanged (with the schema as its search_path).
+CREATE TABLE IF NOT EXISTS baton_fences (
+    resource text   PRIMARY KEY,
+    token    bigint NOT NULL CHECK (token > 0)
+);
