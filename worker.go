@@ -149,6 +149,8 @@ type Worker struct {
 	reserved atomic.Int64
 	slotMu   sync.Mutex
 	freed    chan struct{} // a handler returned or a report ended (capacity 1, coalesced)
+	// handlerTime is a moving average of how long handlers take (ns), for the completer.
+	handlerTime atomic.Int64
 	// completer batches completions when the store can (nil otherwise); set by run.
 	completer *completer
 	jobsDone  sync.WaitGroup
@@ -205,6 +207,7 @@ func (w *Worker) run(ctx context.Context) error {
 	defer cancelJobs(nil)
 	if bc, ok := w.st.(store.BatchCompleter); ok {
 		w.completer = newCompleter(bc, w.cfg.LeaseTTL, w.cfg.Concurrency)
+		w.completer.w = w
 		if cc, ok := bc.(store.CompleteClaimer); ok {
 			// Completions also claim jobs for the free slots, in the same round trip, while
 			// Run's context lasts.
@@ -415,7 +418,9 @@ func (w *Worker) startJobs(jobsCtx context.Context, jobs []*Job, start time.Time
 		w.reserved.Add(-1)
 		w.jobsDone.Add(1)
 		r := w.newJobRun(jobsCtx, job, h, w.lease.grantedAfter(start, job.ClaimWaited))
+		began := time.Now()
 		r.handlerDone = func() {
+			w.noteHandlerTime(time.Since(began))
 			w.active.Add(-1)
 			w.signalFreed()
 		}
@@ -434,6 +439,17 @@ func (w *Worker) startJobs(jobsCtx context.Context, jobs []*Job, start time.Time
 	}
 	return started
 }
+
+// noteHandlerTime folds one handler's run time into the moving average (weight 1/8). Updates
+// racing with each other may lose one another; an average needs no more.
+func (w *Worker) noteHandlerTime(d time.Duration) {
+	old := w.handlerTime.Load()
+	w.handlerTime.Store(old + (int64(d)-old)/8)
+}
+
+// handlersRunning is how many handlers are running now (slots reserved by claims in flight
+// excluded).
+func (w *Worker) handlersRunning() int64 { return w.active.Load() - w.reserved.Load() }
 
 // maxHeld bounds the jobs a worker with concurrency slots holds at once: running, or ended and
 // being reported.

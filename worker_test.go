@@ -384,7 +384,8 @@ func TestWorkerGracefulShutdown(t *testing.T) {
 		q := newQueue(t, b.open(t), baton.Kind{Name: "k"})
 		started, release, ctxErr := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 		w, err := q.NewWorker(baton.WorkerConfig{
-			LeaseTTL: time.Second,
+			// Heartbeats every second; long enough that one late under load still lands in time.
+			LeaseTTL: 3 * time.Second,
 			Handlers: map[string]baton.Handler{"k": func(ctx context.Context, _ *baton.Job) error {
 				close(started)
 				<-release
@@ -402,11 +403,17 @@ func TestWorkerGracefulShutdown(t *testing.T) {
 		j := submit(t, q, baton.SubmitParams{Kind: "k", Resource: "r"})
 		recv(t, started)
 		cancel()
-		// Heartbeats go on while the job finishes: outlast a few of them before releasing it.
-		select {
-		case err := <-done:
-			t.Fatalf("Run returned %v with a job still running", err)
-		case <-time.After(time.Second):
+		// Heartbeats go on while the job finishes: see two of them extend the lease before
+		// releasing it.
+		for seen, last := 0, getJob(t, q, j.ID).LeaseExpiresAt; seen < 2; {
+			select {
+			case err := <-done:
+				t.Fatalf("Run returned %v with a job still running", err)
+			case <-time.After(50 * time.Millisecond): // polling the store: a heartbeat sends no signal
+			}
+			if got := getJob(t, q, j.ID).LeaseExpiresAt; got.After(last) {
+				seen, last = seen+1, got
+			}
 		}
 		close(release)
 		if err := recv(t, done); err != nil {

@@ -162,6 +162,24 @@ func (s separateClaims) CompleteJobs(ctx context.Context, ps []*store.CompletePa
 	return s.bc.CompleteJobs(ctx, ps)
 }
 
+// walLSN is the server's current WAL insert position.
+func walLSN(b *testing.B, pool *pgxpool.Pool) string {
+	var lsn string
+	if err := pool.QueryRow(context.Background(), `SELECT pg_current_wal_insert_lsn()::text`).Scan(&lsn); err != nil {
+		b.Fatal(err)
+	}
+	return lsn
+}
+
+// walSince is the WAL written since lsn, in bytes.
+func walSince(b *testing.B, pool *pgxpool.Pool, lsn string) float64 {
+	var n float64
+	if err := pool.QueryRow(context.Background(), `SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::pg_lsn)::float8`, lsn).Scan(&n); err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
 // BenchmarkRiverJobs drains no-op jobs spread over 10,000 resources with River (riverpgxv5,
 // FetchCooldown 2 ms) and with a baton.Worker at the same concurrency, on the same PostgreSQL in
 // the same run, alternating: River, Baton, River, Baton, each draining b.N jobs loaded just
@@ -176,6 +194,9 @@ func BenchmarkRiverJobs(b *testing.B) {
 			ctx := context.Background()
 			n := max(b.N, 100)
 			var riverTime, batonTime time.Duration
+			var riverWAL, batonWAL float64
+			var riverCPU, batonCPU, riverPG, batonPG float64
+			meter := newCPUMeter(b, pool)
 			b.ResetTimer()
 			b.StopTimer()
 			const rounds = 2
@@ -183,21 +204,45 @@ func BenchmarkRiverJobs(b *testing.B) {
 				for _, side := range []struct {
 					jb  storetest.JobBench
 					sum *time.Duration
-				}{{rs, &riverTime}, {bs, &batonTime}} {
+					wal *float64
+					cpu *float64
+					pg  *float64
+				}{{rs, &riverTime, &riverWAL, &riverCPU, &riverPG}, {bs, &batonTime, &batonWAL, &batonCPU, &batonPG}} {
 					if err := side.jb.Load(ctx, n); err != nil {
 						b.Fatal(err)
 					}
+					lsn := walLSN(b, pool)
+					self0, pg0 := meter.read()
 					start := time.Now()
 					if err := side.jb.Drain(ctx, c, n); err != nil {
 						b.Fatal(err)
 					}
 					*side.sum += time.Since(start)
+					self1, pg1 := meter.read()
+					*side.wal += walSince(b, pool, lsn)
+					*side.cpu += self1 - self0
+					*side.pg += pg1 - pg0
 				}
 			}
 			jobs := float64(rounds * n)
 			b.ReportMetric(jobs/batonTime.Seconds(), "jobs/s")
 			b.ReportMetric(jobs/riverTime.Seconds(), "river-jobs/s")
 			b.ReportMetric(riverTime.Seconds()/batonTime.Seconds(), "x-river")
+			// WAL written per job while draining: what each side asks PostgreSQL to write, which,
+			// unlike jobs/s, other load on the machine does not move (other writers on the same
+			// server do: use a server of the benchmark's own).
+			b.ReportMetric(batonWAL/jobs, "wal-B/job")
+			b.ReportMetric(riverWAL/jobs, "river-wal-B/job")
+			// CPU time per job, this process (the worker and its driver) and the PostgreSQL
+			// server, and River's over Baton's (>1: Baton costs less): steadier than jobs/s on
+			// a loaded machine, and where the wall-time gap comes from.
+			b.ReportMetric(batonCPU*1e6/jobs, "go-cpu-us/job")
+			b.ReportMetric(batonPG*1e6/jobs, "pg-cpu-us/job")
+			b.ReportMetric(riverCPU*1e6/jobs, "river-go-cpu-us/job")
+			b.ReportMetric(riverPG*1e6/jobs, "river-pg-cpu-us/job")
+			if batonCPU+batonPG > 0 {
+				b.ReportMetric((riverCPU+riverPG)/(batonCPU+batonPG), "x-river-cpu")
+			}
 			b.ReportMetric(0, "ns/op")
 		})
 	}

@@ -1,5 +1,7 @@
 package postgres
 
+import "github.com/batonhq/baton/store"
+
 // ListenerPID is the backend PID of s's LISTEN connection.
 func ListenerPID(s *Store) uint32 { return s.lis.pid.Load() }
 
@@ -16,10 +18,10 @@ func ListSQL(schema string) (list, bounded string) {
 	return q.list, q.listBounded
 }
 
-// ListJobsSQL returns ListJobs' statement of schema for a set of filters (bits: state 1, kind 2,
-// resource 4).
-func ListJobsSQL(schema string, filters int) string {
-	return buildJobQueries(schema, "c").list[filters]
+// ListJobsSQL returns ListJobs' statement of schema for a set of filters (bits: kind 1,
+// resource 2) and a state ("" for any).
+func ListJobsSQL(schema string, filters int, state store.JobState) string {
+	return buildJobQueries(schema, "c").list[listKey{filters, state}]
 }
 
 // ResourceListBoundedSQL returns ListResources' statement with the upper bound.

@@ -212,21 +212,25 @@ func (s *Store) GetJob(ctx context.Context, id int64) (*store.Job, error) {
 	return j, nil
 }
 
-// ListJobs lists jobs by ID, with a statement for its set of filters (listJobsSQL).
+// ListJobs lists jobs by ID, with a statement for its filters and state (listJobsSQL).
 func (s *Store) ListJobs(ctx context.Context, p *store.JobListParams) ([]*store.Job, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	filters, args := 0, []any{p.After}
+	key, args := listKey{state: p.State}, []any{p.After}
 	for _, f := range []struct {
 		bit int
 		val string
-	}{{listByState, string(p.State)}, {listByKind, p.Kind}, {listByResource, p.Resource}} {
+	}{{listByKind, p.Kind}, {listByResource, p.Resource}} {
 		if f.val != "" {
-			filters, args = filters|f.bit, append(args, f.val)
+			key.filters, args = key.filters|f.bit, append(args, f.val)
 		}
 	}
-	rows, err := s.pool.Query(ctx, s.jq.list[filters], append(args, p.Limit)...)
+	sql, ok := s.jq.list[key]
+	if !ok { // Validate admits only the states of jobStates
+		return nil, &store.InvalidArgumentError{Field: "state", Rule: fmt.Sprintf("is not a job state (got %q)", p.State)}
+	}
+	rows, err := s.pool.Query(ctx, sql, append(args, p.Limit)...)
 	if err != nil {
 		return nil, s.jobErr("list jobs", err)
 	}

@@ -164,6 +164,11 @@ func BenchHandoffFunc(b *testing.B, waiters int, acquire AcquireFunc) {
 		b.Fatal(err)
 	default:
 	}
+	ReportPercentiles(b, latencies)
+}
+
+// ReportPercentiles reports the p50 and p99 of latencies in milliseconds (nothing if empty).
+func ReportPercentiles(b *testing.B, latencies []time.Duration) {
 	slices.Sort(latencies)
 	if len(latencies) == 0 {
 		return
