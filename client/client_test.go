@@ -52,7 +52,12 @@ func newBackend(t testing.TB, o backendOptions) *backend {
 		t.Fatal(err)
 	}
 	signalled, refused := storetest.SignalRefusal(st)
-	cfg := server.Config{Store: signalled, MaxWait: o.maxWait, Version: "test", StoreName: "sqlite",
+	// The signalling wrapper hides the SQLite store's fences; the server finds them here.
+	fenced := struct {
+		store.Store
+		store.Fencer
+	}{signalled, st}
+	cfg := server.Config{Store: fenced, MaxWait: o.maxWait, Version: "test", StoreName: "sqlite",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if o.auth {
 		a, err := server.ParseAuth(strings.NewReader("reader read " + server.HashToken(readToken) +

@@ -146,6 +146,8 @@ func storeError(p *problemJSON) error {
 		return busy
 	case "job_state":
 		return &store.JobStateError{ID: p.JobID, Op: p.Op, State: store.JobState(p.State)}
+	case "stale_token":
+		return &staleFenceError{current: p.CurrentToken}
 	case "version_mismatch":
 		e := &store.VersionMismatchError{Key: p.Resource}
 		if p.IfVersion != nil {

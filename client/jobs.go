@@ -201,7 +201,9 @@ func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.J
 		return nil, err
 	}
 	ttl := ceilMs(p.TTL)
-	req := wire.ClaimRequest{Worker: p.Worker, Kinds: p.Kinds, Limit: p.Limit, TTLMs: &ttl}
+	// The server starts at most wire.MaxClaimLimit jobs per request; a worker asking for more
+	// gets fewer, as when fewer are claimable, and asks again.
+	req := wire.ClaimRequest{Worker: p.Worker, Kinds: p.Kinds, Limit: min(p.Limit, wire.MaxClaimLimit), TTLMs: &ttl}
 	var wait time.Duration
 	if s.claimWait > 0 {
 		wait = s.waitFor(ctx, s.claimWait)

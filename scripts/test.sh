@@ -39,6 +39,18 @@ if ! command -v redis-server >/dev/null; then
     || { echo "test.sh: FATAL: redis-server is missing and could not be installed" >&2; exit 1; }
 fi
 
+# store/dynamodb's tests and cmd/baton-full's dynamodb:// test start dynalite, a
+# DynamoDB-compatible server installed from npm into the cache by scripts/dynalite.sh. Under CI a
+# failed install fails the run; otherwise those tests skip.
+if BATON_DYNALITE="$(scripts/dynalite.sh)"; then
+  export BATON_DYNALITE
+elif [ -n "${CI:-}" ]; then
+  echo "test.sh: FATAL: dynalite could not be installed and CI is set" >&2
+  exit 1
+else
+  echo "test.sh: WARNING: dynalite could not be installed; the DynamoDB tests will be skipped (they fail under CI)" >&2
+fi
+
 echo "== go vet"
 go vet ./...
 echo "== go test -race"
@@ -48,3 +60,66 @@ go test -race -count=1 -timeout 15m ./...
 # root ./... does not reach it: vet and test it here, against an embedded etcd it starts itself.
 echo "== store/etcd: go vet, go test -race"
 (cd store/etcd && go vet ./... && go test -race -count=1 -timeout 5m ./...)
+
+# store/kubernetes is its own module too. Its tests run against a real kube-apiserver and etcd,
+# built from source once by scripts/k8s-testenv.sh (~15 min on 2 cores the first time, then
+# cached under ~/.cache/baton) and started by the tests themselves on free loopback ports.
+# BATON_K8S_ASSETS also reaches cmd/baton-full's kubernetes:// test below.
+echo "== store/kubernetes: build the test API server (cached), go vet, go test -race"
+if assets=$(./scripts/k8s-testenv.sh); then
+  export BATON_K8S_ASSETS="$assets"
+elif [ -n "${CI:-}" ]; then
+  echo "test.sh: FATAL: could not build kube-apiserver and etcd for store/kubernetes and CI is set" >&2
+  exit 1
+else
+  echo "test.sh: WARNING: no kube-apiserver; store/kubernetes's API server tests will be skipped (they fail under CI)" >&2
+fi
+(cd store/kubernetes && go vet ./... && go test -race -count=1 -timeout 15m ./...)
+
+# cmd/baton-full is the binary with the backends of their own modules registered as store URLs
+# (etcd://); it is its own module too.
+echo "== cmd/baton-full: go vet, go test -race"
+(cd cmd/baton-full && go vet ./... && go test -race -count=1 -timeout 10m ./...)
+
+# The TypeScript and Python clients (clients/): their tests start real `baton serve` processes of
+# a binary built here. TypeScript needs Node 20.3+ (and, from the npm registry into a cache
+# outside the work tree, the TypeScript compiler to check the declarations); Python 3.9+, standard
+# library only. Without them the clients' tests are skipped, except under CI, where that fails.
+echo "== clients: TypeScript and Python against a real baton serve"
+BATON_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/baton"
+mkdir -p "$BATON_CACHE/bin"
+go build -o "$BATON_CACHE/bin/baton-clients-test" ./cmd/baton
+export BATON_BIN="$BATON_CACHE/bin/baton-clients-test"
+missing() {
+  if [ -n "${CI:-}" ]; then echo "test.sh: FATAL: $1 is missing and CI is set" >&2; exit 1; fi
+  echo "test.sh: WARNING: $1 is missing; skipping its client's tests (they fail under CI)" >&2
+}
+if command -v node >/dev/null && command -v npm >/dev/null && node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=3)?0:1)'; then
+  (cd clients/typescript \
+    && npm ci --prefer-offline --no-audit --no-fund --cache "$BATON_CACHE/npm" >/dev/null \
+    && npm run --silent typecheck \
+    && npm test)
+else
+  missing "Node.js 20.3+ with npm"
+fi
+if command -v python3 >/dev/null && python3 -c 'import sys; sys.exit(sys.version_info < (3, 9))'; then
+  (cd clients/python && python3 -m unittest discover -s tests -t tests)
+else
+  missing "Python 3.9+"
+fi
+
+# e2e/dashboard drives the web dashboard in Debian's chromium (its own module, so that chromedp
+# stays out of the core module). Without chromium its tests skip, except under CI, where a
+# browser that cannot be installed fails the run.
+if ! command -v chromium >/dev/null; then
+  echo "test.sh: installing chromium for the dashboard's browser tests" >&2
+  (apt-get install -y -q chromium >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1)) \
+    || { if [ -n "${CI:-}" ]; then echo "test.sh: FATAL: chromium is missing and could not be installed" >&2; exit 1; fi
+         echo "test.sh: WARNING: chromium could not be installed; the dashboard's browser tests will be skipped" >&2; }
+fi
+echo "== e2e/dashboard: go vet, go test -race (chromium)"
+(cd e2e/dashboard && go vet ./... && go test -race -count=1 -timeout 10m ./...)
+
+# store/dynamodb is its own module too (aws-sdk-go-v2); its tests run against dynalite.
+echo "== store/dynamodb: go vet, go test -race"
+(cd store/dynamodb && go vet ./... && go test -race -count=1 -timeout 10m ./...)

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,8 +37,11 @@ func TestGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	order := make(chan string, 8)
+	var left sync.WaitGroup // each caller has left (or was refused)
 	enter := func(c class, name string) {
+		left.Add(1)
 		go func() {
+			defer left.Done()
 			if err := g.enter(ctx, c); err != nil {
 				order <- name + ": " + err.Error()
 				return
@@ -73,6 +77,7 @@ func TestGate(t *testing.T) {
 			t.Fatalf("admitted %q, want %q", got, want)
 		}
 	}
+	left.Wait() // the last one admitted sends its name before it leaves
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.inflight != 0 {

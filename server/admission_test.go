@@ -87,7 +87,7 @@ func TestOverloadShedsNewWorkAndAdmitsRenewalsFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv.Handler())
+	ts := httptest.NewServer(validating(t, srv.Handler()))
 	t.Cleanup(func() {
 		srv.Close()
 		ts.Close()

@@ -105,7 +105,7 @@ func textFixture(t *testing.T, st store.Store) (*fixture, *syncBuffer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv.Handler())
+	ts := httptest.NewServer(validating(t, srv.Handler()))
 	t.Cleanup(func() {
 		srv.Close()
 		ts.Close()

@@ -66,7 +66,7 @@ func newJobFixture(t *testing.T, withAuth bool) *jobFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv.Handler())
+	ts := httptest.NewServer(validating(t, srv.Handler()))
 	t.Cleanup(func() {
 		srv.Close()
 		ts.Close()
@@ -536,7 +536,7 @@ func TestJobRoutesWithoutAJobStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	ts := httptest.NewServer(srv.Handler())
+	ts := httptest.NewServer(validating(t, srv.Handler()))
 	defer ts.Close()
 	f := &fixture{t: t, url: ts.URL, store: st}
 	for _, c := range []struct{ method, path string }{{"POST", "/v1/jobs"}, {"GET", "/v1/jobs/1"}, {"GET", "/v1/kinds"}, {"GET", "/v1/resources/x"}} {

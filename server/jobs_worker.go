@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"reflect"
@@ -43,6 +44,10 @@ func (s *Server) claimJobs(w http.ResponseWriter, r *http.Request, _ principal) 
 	limit := req.Limit
 	if limit == 0 {
 		limit = 1
+	}
+	if limit > wire.MaxClaimLimit {
+		writeProblem(w, invalidArg("limit", fmt.Sprintf("must be between 1 and %d (got %d)", wire.MaxClaimLimit, limit)))
+		return
 	}
 	p := &store.ClaimParams{Worker: req.Worker, Kinds: req.Kinds, Limit: limit, TTL: ttl}
 	if err := p.Validate(); err != nil {

@@ -39,6 +39,7 @@ var titles = map[string]string{
 	"job_state":              "Job state forbids this",
 	"version_mismatch":       "Resource version mismatch",
 	"not_implemented":        "Not implemented",
+	"stale_token":            "Stale fencing token",
 }
 
 func newProblem(status int, code, detail string) *problem {

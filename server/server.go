@@ -139,49 +139,16 @@ func (s *Server) routes() http.Handler {
 	// Paths are registered without methods and the method is checked here, so that a wrong
 	// method gets a problem document like every other error.
 	byPath := map[string][]route{}
-	for _, rt := range []route{
-		{"/v1/locks/acquire", http.MethodPost, "acquire", RoleWrite, s.acquire},
-		{"/v1/locks/renew", http.MethodPost, "renew", RoleWrite, s.renew},
-		{"/v1/locks/renew-batch", http.MethodPost, "renew_batch", RoleWrite, s.renewBatch},
-		{"/v1/locks/release", http.MethodPost, "release", RoleWrite, s.release},
-		{"/v1/locks/force-release", http.MethodPost, "force_release", RoleAdmin, s.forceRelease},
-		{"/v1/locks/{key...}", http.MethodGet, "get", RoleRead, s.get},
-		{"/v1/locks", http.MethodGet, "list", RoleRead, s.list},
-		{"/v1/events", http.MethodGet, "events", RoleAdmin, s.events},
-		{"/v1/info", http.MethodGet, "info", RoleRead, s.info},
-		// The job queue (jobs.go, jobs_worker.go, resources.go).
-		{"/v1/jobs", http.MethodPost, "jobs", RoleWrite, s.jobRoute(s.submitJob)},
-		{"/v1/jobs", http.MethodGet, "jobs", RoleRead, s.jobRoute(s.listJobs)},
-		{"/v1/jobs/batch", http.MethodPost, "jobs_batch", RoleWrite, s.jobRoute(s.submitJobs)},
-		{"/v1/jobs/{id}", http.MethodGet, "job", RoleRead, s.jobRoute(s.getJob)},
-		{"/v1/jobs/{id}/cancel", http.MethodPost, "job_cancel", RoleWrite, s.jobRoute(s.cancelJob)},
-		{"/v1/jobs/{id}/retry", http.MethodPost, "job_retry", RoleWrite, s.jobRoute(s.retryJob)},
-		{"/v1/jobs/counts", http.MethodGet, "job_counts", RoleRead, s.jobRoute(s.jobCounts)},
-		{"/v1/jobs/claim", http.MethodPost, "job_claim", RoleWrite, s.jobRoute(s.claimJobs)},
-		{"/v1/jobs/{id}/heartbeat", http.MethodPost, "job_heartbeat", RoleWrite, s.jobRoute(s.heartbeatJob)},
-		{"/v1/jobs/{id}/complete", http.MethodPost, "job_complete", RoleWrite, s.jobRoute(s.completeJob)},
-		{"/v1/jobs/{id}/fail", http.MethodPost, "job_fail", RoleWrite, s.jobRoute(s.failJob)},
-		{"/v1/jobs/reap", http.MethodPost, "job_reap", RoleAdmin, s.jobRoute(s.reapJobs)},
-		{"/v1/jobs/clean", http.MethodPost, "job_clean", RoleAdmin, s.jobRoute(s.cleanJobs)},
-		{"/v1/dlq/purge", http.MethodPost, "dlq_purge", RoleAdmin, s.jobRoute(s.purgeJobs)},
-		{"/v1/kinds", http.MethodGet, "kinds", RoleRead, s.jobRoute(s.listKinds)},
-		{"/v1/kinds", http.MethodPost, "kinds", RoleAdmin, s.jobRoute(s.registerKinds)},
-		{"/v1/kinds/{name}", http.MethodPut, "kind", RoleAdmin, s.jobRoute(s.putKind)},
-		{"/v1/resources", http.MethodGet, "resources", RoleRead, s.jobRoute(s.listResources)},
-		{"/v1/resources/{key...}", http.MethodGet, "resource", RoleRead, s.jobRoute(s.getResource)},
-		{"/v1/resources/{key...}", http.MethodPut, "resource", RoleAdmin, s.jobRoute(s.setResourceState)},
-		{"/healthz", http.MethodGet, "healthz", RoleNone, s.healthz},
-		{"/readyz", http.MethodGet, "readyz", RoleNone, s.readyz},
-		{"/metrics", http.MethodGet, "metrics", RoleNone, func(w http.ResponseWriter, r *http.Request, _ principal) {
-			s.metrics.handler().ServeHTTP(w, r)
-		}},
-	} {
+	for _, rt := range s.routeTable() {
 		byPath[rt.path] = append(byPath[rt.path], rt)
 	}
 	for path, rts := range byPath {
 		mux.HandleFunc(path, s.metrics.observeRoute(rts[0].name, func(w http.ResponseWriter, r *http.Request) {
 			for _, rt := range rts {
 				if r.Method == rt.method || (rt.method == http.MethodGet && r.Method == http.MethodHead) {
+					if !sameOrigin(w, r) {
+						return
+					}
 					if p, ok := s.authorize(w, r, rt.role); ok {
 						rt.h(w, r, p)
 					}
@@ -205,8 +172,53 @@ func (s *Server) routes() http.Handler {
 				fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, strings.Join(methods, " or "))))
 		}))
 	}
-	mux.HandleFunc("/", notFound)
+	mux.Handle("/", s.dashboard())
 	return s.recoverPanics(mux)
+}
+
+// routeTable lists every endpoint. server/openapi.json describes exactly these (a test checks
+// both ways).
+func (s *Server) routeTable() []route {
+	return []route{
+		{"/v1/locks/acquire", http.MethodPost, "acquire", RoleWrite, s.acquire},
+		{"/v1/locks/renew", http.MethodPost, "renew", RoleWrite, s.renew},
+		{"/v1/locks/renew-batch", http.MethodPost, "renew_batch", RoleWrite, s.renewBatch},
+		{"/v1/locks/release", http.MethodPost, "release", RoleWrite, s.release},
+		{"/v1/locks/force-release", http.MethodPost, "force_release", RoleAdmin, s.forceRelease},
+		{"/v1/locks/{key...}", http.MethodGet, "get", RoleRead, s.get},
+		{"/v1/locks", http.MethodGet, "list", RoleRead, s.list},
+		{"/v1/events", http.MethodGet, "events", RoleAdmin, s.events},
+		{"/v1/info", http.MethodGet, "info", RoleRead, s.info},
+		{"/v1/openapi.json", http.MethodGet, "openapi", RoleNone, serveOpenAPI},
+		// The job queue (jobs.go, jobs_worker.go, resources.go).
+		{"/v1/jobs", http.MethodPost, "jobs", RoleWrite, s.jobRoute(s.submitJob)},
+		{"/v1/jobs", http.MethodGet, "jobs", RoleRead, s.jobRoute(s.listJobs)},
+		{"/v1/jobs/batch", http.MethodPost, "jobs_batch", RoleWrite, s.jobRoute(s.submitJobs)},
+		{"/v1/jobs/{id}", http.MethodGet, "job", RoleRead, s.jobRoute(s.getJob)},
+		{"/v1/jobs/{id}/cancel", http.MethodPost, "job_cancel", RoleWrite, s.jobRoute(s.cancelJob)},
+		{"/v1/jobs/{id}/retry", http.MethodPost, "job_retry", RoleWrite, s.jobRoute(s.retryJob)},
+		{"/v1/jobs/counts", http.MethodGet, "job_counts", RoleRead, s.jobRoute(s.jobCounts)},
+		{"/v1/jobs/claim", http.MethodPost, "job_claim", RoleWrite, s.jobRoute(s.claimJobs)},
+		{"/v1/jobs/{id}/heartbeat", http.MethodPost, "job_heartbeat", RoleWrite, s.jobRoute(s.heartbeatJob)},
+		{"/v1/jobs/{id}/complete", http.MethodPost, "job_complete", RoleWrite, s.jobRoute(s.completeJob)},
+		{"/v1/jobs/{id}/fail", http.MethodPost, "job_fail", RoleWrite, s.jobRoute(s.failJob)},
+		{"/v1/jobs/reap", http.MethodPost, "job_reap", RoleAdmin, s.jobRoute(s.reapJobs)},
+		{"/v1/jobs/clean", http.MethodPost, "job_clean", RoleAdmin, s.jobRoute(s.cleanJobs)},
+		{"/v1/dlq/purge", http.MethodPost, "dlq_purge", RoleAdmin, s.jobRoute(s.purgeJobs)},
+		{"/v1/kinds", http.MethodGet, "kinds", RoleRead, s.jobRoute(s.listKinds)},
+		{"/v1/kinds", http.MethodPost, "kinds", RoleAdmin, s.jobRoute(s.registerKinds)},
+		{"/v1/kinds/{name}", http.MethodPut, "kind", RoleAdmin, s.jobRoute(s.putKind)},
+		{"/v1/resources", http.MethodGet, "resources", RoleRead, s.jobRoute(s.listResources)},
+		{"/v1/resources/{key...}", http.MethodGet, "resource", RoleRead, s.jobRoute(s.getResource)},
+		{"/v1/resources/{key...}", http.MethodPut, "resource", RoleAdmin, s.jobRoute(s.setResourceState)},
+		// Fences for resources outside the store (fences.go).
+		{"/v1/fences/check", http.MethodPost, "fence_check", RoleWrite, s.checkFence},
+		{"/healthz", http.MethodGet, "healthz", RoleNone, s.healthz},
+		{"/readyz", http.MethodGet, "readyz", RoleNone, s.readyz},
+		{"/metrics", http.MethodGet, "metrics", RoleNone, func(w http.ResponseWriter, r *http.Request, _ principal) {
+			s.metrics.handler().ServeHTTP(w, r)
+		}},
+	}
 }
 
 // recoverPanics turns a bug into a logged 500 instead of a dropped connection.
@@ -242,8 +254,13 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ principal) {
 	s.healthz(w, r, principal{})
 }
 
-func (s *Server) info(w http.ResponseWriter, _ *http.Request, _ principal) {
+// info also says who the caller is (token name and role), so that a client such as the
+// dashboard offers only what the token may do.
+func (s *Server) info(w http.ResponseWriter, _ *http.Request, p principal) {
 	writeJSON(w, http.StatusOK, map[string]any{
+		"principal":      p.name,
+		"role":           p.role.String(),
+		"auth":           s.cfg.Auth != nil,
 		"version":        s.cfg.Version,
 		"store":          s.cfg.StoreName,
 		"fencing_tokens": s.cfg.Store.Capabilities().FencingTokens,

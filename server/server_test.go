@@ -35,6 +35,12 @@ type fixture struct {
 
 func newFixture(t *testing.T, withAuth bool) *fixture {
 	t.Helper()
+	return newFixtureServing(t, withAuth, func(h http.Handler) http.Handler { return validating(t, h) })
+}
+
+// newFixtureServing serves the server's handler through wrap.
+func newFixtureServing(t *testing.T, withAuth bool, wrap func(http.Handler) http.Handler) *fixture {
+	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "b.db"), sqlite.Config{Audit: true})
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +61,7 @@ func newFixture(t *testing.T, withAuth bool) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv.Handler())
+	ts := httptest.NewServer(wrap(srv.Handler()))
 	t.Cleanup(func() {
 		srv.Close()
 		ts.Close()

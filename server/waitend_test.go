@@ -119,7 +119,9 @@ func TestManyWaitersRunningOutGetLockHeld(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					k := i % keys
-					r := f.post("/v1/locks/acquire", "", fmt.Sprintf(`{"key":"k%d","wait_ms":%d}`, k, 20+i%50))
+					// Waits long enough that each gets its first attempt through admission even on a
+					// loaded machine (a wait that ends before any attempt answered is a 503).
+					r := f.post("/v1/locks/acquire", "", fmt.Sprintf(`{"key":"k%d","wait_ms":%d}`, k, 300+i%50))
 					if r.status != 409 || r.body["code"] != "lock_held" || r.body["holder"] != fmt.Sprintf("h%d", k) {
 						errs <- fmt.Errorf("waiter %d: %d %s", i, r.status, r.raw)
 					}

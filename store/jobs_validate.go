@@ -20,8 +20,10 @@ const (
 	MaxPriority          = 9
 	MaxDelay             = 366 * 24 * time.Hour
 	MaxJobTimeout        = 24 * time.Hour
-	MaxClaimLimit        = 100
-	MaxCleanLimit        = 10000
+	// MaxClaimLimit bounds one claim: an in-process worker at high concurrency claims (and
+	// completes) up to this many jobs per round trip. The HTTP API's bound is lower (100).
+	MaxClaimLimit = 1000
+	MaxCleanLimit = 10000
 	// MaxErrorMessageLen: longer messages are cut (at a rune boundary) when stored.
 	MaxErrorMessageLen = 2048
 )

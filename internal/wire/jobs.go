@@ -182,6 +182,10 @@ type SubmitResult struct {
 
 // ClaimRequest is the body of POST /v1/jobs/claim. A nil TTLMs means the default (30 s), a zero
 // Limit 1; WaitMs > 0 makes the server wait for a claimable job (a long-poll).
+//
+// Limit is at most MaxClaimLimit: lower than the store's bound (store.MaxClaimLimit, for
+// in-process workers batching at high concurrency) so that one answer, at up to 32 KiB of args
+// per job, stays a few megabytes. The Go client claims at most that many per request.
 type ClaimRequest struct {
 	Worker string   `json:"worker"`
 	Kinds  []string `json:"kinds"`
@@ -189,6 +193,9 @@ type ClaimRequest struct {
 	TTLMs  *int64   `json:"ttl_ms,omitempty"`
 	WaitMs int64    `json:"wait_ms,omitempty"`
 }
+
+// MaxClaimLimit bounds ClaimRequest.Limit.
+const MaxClaimLimit = 100
 
 // HeartbeatRequest is the body of POST /v1/jobs/{id}/heartbeat. A nil TTLMs means 30 s.
 type HeartbeatRequest struct {

@@ -181,4 +181,7 @@ type Problem struct {
 	CurrentVersion *int64 `json:"current_version,omitempty"`
 	// Index is the position (from 0) of the job that failed a batch submit.
 	Index *int `json:"index,omitempty"`
+	// CurrentToken is the greater token that made a stale_token refusal (with Resource and
+	// Token, the one presented).
+	CurrentToken uint64 `json:"current_token,omitempty"`
 }

@@ -52,6 +52,7 @@ func Run(t *testing.T, h Harness) {
 		{"InvalidArguments", testInvalidArguments},
 		{"ClosedStore", testClosedStore},
 		{"AuditTrail", testAuditTrail},
+		{"Fences", testFences},
 	}
 	for _, c := range parallel {
 		t.Run(c.name, func(t *testing.T) {
