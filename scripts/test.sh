@@ -123,3 +123,14 @@ echo "== e2e/dashboard: go vet, go test -race (chromium)"
 # store/dynamodb is its own module too (aws-sdk-go-v2); its tests run against dynalite.
 echo "== store/dynamodb: go vet, go test -race"
 (cd store/dynamodb && go vet ./... && go test -race -count=1 -timeout 10m ./...)
+
+# examples/<system>/run.sh: one runnable example per seed system (docs/guides/<system>.md takes
+# its commands and code from them). Each builds what it needs from this checkout, runs against
+# SQLite in a temporary directory (or the test PostgreSQL when it needs one), checks what it
+# shows, and cleans up after itself.
+echo "== examples"
+for run in examples/*/run.sh; do
+  [ -e "$run" ] || continue
+  echo "-- $run"
+  bash "$run"
+done
