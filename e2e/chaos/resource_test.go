@@ -2,11 +2,15 @@ package chaos
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/batonhq/baton/fence"
 )
 
 // event is one call of a CMD to the fenced resource, as the resource recorded it.
@@ -28,19 +32,23 @@ type event struct {
 // exitFenced is CMD's exit code when the resource refused it (a newer token was seen).
 const exitFenced = 42
 
-// resource is the fenced resource: it refuses any call whose token is lower than the highest
-// token it has seen for the key, and records every call, accepted or refused, with its own
-// monotonic timestamp. It runs inside the test process so all timestamps share one clock.
+// resource is the fenced resource. Every call of a CMD goes through fence.Middleware over a
+// fence.MemoryStore, the helpers users put in front of their own services: it refuses (409
+// stale_token) any call whose Baton-Fencing-Token is lower than the highest the resource has seen
+// for the key, and admits one call per key at a time. The resource records every call, accepted
+// or refused, with its own monotonic timestamp; it runs inside the test process so all
+// timestamps share one clock. An accepted call is recorded inside the middleware, while the
+// fence holds the key, so the record's order is the order in which the fence admitted calls.
 type resource struct {
-	base    time.Time
-	url     string
-	mu      sync.Mutex
-	events  []event
-	highest map[string]uint64
+	base   time.Time
+	url    string
+	fences *fence.MemoryStore
+	mu     sync.Mutex
+	events []event
 }
 
 func newResource(t *testing.T, base time.Time) *resource {
-	r := &resource{base: base, highest: map[string]uint64{}}
+	r := &resource{base: base, fences: fence.NewMemoryStore()}
 	srv := httptest.NewServer(http.HandlerFunc(r.handle))
 	t.Cleanup(srv.Close)
 	r.url = srv.URL
@@ -50,22 +58,52 @@ func newResource(t *testing.T, base time.Time) *resource {
 // now is the harness's clock: the same monotonic base as the resource's timestamps.
 func (r *resource) now() time.Duration { return time.Since(r.base) }
 
+// handle decodes the call, checks that its fencing headers (set by fencedcmd with
+// fence.HeaderFromEnv) name the same key and token as its body, and passes it through the
+// fence middleware: accepted calls are recorded by the handler behind it, refused ones (409)
+// after it answered.
 func (r *resource) handle(w http.ResponseWriter, req *http.Request) {
 	var e event
 	if err := json.NewDecoder(req.Body).Decode(&e); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	r.mu.Lock()
-	e.Accepted = e.Token >= r.highest[e.Key]
-	if e.Accepted {
-		r.highest[e.Key] = e.Token
+	if got, want := req.Header.Get(fence.ResourceHeader), e.Key; got != want {
+		http.Error(w, fmt.Sprintf("%s header %q, body key %q", fence.ResourceHeader, got, want), http.StatusBadRequest)
+		return
 	}
+	if got, want := req.Header.Get(fence.TokenHeader), strconv.FormatUint(e.Token, 10); got != want {
+		http.Error(w, fmt.Sprintf("%s header %q, body token %s", fence.TokenHeader, got, want), http.StatusBadRequest)
+		return
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	fence.Middleware(r.fences, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		r.record(e, true)
+		w.WriteHeader(http.StatusNoContent)
+	})).ServeHTTP(sw, req)
+	if sw.status == http.StatusConflict {
+		r.record(e, false)
+	}
+}
+
+func (r *resource) record(e event, accepted bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e.Accepted = accepted
 	e.Seq = len(r.events)
 	e.At = r.now()
 	r.events = append(r.events, e)
-	r.mu.Unlock()
-	_ = json.NewEncoder(w).Encode(map[string]bool{"accepted": e.Accepted})
+}
+
+// statusWriter remembers the status code written through it.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
 }
 
 func (r *resource) snapshot() []event {

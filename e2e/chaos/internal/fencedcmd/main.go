@@ -1,6 +1,6 @@
 // Command fencedcmd is the CMD of the chaos harness (e2e/chaos): a client of the harness's fenced
 // resource, run by `baton run` and `baton worker`. It sends enter, several writes spread over
-// 100-600 ms, and exit, each with BATON_FENCING_TOKEN, to BATON_CHAOS_RESOURCE; it stops with
+// 100-600 ms, and exit, each fenced with BATON_FENCING_TOKEN (fence.HeaderFromEnv), to BATON_CHAOS_RESOURCE; it stops with
 // exit code 42 as soon as the resource refuses it (a newer token was seen). On SIGTERM it
 // records its exit at once or, if slow (BATON_CHAOS_SLOW=1, or for jobs one token in three),
 // keeps writing for 0.5 s first, as a command with a long cleanup would.
@@ -21,6 +21,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/batonhq/baton/fence"
 )
 
 // exitFenced is the exit code when the resource refused a call.
@@ -62,19 +64,33 @@ func run() int {
 	slow := os.Getenv("BATON_CHAOS_SLOW") == "1" || (os.Getenv("BATON_CHAOS_SLOW") == "" && tok%3 == 0)
 	url := os.Getenv("BATON_CHAOS_RESOURCE")
 	hc := &http.Client{Timeout: 30 * time.Second}
+	// send makes one call to the resource, fenced with fence.HeaderFromEnv: the resource
+	// answers 409 stale_token (refused) once it has seen a newer token for the key.
 	send := func(kind, status string) (bool, error) {
 		b, _ := json.Marshal(event{Kind: kind, Key: key, Client: client, Run: run, Token: tok, Job: job,
 			Status: status, PID: os.Getpid()})
-		resp, err := hc.Post(url, "application/json", bytes.NewReader(b))
+		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
+		if err != nil {
+			return false, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if err := fence.HeaderFromEnv(req, key); err != nil {
+			return false, err
+		}
+		resp, err := hc.Do(req)
 		if err != nil {
 			return false, err
 		}
 		defer resp.Body.Close()
-		var out struct{ Accepted bool }
-		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-			return false, err
+		switch {
+		case resp.StatusCode < 300:
+			return true, nil
+		case resp.StatusCode == http.StatusConflict:
+			return false, nil
+		default:
+			msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1000))
+			return false, fmt.Errorf("%s: %s", resp.Status, msg)
 		}
-		return out.Accepted, nil
 	}
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "fencedcmd: resource:", err)
