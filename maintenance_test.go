@@ -100,8 +100,10 @@ func TestMaintenanceReapsAbandonedJob(t *testing.T) {
 			OnReaped:     func(r *baton.ReapedJob) { reaped <- r },
 		})
 		ch, onEnd := endedChan(1)
+		// The real worker's lease is long: only the ghost's 1 s lease is under test, and a loaded
+		// machine must not get the second attempt reaped too.
 		w, err := q.NewWorker(baton.WorkerConfig{
-			LeaseTTL: time.Second,
+			LeaseTTL: 10 * time.Second,
 			Handlers: map[string]baton.Handler{"k": func(_ context.Context, job *baton.Job) error {
 				if job.Attempt != 2 {
 					return baton.Permanent(errors.New("expected the second attempt"))

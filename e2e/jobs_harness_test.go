@@ -26,9 +26,10 @@ type apiJob struct {
 	Attempt  int    `json:"attempt"`
 	Token    uint64 `json:"token"`
 	Errors   []struct {
-		Attempt int    `json:"attempt"`
-		Code    string `json:"code"`
-		Message string `json:"message"`
+		Attempt int       `json:"attempt"`
+		Code    string    `json:"code"`
+		Message string    `json:"message"`
+		At      time.Time `json:"at"`
 	} `json:"errors"`
 }
 
