@@ -220,12 +220,19 @@ func acquireForRun(c *command, g *globals, locker *baton.Locker, key string, wai
 			// Held or resting: wait for it. Anything else is retried within the wait too if it
 			// is transient (the server restarting); Acquire gives up at once on bad input or
 			// refused credentials.
-			if errors.Is(err, store.ErrLockHeld) || errors.Is(err, store.ErrCooldown) {
+			if isBusy(err) {
 				fmt.Fprintf(c.stderr, "baton run: %s; waiting up to %s\n", describe(g, err), wait)
 			}
+			busy := err
 			wctx, wcancel := context.WithDeadline(ctx, deadline)
 			l, err = locker.Acquire(wctx, key, opts...)
 			wcancel()
+			if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) && !isBusy(err) && isBusy(busy) {
+				// The wait ran out before the server answered an attempt (the first one can
+				// take much of a short wait on a loaded machine): the lock was last seen busy,
+				// which is the answer (exit 75), not a server that did not answer.
+				err = busy
+			}
 		}
 		done <- result{l, err}
 	}()
@@ -248,6 +255,11 @@ func acquireForRun(c *command, g *globals, locker *baton.Locker, key string, wai
 			return nil, 128 + signalNumber(sig)
 		}
 	}
+}
+
+// isBusy says whether err says the lock is held or resting.
+func isBusy(err error) bool {
+	return errors.Is(err, store.ErrLockHeld) || errors.Is(err, store.ErrCooldown)
 }
 
 // releaseForRun releases the lease with a fresh, bounded context; a failure is reported (the

@@ -5,11 +5,17 @@ package cli
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -274,5 +280,41 @@ func TestRunSignalWhileWaitingGivesUp(t *testing.T) {
 	r := waitResult(t, done, 30*time.Second)
 	if r.code != 128+int(syscall.SIGTERM) || r.stdout != "" || !strings.Contains(r.stderr, "giving up") {
 		t.Fatalf("SIGTERM while waiting: %s", r)
+	}
+}
+
+// When the wait runs out before the server answers a waiting attempt (on a loaded machine the
+// first attempt can take most of a short wait), baton run still reports the lock busy (exit 75,
+// naming the holder it saw), not an unreachable server (exit 1).
+func TestRunWaitEndsBeforeAnAnswer(t *testing.T) {
+	f := newFixture(t, nil)
+	if _, err := f.client(t, "").Acquire(context.Background(), &store.AcquireParams{Key: "k", LeaseID: "x", Holder: "job-7", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	// A proxy that passes the first acquire through and holds every later one unanswered until
+	// the client gives up on it.
+	target, err := url.Parse(f.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var acquires atomic.Int64
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/acquire") && acquires.Add(1) > 1 {
+			_, _ = io.Copy(io.Discard, r.Body) // the server notices a closed connection only after the body
+			<-r.Context().Done()
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(slow.Close)
+	var out, errOut syncBuffer
+	code := run([]string{"run", "--server", slow.URL, "--lock", "k", "--wait", "500ms", "--", "echo", "ran"}, strings.NewReader(""), &out, &errOut)
+	r := result{code, out.String(), errOut.String()}
+	if acquires.Load() < 2 {
+		t.Fatalf("baton run made %d acquire requests; the test needs a waiting one: %s", acquires.Load(), r)
+	}
+	if r.code != exitBusy || r.stdout != "" || strings.Count(r.stderr, `lock "k" held by "job-7"`) != 2 {
+		t.Fatalf("wait ended with the waiting attempt unanswered: %s; want exit %d naming the holder", r, exitBusy)
 	}
 }
