@@ -156,3 +156,21 @@ func (m *maintenance) submitDue(ctx context.Context, now time.Time) {
 		p.at = p.period
 	}
 }
+
+// ValidatePeriodic checks periodic job definitions as RunMaintenance does: an
+// *InvalidArgumentError names the field at fault ("periodic[1].schedule").
+func ValidatePeriodic(jobs []PeriodicJob) error {
+	_, err := parsePeriodic(jobs)
+	return err
+}
+
+// NextRun is when the first period of j's schedule after t starts: when the maintenance leader
+// will submit its next job. It is zero if the schedule never fires again, and an error if the
+// schedule is not valid.
+func (j PeriodicJob) NextRun(t time.Time) (time.Time, error) {
+	sched, err := parseSchedule(j.Schedule)
+	if err != nil {
+		return time.Time{}, &InvalidArgumentError{Field: "schedule", Rule: err.Error()}
+	}
+	return sched.Next(t.UTC()), nil
+}

@@ -1,0 +1,27 @@
+package server
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/batonhq/baton/internal/wire"
+)
+
+// listPeriodic lists the periodic jobs this server submits when it is the maintenance leader,
+// each with the start of its next period. The list is this server's configuration (serve's
+// --periodic-file): servers on one store are expected to share it, and the leader's is the one
+// that runs.
+func (s *Server) listPeriodic(w http.ResponseWriter, _ *http.Request, _ principal) {
+	now := time.Now()
+	resp := wire.PeriodicResponse{Periodic: make([]wire.PeriodicJob, 0, len(s.cfg.Periodic))}
+	for _, p := range s.cfg.Periodic {
+		j := wire.PeriodicJob{Name: p.Name, Schedule: p.Schedule, Kind: p.Kind, Resource: p.Resource,
+			Args: p.Args, Policy: p.Policy, Priority: p.Priority}
+		// New validated every schedule.
+		if next, err := p.NextRun(now); err == nil && !next.IsZero() {
+			j.NextRun = &next
+		}
+		resp.Periodic = append(resp.Periodic, j)
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
