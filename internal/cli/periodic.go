@@ -95,7 +95,9 @@ func writePeriodic(w io.Writer, g *globals, jobs []client.PeriodicJob, now time.
 		if !p.NextRun.IsZero() {
 			next = fmt.Sprintf("%s (in %s)", p.NextRun.UTC().Format(time.RFC3339), max(p.NextRun.Sub(now), 0).Round(100*time.Millisecond))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", printable(p.Name), printable(p.Schedule), printable(p.Kind),
+		// The schedule is printed as written: it passed the cron parser, and quoting "@every 1s" would
+		// make it harder to read.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", printable(p.Name), p.Schedule, printable(p.Kind),
 			printable(p.Resource), next)
 	}
 	return tw.Flush()
