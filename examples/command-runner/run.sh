@@ -78,7 +78,6 @@ baton locks status workspace/prod | tee "$tmp/status.txt"
 grep -q 'workspace/prod is free' "$tmp/status.txt" || fail "workspace/prod is not free after the force-release"
 
 # 3. The next apply goes through, with a greater token than the wedged one's.
-sleep 0.1
 baton run --lock workspace/prod --wait 1m --holder shell-4 -- "$here/apply.sh" > "$tmp/shell-4.log" 2>&1 || fail "shell 4 failed"
 cat "$tmp/shell-4.log"
 grep -q 'serial=3$' "$WORKSPACE_DIR/applies.log" || fail "the last apply did not write serial 3"
