@@ -68,7 +68,8 @@ waitfor "shell 3 to hold workspace/prod" held
 baton locks list --prefix workspace/ | tee "$tmp/list.txt"
 grep -Eq '^workspace/prod +shell-3 ' "$tmp/list.txt" || fail "locks list does not show shell-3's lease"
 baton locks status workspace/prod
-baton locks force-release workspace/prod --reason "runner wedged" > /dev/null
+baton locks force-release workspace/prod --reason "runner wedged" | tee "$tmp/forced.txt"
+grep -Eq '^workspace/prod +shell-3 ' "$tmp/forced.txt" || fail "force-release does not show the lease it ended"
 code=0
 wait "$s3" || code=$?
 echo "shell 3 exited with $code"
