@@ -2,24 +2,17 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"time"
 
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/wire"
-	"github.com/batonhq/baton/store"
 )
 
-// PeriodicJob is a periodic job of the server's configuration (baton serve --periodic-file).
+// PeriodicJob is a periodic job of the server's configuration (baton serve --periodic-file),
+// with when its next period starts on the server's clock (zero if never).
 type PeriodicJob struct {
-	Name     string
-	Schedule string
-	Kind     string
-	Resource string
-	Args     json.RawMessage
-	Policy   store.BusyPolicy
-	Priority int
-	// NextRun is when its next period starts, on the server's clock (zero if never).
+	baton.PeriodicJob
 	NextRun time.Time
 }
 
@@ -34,8 +27,7 @@ func (s *Store) PeriodicJobs(ctx context.Context) ([]PeriodicJob, error) {
 	}
 	out := make([]PeriodicJob, len(resp.Periodic))
 	for i, p := range resp.Periodic {
-		out[i] = PeriodicJob{Name: p.Name, Schedule: p.Schedule, Kind: p.Kind, Resource: p.Resource, Args: p.Args,
-			Policy: p.Policy, Priority: p.Priority}
+		out[i].PeriodicJob = p.Periodic()
 		if p.NextRun != nil {
 			out[i].NextRun = p.NextRun.UTC()
 		}

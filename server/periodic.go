@@ -14,14 +14,9 @@ import (
 func (s *Server) listPeriodic(w http.ResponseWriter, _ *http.Request, _ principal) {
 	now := time.Now()
 	resp := wire.PeriodicResponse{Periodic: make([]wire.PeriodicJob, 0, len(s.cfg.Periodic))}
-	for _, p := range s.cfg.Periodic {
-		j := wire.PeriodicJob{Name: p.Name, Schedule: p.Schedule, Kind: p.Kind, Resource: p.Resource,
-			Args: p.Args, Policy: p.Policy, Priority: p.Priority}
-		// New validated every schedule.
-		if next, err := p.NextRun(now); err == nil && !next.IsZero() {
-			j.NextRun = &next
-		}
-		resp.Periodic = append(resp.Periodic, j)
+	for i := range s.cfg.Periodic {
+		next, _ := s.cfg.Periodic[i].NextRun(now) // New validated every schedule
+		resp.Periodic = append(resp.Periodic, wire.PeriodicFrom(&s.cfg.Periodic[i], next))
 	}
 	writeJSON(w, http.StatusOK, resp)
 }

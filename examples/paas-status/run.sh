@@ -6,41 +6,10 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/../.."
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() {
-	echo "FAIL: $*" >&2
-	echo "--- server log" >&2; cat "$tmp/serve.log" >&2 || true
-	echo "--- worker log" >&2; cat "$tmp/worker.log" >&2 || true
-	exit 1
-}
-# waitfor DESCRIPTION COMMAND...: poll COMMAND until it succeeds, for up to 30 s.
-waitfor() {
-	local what=$1; shift
-	for _ in $(seq 300); do
-		if "$@" >/dev/null 2>&1; then return 0; fi
-		sleep 0.1
-	done
-	fail "timed out waiting for $what"
-}
-
-go build -o "$tmp/baton" ./cmd/baton
-export PATH="$tmp:$PATH"
-
-# 1. The server, with the periodic reconciliation in its configuration.
-baton serve --listen 127.0.0.1:0 --store "sqlite://$tmp/baton.db" \
-	--periodic-file "$here/periodic.json" > "$tmp/serve.log" 2>&1 &
-pids+=($!)
-waitfor "the server" grep -q 'baton serving' "$tmp/serve.log"
-BATON_SERVER=$(sed -n 's/.*msg="baton serving" url=\([^ ]*\).*/\1/p' "$tmp/serve.log" | head -1)
-export BATON_SERVER
-echo "server: $BATON_SERVER"
+# shellcheck source=../lib/serve.sh
+. examples/lib/serve.sh
+# 1. The server (baton serve on a free port, SQLite), with the reconciliation in its configuration.
+start_server --periodic-file "$here/periodic.json"
 
 # 2. The kinds, and the worker that runs status jobs.
 baton kinds set status.reconcile --max-attempts 1 > /dev/null

@@ -79,12 +79,8 @@ With -o json: an array of {"name", "schedule", "kind", "resource", "args", "poli
 func writePeriodic(w io.Writer, g *globals, jobs []client.PeriodicJob, now time.Time) error {
 	if g.output == "json" {
 		out := make([]wire.PeriodicJob, len(jobs))
-		for i, p := range jobs {
-			out[i] = wire.PeriodicJob{Name: p.Name, Schedule: p.Schedule, Kind: p.Kind, Resource: p.Resource,
-				Args: p.Args, Policy: p.Policy, Priority: p.Priority}
-			if !p.NextRun.IsZero() {
-				out[i].NextRun = &jobs[i].NextRun
-			}
+		for i := range jobs {
+			out[i] = wire.PeriodicFrom(&jobs[i].PeriodicJob, jobs[i].NextRun)
 		}
 		return writeJSON(w, out)
 	}

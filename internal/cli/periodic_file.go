@@ -45,8 +45,7 @@ func readPeriodicFile(name string) ([]baton.PeriodicJob, error) {
 		if p.NextRun != nil {
 			return nil, fmt.Errorf("periodic[%d].next_run: is computed by the server, not configured", i)
 		}
-		out[i] = baton.PeriodicJob{Name: p.Name, Schedule: p.Schedule, Kind: p.Kind, Resource: p.Resource,
-			Args: p.Args, Policy: p.Policy, Priority: p.Priority}
+		out[i] = p.Periodic()
 	}
 	if err := baton.ValidatePeriodic(out); err != nil {
 		var inv *baton.InvalidArgumentError
