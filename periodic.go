@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -58,6 +59,13 @@ func parseSchedule(spec string) (sched cron.Schedule, err error) {
 			sched, err = nil, fmt.Errorf("malformed schedule %q", spec)
 		}
 	}()
+	// cron rounds "@every 1.5s" down to whole seconds and "@every 100ms" up to 1s without a
+	// word: refuse them instead, so that the period is the one written.
+	if d, ok := strings.CutPrefix(spec, "@every "); ok {
+		if p, err := time.ParseDuration(d); err == nil && (p < time.Second || p%time.Second != 0) {
+			return nil, fmt.Errorf("@every takes whole seconds, at least 1s (got %s)", d)
+		}
+	}
 	s, err := cron.ParseStandard(spec)
 	if err != nil {
 		return nil, err
