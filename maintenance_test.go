@@ -224,6 +224,8 @@ func TestMaintenanceConfigValidation(t *testing.T) {
 		{baton.MaintenanceConfig{Retention: -time.Hour}, "retention"},
 		{baton.MaintenanceConfig{Periodic: p(baton.PeriodicJob{Schedule: "61 * * * *"})}, "periodic[0].schedule"},
 		{baton.MaintenanceConfig{Periodic: p(baton.PeriodicJob{Schedule: "CRON_TZ=UTC"})}, "periodic[0].schedule"},
+		{baton.MaintenanceConfig{Periodic: p(baton.PeriodicJob{Schedule: "@every 1500ms"})}, "periodic[0].schedule"},
+		{baton.MaintenanceConfig{Periodic: p(baton.PeriodicJob{Schedule: "@every 100ms"})}, "periodic[0].schedule"},
 		{baton.MaintenanceConfig{Periodic: p(baton.PeriodicJob{Schedule: "@every 1h", Kind: "bad kind"})}, "periodic[0].kind"},
 		{baton.MaintenanceConfig{Periodic: p(baton.PeriodicJob{Schedule: "@hourly", Name: strings.Repeat("n", 300)})}, "periodic[0].idempotency_key"},
 		{baton.MaintenanceConfig{Periodic: append(p(baton.PeriodicJob{Schedule: "@daily"}), p(baton.PeriodicJob{Schedule: "@daily"})...)}, "periodic[1].name"},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -58,6 +59,13 @@ func parseSchedule(spec string) (sched cron.Schedule, err error) {
 			sched, err = nil, fmt.Errorf("malformed schedule %q", spec)
 		}
 	}()
+	// cron rounds "@every 1.5s" down to whole seconds and "@every 100ms" up to 1s without a
+	// word: refuse them instead, so that the period is the one written.
+	if d, ok := strings.CutPrefix(spec, "@every "); ok {
+		if p, err := time.ParseDuration(d); err == nil && (p < time.Second || p%time.Second != 0) {
+			return nil, fmt.Errorf("@every takes whole seconds, at least 1s (got %s)", d)
+		}
+	}
 	s, err := cron.ParseStandard(spec)
 	if err != nil {
 		return nil, err
@@ -155,4 +163,22 @@ func (m *maintenance) submitDue(ctx context.Context, now time.Time) {
 		p.period = p.sched.Next(now.UTC())
 		p.at = p.period
 	}
+}
+
+// ValidatePeriodic checks periodic job definitions as RunMaintenance does: an
+// *InvalidArgumentError names the field at fault ("periodic[1].schedule").
+func ValidatePeriodic(jobs []PeriodicJob) error {
+	_, err := parsePeriodic(jobs)
+	return err
+}
+
+// NextRun is when the first period of j's schedule after t starts: when the maintenance leader
+// will submit its next job. It is zero if the schedule never fires again, and an error if the
+// schedule is not valid.
+func (j PeriodicJob) NextRun(t time.Time) (time.Time, error) {
+	sched, err := parseSchedule(j.Schedule)
+	if err != nil {
+		return time.Time{}, &InvalidArgumentError{Field: "schedule", Rule: err.Error()}
+	}
+	return sched.Next(t.UTC()), nil
 }

@@ -47,6 +47,9 @@ type Config struct {
 	// Version and StoreName are reported by GET /v1/info.
 	Version   string
 	StoreName string
+	// Periodic are the periodic jobs this server's maintenance runner submits when it leads
+	// (baton serve --periodic-file), listed by GET /v1/periodic.
+	Periodic []baton.PeriodicJob
 }
 
 // Server serves the HTTP API. Close it before closing its store.
@@ -92,6 +95,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxInflight < 0 || cfg.MaxInflight > 100000 {
 		return nil, &store.InvalidArgumentError{Field: "max_inflight", Rule: "must be between 1 and 100000"}
+	}
+	if err := baton.ValidatePeriodic(cfg.Periodic); err != nil {
+		return nil, err
 	}
 	if cfg.MaxQueue == 0 {
 		cfg.MaxQueue = DefaultMaxQueue
@@ -211,6 +217,8 @@ func (s *Server) routeTable() []route {
 		{"/v1/resources", http.MethodGet, "resources", RoleRead, s.jobRoute(s.listResources)},
 		{"/v1/resources/{key...}", http.MethodGet, "resource", RoleRead, s.jobRoute(s.getResource)},
 		{"/v1/resources/{key...}", http.MethodPut, "resource", RoleAdmin, s.jobRoute(s.setResourceState)},
+		// Periodic jobs of serve's --periodic-file (periodic.go).
+		{"/v1/periodic", http.MethodGet, "periodic", RoleRead, s.jobRoute(s.listPeriodic)},
 		// Fences for resources outside the store (fences.go).
 		{"/v1/fences/check", http.MethodPost, "fence_check", RoleWrite, s.checkFence},
 		{"/healthz", http.MethodGet, "healthz", RoleNone, s.healthz},

@@ -158,6 +158,12 @@ const (
 	EventRelease        = "release"
 	EventExpiryTakeover = "expiry_takeover" // a grant that took over an expired, unreleased lease
 	EventForceRelease   = "force_release"
+	// Job events: a worker claimed an attempt, renewed its lease for the first time (later
+	// heartbeats of the attempt are not recorded), and the attempt ended (Outcome: the state it
+	// ended in). Key is the job's resource; Holder and Actor the worker; Token the attempt's.
+	EventJobClaim    = "job_claim"
+	EventJobRenew    = "job_renew"
+	EventJobComplete = "job_complete"
 )
 
 // Event is one entry of the audit log.
@@ -170,7 +176,12 @@ type Event struct {
 	Holder  string
 	Token   uint64
 	Actor   string // the holder, or the admin who forced a release
-	Reason  string // of a force-release
+	Reason  string // of a force-release; of a failed job attempt, its error code
+	// Job events only (zero for lease events).
+	JobID   int64
+	JobKind string
+	Attempt int
+	Outcome string // of job_complete: succeeded, retryable, discarded or cancelled
 }
 
 // EventsParams filter Store.Events.

@@ -33,6 +33,7 @@ Usage:
   baton dlq list|retry|purge [flags]       the dead letters (discarded jobs)
   baton resources list|show|set-state      resources' recorded states
   baton kinds list|set [flags]             job kinds (set: admin)
+  baton periodic list                      periodic jobs (serve --periodic-file), next runs
   baton worker --kind KIND [flags] -- CMD ...
                                            run CMD once per job of KIND
   baton fence check [--resource R] [--fencing-token T]
@@ -103,6 +104,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return serveCommand(rest[1:], stdout, stderr)
 	case "fence":
 		return fenceCommand(rest[1:], g, stdout, stderr)
+	case "periodic":
+		return periodicCommand(rest[1:], g, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "baton: unknown command %q\n\n%s", rest[0], usage)
 		return exitUsage

@@ -14,16 +14,19 @@ func eventsCommand(args []string, g *globals, stdout, stderr io.Writer) int {
 	c := newCommand("baton events", `Usage: baton events [--key KEY] [--limit N] [-o table|json]
 
 Print the audit log, oldest first: every acquire, release, expiry takeover (a lock taken over
-from a crashed holder) and force-release, with who did it and why. Needs an admin token.
+from a crashed holder) and force-release, with who did it and why; and every job claim
+(job_claim), the first lease renewal of each attempt (job_renew) and the attempt's end
+(job_complete, with its OUTCOME), where KEY is the job's resource and JOB is id#attempt.
+Needs an admin token.
 Without --limit, every page is fetched.
 
 Example:
   baton events --key terraform/prod
 
 Output (table):
-  ID  AT                    KIND           KEY             HOLDER       TOKEN  ACTOR  REASON
+  ID  AT                    KIND           KEY             HOLDER       TOKEN  ACTOR        JOB  OUTCOME  REASON
   41  2026-11-21T14:31:34Z  acquire        terraform/prod  ci-runner-7  42     ci-runner-7
-  42  2026-11-21T14:40:02Z  force_release  terraform/prod  ci-runner-7  42     ops    runner wedged
+  42  2026-11-21T14:40:02Z  force_release  terraform/prod  ci-runner-7  42     ops                         runner wedged
 
 `+exitCodesHelp+"\n", stdout, stderr)
 	g.register(c.fs, true)
@@ -73,10 +76,14 @@ func writeEvents(w io.Writer, g *globals, evs []*store.Event) error {
 		return writeJSON(w, out)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tAT\tKIND\tKEY\tHOLDER\tTOKEN\tACTOR\tREASON")
+	fmt.Fprintln(tw, "ID\tAT\tKIND\tKEY\tHOLDER\tTOKEN\tACTOR\tJOB\tOUTCOME\tREASON")
 	for _, e := range evs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", e.ID, e.At.UTC().Format(time.RFC3339), e.Kind,
-			printable(e.Key), printable(e.Holder), e.Token, printable(e.Actor), blankOr(e.Reason))
+		job := ""
+		if e.JobID != 0 {
+			job = fmt.Sprintf("%d#%d", e.JobID, e.Attempt)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", e.ID, e.At.UTC().Format(time.RFC3339), e.Kind,
+			printable(e.Key), printable(e.Holder), e.Token, printable(e.Actor), job, e.Outcome, blankOr(e.Reason))
 	}
 	return tw.Flush()
 }

@@ -41,6 +41,9 @@ type serveFlags struct {
 	maxWait, shutdownGrace                              time.Duration
 	reapInterval, jobRetention, maxQueueWait            time.Duration
 	maxInflight, maxQueue                               int
+	// periodicFile names the periodic jobs file; periodic is what it holds.
+	periodicFile string
+	periodic     []baton.PeriodicJob
 }
 
 func serveCommand(args []string, stdout, stderr io.Writer) int {
@@ -61,6 +64,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 10*time.Second, "how long SIGTERM waits for requests in flight")
 	fs.DurationVar(&f.reapInterval, "reap-interval", baton.DefaultReapInterval, "how often the maintenance leader returns jobs whose lease expired to the queue (env BATON_REAP_INTERVAL)")
 	fs.DurationVar(&f.jobRetention, "job-retention", baton.DefaultRetention, "how long finished jobs are kept before the cleaner deletes them (env BATON_JOB_RETENTION)")
+	fs.StringVar(&f.periodicFile, "periodic-file", envOr("BATON_PERIODIC_FILE", ""), "periodic jobs (JSON: {\"periodic\": [{\"name\", \"schedule\", \"kind\", \"resource\", \"args\"}]}) that the maintenance leader submits, one job per period (env BATON_PERIODIC_FILE)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, serveUsage)
 		fs.PrintDefaults()
@@ -78,6 +82,14 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	if err := durationsFromEnv(fs, map[string]string{"reap-interval": "BATON_REAP_INTERVAL", "job-retention": "BATON_JOB_RETENTION"}); err != nil {
 		fmt.Fprintf(stderr, "baton serve: %v\n", err)
 		return 2
+	}
+	if f.periodicFile != "" {
+		jobs, err := readPeriodicFile(f.periodicFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "baton serve: --periodic-file %s: %v\n", f.periodicFile, err)
+			return 2
+		}
+		f.periodic = jobs
 	}
 	var log *slog.Logger
 	switch f.logFormat {
@@ -128,12 +140,17 @@ func serve(ctx context.Context, f serveFlags, log *slog.Logger) error {
 	}
 	defer st.Close()
 	srv, err := server.New(server.Config{Store: st, Auth: auth, Logger: log, MaxWait: f.maxWait,
-		MaxInflight: f.maxInflight, MaxQueue: f.maxQueue, MaxQueueWait: f.maxQueueWait, Version: versionString(), StoreName: storeName})
+		MaxInflight: f.maxInflight, MaxQueue: f.maxQueue, MaxQueueWait: f.maxQueueWait, Version: versionString(), StoreName: storeName,
+		Periodic: f.periodic})
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	defer srv.Close()
+	if _, ok := st.(store.JobStore); !ok && len(f.periodic) > 0 {
+		ln.Close()
+		return fmt.Errorf("--periodic-file: the store %s keeps no jobs (periodic jobs need sqlite:// or postgres://)", storeName)
+	}
 	if js, ok := st.(store.JobStore); ok {
 		stopMaintenance, err := startMaintenance(ctx, js, srv, f, log)
 		if err != nil {
@@ -194,6 +211,7 @@ func startMaintenance(ctx context.Context, js store.JobStore, srv *server.Server
 			Retention:    f.jobRetention,
 			Backoff:      func(int) time.Duration { return 0 },
 			OnReaped:     srv.ObserveReaped,
+			Periodic:     f.periodic,
 			Logger:       log,
 		})
 		if err != nil && mctx.Err() == nil {

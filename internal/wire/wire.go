@@ -124,18 +124,24 @@ type Event struct {
 	Token   uint64    `json:"token"`
 	Actor   string    `json:"actor"`
 	Reason  string    `json:"reason,omitempty"`
+	JobID   int64     `json:"job_id,omitempty"`
+	JobKind string    `json:"job_kind,omitempty"`
+	Attempt int       `json:"attempt,omitempty"`
+	Outcome string    `json:"outcome,omitempty"`
 }
 
 // EventFrom converts a store event.
 func EventFrom(e *store.Event) Event {
 	return Event{ID: e.ID, At: e.At.UTC(), Kind: e.Kind, Key: e.Key, LeaseID: e.LeaseID, Holder: e.Holder,
-		Token: e.Token, Actor: e.Actor, Reason: e.Reason}
+		Token: e.Token, Actor: e.Actor, Reason: e.Reason, JobID: e.JobID, JobKind: e.JobKind, Attempt: e.Attempt,
+		Outcome: e.Outcome}
 }
 
 // Store converts back to a store event.
 func (e *Event) Store() *store.Event {
 	return &store.Event{ID: e.ID, At: e.At.UTC(), Kind: e.Kind, Key: e.Key, LeaseID: e.LeaseID, Holder: e.Holder,
-		Token: e.Token, Actor: e.Actor, Reason: e.Reason}
+		Token: e.Token, Actor: e.Actor, Reason: e.Reason, JobID: e.JobID, JobKind: e.JobKind, Attempt: e.Attempt,
+		Outcome: e.Outcome}
 }
 
 // EventsResponse answers GET /v1/events.

@@ -9,26 +9,31 @@ import (
 
 // The audit triggers. Audit is a property of the schema, not of one Store: once enabled, every
 // writer's changes are recorded, whichever process makes them. The WHEN clause keeps renewals and
-// waiter flags from even calling the function.
+// waiter flags from even calling the function; on jobs, it lets through claims, completions and
+// heartbeats (of which the function records the first per attempt), nothing else.
 const auditTriggers = `
 CREATE OR REPLACE TRIGGER leases_audit_insert AFTER INSERT ON leases
     FOR EACH ROW EXECUTE FUNCTION leases_audit();
 CREATE OR REPLACE TRIGGER leases_audit_update AFTER UPDATE ON leases
     FOR EACH ROW WHEN (NEW.lease_id <> OLD.lease_id OR (OLD.ended = 0 AND NEW.ended <> 0))
     EXECUTE FUNCTION leases_audit();
+CREATE OR REPLACE TRIGGER jobs_audit AFTER UPDATE ON jobs
+    FOR EACH ROW WHEN ((NEW.state = 'running') <> (OLD.state = 'running')
+        OR (NEW.state = 'running' AND NEW.token = OLD.token AND NEW.lease_expires_at IS DISTINCT FROM OLD.lease_expires_at))
+    EXECUTE FUNCTION jobs_audit();
 `
 
 // enableAudit creates the audit triggers unless they exist. It looks first, so that opening an
 // audited schema takes no lock on the leases table.
 func enableAudit(ctx context.Context, pool *pgxpool.Pool, schema string) error {
-	leases := pgx.Identifier{schema, "leases"}.Sanitize()
-	const count = `SELECT count(*) FROM pg_trigger WHERE tgrelid = $1::regclass
-		AND tgname IN ('leases_audit_insert', 'leases_audit_update')`
+	leases, jobs := pgx.Identifier{schema, "leases"}.Sanitize(), pgx.Identifier{schema, "jobs"}.Sanitize()
+	const count = `SELECT count(*) FROM pg_trigger WHERE tgrelid IN ($1::regclass, $2::regclass)
+		AND tgname IN ('leases_audit_insert', 'leases_audit_update', 'jobs_audit')`
 	var n int
-	if err := pool.QueryRow(ctx, count, leases).Scan(&n); err != nil {
+	if err := pool.QueryRow(ctx, count, leases, jobs).Scan(&n); err != nil {
 		return err
 	}
-	if n == 2 {
+	if n == 3 {
 		return nil
 	}
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {

@@ -145,7 +145,7 @@ SELECT ` + leaseCols + `, CASE WHEN waiters THEN pg_notify($2, key)::text END IS
 		get: `SELECT ` + leaseCols + ` FROM ` + t + ` WHERE key = $1 AND ` + live,
 
 		// $1 after, $2 key or '', $3 limit.
-		events: `SELECT id, at, kind, key, lease_id, holder, token, actor, reason FROM ` + pgx.Identifier{schema, "events"}.Sanitize() + `
+		events: `SELECT id, at, kind, key, lease_id, holder, token, actor, reason, job_id, job_kind, attempt, outcome FROM ` + pgx.Identifier{schema, "events"}.Sanitize() + `
 WHERE id > $1 AND ($2 = '' OR key = $2) ORDER BY id LIMIT $3`,
 
 		// key >= $2 and, in listBounded, key < $5 (the end of the prefix's range) bound the index
@@ -391,7 +391,7 @@ func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Eve
 	for rows.Next() {
 		var e store.Event
 		var id, token int64
-		if err := rows.Scan(&id, &e.At, &e.Kind, &e.Key, &e.LeaseID, &e.Holder, &token, &e.Actor, &e.Reason); err != nil {
+		if err := rows.Scan(&id, &e.At, &e.Kind, &e.Key, &e.LeaseID, &e.Holder, &token, &e.Actor, &e.Reason, &e.JobID, &e.JobKind, &e.Attempt, &e.Outcome); err != nil {
 			return nil, s.fail("events", p.Key, err)
 		}
 		e.ID, e.Token = uint64(id), uint64(token)

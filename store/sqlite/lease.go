@@ -222,7 +222,7 @@ func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Eve
 	for rows.Next() {
 		var e store.Event
 		var id, at, token int64
-		if err := rows.Scan(&id, &at, &e.Kind, &e.Key, &e.LeaseID, &e.Holder, &token, &e.Actor, &e.Reason); err != nil {
+		if err := rows.Scan(&id, &at, &e.Kind, &e.Key, &e.LeaseID, &e.Holder, &token, &e.Actor, &e.Reason, &e.JobID, &e.JobKind, &e.Attempt, &e.Outcome); err != nil {
 			return nil, s.wrap("events", err)
 		}
 		e.ID, e.At, e.Token = uint64(id), time.Unix(0, at), uint64(token)

@@ -71,7 +71,7 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 		{&st.list[1], listSQL(1)},
 		{&st.list[2], listSQL(2)},
 		{&st.list[3], listSQL(3)},
-		{&st.events, `SELECT id, at, kind, key, lease_id, holder, token, actor, reason FROM events
+		{&st.events, `SELECT id, at, kind, key, lease_id, holder, token, actor, reason, job_id, job_kind, attempt, outcome FROM events
 			WHERE id > ?1 AND (?2 = '' OR key = ?2) ORDER BY id LIMIT ?3`},
 	} {
 		stmt, err := db.PrepareContext(ctx, p.sql)

@@ -88,13 +88,22 @@ export interface ListResponse {
 export interface Event {
   id: number;
   at: string;
-  kind: "acquire" | "release" | "expiry_takeover" | "force_release";
+  kind: "acquire" | "release" | "expiry_takeover" | "force_release" | "job_claim" | "job_renew" | "job_complete";
   key: string;
   lease_id: string;
   holder: string;
   token: number;
   actor: string;
+  /** Of a force-release: the operator's reason; of a job_complete that failed: the attempt's error code. */
   reason?: string;
+  /** Job events only: the job. */
+  job_id?: number;
+  /** Job events only: the job's kind. */
+  job_kind?: string;
+  /** Job events only: the attempt (1 for the first). */
+  attempt?: number;
+  /** job_complete only: the state the attempt ended in. */
+  outcome?: "succeeded" | "retryable" | "discarded" | "cancelled";
 }
 
 export interface EventsResponse {
@@ -358,4 +367,22 @@ export interface FenceCheckRequest {
 export interface FenceCheckResponse {
   resource: string;
   token: number;
+}
+
+export interface PeriodicJob {
+  /** Stable name; part of each period's idempotency key. */
+  name: string;
+  /** 5-field cron expression, descriptor (@hourly) or "@every <duration>", in UTC unless prefixed with CRON_TZ=<zone>. */
+  schedule: string;
+  kind: string;
+  resource: string;
+  args?: Record<string, unknown>;
+  policy?: "queue" | "skip" | "reject";
+  priority?: number;
+  /** Start of the next period on the server's clock; absent if the schedule never fires again. */
+  next_run?: string;
+}
+
+export interface PeriodicResponse {
+  periodic: PeriodicJob[];
 }

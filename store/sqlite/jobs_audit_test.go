@@ -1,0 +1,12 @@
+package sqlite_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/batonhq/baton/store/storetest"
+)
+
+func TestJobAudit(t *testing.T) {
+	storetest.RunJobAudit(t, open(t, filepath.Join(t.TempDir(), "baton.db")))
+}
