@@ -406,8 +406,8 @@ func TestSubmitTxPostgres(t *testing.T) {
 			t.Fatalf("commit=%v: Get after the transaction: %v", commit, err)
 		}
 	}
-	if _, err := q.SubmitTx(ctx, &sql.Tx{}, baton.SubmitParams{Kind: "email", Resource: "user/1"}); !isInvalid(err, "tx") {
-		t.Fatalf("SubmitTx with a *sql.Tx on PostgreSQL: %v", err)
+	if _, err := q.SubmitTx(ctx, "not a tx", baton.SubmitParams{Kind: "email", Resource: "user/1"}); !isInvalid(err, "tx") {
+		t.Fatalf("SubmitTx with a string on PostgreSQL: %v", err)
 	}
 }
 
