@@ -74,7 +74,8 @@ type JobStore interface {
 	// if a cancel was requested. At most p.Limit per call.
 	ReapJobs(ctx context.Context, p *ReapParams) ([]*ReapedJob, error)
 	// CleanJobs deletes succeeded, cancelled and skipped jobs finished more than p.Age ago (on
-	// the store's clock), and discarded ones too if p.Discarded; at most p.Limit per call.
+	// the store's clock), and discarded ones too if p.Discarded (finished more than
+	// p.DeadLetterAge() ago); at most p.Limit per call.
 	CleanJobs(ctx context.Context, p *CleanParams) (int, error)
 	// JobCounts counts jobs per kind and state (unfinished states only).
 	JobCounts(ctx context.Context) ([]*JobCount, error)
@@ -304,7 +305,18 @@ type ReapedJob struct {
 type CleanParams struct {
 	Age       time.Duration
 	Discarded bool
-	Limit     int // 1..MaxCleanLimit
+	// DiscardedAge, when Discarded, is how long ago a discarded job (a dead letter) must have
+	// finished to be deleted, apart from Age for the other finished jobs; 0 means Age.
+	DiscardedAge time.Duration
+	Limit        int // 1..MaxCleanLimit
+}
+
+// DeadLetterAge is the age from which a clean deletes dead letters: DiscardedAge, or Age if 0.
+func (p *CleanParams) DeadLetterAge() time.Duration {
+	if p.DiscardedAge > 0 {
+		return p.DiscardedAge
+	}
+	return p.Age
 }
 
 // JobCount is one row of JobCounts.

@@ -40,6 +40,7 @@ type serveFlags struct {
 	insecureNoAuth                                      bool
 	maxWait, shutdownGrace                              time.Duration
 	reapInterval, jobRetention, maxQueueWait            time.Duration
+	deadLetterRetention                                 time.Duration
 	maxInflight, maxQueue                               int
 }
 
@@ -61,6 +62,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 10*time.Second, "how long SIGTERM waits for requests in flight")
 	fs.DurationVar(&f.reapInterval, "reap-interval", baton.DefaultReapInterval, "how often the maintenance leader returns jobs whose lease expired to the queue (env BATON_REAP_INTERVAL)")
 	fs.DurationVar(&f.jobRetention, "job-retention", baton.DefaultRetention, "how long finished jobs are kept before the cleaner deletes them (env BATON_JOB_RETENTION)")
+	fs.DurationVar(&f.deadLetterRetention, "dead-letter-retention", 0, "how long dead letters (discarded jobs) are kept before the cleaner deletes them, apart from --job-retention; 0 keeps them until purged (env BATON_DEAD_LETTER_RETENTION)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, serveUsage)
 		fs.PrintDefaults()
@@ -75,8 +77,13 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "baton serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	if err := durationsFromEnv(fs, map[string]string{"reap-interval": "BATON_REAP_INTERVAL", "job-retention": "BATON_JOB_RETENTION"}); err != nil {
+	if err := durationsFromEnv(fs, map[string]string{"reap-interval": "BATON_REAP_INTERVAL", "job-retention": "BATON_JOB_RETENTION",
+		"dead-letter-retention": "BATON_DEAD_LETTER_RETENTION"}); err != nil {
 		fmt.Fprintf(stderr, "baton serve: %v\n", err)
+		return 2
+	}
+	if f.deadLetterRetention < 0 {
+		fmt.Fprintf(stderr, "baton serve: --dead-letter-retention (or BATON_DEAD_LETTER_RETENTION) must not be negative (got %s)\n", f.deadLetterRetention)
 		return 2
 	}
 	var log *slog.Logger
@@ -192,9 +199,11 @@ func startMaintenance(ctx context.Context, js store.JobStore, srv *server.Server
 		err := q.RunMaintenance(mctx, baton.MaintenanceConfig{
 			ReapInterval: f.reapInterval,
 			Retention:    f.jobRetention,
-			Backoff:      func(int) time.Duration { return 0 },
-			OnReaped:     srv.ObserveReaped,
-			Logger:       log,
+			// 0 keeps dead letters until purged (CleanDiscarded stays false).
+			DeadLetterRetention: f.deadLetterRetention,
+			Backoff:             func(int) time.Duration { return 0 },
+			OnReaped:            srv.ObserveReaped,
+			Logger:              log,
 		})
 		if err != nil && mctx.Err() == nil {
 			log.Error("baton: job maintenance stopped", "err", err)

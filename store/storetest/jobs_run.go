@@ -69,6 +69,7 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"RetryByHand", testJobRetryByHand},
 		{"Purge", testJobPurge},
 		{"Clean", testJobClean},
+		{"CleanDeadLetterAge", testJobCleanDeadLetterAge},
 		{"Resources", testJobResources},
 		{"JobCounts", testJobCounts},
 		{"BadSubmit", testJobBadSubmit},
