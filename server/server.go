@@ -61,6 +61,8 @@ type Server struct {
 	// jobs is the store as a job store, nil if it is not one (the job routes answer 501).
 	jobs       store.JobStore
 	jobMetrics *jobMetrics
+	// acquires follows acquisitions across their requests (one contention per acquisition).
+	acquires *acquireTracker
 	// claimPoll is the fallback re-poll of a waiting claim, jittered (the store's wake-ups are
 	// hints that do not cross processes on every store).
 	claimPoll time.Duration
@@ -109,7 +111,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, st: st, gate: g, log: cfg.Logger, locker: locker, metrics: m, ctx: ctx, cancel: cancel,
-		claimPoll: defaultClaimPoll}
+		claimPoll: defaultClaimPoll, acquires: newAcquireTracker(2*cfg.MaxWait + time.Minute)}
 	if js, ok := cfg.Store.(store.JobStore); ok {
 		s.jobs = &gatedJobs{JobStore: js, g: g}
 	}

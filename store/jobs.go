@@ -368,3 +368,21 @@ type CompleteClaimer interface {
 	BatchCompleter
 	CompleteJobsAndClaim(ctx context.Context, ps []*CompleteParams, claim *ClaimParams) (completed, claimed []*Job, err error)
 }
+
+// KindStats is one kind's row of KindStatsStore.KindStats: what alerts on stuck jobs and a
+// growing dead-letter queue need.
+type KindStats struct {
+	Kind string
+	// OldestRunningAge is how long the kind's oldest running attempt has run, on the store's
+	// clock; 0 when none runs.
+	OldestRunningAge time.Duration
+	// DeadLetters counts the kind's discarded jobs.
+	DeadLetters int64
+}
+
+// KindStatsStore is implemented by job stores that report KindStats (SQLite, PostgreSQL). Its
+// cost grows with the running jobs and the dead letters, through indexes on those states.
+type KindStatsStore interface {
+	// KindStats returns a row for each kind with a running job or a dead letter.
+	KindStats(ctx context.Context) ([]*KindStats, error)
+}

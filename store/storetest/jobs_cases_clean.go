@@ -64,3 +64,49 @@ func testJobCleanDeadLetterAge(t *testing.T, h JobHarness) {
 	_, err := e.s.CleanJobs(e.ctx, &store.CleanParams{Discarded: true, DiscardedAge: -time.Second})
 	wantInvalid(t, "clean with a negative discarded age", err, "discarded_age")
 }
+
+// testJobKindStats: a store.KindStatsStore reports each kind's oldest running attempt's age
+// (growing while it runs) and its dead letters.
+func testJobKindStats(t *testing.T, h JobHarness) {
+	e := newJobEnv(t, h, store.Kind{Name: "ks", MaxAttempts: 1}, store.Kind{Name: "ks.other"})
+	ks, ok := e.s.(store.KindStatsStore)
+	requireNotApplicable(t, ok, "the store does not implement store.KindStatsStore")
+	stats := func() map[string]*store.KindStats {
+		t.Helper()
+		rows, err := ks.KindStats(e.ctx)
+		if err != nil {
+			t.Fatalf("KindStats: %v", err)
+		}
+		out := map[string]*store.KindStats{}
+		for _, r := range rows {
+			out[r.Kind] = r
+		}
+		return out
+	}
+	if s := stats(); len(s) != 0 {
+		t.Fatalf("KindStats of an empty store: %+v", s)
+	}
+	dead := e.sub("ks", "ks/1")
+	e.fail(e.claimOne(dead.ID, "ks"), store.FailParams{Message: "dead"})
+	running := e.sub("ks", "ks/2")
+	e.claimOne(running.ID, "ks")
+	e.sub("ks.other", "ks/3") // available: neither running nor dead
+	var first time.Duration
+	e.poll("the running attempt ages", 10*time.Second, func() bool {
+		if e.canAdvance() {
+			e.advance(time.Second)
+		}
+		s := stats()["ks"]
+		if s == nil || s.DeadLetters != 1 {
+			t.Fatalf("KindStats[ks] = %+v, want 1 dead letter", s)
+		}
+		if first == 0 {
+			first = max(s.OldestRunningAge, time.Nanosecond)
+			return false
+		}
+		return s.OldestRunningAge > first
+	})
+	if s := stats(); s["ks.other"] != nil || len(s) != 1 {
+		t.Fatalf("KindStats lists a kind with no running job nor dead letter: %+v", s["ks.other"])
+	}
+}

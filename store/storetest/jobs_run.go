@@ -70,6 +70,7 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"Purge", testJobPurge},
 		{"Clean", testJobClean},
 		{"CleanDeadLetterAge", testJobCleanDeadLetterAge},
+		{"KindStats", testJobKindStats},
 		{"Resources", testJobResources},
 		{"JobCounts", testJobCounts},
 		{"BadSubmit", testJobBadSubmit},
