@@ -47,6 +47,9 @@ type Config struct {
 	// Version and StoreName are reported by GET /v1/info.
 	Version   string
 	StoreName string
+	// Revision is the VCS revision the server was built from, exported with Version and the Go
+	// version in the baton_build_info gauge.
+	Revision string
 }
 
 // Server serves the HTTP API. Close it before closing its store.
@@ -102,6 +105,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.MaxQueueWait = DefaultMaxQueueWait
 	}
 	m := newMetrics()
+	m.registry.MustRegister(buildInfo(cfg.Version, cfg.Revision))
 	g := newGate(cfg.MaxInflight, cfg.MaxQueue, cfg.MaxQueueWait, m.registry)
 	st := &gatedStore{Store: cfg.Store, g: g}
 	m.registry.MustRegister(newHeldGauge(cfg.Store, g))

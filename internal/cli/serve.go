@@ -135,7 +135,8 @@ func serve(ctx context.Context, f serveFlags, log *slog.Logger) error {
 	}
 	defer st.Close()
 	srv, err := server.New(server.Config{Store: st, Auth: auth, Logger: log, MaxWait: f.maxWait,
-		MaxInflight: f.maxInflight, MaxQueue: f.maxQueue, MaxQueueWait: f.maxQueueWait, Version: versionString(), StoreName: storeName})
+		MaxInflight: f.maxInflight, MaxQueue: f.maxQueue, MaxQueueWait: f.maxQueueWait, Version: versionString(), StoreName: storeName,
+		Revision: readBuildDetails().Revision})
 	if err != nil {
 		ln.Close()
 		return err
