@@ -10,20 +10,14 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/store"
-	"github.com/batonhq/baton/store/postgres"
 )
 
 // SubmitTx on PostgreSQL in a database/sql transaction (pgx's stdlib driver): the job and the
 // caller's own row change commit together or not at all, and a committed job is claimable.
 func TestSubmitTxPostgresDatabaseSQL(t *testing.T) {
-	requirePostgres(t)
 	ctx := testCtx(t)
-	schema := newPostgresSchema(t)
-	st, err := postgres.Open(ctx, postgresDSN(), postgres.Config{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openPostgres(t)
+	schema := st.Schema()
 	q := newQueue(t, st, baton.Kind{Name: "cluster.scale", FromStates: []string{"READY"}, RunningState: "SCALING",
 		SuccessState: "READY", FailureState: "FAILED"})
 	db, err := sql.Open("pgx", postgresDSN())
