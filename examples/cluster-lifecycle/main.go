@@ -10,6 +10,7 @@
 //
 //	cluster-lifecycle -dsn postgres://... -schema NAME        run the example
 //	cluster-lifecycle -dsn postgres://... -schema NAME -drop  drop the schema
+//	cluster-lifecycle -dsn postgres://... -ping               exit 0 if PostgreSQL answers
 package main
 
 import (
@@ -36,7 +37,15 @@ func main() {
 	dsn := flag.String("dsn", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL URL")
 	schema := flag.String("schema", "", "schema for the example's tables and Baton's (created if missing)")
 	drop := flag.Bool("drop", false, "drop the schema and exit")
+	ping := flag.Bool("ping", false, "exit 0 if PostgreSQL answers, 1 if not")
 	flag.Parse()
+	if *ping {
+		if err := pingDB(*dsn); err != nil {
+			fmt.Fprintln(os.Stderr, "cluster-lifecycle:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *schema == "" {
 		fmt.Fprintln(os.Stderr, "cluster-lifecycle: -schema is required")
 		os.Exit(2)
@@ -66,6 +75,17 @@ func withSearchPath(dsn, schema string) (string, error) {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String(), nil
+}
+
+func pingDB(dsn string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.PingContext(ctx)
 }
 
 func dropSchema(ctx context.Context, dsn, schema string) error {
