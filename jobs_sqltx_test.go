@@ -2,6 +2,7 @@ package baton_test
 
 import (
 	"database/sql"
+	"errors"
 	"testing"
 	"time"
 
@@ -91,5 +92,50 @@ func TestSubmitTxPostgresDatabaseSQL(t *testing.T) {
 	_ = tx.Rollback()
 	if err != nil || !res.Existing || res.Job.ID != j.ID || res.Job.State != store.JobRunning {
 		t.Fatalf("resubmit with the key: %+v, %v", res, err)
+	}
+}
+
+// The busy policies through a database/sql transaction: skip records a skipped job with its
+// reason, reject refuses with a *ResourceBusyError naming the job in the way.
+func TestSubmitTxPostgresDatabaseSQLPolicies(t *testing.T) {
+	ctx := testCtx(t)
+	st := openPostgres(t)
+	q := newQueue(t, st, baton.Kind{Name: "k"})
+	db, err := sql.Open("pgx", postgresDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	submit := func(p baton.SubmitParams) (*baton.SubmitResult, error) {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := q.SubmitTx(ctx, tx, p)
+		if err != nil {
+			_ = tx.Rollback()
+			return nil, err
+		}
+		return res, tx.Commit()
+	}
+	first, err := submit(baton.SubmitParams{Kind: "k", Resource: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipped, err := submit(baton.SubmitParams{Kind: "k", Resource: "r", Policy: baton.PolicySkip})
+	if err != nil || skipped.Job.State != baton.JobSkipped || len(skipped.Job.Errors) != 1 ||
+		skipped.Job.Errors[0].Code != store.CodeResourceBusy {
+		t.Fatalf("skip policy: %+v, %v", skipped, err)
+	}
+	_, err = submit(baton.SubmitParams{Kind: "k", Resource: "r", Policy: baton.PolicyReject})
+	var busy *baton.ResourceBusyError
+	if !errors.As(err, &busy) || busy.HeadJob != first.Job.ID {
+		t.Fatalf("reject policy: %v", err)
+	}
+	if _, err := submit(baton.SubmitParams{Kind: "nope", Resource: "r"}); !isInvalid(err, "kind") {
+		t.Fatalf("unknown kind: %v", err)
+	}
+	if js, err := q.List(ctx, baton.JobListParams{Resource: "r"}); err != nil || len(js) != 2 {
+		t.Fatalf("jobs on r: %d, %v (want the first and the skipped one)", len(js), err)
 	}
 }
