@@ -18,8 +18,10 @@ lint:
 	cd store/etcd && go vet ./...
 	cd store/kubernetes && go vet ./...
 
+# The revision is also passed by hand: Go embeds it only in a plain clone (not a git worktree),
+# and not with -buildvcs=false.
 build:
-	go build -o bin/baton ./cmd/baton
+	go build -ldflags "-X github.com/batonhq/baton/internal/cli.revision=$$(git rev-parse HEAD 2>/dev/null)" -o bin/baton ./cmd/baton
 
 # The fault harness (e2e/chaos) for DURATION per test (locks and jobs over SQLite and PostgreSQL, locks over Redis),
 # printing each test's counts: make chaos DURATION=30m. BATON_CHAOS_RACE=1 builds baton with

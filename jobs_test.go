@@ -79,6 +79,19 @@ func openSQLite(t *testing.T) *sqlite.Store {
 	return st
 }
 
+// openPostgres opens a store on a fresh schema of the test PostgreSQL (skipping the test when
+// it is unreachable, as requirePostgres does).
+func openPostgres(t *testing.T) *postgres.Store {
+	t.Helper()
+	requirePostgres(t)
+	st, err := postgres.Open(context.Background(), postgresDSN(), postgres.Config{Schema: newPostgresSchema(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
 func postgresDSN() string {
 	if v := os.Getenv("BATON_TEST_POSTGRES_DSN"); v != "" {
 		return v
@@ -374,14 +387,8 @@ func TestSubmitTxSQLite(t *testing.T) {
 
 // SubmitTx on PostgreSQL, in a pgx.Tx.
 func TestSubmitTxPostgres(t *testing.T) {
-	requirePostgres(t)
 	ctx := testCtx(t)
-	schema := newPostgresSchema(t)
-	st, err := postgres.Open(ctx, postgresDSN(), postgres.Config{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openPostgres(t)
 	q := newQueue(t, st, baton.Kind{Name: "email"})
 	for _, commit := range []bool{false, true} {
 		tx, err := st.Pool().Begin(ctx)
@@ -406,8 +413,8 @@ func TestSubmitTxPostgres(t *testing.T) {
 			t.Fatalf("commit=%v: Get after the transaction: %v", commit, err)
 		}
 	}
-	if _, err := q.SubmitTx(ctx, &sql.Tx{}, baton.SubmitParams{Kind: "email", Resource: "user/1"}); !isInvalid(err, "tx") {
-		t.Fatalf("SubmitTx with a *sql.Tx on PostgreSQL: %v", err)
+	if _, err := q.SubmitTx(ctx, "not a tx", baton.SubmitParams{Kind: "email", Resource: "user/1"}); !isInvalid(err, "tx") {
+		t.Fatalf("SubmitTx with a string on PostgreSQL: %v", err)
 	}
 }
 

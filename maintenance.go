@@ -39,6 +39,11 @@ type MaintenanceConfig struct {
 	CleanInterval  time.Duration
 	Retention      time.Duration
 	CleanDiscarded bool
+	// DeadLetterRetention, if positive, is how long dead letters (discarded jobs) are kept after
+	// they finished, apart from Retention: the cleaner deletes them once older, whatever
+	// CleanDiscarded says. Zero leaves them to CleanDiscarded (kept until purged, or deleted
+	// after Retention).
+	DeadLetterRetention time.Duration
 	// Periodic jobs, submitted by the leader at the start of each period.
 	Periodic []PeriodicJob
 	// OnReaped, if set, is called for each reaped job (for metrics). It must not block.
@@ -88,6 +93,9 @@ func (c MaintenanceConfig) withDefaults(q *Queue) (MaintenanceConfig, error) {
 	}
 	if c.Retention < 0 {
 		return c, &InvalidArgumentError{Field: "retention", Rule: "must not be negative"}
+	}
+	if c.DeadLetterRetention < 0 {
+		return c, &InvalidArgumentError{Field: "dead_letter_retention", Rule: "must not be negative"}
 	}
 	if c.Backoff == nil {
 		c.Backoff = DefaultBackoff
@@ -238,7 +246,9 @@ func (m *maintenance) reap(ctx context.Context) {
 func (m *maintenance) clean(ctx context.Context) {
 	total := 0
 	for ctx.Err() == nil {
-		n, err := m.q.st.CleanJobs(ctx, &store.CleanParams{Age: m.cfg.Retention, Discarded: m.cfg.CleanDiscarded, Limit: DefaultCleanLimit})
+		n, err := m.q.st.CleanJobs(ctx, &store.CleanParams{Age: m.cfg.Retention,
+			Discarded: m.cfg.CleanDiscarded || m.cfg.DeadLetterRetention > 0, DiscardedAge: m.cfg.DeadLetterRetention,
+			Limit: DefaultCleanLimit})
 		if err != nil {
 			if ctx.Err() == nil {
 				m.log.Warn("baton: maintenance: cleaning jobs failed", "err", err)

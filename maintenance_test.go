@@ -222,6 +222,7 @@ func TestMaintenanceConfigValidation(t *testing.T) {
 		{baton.MaintenanceConfig{CleanInterval: time.Millisecond}, "clean_interval"},
 		{baton.MaintenanceConfig{ReapLimit: -1}, "reap_limit"},
 		{baton.MaintenanceConfig{Retention: -time.Hour}, "retention"},
+		{baton.MaintenanceConfig{DeadLetterRetention: -time.Hour}, "dead_letter_retention"},
 		{baton.MaintenanceConfig{Periodic: p(baton.PeriodicJob{Schedule: "61 * * * *"})}, "periodic[0].schedule"},
 		{baton.MaintenanceConfig{Periodic: p(baton.PeriodicJob{Schedule: "CRON_TZ=UTC"})}, "periodic[0].schedule"},
 		{baton.MaintenanceConfig{Periodic: p(baton.PeriodicJob{Schedule: "@every 1500ms"})}, "periodic[0].schedule"},

@@ -96,8 +96,9 @@ type anyTxSubmitter interface {
 }
 
 // SubmitTx enqueues a job inside the caller's own transaction, so that the job exists if and
-// only if the transaction commits: a *sql.Tx on the SQLite store's database, a pgx.Tx on the
-// PostgreSQL store's. Workers are woken when the job becomes claimable, at the latest by their
+// only if the transaction commits: a *sql.Tx on the SQLite store's database; a pgx.Tx, or a
+// *sql.Tx opened with pgx's stdlib driver (github.com/jackc/pgx/v5/stdlib), on the PostgreSQL
+// store's. Workers are woken when the job becomes claimable, at the latest by their
 // poll. A transaction the store cannot use is an *InvalidArgumentError on field "tx".
 func (q *Queue) SubmitTx(ctx context.Context, tx any, p SubmitParams) (*SubmitResult, error) {
 	if tx == nil {

@@ -38,10 +38,15 @@ type WorkerConfig struct {
 	// Handlers maps each kind this worker runs to its handler; at least one.
 	Handlers map[string]Handler
 	// LeaseTTL is the TTL of each job's lease (DefaultJobLeaseTTL, 1 s .. 24 h); heartbeats
-	// renew it every LeaseTTL/3. A worker cut off from the store stops its handlers (context
+	// renew it every HeartbeatInterval. A worker cut off from the store stops its handlers (context
 	// cause ErrLeaseLost) at claim or heartbeat start + LeaseTTL*(1-DriftFactor) - SafetyMargin,
 	// before the store could hand the job to another worker.
 	LeaseTTL time.Duration
+	// HeartbeatInterval is how often a running job's lease is renewed (default LeaseTTL/3, also
+	// the most allowed, so that a failed heartbeat leaves time for retries before the lease
+	// expires). A shorter interval also makes a requested cancel reach the handler sooner: the
+	// worker learns of it from a heartbeat's answer.
+	HeartbeatInterval time.Duration
 	// DriftFactor and SafetyMargin shorten the worker's view of a job lease's validity, as in
 	// Config (DefaultDriftFactor, DefaultSafetyMargin).
 	DriftFactor  float64
@@ -121,6 +126,13 @@ func (c WorkerConfig) withDefaults(q *Queue) (WorkerConfig, Config, error) {
 			return c, lc, &InvalidArgumentError{Field: "lease_ttl", Rule: inv.Rule}
 		}
 		return c, lc, err
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = c.LeaseTTL / 3
+	}
+	if c.HeartbeatInterval < 0 || c.HeartbeatInterval > c.LeaseTTL/3 {
+		return c, lc, &InvalidArgumentError{Field: "heartbeat_interval",
+			Rule: fmt.Sprintf("must be positive and at most a third of lease_ttl, %s (got %s)", c.LeaseTTL/3, c.HeartbeatInterval)}
 	}
 	if c.StopGrace < 0 || c.StopGrace > c.LeaseTTL/3 {
 		return c, lc, &InvalidArgumentError{Field: "stop_grace",

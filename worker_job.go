@@ -63,7 +63,7 @@ func (w *Worker) newJobRun(jobsCtx context.Context, job *Job, h Handler, claimSt
 	if w.cfg.StopGrace > 0 {
 		r.stopTimer = time.AfterFunc(time.Until(r.localEnd.Add(-w.cfg.StopGrace)), r.stopBeforeDeadline)
 	}
-	r.hbTimer = time.AfterFunc(w.cfg.LeaseTTL/3, r.heartbeat)
+	r.hbTimer = time.AfterFunc(w.cfg.HeartbeatInterval, r.heartbeat)
 	return r
 }
 
@@ -208,7 +208,7 @@ func transient(err error) bool {
 	return true
 }
 
-// heartbeat extends the job lease, every TTL/3. Transient errors are retried quickly until the
+// heartbeat extends the job lease, every HeartbeatInterval. Transient errors are retried quickly until the
 // local deadline; ErrNotHeld loses the lease at once; a requested cancel cancels the handler.
 func (r *jobRun) heartbeat() {
 	r.tickMu.Lock()
@@ -217,8 +217,8 @@ func (r *jobRun) heartbeat() {
 		return
 	}
 	ttl := r.w.cfg.LeaseTTL
-	interval := ttl / 3
-	ctx, cancel := context.WithTimeout(r.leaseCtx, interval)
+	interval := r.w.cfg.HeartbeatInterval
+	ctx, cancel := context.WithTimeout(r.leaseCtx, ttl/3)
 	start := time.Now()
 	res, err := r.w.st.HeartbeatJob(ctx, &store.HeartbeatParams{ID: r.job.ID, Token: r.job.Token, TTL: ttl})
 	cancel()

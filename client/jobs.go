@@ -332,7 +332,7 @@ func (s *Store) ReapJobs(ctx context.Context, p *store.ReapParams) ([]*store.Rea
 	return out, nil
 }
 
-// CleanJobs deletes old finished jobs (an admin call). p.Age is sent in whole milliseconds,
+// CleanJobs deletes old finished jobs (an admin call). p.Age and p.DiscardedAge are sent in whole milliseconds,
 // rounded down, so that a job is never kept longer than asked.
 func (s *Store) CleanJobs(ctx context.Context, p *store.CleanParams) (int, error) {
 	if err := s.check(); err != nil {
@@ -343,7 +343,8 @@ func (s *Store) CleanJobs(ctx context.Context, p *store.CleanParams) (int, error
 	}
 	var resp wire.CleanResponse
 	if err := s.do(ctx, http.MethodPost, "/v1/jobs/clean", nil,
-		wire.CleanRequest{AgeMs: p.Age.Milliseconds(), Discarded: p.Discarded, Limit: p.Limit}, &resp); err != nil {
+		wire.CleanRequest{AgeMs: p.Age.Milliseconds(), Discarded: p.Discarded, DiscardedAgeMs: p.DiscardedAge.Milliseconds(),
+			Limit: p.Limit}, &resp); err != nil {
 		return 0, err
 	}
 	return resp.Deleted, nil

@@ -302,7 +302,12 @@ func (s *Server) cleanJobs(w http.ResponseWriter, r *http.Request, _ principal) 
 		writeProblem(w, prob)
 		return
 	}
-	p := &store.CleanParams{Age: age, Discarded: req.Discarded, Limit: req.Limit}
+	dlAge, prob := msDuration("discarded_age_ms", req.DiscardedAgeMs, maxCleanAge)
+	if prob != nil {
+		writeProblem(w, prob)
+		return
+	}
+	p := &store.CleanParams{Age: age, Discarded: req.Discarded, DiscardedAge: dlAge, Limit: req.Limit}
 	if err := p.Validate(); err != nil {
 		writeProblem(w, invalid(err))
 		return

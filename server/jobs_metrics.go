@@ -75,29 +75,50 @@ func (s *Server) ObserveReaped(r *store.ReapedJob) {
 	s.jobMetrics.entered(r.Job)
 }
 
-// jobGauges reports running jobs and queue depth per kind from store.JobCounts when scraped, at
-// most once per second. Every registered kind is reported, at 0 when it has no jobs.
+// jobGauges reports, per kind, running jobs and queue depth from store.JobCounts and, when the
+// store is a store.KindStatsStore, the oldest running attempt's age and the dead letters, read
+// when scraped, at most once per second. Every registered kind is reported, at 0 when it has no
+// jobs.
 type jobGauges struct {
-	js             store.JobStore
-	running, depth *prometheus.Desc
+	js                           store.JobStore
+	running, depth, oldest, dead *prometheus.Desc
 
 	mu      sync.Mutex
 	at      time.Time
 	counted bool
-	byKind  map[string]*[2]float64 // running, queue depth
+	byKind  map[string]*kindGauges
+}
+
+// kindGauges are one kind's gauge values.
+type kindGauges struct {
+	running, depth, oldestAge, dead float64
 }
 
 func newJobGauges(js store.JobStore) *jobGauges {
-	return &jobGauges{js: js,
+	if gj, ok := js.(*gatedJobs); ok {
+		js = gj.JobStore // administrative reads, like Kinds and JobCounts: not gated
+	}
+	g := &jobGauges{js: js,
 		running: prometheus.NewDesc("baton_jobs_running", "Running jobs in the store, by kind.", []string{"kind"}, nil),
 		depth: prometheus.NewDesc("baton_job_queue_depth",
 			"Jobs waiting in the store (scheduled, available or retryable), by kind.", []string{"kind"}, nil),
 	}
+	if _, ok := js.(store.KindStatsStore); ok {
+		g.oldest = prometheus.NewDesc("baton_jobs_oldest_running_age_seconds",
+			"How long the oldest running attempt of each kind has run, on the store's clock (0: none runs).", []string{"kind"}, nil)
+		g.dead = prometheus.NewDesc("baton_job_dead_letter_depth",
+			"Dead letters (discarded jobs) in the store, by kind.", []string{"kind"}, nil)
+	}
+	return g
 }
 
 func (g *jobGauges) Describe(ch chan<- *prometheus.Desc) {
 	ch <- g.running
 	ch <- g.depth
+	if g.oldest != nil {
+		ch <- g.oldest
+		ch <- g.dead
+	}
 }
 
 func (g *jobGauges) Collect(ch chan<- prometheus.Metric) {
@@ -109,12 +130,16 @@ func (g *jobGauges) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	for kind, v := range g.byKind {
-		ch <- prometheus.MustNewConstMetric(g.running, prometheus.GaugeValue, v[0], kind)
-		ch <- prometheus.MustNewConstMetric(g.depth, prometheus.GaugeValue, v[1], kind)
+		ch <- prometheus.MustNewConstMetric(g.running, prometheus.GaugeValue, v.running, kind)
+		ch <- prometheus.MustNewConstMetric(g.depth, prometheus.GaugeValue, v.depth, kind)
+		if g.oldest != nil {
+			ch <- prometheus.MustNewConstMetric(g.oldest, prometheus.GaugeValue, v.oldestAge, kind)
+			ch <- prometheus.MustNewConstMetric(g.dead, prometheus.GaugeValue, v.dead, kind)
+		}
 	}
 }
 
-func (g *jobGauges) count() (map[string]*[2]float64, error) {
+func (g *jobGauges) count() (map[string]*kindGauges, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	kinds, err := g.js.Kinds(ctx)
@@ -125,21 +150,35 @@ func (g *jobGauges) count() (map[string]*[2]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	byKind := make(map[string]*[2]float64, len(kinds))
+	byKind := make(map[string]*kindGauges, len(kinds))
 	for _, k := range kinds {
-		byKind[k.Name] = &[2]float64{}
+		byKind[k.Name] = &kindGauges{}
+	}
+	of := func(kind string) *kindGauges {
+		v := byKind[kind]
+		if v == nil {
+			v = &kindGauges{}
+			byKind[kind] = v
+		}
+		return v
 	}
 	for _, c := range counts {
-		v := byKind[c.Kind]
-		if v == nil {
-			v = &[2]float64{}
-			byKind[c.Kind] = v
-		}
+		v := of(c.Kind)
 		switch c.State {
 		case store.JobRunning:
-			v[0] += float64(c.Count)
+			v.running += float64(c.Count)
 		case store.JobScheduled, store.JobAvailable, store.JobRetryable:
-			v[1] += float64(c.Count)
+			v.depth += float64(c.Count)
+		}
+	}
+	if ks, ok := g.js.(store.KindStatsStore); ok {
+		stats, err := ks.KindStats(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, st := range stats {
+			v := of(st.Kind)
+			v.oldestAge, v.dead = st.OldestRunningAge.Seconds(), float64(st.DeadLetters)
 		}
 	}
 	return byKind, nil

@@ -73,7 +73,12 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request, _ principal) {
 		if r.Context().Err() != nil {
 			return // the client went away
 		}
-		s.countFailure(err)
+		// A client that waits across several requests of one acquisition (the same lease ID)
+		// makes one contention, not one per request.
+		contended := errors.Is(err, store.ErrLockHeld) || errors.Is(err, store.ErrCooldown)
+		if !contended || req.LeaseID == "" || s.acquires.refused(p.Key, p.LeaseID, received) {
+			s.countFailure(err)
+		}
 		s.writeError(w, r, err)
 		return
 	}
@@ -81,6 +86,11 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request, _ principal) {
 	if sl.ID != p.LeaseID {
 		result = "renewed"
 	}
+	first := received
+	if req.LeaseID != "" {
+		first = s.acquires.granted(p.Key, p.LeaseID, received)
+	}
+	s.metrics.lockWait.Observe(time.Since(first).Seconds())
 	s.metrics.acquisitions.WithLabelValues(result).Inc()
 	if sl.TookOver {
 		s.metrics.expirations.Inc()

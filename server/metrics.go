@@ -20,6 +20,7 @@ type metrics struct {
 	acquisitions *prometheus.CounterVec
 	failures     *prometheus.CounterVec
 	held         prometheus.Histogram
+	lockWait     prometheus.Histogram
 	expirations  prometheus.Counter
 	httpDuration *prometheus.HistogramVec
 }
@@ -33,12 +34,17 @@ func newMetrics() *metrics {
 		}, []string{"result"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "baton_lock_acquisition_failures_total",
-			Help: "Failed acquire requests by reason: held, cooldown, invalid, unavailable, overloaded.",
+			Help: "Failed acquire requests by reason: held, cooldown, invalid, unavailable, overloaded. A client that waits across several requests of one acquisition (one lease ID) counts one held or cooldown failure.",
 		}, []string{"reason"}),
 		held: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "baton_lock_held_duration_seconds",
 			Help:    "How long released leases were held, on the store's clock.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 4, 10), // 10 ms .. ~44 min
+		}),
+		lockWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "baton_lock_wait_duration_seconds",
+			Help:    "How long granted acquires waited for their key: from the first request of the acquisition (one lease ID, across a client's long-poll rounds) to the grant; about 0 when the key was free.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 4, 10), // 5 ms .. ~22 min
 		}),
 		expirations: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "baton_lock_expirations_total",
@@ -50,7 +56,7 @@ func newMetrics() *metrics {
 			Buckets: prometheus.DefBuckets,
 		}, []string{"route", "method", "code"}),
 	}
-	m.registry.MustRegister(m.acquisitions, m.failures, m.held, m.expirations, m.httpDuration,
+	m.registry.MustRegister(m.acquisitions, m.failures, m.held, m.lockWait, m.expirations, m.httpDuration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, r := range []string{"granted", "renewed", "failed"} {
 		m.acquisitions.WithLabelValues(r)

@@ -50,6 +50,9 @@ type Config struct {
 	// Periodic are the periodic jobs this server's maintenance runner submits when it leads
 	// (baton serve --periodic-file), listed by GET /v1/periodic.
 	Periodic []baton.PeriodicJob
+	// Revision is the VCS revision the server was built from, exported with Version and the Go
+	// version in the baton_build_info gauge.
+	Revision string
 }
 
 // Server serves the HTTP API. Close it before closing its store.
@@ -64,6 +67,8 @@ type Server struct {
 	// jobs is the store as a job store, nil if it is not one (the job routes answer 501).
 	jobs       store.JobStore
 	jobMetrics *jobMetrics
+	// acquires follows acquisitions across their requests (one contention per acquisition).
+	acquires *acquireTracker
 	// claimPoll is the fallback re-poll of a waiting claim, jittered (the store's wake-ups are
 	// hints that do not cross processes on every store).
 	claimPoll time.Duration
@@ -106,6 +111,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.MaxQueueWait = DefaultMaxQueueWait
 	}
 	m := newMetrics()
+	m.registry.MustRegister(buildInfo(cfg.Version, cfg.Revision))
 	g := newGate(cfg.MaxInflight, cfg.MaxQueue, cfg.MaxQueueWait, m.registry)
 	st := &gatedStore{Store: cfg.Store, g: g}
 	m.registry.MustRegister(newHeldGauge(cfg.Store, g))
@@ -115,7 +121,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, st: st, gate: g, log: cfg.Logger, locker: locker, metrics: m, ctx: ctx, cancel: cancel,
-		claimPoll: defaultClaimPoll}
+		claimPoll: defaultClaimPoll, acquires: newAcquireTracker(2*cfg.MaxWait + time.Minute)}
 	if js, ok := cfg.Store.(store.JobStore); ok {
 		s.jobs = &gatedJobs{JobStore: js, g: g}
 	}

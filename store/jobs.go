@@ -74,7 +74,8 @@ type JobStore interface {
 	// if a cancel was requested. At most p.Limit per call.
 	ReapJobs(ctx context.Context, p *ReapParams) ([]*ReapedJob, error)
 	// CleanJobs deletes succeeded, cancelled and skipped jobs finished more than p.Age ago (on
-	// the store's clock), and discarded ones too if p.Discarded; at most p.Limit per call.
+	// the store's clock), and discarded ones too if p.Discarded (finished more than
+	// p.DeadLetterAge() ago); at most p.Limit per call.
 	CleanJobs(ctx context.Context, p *CleanParams) (int, error)
 	// JobCounts counts jobs per kind and state (unfinished states only).
 	JobCounts(ctx context.Context) ([]*JobCount, error)
@@ -304,7 +305,18 @@ type ReapedJob struct {
 type CleanParams struct {
 	Age       time.Duration
 	Discarded bool
-	Limit     int // 1..MaxCleanLimit
+	// DiscardedAge, when Discarded, is how long ago a discarded job (a dead letter) must have
+	// finished to be deleted, apart from Age for the other finished jobs; 0 means Age.
+	DiscardedAge time.Duration
+	Limit        int // 1..MaxCleanLimit
+}
+
+// DeadLetterAge is the age from which a clean deletes dead letters: DiscardedAge, or Age if 0.
+func (p *CleanParams) DeadLetterAge() time.Duration {
+	if p.DiscardedAge > 0 {
+		return p.DiscardedAge
+	}
+	return p.Age
 }
 
 // JobCount is one row of JobCounts.
@@ -355,4 +367,22 @@ type BatchCompleter interface {
 type CompleteClaimer interface {
 	BatchCompleter
 	CompleteJobsAndClaim(ctx context.Context, ps []*CompleteParams, claim *ClaimParams) (completed, claimed []*Job, err error)
+}
+
+// KindStats is one kind's row of KindStatsStore.KindStats: what alerts on stuck jobs and a
+// growing dead-letter queue need.
+type KindStats struct {
+	Kind string
+	// OldestRunningAge is how long the kind's oldest running attempt has run, on the store's
+	// clock; 0 when none runs.
+	OldestRunningAge time.Duration
+	// DeadLetters counts the kind's discarded jobs.
+	DeadLetters int64
+}
+
+// KindStatsStore is implemented by job stores that report KindStats (SQLite, PostgreSQL). Its
+// cost grows with the running jobs and the dead letters, through indexes on those states.
+type KindStatsStore interface {
+	// KindStats returns a row for each kind with a running job or a dead letter.
+	KindStats(ctx context.Context) ([]*KindStats, error)
 }

@@ -265,6 +265,9 @@ func (p *CleanParams) Validate() error {
 	if p.Age < 0 {
 		return invalid("age", "must not be negative")
 	}
+	if p.DiscardedAge < 0 {
+		return invalid("discarded_age", "must not be negative")
+	}
 	return nil
 }
 

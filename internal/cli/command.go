@@ -8,12 +8,15 @@ package cli
 import (
 	"fmt"
 	"io"
-	"runtime/debug"
 )
 
 // version is set at build time with
 // -ldflags "-X github.com/batonhq/baton/internal/cli.version=v1.2.3".
 var version = ""
+
+// revision is the VCS revision, set at build time (-X .../internal/cli.revision=$(git rev-parse
+// HEAD)) where Go does not embed it itself (a git worktree, -buildvcs=false).
+var revision = ""
 
 // Main runs the baton command line args (without the program name) and returns its exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -60,7 +63,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "version", "--version", "-version", "-v":
-		fmt.Fprintln(stdout, "baton", versionString())
+		fmt.Fprintln(stdout, "baton", readBuildDetails())
 		return exitOK
 	case "help", "--help", "-help", "-h":
 		if len(args) > 1 && args[0] == "help" {
@@ -112,12 +115,4 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 }
 
-func versionString() string {
-	if version != "" {
-		return version
-	}
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
-		return info.Main.Version
-	}
-	return "devel"
-}
+func versionString() string { return readBuildDetails().Version }

@@ -40,6 +40,7 @@ type serveFlags struct {
 	insecureNoAuth                                      bool
 	maxWait, shutdownGrace                              time.Duration
 	reapInterval, jobRetention, maxQueueWait            time.Duration
+	deadLetterRetention                                 time.Duration
 	maxInflight, maxQueue                               int
 	// periodicFile names the periodic jobs file; periodic is what it holds.
 	periodicFile string
@@ -65,6 +66,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.reapInterval, "reap-interval", baton.DefaultReapInterval, "how often the maintenance leader returns jobs whose lease expired to the queue (env BATON_REAP_INTERVAL)")
 	fs.DurationVar(&f.jobRetention, "job-retention", baton.DefaultRetention, "how long finished jobs are kept before the cleaner deletes them (env BATON_JOB_RETENTION)")
 	fs.StringVar(&f.periodicFile, "periodic-file", envOr("BATON_PERIODIC_FILE", ""), "periodic jobs (JSON: {\"periodic\": [{\"name\", \"schedule\", \"kind\", \"resource\", \"args\"}]}) that the maintenance leader submits, one job per period (env BATON_PERIODIC_FILE)")
+	fs.DurationVar(&f.deadLetterRetention, "dead-letter-retention", 0, "how long dead letters (discarded jobs) are kept before the cleaner deletes them, apart from --job-retention; 0 keeps them until purged (env BATON_DEAD_LETTER_RETENTION)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, serveUsage)
 		fs.PrintDefaults()
@@ -79,7 +81,8 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "baton serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	if err := durationsFromEnv(fs, map[string]string{"reap-interval": "BATON_REAP_INTERVAL", "job-retention": "BATON_JOB_RETENTION"}); err != nil {
+	if err := durationsFromEnv(fs, map[string]string{"reap-interval": "BATON_REAP_INTERVAL", "job-retention": "BATON_JOB_RETENTION",
+		"dead-letter-retention": "BATON_DEAD_LETTER_RETENTION"}); err != nil {
 		fmt.Fprintf(stderr, "baton serve: %v\n", err)
 		return 2
 	}
@@ -90,6 +93,10 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		f.periodic = jobs
+	}
+	if f.deadLetterRetention < 0 {
+		fmt.Fprintf(stderr, "baton serve: --dead-letter-retention (or BATON_DEAD_LETTER_RETENTION) must not be negative (got %s)\n", f.deadLetterRetention)
+		return 2
 	}
 	var log *slog.Logger
 	switch f.logFormat {
@@ -141,7 +148,7 @@ func serve(ctx context.Context, f serveFlags, log *slog.Logger) error {
 	defer st.Close()
 	srv, err := server.New(server.Config{Store: st, Auth: auth, Logger: log, MaxWait: f.maxWait,
 		MaxInflight: f.maxInflight, MaxQueue: f.maxQueue, MaxQueueWait: f.maxQueueWait, Version: versionString(), StoreName: storeName,
-		Periodic: f.periodic})
+		Periodic: f.periodic, Revision: readBuildDetails().Revision})
 	if err != nil {
 		ln.Close()
 		return err
@@ -209,10 +216,12 @@ func startMaintenance(ctx context.Context, js store.JobStore, srv *server.Server
 		err := q.RunMaintenance(mctx, baton.MaintenanceConfig{
 			ReapInterval: f.reapInterval,
 			Retention:    f.jobRetention,
-			Backoff:      func(int) time.Duration { return 0 },
-			OnReaped:     srv.ObserveReaped,
-			Periodic:     f.periodic,
-			Logger:       log,
+			// 0 keeps dead letters until purged (CleanDiscarded stays false).
+			DeadLetterRetention: f.deadLetterRetention,
+			Backoff:             func(int) time.Duration { return 0 },
+			OnReaped:            srv.ObserveReaped,
+			Periodic:            f.periodic,
+			Logger:              log,
 		})
 		if err != nil && mctx.Err() == nil {
 			log.Error("baton: job maintenance stopped", "err", err)

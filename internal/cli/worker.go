@@ -25,7 +25,8 @@ import (
 )
 
 const workerUsage = `Usage: baton worker --kind KIND [--kind KIND2...] [--concurrency 10] [--lease-ttl 30s] [--grace 10s]
-         [--shutdown-timeout 30s] [--name NAME] -- CMD [ARGS...]
+         [--shutdown-timeout 30s] [--heartbeat-interval TTL/3] [--backoff-base 1s] [--backoff-max 1h]
+         [--name NAME] -- CMD [ARGS...]
 
 Run jobs of the given kinds from a baton server: CMD runs once per job, up to --concurrency
 jobs at once. Jobs on one resource run one at a time, in submission order, under a lease that
@@ -38,7 +39,8 @@ the worker renews (every TTL/3) while CMD runs.
 - CMD's stdout and stderr go to the worker's stderr, each line prefixed with "[job ID] ".
 - Exit code 0: the job succeeded. 65 (EX_DATAERR): a permanent failure, the job is discarded
   at once (no retry). Anything else, or death by a signal: the attempt failed and the job is
-  retried after a backoff while attempts remain, then discarded ('baton dlq'). The error
+  retried after a backoff (--backoff-base doubled per attempt, at most --backoff-max, jittered
+  down by up to half) while attempts remain, then discarded ('baton dlq'). The error
   recorded names the exit status and the last lines of CMD's stderr.
 - CMD runs in its own process group. If the job's lease is lost, the job is cancelled
   ('baton jobs cancel') or times out, or the shutdown timeout passes, the group gets SIGTERM,
@@ -102,6 +104,9 @@ func workerCommand(args []string, g *globals, stdout, stderr io.Writer) int {
 	grace := c.fs.Duration("grace", 10*time.Second, "when CMD must stop, how long it has between SIGTERM and SIGKILL; at most a third of --lease-ttl")
 	shutdownTimeout := c.fs.Duration("shutdown-timeout", baton.DefaultShutdownTimeout, "after SIGINT or SIGTERM, how long running CMDs may go on before they are stopped")
 	name := c.fs.String("name", "", "worker `name` recorded on the jobs it runs (default: host:pid:random)")
+	heartbeat := c.fs.Duration("heartbeat-interval", 0, "how often a running job's lease is renewed; positive, at most a third of --lease-ttl (default: a third of it)")
+	backoffBase := c.fs.Duration("backoff-base", baton.DefaultBackoffBase, "wait before the first retry of a failed job; doubled per attempt, jittered down by up to half")
+	backoffMax := c.fs.Duration("backoff-max", baton.DefaultBackoffMax, "longest wait before a retry")
 	cmdArgs, code, ok := c.parseUntilCommand(args)
 	if !ok {
 		return code
@@ -117,6 +122,10 @@ func workerCommand(args []string, g *globals, stdout, stderr io.Writer) int {
 		return c.usageError("--grace must not be negative")
 	case *shutdownTimeout < 0:
 		return c.usageError("--shutdown-timeout must not be negative")
+	}
+	backoff, code, ok := workerTuning(c, *leaseTTL, *heartbeat, *backoffBase, *backoffMax)
+	if !ok {
+		return code
 	}
 	// When heartbeats fail, CMD gets SIGTERM --grace before the job lease's local deadline and
 	// is dead by it: the grace must leave heartbeats (every TTL/3) time to succeed first.
@@ -153,7 +162,8 @@ func workerCommand(args []string, g *globals, stdout, stderr io.Writer) int {
 		return c.jobFail(g, err, nil, "")
 	}
 	w, err := q.NewWorker(baton.WorkerConfig{Name: *name, Concurrency: *concurrency, Handlers: handlers, StopGrace: *grace,
-		LeaseTTL: *leaseTTL, ShutdownTimeout: *shutdownTimeout, Logger: logger, OnJobEnd: x.ended})
+		LeaseTTL: *leaseTTL, HeartbeatInterval: *heartbeat, Backoff: backoff, ShutdownTimeout: *shutdownTimeout,
+		Logger: logger, OnJobEnd: x.ended})
 	if err != nil {
 		return c.jobFail(g, err, flagNames{"handlers": "--kind"}, "")
 	}

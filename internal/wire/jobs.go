@@ -256,7 +256,9 @@ type ReapResponse struct {
 type CleanRequest struct {
 	AgeMs     int64 `json:"age_ms,omitempty"`
 	Discarded bool  `json:"discarded,omitempty"`
-	Limit     int   `json:"limit,omitempty"`
+	// DiscardedAgeMs, with Discarded, is the age of the dead letters to delete (default AgeMs).
+	DiscardedAgeMs int64 `json:"discarded_age_ms,omitempty"`
+	Limit          int   `json:"limit,omitempty"`
 }
 
 // CleanResponse answers a clean.

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -109,13 +110,17 @@ func (s *Store) SubmitJobTx(ctx context.Context, tx pgx.Tx, p *store.SubmitParam
 	return res, nil
 }
 
-// SubmitJobTxAny is SubmitJobTx for callers that cannot name pgx.Tx (package baton).
+// SubmitJobTxAny is SubmitJobTx for callers that cannot name pgx.Tx (package baton): tx is a
+// pgx.Tx, or a *sql.Tx on pgx's stdlib driver (see SubmitJobSQLTx).
 func (s *Store) SubmitJobTxAny(ctx context.Context, tx any, p *store.SubmitParams) (*store.SubmitResult, error) {
-	t, ok := tx.(pgx.Tx)
-	if !ok {
-		return nil, &store.InvalidArgumentError{Field: "tx", Rule: fmt.Sprintf("must be a pgx.Tx for the postgres store (got %T)", tx)}
+	switch t := tx.(type) {
+	case pgx.Tx:
+		return s.SubmitJobTx(ctx, t, p)
+	case *sql.Tx:
+		return s.SubmitJobSQLTx(ctx, t, p)
 	}
-	return s.SubmitJobTx(ctx, t, p)
+	return nil, &store.InvalidArgumentError{Field: "tx",
+		Rule: fmt.Sprintf("must be a pgx.Tx or a *sql.Tx (pgx stdlib driver) for the postgres store (got %T)", tx)}
 }
 
 // submit: return the job an idempotency key names; else lock the resource row (so that its

@@ -147,12 +147,13 @@ func (s *Store) ReapJobs(ctx context.Context, p *store.ReapParams) ([]*store.Rea
 	return out, nil
 }
 
-// CleanJobs deletes finished jobs older than p.Age.
+// CleanJobs deletes finished jobs older than p.Age (dead letters, if p.Discarded, older than
+// p.DeadLetterAge()).
 func (s *Store) CleanJobs(ctx context.Context, p *store.CleanParams) (int, error) {
 	if err := p.Validate(); err != nil {
 		return 0, err
 	}
-	tag, err := s.pool.Exec(ctx, s.jq.clean, p.Age.Milliseconds(), p.Discarded, p.Limit)
+	tag, err := s.pool.Exec(ctx, s.jq.clean, p.Age.Milliseconds(), p.Discarded, p.Limit, p.DeadLetterAge().Milliseconds())
 	if err != nil {
 		return 0, s.jobErr("clean jobs", err)
 	}

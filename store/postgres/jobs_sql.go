@@ -140,8 +140,10 @@ AND (cardinality($1::bigint[]) = 0 OR j.id = ANY($1)) AND ($2 = '' OR j.kind = $
 WHERE j.state = 'running' AND (j.lease_expires_at IS NULL OR j.lease_expires_at <= now())
 ORDER BY j.lease_expires_at NULLS FIRST LIMIT $1`),
 		clean: q(`DELETE FROM {jobs} WHERE id IN (
-	SELECT id FROM {jobs} WHERE finished_at < now() - $1::bigint * interval '1 millisecond'
-	AND state IN ('succeeded', 'cancelled', 'skipped', CASE WHEN $2::bool THEN 'discarded' END)
+	SELECT id FROM {jobs} WHERE state IN ('succeeded', 'cancelled', 'discarded', 'skipped')
+	AND finished_at < now() - least($1::bigint, $4::bigint) * interval '1 millisecond'
+	AND CASE WHEN state = 'discarded' THEN $2::bool AND finished_at < now() - $4::bigint * interval '1 millisecond'
+		ELSE finished_at < now() - $1::bigint * interval '1 millisecond' END
 	ORDER BY finished_at LIMIT $3)`),
 		counts: q(`SELECT kind, state, count(*) FROM {jobs} WHERE state IN ` + unfinished + ` GROUP BY kind, state ORDER BY kind, state`),
 

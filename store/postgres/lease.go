@@ -42,7 +42,11 @@ func buildQueries(schema string) queries {
 		// session draws 6, acquires, releases; then 5 is granted). Here:
 		//   - The VALUES token is used only when the INSERT inserts, i.e. the key has no row.
 		//     Rows are never deleted, so that is the key's first grant ever: nothing to overtake.
-		//     (An operator deleting a row voids this; the store itself never does.)
+		//     (An operator deleting a row voids this; the store itself never does.) The VALUES
+		//     row is built even when the key has a row and the INSERT turns into the UPDATE, so
+		//     it draws from the sequence only when the statement's snapshot has no row for the
+		//     key (coalesce evaluates lazily): otherwise every refused attempt of a waiter, such
+		//     as an idle server polling for the maintenance lease, would burn a token.
 		//   - On conflict, DO UPDATE locks the existing row (waiting for any session that holds
 		//     it) before it evaluates WHERE and SET, so the nextval in SET is drawn after every
 		//     earlier grant of the key committed, and is larger than their tokens.
@@ -74,7 +78,8 @@ func buildQueries(schema string) queries {
 		acquire: `WITH ins AS (
 INSERT INTO ` + t + ` AS a
 	(key, lease_id, holder, token, acquired_at, expires_at, ended, available_at, cooldown_ms, lock_delay_ms, metadata)
-VALUES ($1, $2, $3, nextval(` + seq + `), now(), now() + $4::bigint * interval '1 millisecond', 0,
+VALUES ($1, $2, $3, coalesce((SELECT k.token FROM ` + t + ` k WHERE k.key = $1), nextval(` + seq + `)),
+	now(), now() + $4::bigint * interval '1 millisecond', 0,
 	now() + ($4::bigint + $7::bigint) * interval '1 millisecond', $6, $7, $5)
 ON CONFLICT (key) DO UPDATE SET
 	lease_id      = CASE WHEN a.available_at <= now() THEN excluded.lease_id ELSE a.lease_id END,

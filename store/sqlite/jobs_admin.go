@@ -139,18 +139,20 @@ func (s *Store) ReapJobs(ctx context.Context, p *store.ReapParams) ([]*store.Rea
 	return out, nil
 }
 
-// CleanJobs deletes succeeded, cancelled and skipped jobs (and discarded ones if p.Discarded)
-// that finished more than p.Age ago, oldest first, at most p.Limit.
+// CleanJobs deletes succeeded, cancelled and skipped jobs that finished more than p.Age ago (and
+// discarded ones if p.Discarded, more than p.DeadLetterAge() ago), oldest first, at most p.Limit.
 func (s *Store) CleanJobs(ctx context.Context, p *store.CleanParams) (int, error) {
 	if err := p.Validate(); err != nil {
 		return 0, err
 	}
 	var n int64
 	err := s.inTx(ctx, "clean jobs", func(x *jobTx) error {
+		dl := p.DeadLetterAge()
 		res, err := x.q.ExecContext(x.ctx, `DELETE FROM jobs WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_finished
 			WHERE state IN ('succeeded', 'cancelled', 'discarded', 'skipped') AND finished_at < ?1
-				AND (?2 OR state <> 'discarded')
-			ORDER BY finished_at LIMIT ?3)`, x.now.Add(-p.Age).UnixNano(), p.Discarded, p.Limit)
+				AND CASE WHEN state = 'discarded' THEN ?2 AND finished_at < ?4 ELSE finished_at < ?5 END
+			ORDER BY finished_at LIMIT ?3)`, x.now.Add(-min(p.Age, dl)).UnixNano(), p.Discarded, p.Limit,
+			x.now.Add(-dl).UnixNano(), x.now.Add(-p.Age).UnixNano())
 		if err != nil {
 			return err
 		}

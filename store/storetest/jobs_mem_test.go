@@ -509,10 +509,11 @@ func (s *memJobStore) CleanJobs(_ context.Context, p *store.CleanParams) (int, e
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cutoff := s.now().Add(-p.Age)
+	cutoff, dlCutoff := s.now().Add(-p.Age), s.now().Add(-p.DeadLetterAge())
 	var old []*store.Job
 	for _, j := range s.jobs {
-		if j.State.Final() && (j.State != store.JobDiscarded || p.Discarded) && j.FinishedAt.Before(cutoff) {
+		if j.State.Final() && (j.State != store.JobDiscarded && j.FinishedAt.Before(cutoff) ||
+			j.State == store.JobDiscarded && p.Discarded && j.FinishedAt.Before(dlCutoff)) {
 			old = append(old, j)
 		}
 	}

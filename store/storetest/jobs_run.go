@@ -69,6 +69,8 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"RetryByHand", testJobRetryByHand},
 		{"Purge", testJobPurge},
 		{"Clean", testJobClean},
+		{"CleanDeadLetterAge", testJobCleanDeadLetterAge},
+		{"KindStats", testJobKindStats},
 		{"Resources", testJobResources},
 		{"JobCounts", testJobCounts},
 		{"BadSubmit", testJobBadSubmit},

@@ -299,6 +299,7 @@ export interface ReapResponse {
 export interface CleanRequest {
   age_ms?: number;
   discarded?: boolean;
+  discarded_age_ms?: number;
   limit?: number;
 }
 

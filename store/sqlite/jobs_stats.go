@@ -1,0 +1,41 @@
+package sqlite
+
+import (
+	"context"
+	"time"
+
+	"github.com/batonhq/baton/store"
+)
+
+var _ store.KindStatsStore = (*Store)(nil)
+
+// KindStats returns each kind's oldest running attempt's age (on this process's clock, the
+// store's) and its dead letters, reading only jobs in those states (index jobs_by_state).
+func (s *Store) KindStats(ctx context.Context) ([]*store.KindStats, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT kind, coalesce(min(CASE WHEN state = 'running' THEN attempted_at END), 0),
+		sum(state = 'discarded')
+		FROM (SELECT kind, state, attempted_at FROM jobs WHERE state = 'running'
+			UNION ALL SELECT kind, state, NULL FROM jobs WHERE state = 'discarded')
+		GROUP BY kind ORDER BY kind`)
+	if err != nil {
+		return nil, s.wrap("kind stats", err)
+	}
+	defer rows.Close()
+	now := s.now()
+	var out []*store.KindStats
+	for rows.Next() {
+		var k store.KindStats
+		var started int64
+		if err := rows.Scan(&k.Kind, &started, &k.DeadLetters); err != nil {
+			return nil, s.wrap("kind stats", err)
+		}
+		if started > 0 {
+			k.OldestRunningAge = max(now.Sub(time.Unix(0, started)), 0)
+		}
+		out = append(out, &k)
+	}
+	return out, s.wrap("kind stats", rows.Err())
+}
