@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/server"
+	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/sqlite"
 )
 
@@ -18,15 +19,8 @@ func TestEventsWithoutAnAuditLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
-	srv, err := server.New(server.Config{Store: st, StoreName: "sqlite-no-audit"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	ts := httptest.NewServer(validating(t, srv.Handler()))
-	defer ts.Close()
-	f := &fixture{t: t, url: ts.URL, store: st}
+	t.Cleanup(func() { st.Close() }) // after the server (cleanups run last first)
+	f := serveStore(t, st, st, "sqlite-no-audit")
 	r := f.do("GET", "/v1/events", "", "", "")
 	if r.status != 501 || r.body["code"] != "not_implemented" || !strings.Contains(r.header.Get("Content-Type"), "application/problem+json") {
 		t.Fatalf("GET /v1/events without audit: %d %s %s", r.status, r.header.Get("Content-Type"), r.raw)
@@ -39,4 +33,20 @@ func TestEventsWithoutAnAuditLog(t *testing.T) {
 	if r := g.do("GET", "/v1/events", "", "", ""); r.status != 200 {
 		t.Errorf("GET /v1/events with audit: %d %s", r.status, r.raw)
 	}
+}
+
+// serveStore serves a server over st (named name), validated against the OpenAPI document,
+// until the test ends; raw is the SQLite store underneath, for the fixture.
+func serveStore(t *testing.T, st store.Store, raw *sqlite.Store, name string) *fixture {
+	t.Helper()
+	srv, err := server.New(server.Config{Store: st, StoreName: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(validating(t, srv.Handler()))
+	t.Cleanup(func() {
+		ts.Close()
+		srv.Close()
+	})
+	return &fixture{t: t, url: ts.URL, store: raw}
 }
