@@ -148,6 +148,13 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := serve(ctx, f, log); err != nil {
+		// A setting the server refuses is a usage error naming its flag, not the server's field.
+		var inv *store.InvalidArgumentError
+		if errors.As(err, &inv) {
+			if fl := c.fs.Lookup(strings.ReplaceAll(inv.Field, "_", "-")); fl != nil {
+				return c.usageError("--%s %s: %s", fl.Name, fl.Value, inv.Rule)
+			}
+		}
 		log.Error("baton serve", "err", err)
 		return 1
 	}
