@@ -24,6 +24,12 @@ if ! pg_up; then
   fi
   echo "test.sh: WARNING: PostgreSQL unreachable; its tests will be skipped (they fail under CI)" >&2
 fi
+# The server answers but the database may be missing (the first run on a fresh PostgreSQL):
+# create it, or stop here saying what to do (its tests would fail, not skip).
+if pg_up && ! scripts/pg-test-db.sh "$BATON_TEST_POSTGRES_DSN"; then
+  echo "test.sh: FATAL: the PostgreSQL test database is missing and could not be created" >&2
+  exit 1
+fi
 
 # The end-to-end tests run the curl examples of docs/http-api.md, which use jq.
 if ! command -v jq >/dev/null; then
@@ -51,6 +57,8 @@ else
   echo "test.sh: WARNING: dynalite could not be installed; the DynamoDB tests will be skipped (they fail under CI)" >&2
 fi
 
+echo "== go mod tidy -diff (every module)"
+scripts/tidy-check.sh
 echo "== go vet"
 go vet ./...
 echo "== go test -race"

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -8,8 +9,15 @@ import (
 	"github.com/batonhq/baton/store"
 )
 
-// events lists the audit log (admin: it names every holder and every operator's reasons).
+// events lists the audit log (admin: it names every holder and every operator's reasons). A store
+// that keeps no audit log (Redis, or one opened without it) answers 501 rather than an empty list,
+// which would read as "nothing happened".
 func (s *Server) events(w http.ResponseWriter, r *http.Request, _ principal) {
+	if !s.cfg.Store.Capabilities().Audit {
+		writeProblem(w, newProblem(http.StatusNotImplemented, "not_implemented",
+			fmt.Sprintf("this server's store (%s) keeps no audit log: events are recorded only on SQLite and PostgreSQL stores", s.cfg.StoreName)))
+		return
+	}
 	q, ok := query(w, r)
 	if !ok {
 		return

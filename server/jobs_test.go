@@ -529,16 +529,9 @@ func TestJobRoutesWithoutAJobStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(func() { st.Close() }) // after the server (cleanups run last first)
 	leasesOnly, _ := storetest.SignalRefusal(st) // a store.Store and nothing more
-	srv, err := server.New(server.Config{Store: leasesOnly, StoreName: "leases-only"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	ts := httptest.NewServer(validating(t, srv.Handler()))
-	defer ts.Close()
-	f := &fixture{t: t, url: ts.URL, store: st}
+	f := serveStore(t, leasesOnly, st, "leases-only")
 	for _, c := range []struct{ method, path string }{{"POST", "/v1/jobs"}, {"GET", "/v1/jobs/1"}, {"GET", "/v1/kinds"}, {"GET", "/v1/resources/x"}} {
 		if r := f.do(c.method, c.path, "", "application/json", `{}`); r.status != 501 || r.body["code"] != "not_implemented" {
 			t.Errorf("%s %s without a job store: %d %s", c.method, c.path, r.status, r.raw)

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -24,14 +25,24 @@ import (
 const serveUsage = `Usage: baton serve [flags]
 
 Runs the Baton HTTP API over a lease store. Every flag can also be set with an environment
-variable BATON_<NAME> (e.g. BATON_STORE, BATON_AUTH_FILE); a flag on the command line wins.
+variable: BATON_ and the flag's name in upper case with _ for - (BATON_STORE, BATON_AUTH_FILE,
+BATON_SHUTDOWN_GRACE, ...); a flag on the command line wins.
+
+Store URLs:
+  sqlite://./baton.db                     a SQLite file (default); leases, jobs, audit log
+  postgres://user:pass@host/db            PostgreSQL (?baton_schema=S, default "baton"); leases, jobs, audit log
+  redis://host:6379/0, rediss://…         one Redis server (?baton_prefix=P); leases only, no audit log
+  redis+redlock://h1:p1,h2:p2,h3:p3       Redlock over independent Redis servers; leases only
+
+Only in the baton-full binary (cmd/baton-full), not in baton:
+  etcd://h1:2379,h2:2379                  etcd (?baton_prefix=P); leases only, no audit log
+  kubernetes://NAMESPACE                  Lease objects (?kubeconfig=PATH); leases only
+  dynamodb://TABLE                        a DynamoDB table (?region=R); leases only
 
 Examples:
   baton serve                                        # SQLite file ./baton.db, 127.0.0.1:7725
   baton serve --store postgres://baton@db/app         # PostgreSQL, schema "baton"
   baton serve --listen :7725 --auth-file tokens.txt --tls-cert c.pem --tls-key k.pem
-
-Flags:
 `
 
 // serveFlags are the serve command's settings.
@@ -47,45 +58,88 @@ type serveFlags struct {
 	periodic     []baton.PeriodicJob
 }
 
-func serveCommand(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// newServeCommand is the serve command's flag set, its flags not yet read from the environment
+// (serveFromEnv does that after parsing, for the flags the command line did not give).
+func newServeCommand(stdout, stderr io.Writer) (*command, *serveFlags) {
+	c := newCommand("baton serve", serveUsage, stdout, stderr)
+	fs := c.fs
 	var f serveFlags
-	fs.StringVar(&f.listen, "listen", envOr("BATON_LISTEN", "127.0.0.1:7725"), "address to listen on (env BATON_LISTEN)")
-	fs.StringVar(&f.store, "store", envOr("BATON_STORE", "sqlite://./baton.db"), "store URL: sqlite://PATH, postgres://…, redis://… (refused without appendonly yes and appendfsync always unless ?baton_allow_volatile=true) or redis+redlock://h1:p1,h2:p2,h3:p3 (env BATON_STORE)")
-	fs.StringVar(&f.authFile, "auth-file", envOr("BATON_AUTH_FILE", ""), "bearer tokens: lines of \"name role sha256-hex\" (env BATON_AUTH_FILE)")
-	fs.StringVar(&f.tlsCert, "tls-cert", envOr("BATON_TLS_CERT", ""), "TLS certificate file (env BATON_TLS_CERT)")
-	fs.StringVar(&f.tlsKey, "tls-key", envOr("BATON_TLS_KEY", ""), "TLS key file (env BATON_TLS_KEY)")
-	fs.StringVar(&f.logFormat, "log-format", envOr("BATON_LOG_FORMAT", "text"), "text or json (env BATON_LOG_FORMAT)")
-	fs.BoolVar(&f.insecureNoAuth, "insecure-no-auth", os.Getenv("BATON_INSECURE_NO_AUTH") == "true", "allow a non-loopback address without --auth-file (env BATON_INSECURE_NO_AUTH=true)")
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:7725", "address to listen on")
+	fs.StringVar(&f.store, "store", "sqlite://./baton.db", "store URL: sqlite://PATH, postgres://…, redis://HOST:PORT/DB or rediss://… (refused without appendonly yes and appendfsync always unless ?baton_allow_volatile=true), redis+redlock://h1:p1,h2:p2,h3:p3; etcd://…, kubernetes://… and dynamodb://… only in the baton-full binary (cmd/baton-full)")
+	fs.StringVar(&f.authFile, "auth-file", "", "bearer tokens: lines of \"name role sha256-hex\"")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "TLS key file")
+	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
+	fs.BoolVar(&f.insecureNoAuth, "insecure-no-auth", false, "allow a non-loopback address without --auth-file")
 	fs.DurationVar(&f.maxWait, "max-wait", server.DefaultMaxWait, "longest server-side wait of one acquire request")
 	fs.IntVar(&f.maxInflight, "max-inflight", 0, "store calls in flight at once; more wait, renewals and releases first (0: twice the store's connections, at least 8, at most 64)")
 	fs.DurationVar(&f.maxQueueWait, "max-queue-wait", server.DefaultMaxQueueWait, "once the oldest waiting acquire, listing, submit or claim has waited this long, new ones get 503 overloaded with Retry-After until the store catches up (renewals and releases are never shed for time; -1s: no bound)")
 	fs.IntVar(&f.maxQueue, "max-queue", server.DefaultMaxQueue, "store calls that may wait; past it new acquires, listings, submits and claims get 503 overloaded with Retry-After (renewals and releases: 4x; -1: no bound)")
 	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 10*time.Second, "how long SIGTERM waits for requests in flight")
-	fs.DurationVar(&f.reapInterval, "reap-interval", baton.DefaultReapInterval, "how often the maintenance leader returns jobs whose lease expired to the queue (env BATON_REAP_INTERVAL)")
-	fs.DurationVar(&f.jobRetention, "job-retention", baton.DefaultRetention, "how long finished jobs are kept before the cleaner deletes them (env BATON_JOB_RETENTION)")
-	fs.StringVar(&f.periodicFile, "periodic-file", envOr("BATON_PERIODIC_FILE", ""), "periodic jobs (JSON: {\"periodic\": [{\"name\", \"schedule\", \"kind\", \"resource\", \"args\"}]}) that the maintenance leader submits, one job per period (env BATON_PERIODIC_FILE)")
-	fs.DurationVar(&f.deadLetterRetention, "dead-letter-retention", 0, "how long dead letters (discarded jobs) are kept before the cleaner deletes them, apart from --job-retention; 0 keeps them until purged (env BATON_DEAD_LETTER_RETENTION)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, serveUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
+	fs.DurationVar(&f.reapInterval, "reap-interval", baton.DefaultReapInterval, "how often the maintenance leader returns jobs whose lease expired to the queue")
+	fs.DurationVar(&f.jobRetention, "job-retention", baton.DefaultRetention, "how long finished jobs are kept before the cleaner deletes them")
+	fs.StringVar(&f.periodicFile, "periodic-file", "", "periodic jobs (JSON: {\"periodic\": [{\"name\", \"schedule\", \"kind\", \"resource\", \"args\"}]}) that the maintenance leader submits, one job per period")
+	fs.DurationVar(&f.deadLetterRetention, "dead-letter-retention", 0, "how long dead letters (discarded jobs) are kept before the cleaner deletes them, apart from --job-retention; 0 keeps them until purged")
+	// Every flag has its variable, named in its help: one rule, so none is forgotten.
+	fs.VisitAll(func(fl *flag.Flag) { fl.Usage += " (env " + serveEnvName(fl.Name) + ")" })
+	return c, &f
+}
+
+// serveEnvName is the environment variable of a serve flag: BATON_ and the flag's name in upper
+// case with "_" for "-" (--shutdown-grace: BATON_SHUTDOWN_GRACE).
+func serveEnvName(flagName string) string {
+	return "BATON_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// serveFromEnv sets each flag the command line did not give from its environment variable, if
+// set; a value the flag refuses is an error naming the variable and the rule (never ignored).
+func serveFromEnv(fs *flag.FlagSet) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		env := serveEnvName(f.Name)
+		v, ok := os.LookupEnv(env)
+		if !ok || given[f.Name] || err != nil {
+			return
 		}
-		return 2
+		if f.Value.Set(v) != nil {
+			err = fmt.Errorf("%s=%q: %s", env, v, valueRule(f))
+		}
+	})
+	return err
+}
+
+// valueRule says what a flag's value must be, from its type.
+func valueRule(f *flag.Flag) string {
+	g, _ := f.Value.(flag.Getter)
+	if g == nil {
+		return "invalid value"
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "baton serve: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	switch g.Get().(type) {
+	case bool:
+		return "must be true or false"
+	case int:
+		return "must be an integer"
+	case time.Duration:
+		return "must be a duration such as 5s or 24h"
 	}
-	if err := durationsFromEnv(fs, map[string]string{"reap-interval": "BATON_REAP_INTERVAL", "job-retention": "BATON_JOB_RETENTION",
-		"dead-letter-retention": "BATON_DEAD_LETTER_RETENTION"}); err != nil {
-		fmt.Fprintf(stderr, "baton serve: %v\n", err)
-		return 2
+	return "invalid value"
+}
+
+func serveCommand(args []string, stdout, stderr io.Writer) int {
+	c, fp := newServeCommand(stdout, stderr)
+	pos, code, ok := c.parse(args)
+	if !ok {
+		return code
 	}
+	if len(pos) > 0 {
+		return c.usageError("unexpected argument %q", pos[0])
+	}
+	if err := serveFromEnv(c.fs); err != nil {
+		return c.usageError("%v", err)
+	}
+	f := *fp
 	if f.periodicFile != "" {
 		jobs, err := readPeriodicFile(f.periodicFile)
 		if err != nil {
@@ -95,8 +149,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		f.periodic = jobs
 	}
 	if f.deadLetterRetention < 0 {
-		fmt.Fprintf(stderr, "baton serve: --dead-letter-retention (or BATON_DEAD_LETTER_RETENTION) must not be negative (got %s)\n", f.deadLetterRetention)
-		return 2
+		return c.usageError("--dead-letter-retention (or BATON_DEAD_LETTER_RETENTION) must not be negative (got %s)", f.deadLetterRetention)
 	}
 	var log *slog.Logger
 	switch f.logFormat {
@@ -108,9 +161,17 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "baton serve: --log-format must be text or json, not %q\n", f.logFormat)
 		return 2
 	}
+	quietRedis(log)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := serve(ctx, f, log); err != nil {
+		// A setting the server refuses is a usage error naming its flag, not the server's field.
+		var inv *store.InvalidArgumentError
+		if errors.As(err, &inv) {
+			if fl := c.fs.Lookup(strings.ReplaceAll(inv.Field, "_", "-")); fl != nil {
+				return c.usageError("--%s %s: %s", fl.Name, fl.Value, inv.Rule)
+			}
+		}
 		log.Error("baton serve", "err", err)
 		return 1
 	}
@@ -136,7 +197,7 @@ func serve(ctx context.Context, f serveFlags, log *slog.Logger) error {
 	if auth == nil {
 		if !isLoopback(ln.Addr()) && !f.insecureNoAuth {
 			ln.Close()
-			return fmt.Errorf("refusing to listen on %s without --auth-file: anyone could force-release locks (use a loopback address, --auth-file, or --insecure-no-auth)", ln.Addr())
+			return fmt.Errorf("refusing to listen on %s without --auth-file: anyone could force-release locks (use a loopback address, --auth-file, or --insecure-no-auth)", f.listen)
 		}
 		log.Warn("no --auth-file: every caller is admin", "listen", ln.Addr().String())
 	}
@@ -230,31 +291,7 @@ func startMaintenance(ctx context.Context, js store.JobStore, srv *server.Server
 	return func() { cancel(); <-done }, nil
 }
 
-// durationsFromEnv sets each flag not given on the command line from its environment variable,
-// if set; a value that is not a duration is an error naming the variable (never ignored).
-func durationsFromEnv(fs *flag.FlagSet, envOf map[string]string) error {
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	for name, env := range envOf {
-		v, ok := os.LookupEnv(env)
-		if !ok || given[name] {
-			continue
-		}
-		if err := fs.Set(name, v); err != nil {
-			return fmt.Errorf("%s=%q: must be a duration such as 5s or 24h", env, v)
-		}
-	}
-	return nil
-}
-
 func isLoopback(a net.Addr) bool {
 	tcp, ok := a.(*net.TCPAddr)
 	return ok && tcp.IP.IsLoopback()
-}
-
-func envOr(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok {
-		return v
-	}
-	return def
 }

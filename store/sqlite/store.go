@@ -87,6 +87,9 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 	if cfg.Synchronous != "" && cfg.Synchronous != "FULL" && cfg.Synchronous != "NORMAL" {
 		return nil, &store.InvalidArgumentError{Field: "synchronous", Rule: `must be "FULL" or "NORMAL"`}
 	}
+	if err := checkDir(path); err != nil {
+		return nil, err
+	}
 	cfg = cfg.withDefaults()
 	db, err := sql.Open("sqlite", DSN(path, cfg))
 	if err != nil {

@@ -81,7 +81,9 @@ export function lock(route) {
   const refresh = paged(f, async () => {
     const [cur, evs] = await Promise.all([
       api('GET', 'v1/locks/' + key.split('/').map(enc).join('/')).catch((e) => { if (e.status === 404) return null; throw e; }),
-      can('admin') ? api('GET', 'v1/events' + q({ key, cursor: p.get('cursor'), limit: PAGE })) : null,
+      // A store without an audit log (Redis, etcd, …) answers 501: say so instead of failing the page.
+      can('admin') ? api('GET', 'v1/events' + q({ key, cursor: p.get('cursor'), limit: PAGE }))
+        .catch((e) => { if (e.status === 501) return { none: e.message }; throw e; }) : null,
     ]);
     const l = cur && cur.lease;
     const parts = [l
@@ -94,8 +96,9 @@ export function lock(route) {
         onclick: forceRelease(key, refresh) }, 'Force-release…')));
     }
     parts.push(h('h2', {}, 'Audit history'));
-    parts.push(evs ? [eventsTable(evs.events), pager('#/locks/' + enc(key), p, 'cursor', evs.next_cursor)]
-      : h('p', { class: 'muted' }, 'The audit log needs a token with the admin role.'));
+    parts.push(evs && evs.none ? h('p', { class: 'muted' }, evs.none)
+      : evs ? [eventsTable(evs.events), pager('#/locks/' + enc(key), p, 'cursor', evs.next_cursor)]
+        : h('p', { class: 'muted' }, 'The audit log needs a token with the admin role.'));
     replace(f.data, parts);
   });
   return { el: f.el, refresh };
