@@ -185,6 +185,7 @@ func (s *Server) routeTable() []route {
 		{"/v1/locks/renew-batch", http.MethodPost, "renew_batch", RoleWrite, s.renewBatch},
 		{"/v1/locks/release", http.MethodPost, "release", RoleWrite, s.release},
 		{"/v1/locks/force-release", http.MethodPost, "force_release", RoleAdmin, s.forceRelease},
+		{"/v1/locks/clear-rest", http.MethodPost, "clear_rest", RoleAdmin, s.clearRest}, // rest.go
 		{"/v1/locks/{key...}", http.MethodGet, "get", RoleRead, s.get},
 		{"/v1/locks", http.MethodGet, "list", RoleRead, s.list},
 		{"/v1/events", http.MethodGet, "events", RoleAdmin, s.events},

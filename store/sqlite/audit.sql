@@ -20,3 +20,11 @@ BEGIN
             iif(NEW.ended = 1, 'release', 'force_release'), NEW.key, NEW.lease_id, NEW.holder, NEW.token,
             iif(NEW.ended = 1, NEW.holder, NEW.end_actor), iif(NEW.ended = 1, '', NEW.end_reason));
 END;
+-- ClearRest: the only update that sets end_actor without ending a live lease.
+CREATE TRIGGER IF NOT EXISTS leases_audit_clear_rest AFTER UPDATE OF end_actor ON leases
+WHEN OLD.ended = NEW.ended AND NEW.available_at < OLD.available_at
+BEGIN
+    INSERT INTO events (at, kind, key, lease_id, holder, token, actor, reason)
+    VALUES (NEW.available_at, 'clear_rest', NEW.key, NEW.lease_id, NEW.holder, NEW.token, NEW.end_actor,
+            NEW.end_reason);
+END;

@@ -79,6 +79,17 @@ export interface ForceReleaseRequest {
   actor?: string;
 }
 
+export interface Rest {
+  key: string;
+  reason: "cooldown" | "lock-delay";
+  /** what was left of the rest */
+  remaining_ms: number;
+}
+
+export interface RestResponse {
+  rest: Rest;
+}
+
 export interface ListResponse {
   leases: Lease[];
   /** absent on the last page */
@@ -88,7 +99,7 @@ export interface ListResponse {
 export interface Event {
   id: number;
   at: string;
-  kind: "acquire" | "release" | "expiry_takeover" | "force_release";
+  kind: "acquire" | "release" | "expiry_takeover" | "force_release" | "clear_rest";
   key: string;
   lease_id: string;
   holder: string;
