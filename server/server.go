@@ -212,6 +212,7 @@ func (s *Server) routeTable() []route {
 		{"/v1/resources", http.MethodGet, "resources", RoleRead, s.jobRoute(s.listResources)},
 		{"/v1/resources/{key...}", http.MethodGet, "resource", RoleRead, s.jobRoute(s.getResource)},
 		{"/v1/resources/{key...}", http.MethodPut, "resource", RoleAdmin, s.jobRoute(s.setResourceState)},
+		{"/v1/resources/{key...}", http.MethodPost, "resource_cooldown", RoleAdmin, s.jobRoute(s.clearResourceCooldown)}, // resource_cooldown.go
 		// Fences for resources outside the store (fences.go).
 		{"/v1/fences/check", http.MethodPost, "fence_check", RoleWrite, s.checkFence},
 		{"/healthz", http.MethodGet, "healthz", RoleNone, s.healthz},

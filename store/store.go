@@ -176,6 +176,9 @@ const (
 	EventExpiryTakeover = "expiry_takeover" // a grant that took over an expired, unreleased lease
 	EventForceRelease   = "force_release"
 	EventClearRest      = "clear_rest" // an admin ended a key's cooldown or lock-delay early
+	// EventResourceCooldownCleared: an admin ended a job resource's cooldown early; Key is the
+	// resource, Token the job whose end had started the cooldown.
+	EventResourceCooldownCleared = "resource_cooldown_cleared"
 )
 
 // Event is one entry of the audit log.

@@ -99,7 +99,7 @@ export interface ListResponse {
 export interface Event {
   id: number;
   at: string;
-  kind: "acquire" | "release" | "expiry_takeover" | "force_release" | "clear_rest";
+  kind: "acquire" | "release" | "expiry_takeover" | "force_release" | "clear_rest" | "resource_cooldown_cleared";
   key: string;
   lease_id: string;
   holder: string;
@@ -171,6 +171,10 @@ export interface JobError {
   at?: string;
   code: string;
   message: string;
+  /** resource_cooldown only: when the resource's cooldown ends */
+  until?: string;
+  /** resource_cooldown only: how much of the cooldown was left at the submit */
+  remaining_ms?: number;
 }
 
 export interface Job {
@@ -328,6 +332,8 @@ export interface Kind {
   running_state?: string;
   success_state?: string;
   failure_state?: string;
+  /** after a job of this kind ends on a resource (after an attempt), the resource cools down this long for every kind: submits to it are skipped (error code resource_cooldown) */
+  resource_cooldown_ms?: number;
 }
 
 export interface KindsRequest {
@@ -346,6 +352,22 @@ export interface Resource {
   /** 0 when none runs */
   running_job: number;
   unfinished: number;
+  cooldown?: ResourceCooldown;
+}
+
+/** a resource's cooldown (set while it cools down; the answer of clear-cooldown: what was cleared) */
+export interface ResourceCooldown {
+  resource: string;
+  until: string;
+  remaining_ms: number;
+  /** the job whose end started it */
+  job: number;
+}
+
+export interface ClearCooldownRequest {
+  reason: string;
+  /** recorded only on a server without auth */
+  actor?: string;
 }
 
 export interface ResourcesResponse {
