@@ -24,10 +24,7 @@ func (s *Server) clearResourceCooldown(w http.ResponseWriter, r *http.Request, w
 	if !decode(w, r, &req) {
 		return
 	}
-	actor := who.name
-	if s.cfg.Auth == nil && req.Actor != "" {
-		actor = req.Actor
-	}
+	actor := s.adminActor(who, req.Actor)
 	p := &store.ClearCooldownParams{Resource: key, Reason: req.Reason, Actor: actor}
 	if err := p.Validate(); err != nil {
 		writeProblem(w, invalid(err))

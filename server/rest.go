@@ -14,10 +14,7 @@ func (s *Server) clearRest(w http.ResponseWriter, r *http.Request, who principal
 	if !decode(w, r, &req) {
 		return
 	}
-	actor := who.name
-	if s.cfg.Auth == nil && req.Actor != "" {
-		actor = req.Actor
-	}
+	actor := s.adminActor(who, req.Actor)
 	rest, err := s.st.ClearRest(r.Context(), &store.ForceReleaseParams{Key: req.Key, Reason: req.Reason, Actor: actor})
 	if err != nil {
 		s.writeError(w, r, err)

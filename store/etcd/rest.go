@@ -2,9 +2,7 @@ package etcd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -35,22 +33,9 @@ func (s *Store) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*st
 			if kv == nil {
 				continue
 			}
-			reason, capNs := store.ReasonLockDelay, int64(0)
-			if kv == st.rest {
-				var r rest
-				if json.Unmarshal(kv.Value, &r) == nil {
-					reason, capNs = r.Reason, r.Ns
-				}
-			}
-			left, ok, err := s.remaining(ctx, clientv3.LeaseID(kv.Lease))
+			reason, left, err := s.restLeft(ctx, st, kv)
 			if err != nil {
 				return nil, err
-			}
-			if !ok {
-				left = time.Millisecond
-			}
-			if capNs > 0 {
-				left = min(left, time.Duration(capNs))
 			}
 			if left > out.Remaining {
 				out.Reason, out.Remaining = reason, left
