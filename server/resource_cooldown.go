@@ -3,7 +3,6 @@ package server
 import (
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
@@ -14,10 +13,8 @@ import (
 // resource is not cooling down. The audit log names the token (or, without auth, the caller's
 // actor) and the reason.
 func (s *Server) clearResourceCooldown(w http.ResponseWriter, r *http.Request, who principal) {
-	key, ok := strings.CutSuffix(r.PathValue("key"), "/clear-cooldown")
+	key, ok := resourceKey(w, r, "/clear-cooldown", "clear a resource's cooldown with POST /v1/resources/{key}/clear-cooldown")
 	if !ok {
-		writeProblem(w, newProblem(http.StatusNotFound, "not_found",
-			fmt.Sprintf("no such endpoint: %s %s (clear a resource's cooldown with POST /v1/resources/{key}/clear-cooldown)", r.Method, r.URL.Path)))
 		return
 	}
 	var req wire.ClearCooldownRequest
