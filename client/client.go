@@ -330,6 +330,23 @@ func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (
 	return resp.Lease.Store(), nil
 }
 
+// ClearRest ends a resting key's cooldown or lock-delay (admin role) and wakes a local waiter
+// on the key.
+func (s *Store) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*store.Rest, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	var resp wire.RestResponse
+	if err := s.do(ctx, http.MethodPost, "/v1/locks/clear-rest", nil, wire.ForceReleaseRequest{Key: p.Key, Reason: p.Reason, Actor: p.Actor}, &resp); err != nil {
+		return nil, err
+	}
+	s.hub.Notify(p.Key)
+	return &store.Rest{Key: resp.Rest.Key, Reason: resp.Rest.Reason, Remaining: time.Duration(resp.Rest.RemainingMs) * time.Millisecond}, nil
+}
+
 // Events lists the server's audit log (an admin call).
 func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Event, error) {
 	if err := s.check(); err != nil {

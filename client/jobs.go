@@ -425,6 +425,25 @@ func (s *Store) SetResourceState(ctx context.Context, p *store.SetResourceStateP
 	return resp.Store(), nil
 }
 
+// ClearResourceCooldown ends a resource's cooldown early (an admin call) and returns what it
+// was; store.ErrNotFound if the resource is not cooling down.
+func (s *Store) ClearResourceCooldown(ctx context.Context, p *store.ClearCooldownParams) (*store.ResourceCooldown, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	var resp wire.ResourceCooldown
+	if err := s.do(ctx, http.MethodPost, "/v1/resources/"+keyPath(p.Resource+"/clear-cooldown"), nil,
+		wire.ClearCooldownRequest{Reason: p.Reason, Actor: p.Actor}, &resp); err != nil {
+		return nil, err
+	}
+	// The head the cooldown held back may be claimable now.
+	s.jobHub.notifyAll()
+	return resp.Store(), nil
+}
+
 // SubscribeJobs registers a local waiter for jobs of kind. The server cannot push to this
 // store, and it needs no push: a claim through it is a long-poll that the server answers as
 // soon as a job of its kinds is claimable. The wake-ups are local hints, for the one thing a

@@ -254,6 +254,10 @@ func (s *gatedStore) ForceRelease(ctx context.Context, p *store.ForceReleasePara
 	return do(s.g, ctx, classKeep, func() (*store.Lease, error) { return s.Store.ForceRelease(ctx, p) })
 }
 
+func (s *gatedStore) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*store.Rest, error) {
+	return do(s.g, ctx, classKeep, func() (*store.Rest, error) { return s.Store.ClearRest(ctx, p) })
+}
+
 func (s *gatedStore) Get(ctx context.Context, key string) (*store.Lease, error) {
 	return do(s.g, ctx, classNew, func() (*store.Lease, error) { return s.Store.Get(ctx, key) })
 }

@@ -358,6 +358,9 @@ func storeKind(k *wire.Kind) (store.Kind, *problem) {
 	if _, prob := msDuration("cooldown_ms", k.CooldownMs, store.MaxPause); prob != nil {
 		return store.Kind{}, prob
 	}
+	if _, prob := msDuration("resource_cooldown_ms", k.ResourceCooldownMs, store.MaxPause); prob != nil {
+		return store.Kind{}, prob
+	}
 	sk := k.Store()
 	if err := sk.Validate(); err != nil {
 		return store.Kind{}, invalid(err)

@@ -205,7 +205,11 @@ func TestBadSubmitsGetProblemsAndWriteNothing(t *testing.T) {
 		{"empty state", "PUT", "/v1/resources/r/state", adminToken, `{"state":""}`, 400, "invalid_argument", "state"},
 		{"state not a string", "PUT", "/v1/resources/r/state", adminToken, `{"state":1}`, 400, "invalid_argument", "state"},
 		{"state without the /state suffix", "PUT", "/v1/resources/r", adminToken, `{"state":"S"}`, 404, "not_found", ""},
-		{"resource wrong method", "POST", "/v1/resources/r", adminToken, `{}`, 405, "method_not_allowed", ""},
+		{"clear-cooldown without the suffix", "POST", "/v1/resources/r", adminToken, `{"reason":"x"}`, 404, "not_found", ""},
+		{"clear-cooldown without a reason", "POST", "/v1/resources/r/clear-cooldown", adminToken, `{}`, 400, "invalid_argument", "reason"},
+		{"clear-cooldown by a writer", "POST", "/v1/resources/r/clear-cooldown", writeToken, `{"reason":"x"}`, 403, "forbidden", ""},
+		{"clear-cooldown of a resource not cooling down", "POST", "/v1/resources/r/clear-cooldown", adminToken, `{"reason":"x"}`, 404, "not_found", ""},
+		{"resource wrong method", "DELETE", "/v1/resources/r", adminToken, ``, 405, "method_not_allowed", ""},
 		{"unknown resource", "GET", "/v1/resources/none", readToken, "", 404, "not_found", ""},
 		{"bad resource limit", "GET", "/v1/resources?limit=-2", readToken, "", 400, "invalid_argument", "limit"},
 	} {
@@ -214,8 +218,8 @@ func TestBadSubmitsGetProblemsAndWriteNothing(t *testing.T) {
 			t.Errorf("%s: %d %s; want %d %s field %q", c.name, r.status, r.raw, c.status, c.code, c.field)
 		}
 	}
-	if r := f.do("POST", "/v1/resources/r", adminToken, "application/json", `{}`); r.header.Get("Allow") != "GET, PUT" {
-		t.Errorf("Allow on a resource = %q; want GET, PUT", r.header.Get("Allow"))
+	if r := f.do("DELETE", "/v1/resources/r", adminToken, "application/json", ``); r.header.Get("Allow") != "GET, PUT, POST" {
+		t.Errorf("Allow on a resource = %q; want GET, PUT, POST", r.header.Get("Allow"))
 	}
 	if jobs, resources := f.counts(); jobs != 0 || resources != 0 {
 		t.Fatalf("bad requests wrote %d jobs and %d resources", jobs, resources)

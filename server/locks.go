@@ -289,12 +289,7 @@ func (s *Server) forceRelease(w http.ResponseWriter, r *http.Request, who princi
 	if !decode(w, r, &req) {
 		return
 	}
-	// The audit log names the token that did it. Without auth nobody has an identity, so the
-	// caller's own word is all there is.
-	actor := who.name
-	if s.cfg.Auth == nil && req.Actor != "" {
-		actor = req.Actor
-	}
+	actor := s.adminActor(who, req.Actor)
 	sl, err := s.st.ForceRelease(r.Context(), &store.ForceReleaseParams{Key: req.Key, Reason: req.Reason, Actor: actor})
 	if err != nil {
 		s.writeError(w, r, err)
@@ -303,6 +298,15 @@ func (s *Server) forceRelease(w http.ResponseWriter, r *http.Request, who princi
 	s.log.Info("lease force-released", "key", sl.Key, "lease_id", sl.ID, "holder", sl.Holder, "token", sl.Token,
 		"actor", who.name, "reason", req.Reason)
 	writeJSON(w, http.StatusOK, wire.LeaseResponse{Lease: wire.LeaseFrom(sl)})
+}
+
+// adminActor is who the audit log names for an admin's change: the token's name. Without auth
+// nobody has an identity, so the caller's own word (actor) is all there is.
+func (s *Server) adminActor(who principal, actor string) string {
+	if s.cfg.Auth == nil && actor != "" {
+		return actor
+	}
+	return who.name
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request, who principal) {

@@ -61,6 +61,9 @@ func specPath(method, pattern string) string {
 	if method == http.MethodPut && p == "/v1/resources/{key}" {
 		p += "/state"
 	}
+	if method == http.MethodPost && p == "/v1/resources/{key}" {
+		p += "/clear-cooldown"
+	}
 	return p
 }
 

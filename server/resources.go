@@ -60,13 +60,23 @@ func (s *Server) getResource(w http.ResponseWriter, r *http.Request, _ principal
 	writeJSON(w, http.StatusOK, wire.ResourceFrom(res))
 }
 
+// resourceKey is the key of a /v1/resources/{key}/ACTION route: the path between the prefix and
+// the last suffix (a wildcard cannot be followed by more of the pattern). Without the suffix it
+// answers 404, naming the route (hint).
+func resourceKey(w http.ResponseWriter, r *http.Request, suffix, hint string) (string, bool) {
+	key, ok := strings.CutSuffix(r.PathValue("key"), suffix)
+	if !ok {
+		writeProblem(w, newProblem(http.StatusNotFound, "not_found",
+			fmt.Sprintf("no such endpoint: %s %s (%s)", r.Method, r.URL.Path, hint)))
+	}
+	return key, ok
+}
+
 // setResourceState is PUT /v1/resources/{key}/state: the key is the path between the prefix and
 // the last "/state" (a wildcard cannot be followed by more of the pattern).
 func (s *Server) setResourceState(w http.ResponseWriter, r *http.Request, _ principal) {
-	key, ok := strings.CutSuffix(r.PathValue("key"), "/state")
+	key, ok := resourceKey(w, r, "/state", "set a resource's state with PUT /v1/resources/{key}/state")
 	if !ok {
-		writeProblem(w, newProblem(http.StatusNotFound, "not_found",
-			fmt.Sprintf("no such endpoint: %s %s (set a resource's state with PUT /v1/resources/{key}/state)", r.Method, r.URL.Path)))
 		return
 	}
 	var req wire.SetResourceStateRequest

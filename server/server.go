@@ -197,6 +197,7 @@ func (s *Server) routeTable() []route {
 		{"/v1/locks/renew-batch", http.MethodPost, "renew_batch", RoleWrite, s.renewBatch},
 		{"/v1/locks/release", http.MethodPost, "release", RoleWrite, s.release},
 		{"/v1/locks/force-release", http.MethodPost, "force_release", RoleAdmin, s.forceRelease},
+		{"/v1/locks/clear-rest", http.MethodPost, "clear_rest", RoleAdmin, s.clearRest}, // rest.go
 		{"/v1/locks/{key...}", http.MethodGet, "get", RoleRead, s.get},
 		{"/v1/locks", http.MethodGet, "list", RoleRead, s.list},
 		{"/v1/events", http.MethodGet, "events", RoleAdmin, s.events},
@@ -225,6 +226,7 @@ func (s *Server) routeTable() []route {
 		{"/v1/resources/{key...}", http.MethodPut, "resource", RoleAdmin, s.jobRoute(s.setResourceState)},
 		// Periodic jobs of serve's --periodic-file (periodic.go).
 		{"/v1/periodic", http.MethodGet, "periodic", RoleRead, s.jobRoute(s.listPeriodic)},
+		{"/v1/resources/{key...}", http.MethodPost, "resource_cooldown", RoleAdmin, s.jobRoute(s.clearResourceCooldown)}, // resource_cooldown.go
 		// Fences for resources outside the store (fences.go).
 		{"/v1/fences/check", http.MethodPost, "fence_check", RoleWrite, s.checkFence},
 		{"/healthz", http.MethodGet, "healthz", RoleNone, s.healthz},

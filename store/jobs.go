@@ -87,6 +87,11 @@ type JobStore interface {
 	// SetResourceState sets a resource's state (creating the resource if needed), bumping its
 	// version; with p.IfVersion set, only if the version matches (else *VersionMismatchError).
 	SetResourceState(ctx context.Context, p *SetResourceStateParams) (*Resource, error)
+	// ClearResourceCooldown ends a resource's cooldown (Kind.ResourceCooldown) early, for an
+	// operator, and returns what it was; ErrNotFound if the resource is not cooling down. A head
+	// whose start the cooldown had postponed becomes claimable at once. A store with an audit log
+	// records it (EventResourceCooldownCleared) in the same atomic step.
+	ClearResourceCooldown(ctx context.Context, p *ClearCooldownParams) (*ResourceCooldown, error)
 
 	// SubscribeJobs registers interest in jobs of kind becoming claimable (a submit, a
 	// promotion, a retry). Wake-ups are hints, coalesced; the subscriber must still poll.
@@ -147,6 +152,7 @@ const (
 	CodeInvalidResourceState = "invalid_resource_state" // the kind's state guard refused
 	CodeResourceBusy         = "resource_busy"          // skipped under the skip policy
 	CodeCancelled            = "cancelled"              // cancelled while running
+	CodeResourceCooldown     = "resource_cooldown"      // skipped: the resource is cooling down
 )
 
 // Kind is a job kind's definition, stored in the database so that every process (and the
@@ -160,6 +166,12 @@ type Kind struct {
 	// Cooldown: after a job of this kind finishes on a resource, the next job of this kind on
 	// that resource does not start before this much time has passed.
 	Cooldown time.Duration `json:"cooldown,omitempty"`
+	// ResourceCooldown: after a job of this kind ends on a resource after an attempt (succeeded,
+	// or discarded or cancelled), the resource is cooling down ("recently remediated") for this
+	// long, for every kind: a job submitted to it meanwhile is skipped (CodeResourceCooldown,
+	// with JobError.Until), not queued; a job already queued there starts after the cooldown.
+	// It survives restarts (it is in the database) and ClearResourceCooldown ends it early.
+	ResourceCooldown time.Duration `json:"resource_cooldown,omitempty"`
 	// State guard (optional). FromStates lists the resource states from which a job of this kind
 	// may start ("" is the state of a resource never set); empty means any. RunningState is set
 	// when an attempt starts; SuccessState when the job succeeds; FailureState when it ends
@@ -177,6 +189,9 @@ type JobError struct {
 	At      time.Time `json:"at"`
 	Code    string    `json:"code"`
 	Message string    `json:"message"`
+	// Until is set on a CodeResourceCooldown skip: when the resource's cooldown ends (store
+	// clock, like At; Until-At is the time that was left).
+	Until time.Time `json:"until,omitzero"`
 }
 
 // Job is a job as the store sees it. Times are on the store's clock; zero when not set.
@@ -335,6 +350,23 @@ type Resource struct {
 	// RunningJob is the ID of its running job, 0 if none; Unfinished counts its unfinished jobs.
 	RunningJob int64
 	Unfinished int64
+	// Cooldown is the resource's cooldown (Kind.ResourceCooldown), nil if it is not cooling down.
+	Cooldown *ResourceCooldown
+}
+
+// ResourceCooldown is a resource's cooldown after a job of a kind with a ResourceCooldown.
+type ResourceCooldown struct {
+	Resource string
+	Until    time.Time     // store clock
+	Left     time.Duration // Until minus the store's now when it was read
+	Job      int64         // the job whose end started it
+}
+
+// ClearCooldownParams are the inputs of ClearResourceCooldown.
+type ClearCooldownParams struct {
+	Resource string
+	Reason   string
+	Actor    string // who, for the audit log; "unknown" if empty
 }
 
 // ResourceListParams filter ListResources.

@@ -99,6 +99,9 @@ func (k *Kind) Validate() error {
 	if err := validatePause("cooldown", k.Cooldown); err != nil {
 		return err
 	}
+	if err := validatePause("resource_cooldown", k.ResourceCooldown); err != nil {
+		return err
+	}
 	if len(k.FromStates) > MaxFromStates {
 		return invalid("from_states", "must list at most %d states", MaxFromStates)
 	}
@@ -312,4 +315,12 @@ func validateLimit(limit *int, max int) error {
 		return invalid("limit", "must be between 1 and %d (got %d)", max, *limit)
 	}
 	return nil
+}
+
+// Validate checks every field and names an unknown actor.
+func (p *ClearCooldownParams) Validate() error {
+	if err := ValidateResource(p.Resource); err != nil {
+		return err
+	}
+	return validateAdminAction(&p.Actor, p.Reason)
 }

@@ -44,6 +44,13 @@ type Store interface {
 	// The key then stays unavailable for that lease's lock-delay. ErrNotFound if none is live.
 	ForceRelease(ctx context.Context, p *ForceReleaseParams) (*Lease, error)
 
+	// ClearRest ends the cooldown or lock-delay of a key that no live lease holds, so that the
+	// next Acquire is granted at once, and returns what was left of it. It returns ErrNotFound
+	// if the key is not resting (it is free, or held: ForceRelease that lease first, which
+	// starts its lock-delay). A store with an audit log records it as EventClearRest with
+	// p.Actor and p.Reason, in the same atomic step.
+	ClearRest(ctx context.Context, p *ForceReleaseParams) (*Rest, error)
+
 	// Events lists the audit log: every grant, release, expiry takeover and force-release, in
 	// the order of their IDs, recorded in the same atomic step as the change itself.
 	Events(ctx context.Context, p *EventsParams) ([]*Event, error)
@@ -152,6 +159,16 @@ type ForceReleaseParams struct {
 	Actor  string // who forced it, for the audit log; "unknown" if empty
 }
 
+// Rest is a cooldown or lock-delay that ClearRest ended.
+type Rest struct {
+	Key string
+	// Reason is ReasonCooldown (after a clean release) or ReasonLockDelay (after an expiry or
+	// a force-release).
+	Reason string
+	// Remaining is what was left of it, on the store's clock.
+	Remaining time.Duration
+}
+
 // Event kinds.
 const (
 	EventAcquire        = "acquire"
@@ -164,6 +181,10 @@ const (
 	EventJobClaim    = "job_claim"
 	EventJobRenew    = "job_renew"
 	EventJobComplete = "job_complete"
+	EventClearRest      = "clear_rest" // an admin ended a key's cooldown or lock-delay early
+	// EventResourceCooldownCleared: an admin ended a job resource's cooldown early; Key is the
+	// resource, Token the job whose end had started the cooldown.
+	EventResourceCooldownCleared = "resource_cooldown_cleared"
 )
 
 // Event is one entry of the audit log.

@@ -113,19 +113,25 @@ func (p *ForceReleaseParams) Validate() error {
 	if err := ValidateKey(p.Key); err != nil {
 		return err
 	}
-	if p.Actor == "" {
-		p.Actor = "unknown"
+	return validateAdminAction(&p.Actor, p.Reason)
+}
+
+// validateAdminAction checks the actor (defaulting it to "unknown") and reason of an admin's
+// change, for the audit log.
+func validateAdminAction(actor *string, reason string) error {
+	if *actor == "" {
+		*actor = "unknown"
 	}
-	if err := validateName("actor", p.Actor, MaxHolderLen); err != nil {
+	if err := validateName("actor", *actor, MaxHolderLen); err != nil {
 		return err
 	}
-	if p.Reason == "" {
+	if reason == "" {
 		return invalid("reason", "must not be empty")
 	}
-	if len(p.Reason) > MaxReasonLen || !utf8.ValidString(p.Reason) {
+	if len(reason) > MaxReasonLen || !utf8.ValidString(reason) {
 		return invalid("reason", "must be valid UTF-8 of at most %d bytes", MaxReasonLen)
 	}
-	for _, r := range p.Reason {
+	for _, r := range reason {
 		if unicode.IsControl(r) && r != '\t' && r != '\n' {
 			return invalid("reason", "must not contain control characters other than tab and newline (found %U)", r)
 		}

@@ -210,7 +210,7 @@ func describe(g *globals, err error) string {
 	case errors.As(err, &held):
 		return heldMessage(held)
 	case errors.As(err, &cool):
-		return fmt.Sprintf("lock %q unavailable (%s) for another %s", cool.Key, cool.Reason, roundDuration(cool.Remaining))
+		return fmt.Sprintf("lock %q is resting (%s) for another %s", cool.Key, cool.Reason, roundDuration(cool.Remaining))
 	case errors.As(err, &inv):
 		return fmt.Sprintf("invalid %s: %s", inv.Field, inv.Rule)
 	case errors.Is(err, client.ErrUnauthorized):

@@ -168,6 +168,9 @@ resource run one at a time, in submission order.
   submitted", exit code 0) and submits nothing, whatever the other flags say.
 - --policy (default: the kind's) says what to do if the resource has unfinished jobs: queue
   behind them; skip (the job is recorded as skipped); reject (exit code 75, nothing written).
+- If the resource is cooling down after a job of a kind with a resource cooldown (see 'baton
+  kinds set --resource-cooldown'), the job is recorded as skipped whatever the policy, and the
+  output says for how long the resource still cools down (exit code 0).
 - Invalid input (a malformed --args, an unregistered kind, ...) exits with code 2 and writes
   nothing.
 
@@ -252,6 +255,10 @@ With -o json: {"job": JOB, "existing": false}, JOB as in 'baton jobs show -o jso
 		if res.Existing {
 			fmt.Fprintf(stdout, "already submitted: job %d has idempotency key %q; nothing new was submitted\n",
 				res.Job.ID, res.Job.IdempotencyKey)
+		}
+		if until, left, ok := res.Job.CooldownSkip(); ok && !res.Existing {
+			fmt.Fprintf(stdout, "skipped: resource %s was recently remediated; it cools down for another %s (until %s)\n",
+				printable(res.Job.Resource), roundDuration(left), until.UTC().Format("15:04:05Z"))
 		}
 		err = writeJobTable(stdout, []*store.Job{res.Job})
 	}

@@ -87,7 +87,7 @@ var kindNames = flagNames{"kind": "NAME", "name": "NAME"}
 
 func kindsSet(args []string, g *globals, stdout, stderr io.Writer) int {
 	c := newCommand("baton kinds set", `Usage: baton kinds set NAME [--policy queue|skip|reject] [--max-attempts N] [--timeout D] [--cooldown D]
-         [--from-states A,B] [--running-state S] [--success-state S] [--failure-state S] [-o table|json]
+         [--resource-cooldown D] [--from-states A,B] [--running-state S] [--success-state S] [--failure-state S] [-o table|json]
 
 Create or change the kind NAME (admin) and print it. Flags not given keep the kind's current
 values (for a new kind: the defaults). An empty value clears a setting: --timeout 0,
@@ -99,6 +99,11 @@ values (for a new kind: the defaults). An empty value clears a setting: --timeou
 - --timeout: bounds one attempt ('baton worker' then stops CMD); 0 means none.
 - --cooldown: after a job of this kind ends on a resource, the next one of this kind on that
   resource waits this long.
+- --resource-cooldown: after a job of this kind ends on a resource after an attempt (succeeded,
+  discarded or cancelled), the resource is "recently remediated" for this long, for every kind:
+  a job submitted to it meanwhile is skipped (error code resource_cooldown, with the time left),
+  not queued; a job already queued there starts after it. An admin ends it early with
+  'baton resources clear-cooldown'.
 - State guard: a job starts only if its resource's state is one of --from-states (comma
   separated; an empty item is the state of a resource never set, e.g. ',idle'; empty list:
   any state). --running-state is set when an attempt starts, --success-state when the job
@@ -108,6 +113,7 @@ The change is a read and a replace: do not run two for the same kind at once.
 
 Examples:
   baton kinds set deploy --policy queue --max-attempts 3 --timeout 10m
+  baton kinds set remediate --policy skip --resource-cooldown 10m
   baton kinds set migrate --from-states ,migrated --running-state migrating --success-state migrated --failure-state broken
 
 `+kindOutputHelp+`
@@ -118,6 +124,7 @@ Examples:
 	maxAttempts := c.fs.Int("max-attempts", 0, "attempts before a job is discarded, 1-1000")
 	timeout := c.fs.Duration("timeout", 0, "time limit of one attempt, up to 24h (0: none)")
 	cooldown := c.fs.Duration("cooldown", 0, "pause between two jobs of this kind on one resource")
+	resourceCooldown := c.fs.Duration("resource-cooldown", 0, "after a job of this kind ends on a resource, skip every submit to it for this long, up to 24h")
 	fromStates := c.fs.String("from-states", "", "comma-separated resource `states` a job may start from (empty: any)")
 	runningState := c.fs.String("running-state", "", "resource `state` set when an attempt starts")
 	successState := c.fs.String("success-state", "", "resource `state` set when a job succeeds")
@@ -155,6 +162,8 @@ Examples:
 			k.Timeout = *timeout
 		case "cooldown":
 			k.Cooldown = *cooldown
+		case "resource-cooldown":
+			k.ResourceCooldown = *resourceCooldown
 		case "from-states":
 			k.FromStates = splitStates(*fromStates)
 		case "running-state":
@@ -216,14 +225,17 @@ func writeKinds(w io.Writer, g *globals, kinds []store.Kind) error {
 		return printable(s)
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPOLICY\tATTEMPTS\tTIMEOUT\tCOOLDOWN\tFROM_STATES\tRUNNING_STATE\tSUCCESS_STATE\tFAILURE_STATE")
+	fmt.Fprintln(tw, "NAME\tPOLICY\tATTEMPTS\tTIMEOUT\tCOOLDOWN\tFROM_STATES\tRUNNING_STATE\tSUCCESS_STATE\tFAILURE_STATE\tRESOURCE_COOLDOWN")
 	for _, k := range kinds {
-		timeout, cooldown := "-", "-"
+		timeout, cooldown, resourceCooldown := "-", "-", "-"
 		if k.Timeout > 0 {
 			timeout = k.Timeout.String()
 		}
 		if k.Cooldown > 0 {
 			cooldown = k.Cooldown.String()
+		}
+		if k.ResourceCooldown > 0 {
+			resourceCooldown = k.ResourceCooldown.String()
 		}
 		from := "-"
 		if len(k.FromStates) > 0 {
@@ -236,8 +248,8 @@ func writeKinds(w io.Writer, g *globals, kinds []store.Kind) error {
 			}
 			from = strings.Join(states, ",")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", k.Name, k.Policy, k.MaxAttempts, timeout, cooldown,
-			from, dash(k.RunningState), dash(k.SuccessState), dash(k.FailureState))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.Name, k.Policy, k.MaxAttempts, timeout, cooldown,
+			from, dash(k.RunningState), dash(k.SuccessState), dash(k.FailureState), resourceCooldown)
 	}
 	return tw.Flush()
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
 )
 
@@ -188,7 +189,7 @@ With -o json, the lease object (docs/http-api.md), or null if KEY is free.
 }
 
 func locksAcquire(args []string, g *globals, stdout, stderr io.Writer) int {
-	c := newCommand("baton locks acquire", `Usage: baton locks acquire KEY [--holder NAME] [--ttl 15s] [--wait 0s] [--metadata JSON] [-o table|json]
+	c := newCommand("baton locks acquire", `Usage: baton locks acquire KEY [--holder NAME] [--ttl 15s] [--wait 0s] [--cooldown D] [--metadata JSON] [-o table|json]
 
 Take the lock on KEY and print the lease, with its lease ID and fencing token. Nothing keeps
 the lease alive: renew it with 'baton locks renew KEY --lease ID' before its TTL runs out, and
@@ -196,6 +197,8 @@ release it with 'baton locks release KEY --lease ID'. To run a command under a l
 kept alive for as long as the command runs, use 'baton run'.
 
 The same --holder acquiring a key it holds gets its lease back, renewed (a safe retry).
+With --cooldown D, KEY rests for D after the lease is released: every acquire is refused until
+then (exit code 75), unless an operator ends the rest with 'baton locks force-release'.
 
 Example:
   baton locks acquire deploy/web --holder job-1234 --ttl 5m --wait 30s --metadata '{"job":"1234"}'
@@ -213,6 +216,7 @@ Exit code 75 if the lock is still held (or resting after a release) when --wait 
 	ttl := c.fs.Duration("ttl", baton.DefaultTTL, "lease `TTL`, 1s to 24h")
 	wait := c.fs.Duration("wait", 0, "wait up to `duration` for the lock (0: fail at once if it is held)")
 	metadata := c.fs.String("metadata", "", "a `JSON` object stored with the lease (at most 4 KiB)")
+	cooldown := c.fs.Duration("cooldown", 0, "keep KEY resting for `duration` after the lease is released, 0 to 24h")
 	pos, code, ok := clientCommand(c, g, args, 1, "KEY")
 	if !ok {
 		return code
@@ -220,7 +224,10 @@ Exit code 75 if the lock is still held (or resting after a release) when --wait 
 	if *wait < 0 {
 		return c.usageError("--wait must not be negative")
 	}
-	p := &store.AcquireParams{Key: pos[0], LeaseID: randomHex(16), Holder: *holder, TTL: *ttl}
+	if *cooldown < 0 || *cooldown > store.MaxPause {
+		return c.usageError("--cooldown must be between 0 and %s (got %s)", store.MaxPause, *cooldown)
+	}
+	p := &store.AcquireParams{Key: pos[0], LeaseID: randomHex(16), Holder: *holder, TTL: *ttl, Cooldown: *cooldown}
 	if p.Holder == "" {
 		p.Holder = defaultHolder()
 	}
@@ -366,10 +373,20 @@ func locksForceRelease(args []string, g *globals, stdout, stderr io.Writer) int 
 
 End whatever lease holds KEY, whoever holds it (admin role), and print the lease that was
 ended. The key then rests for that lease's lock-delay. The holder finds out at its next renew;
-it may still be working: prefer letting the lease expire. Exit code 3 if KEY is free.
+it may still be working: prefer letting the lease expire.
 
-Example:
+If no lease holds KEY but KEY is resting (the cooldown after a release, or the lock-delay after
+an expiry or a force-release), end that rest instead: the next acquire is granted at once. Both
+are recorded in the audit log (force_release, clear_rest) with --reason. Exit code 3 if KEY is
+free and not resting.
+
+Examples:
   baton locks force-release terraform/prod --reason "runner ci-7 is wedged"
+  baton locks force-release node/node-1 --reason "rebooted by hand, healthy"
+
+Output when a rest was cleared:
+  cleared the cooldown on node/node-1 (9m12s were left); the next acquire is granted at once
+With -o json: {"rest": {"key": "node/node-1", "reason": "cooldown", "remaining_ms": 552000}}
 
 `+exitCodesHelp+"\n", stdout, stderr)
 	g.register(c.fs, true)
@@ -394,13 +411,36 @@ Example:
 	defer cancel()
 	l, err := st.ForceRelease(ctx, p)
 	if errors.Is(err, store.ErrNotFound) {
-		fmt.Fprintf(stderr, "%s: %q is free: no lease to end\n", c.name, p.Key)
-		return exitNotFound
+		return clearRest(c, g, st, p, stdout)
 	}
 	if err != nil {
 		return c.fail(g, err)
 	}
 	if err := writeLease(stdout, g, l); err != nil {
+		return c.fail(g, err)
+	}
+	return exitOK
+}
+
+// clearRest ends the rest of a key that no lease holds, for force-release.
+func clearRest(c *command, g *globals, st store.Store, p *store.ForceReleaseParams, stdout io.Writer) int {
+	ctx, cancel := callContext(0)
+	defer cancel()
+	rest, err := st.ClearRest(ctx, p)
+	if errors.Is(err, store.ErrNotFound) {
+		fmt.Fprintf(c.stderr, "%s: %q is free: no lease to end and no cooldown or lock-delay to clear\n", c.name, p.Key)
+		return exitNotFound
+	}
+	if err != nil {
+		return c.fail(g, err)
+	}
+	if g.output == "json" {
+		err = writeJSON(stdout, wire.RestResponse{Rest: wire.Rest{Key: rest.Key, Reason: rest.Reason, RemainingMs: rest.Remaining.Milliseconds()}})
+	} else {
+		_, err = fmt.Fprintf(stdout, "cleared the %s on %s (%s were left); the next acquire is granted at once\n",
+			rest.Reason, rest.Key, roundDuration(rest.Remaining))
+	}
+	if err != nil {
 		return c.fail(g, err)
 	}
 	return exitOK

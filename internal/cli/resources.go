@@ -19,7 +19,8 @@ its version is bumped by every change.
 Commands:
   list       list resources
   show       show one resource
-  set-state  set a resource's state (admin)
+  set-state       set a resource's state (admin)
+  clear-cooldown  end a resource's cooldown early (admin)
 
 Run 'baton resources COMMAND --help' for a command's flags.
 
@@ -41,6 +42,8 @@ func resourcesCommand(args []string, g *globals, stdout, stderr io.Writer) int {
 		return resourcesShow(rest, g, stdout, stderr)
 	case "set-state":
 		return resourcesSetState(rest, g, stdout, stderr)
+	case "clear-cooldown":
+		return resourcesClearCooldown(rest, g, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "baton resources: unknown command %q\n\n%s", sub, resourcesUsage)
 		return exitUsage
@@ -48,10 +51,12 @@ func resourcesCommand(args []string, g *globals, stdout, stderr io.Writer) int {
 }
 
 const resourceOutputHelp = `Output (table):
-  KEY      STATE     VERSION  RUNNING_JOB  UNFINISHED  UPDATED
-  db/main  migrated  4        12           2           2026-11-21T14:31:34Z
+  KEY      STATE     VERSION  RUNNING_JOB  UNFINISHED  UPDATED               COOLDOWN
+  db/main  migrated  4        12           2           2026-11-21T14:31:34Z  -
+  node-1   ""        0        -            0           2026-11-21T14:32:00Z  9m12s left (job 7)
 
-With -o json: {"key", "state", "version", "updated_at", "running_job", "unfinished"}.`
+With -o json: {"key", "state", "version", "updated_at", "running_job", "unfinished",
+"cooldown"?: {"resource", "until", "remaining_ms", "job"}}.`
 
 func resourcesList(args []string, g *globals, stdout, stderr io.Writer) int {
 	c := newCommand("baton resources list", `Usage: baton resources list [--prefix P] [--limit N] [-o table|json]
@@ -214,7 +219,7 @@ func writeResources(w io.Writer, g *globals, rs []*store.Resource) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tSTATE\tVERSION\tRUNNING_JOB\tUNFINISHED\tUPDATED")
+	fmt.Fprintln(tw, "KEY\tSTATE\tVERSION\tRUNNING_JOB\tUNFINISHED\tUPDATED\tCOOLDOWN")
 	for _, r := range rs {
 		running := "-"
 		if r.RunningJob != 0 {
@@ -224,8 +229,12 @@ func writeResources(w io.Writer, g *globals, rs []*store.Resource) error {
 		if r.State != "" {
 			state = printable(r.State)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\n", printable(r.Key), state, r.Version, running,
-			r.Unfinished, formatTime(r.UpdatedAt))
+		cooldown := "-"
+		if c := r.Cooldown; c != nil {
+			cooldown = fmt.Sprintf("%s left (job %d)", roundDuration(c.Left), c.Job)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\n", printable(r.Key), state, r.Version, running,
+			r.Unfinished, formatTime(r.UpdatedAt), cooldown)
 	}
 	return tw.Flush()
 }

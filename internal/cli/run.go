@@ -19,7 +19,7 @@ import (
 	"github.com/batonhq/baton/store"
 )
 
-const runUsage = `Usage: baton run --lock KEY [--ttl 15s] [--wait 1m | --no-wait] [--holder NAME] [--grace 5s] -- CMD [ARGS...]
+const runUsage = `Usage: baton run --lock KEY [--ttl 15s] [--wait 1m | --no-wait] [--holder NAME] [--grace 5s] [--cooldown D] -- CMD [ARGS...]
 
 Run CMD while holding the lock KEY on a baton server: one CMD at a time per KEY, across
 machines. The lease is renewed in the background (every TTL/3) for as long as CMD runs, and
@@ -44,10 +44,16 @@ released when CMD exits.
   after --grace: another holder may have started, and only the fencing token protects the
   resource. The lease is released only after CMD has exited, never while it may still run.
 - On Linux, CMD is killed if baton itself is killed, even by SIGKILL.
+- --cooldown D keeps KEY resting for D after CMD exits and the lease is released: until then
+  every other run of KEY is refused ("resting (cooldown) for another 41s"; exit code 75 with
+  --no-wait, or it waits, within --wait). An operator can end the rest early with
+  'baton locks force-release KEY --reason TEXT'. A lease that is lost instead rests for its
+  lock-delay, not for D.
 
 Examples:
   baton run --lock terraform/prod --wait 10m -- terraform apply -auto-approve
   baton run --lock nightly-report --no-wait -- ./report.sh
+  baton run --lock node/node-1 --no-wait --cooldown 10m -- ./drain-and-reboot.sh node-1
 
 Exit codes: CMD's exit code (128+N if it died of signal N); 1 error (server unreachable,
 unexpected); 2 usage error; 75 lock busy (held or in cooldown past --wait); 76 lease lost while
@@ -72,6 +78,7 @@ func runCommand(args []string, g *globals, stdin io.Reader, stdout, stderr io.Wr
 	noWait := c.fs.Bool("no-wait", false, "fail at once (exit code 75) if the lock is held")
 	holder := c.fs.String("holder", "", "holder `name`, e.g. a job ID, unique to this run: runs with the same holder share the lock (default: host:pid:random)")
 	grace := c.fs.Duration("grace", 0, "how long CMD has between SIGTERM and SIGKILL when the lease is failing; at most TTL/3 (default: 10s or TTL/3, whichever is less)")
+	cooldown := c.fs.Duration("cooldown", 0, "keep KEY resting for `duration` after the lease is released, 0 to 24h")
 	cmdArgs, code, ok := c.parseUntilCommand(args)
 	if !ok {
 		return code
@@ -96,6 +103,8 @@ func runCommand(args []string, g *globals, stdin io.Reader, stdout, stderr io.Wr
 		return c.usageError("--wait must not be negative")
 	case *grace < 0:
 		return c.usageError("--grace must not be negative")
+	case *cooldown < 0 || *cooldown > store.MaxPause:
+		return c.usageError("--cooldown must be between 0 and %s (got %s)", store.MaxPause, *cooldown)
 	}
 	if err := store.ValidateKey(*key); err != nil {
 		return c.fail(g, err)
@@ -149,7 +158,7 @@ func runCommand(args []string, g *globals, stdin io.Reader, stdout, stderr io.Wr
 	if err != nil {
 		return c.fail(g, err)
 	}
-	opts := []baton.Option{baton.WithTTL(*ttl)}
+	opts := []baton.Option{baton.WithTTL(*ttl), baton.WithCooldown(*cooldown)}
 	if *holder != "" {
 		opts = append(opts, baton.WithHolder(*holder))
 	}

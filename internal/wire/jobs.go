@@ -59,6 +59,18 @@ type JobError struct {
 	At      Time   `json:"at,omitzero"`
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Until and RemainingMs are set on a resource_cooldown skip: when the resource's cooldown
+	// ends, and how much of it was left at the submit (Until minus At).
+	Until       Time  `json:"until,omitzero"`
+	RemainingMs int64 `json:"remaining_ms,omitempty"`
+}
+
+func jobErrorFrom(e store.JobError) JobError {
+	out := JobError{Attempt: e.Attempt, At: T(e.At), Code: e.Code, Message: e.Message, Until: T(e.Until)}
+	if !e.Until.IsZero() {
+		out.RemainingMs = max(e.Until.Sub(e.At), 0).Milliseconds()
+	}
+	return out
 }
 
 // Job is the job object: the answer of submit, get, cancel, retry, complete and fail.
@@ -94,7 +106,7 @@ func JobFrom(j *store.Job) Job {
 	}
 	errs := make([]JobError, len(j.Errors))
 	for i, e := range j.Errors {
-		errs[i] = JobError{Attempt: e.Attempt, At: T(e.At), Code: e.Code, Message: e.Message}
+		errs[i] = jobErrorFrom(e)
 	}
 	return Job{ID: j.ID, Seq: j.Seq, Kind: j.Kind, Resource: j.Resource, Args: args, State: j.State,
 		Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, Priority: j.Priority, IdempotencyKey: j.IdempotencyKey,
@@ -116,7 +128,7 @@ func JobsFrom(jobs []*store.Job) []Job {
 func (j *Job) Store() *store.Job {
 	var errs []store.JobError
 	for _, e := range j.Errors {
-		errs = append(errs, store.JobError{Attempt: e.Attempt, At: e.At.Time, Code: e.Code, Message: e.Message})
+		errs = append(errs, store.JobError{Attempt: e.Attempt, At: e.At.Time, Code: e.Code, Message: e.Message, Until: e.Until.Time})
 	}
 	args := j.Args
 	if len(args) == 0 || string(args) == "null" {
@@ -281,29 +293,32 @@ type JobCountsResponse struct {
 // Kind is the kind object (the answer of PUT /v1/kinds/{name}), and that request's body (where
 // name may be left out).
 type Kind struct {
-	Name         string           `json:"name,omitempty"`
-	Policy       store.BusyPolicy `json:"policy,omitempty"`
-	MaxAttempts  int              `json:"max_attempts,omitempty"`
-	TimeoutMs    int64            `json:"timeout_ms"`
-	CooldownMs   int64            `json:"cooldown_ms"`
-	FromStates   []string         `json:"from_states,omitempty"`
-	RunningState string           `json:"running_state,omitempty"`
-	SuccessState string           `json:"success_state,omitempty"`
-	FailureState string           `json:"failure_state,omitempty"`
+	Name        string           `json:"name,omitempty"`
+	Policy      store.BusyPolicy `json:"policy,omitempty"`
+	MaxAttempts int              `json:"max_attempts,omitempty"`
+	TimeoutMs   int64            `json:"timeout_ms"`
+	CooldownMs  int64            `json:"cooldown_ms"`
+	// ResourceCooldownMs: the resource's cooldown, for every kind, after a job of this kind ends
+	// on it (store.Kind.ResourceCooldown).
+	ResourceCooldownMs int64    `json:"resource_cooldown_ms"`
+	FromStates         []string `json:"from_states,omitempty"`
+	RunningState       string   `json:"running_state,omitempty"`
+	SuccessState       string   `json:"success_state,omitempty"`
+	FailureState       string   `json:"failure_state,omitempty"`
 }
 
 // KindFrom converts a store kind.
 func KindFrom(k *store.Kind) Kind {
 	return Kind{Name: k.Name, Policy: k.Policy, MaxAttempts: k.MaxAttempts, TimeoutMs: ms(k.Timeout),
 		CooldownMs: ms(k.Cooldown), FromStates: k.FromStates, RunningState: k.RunningState,
-		SuccessState: k.SuccessState, FailureState: k.FailureState}
+		SuccessState: k.SuccessState, FailureState: k.FailureState, ResourceCooldownMs: ms(k.ResourceCooldown)}
 }
 
 // Store converts back to a store kind. The caller checks the millisecond fields' range.
 func (k *Kind) Store() store.Kind {
 	return store.Kind{Name: k.Name, Policy: k.Policy, MaxAttempts: k.MaxAttempts, Timeout: dur(k.TimeoutMs),
 		Cooldown: dur(k.CooldownMs), FromStates: k.FromStates, RunningState: k.RunningState,
-		SuccessState: k.SuccessState, FailureState: k.FailureState}
+		SuccessState: k.SuccessState, FailureState: k.FailureState, ResourceCooldown: dur(k.ResourceCooldownMs)}
 }
 
 // KindsRequest is the body of POST /v1/kinds: kinds created or replaced, all or none.
@@ -325,18 +340,52 @@ type Resource struct {
 	UpdatedAt  Time   `json:"updated_at,omitzero"`
 	RunningJob int64  `json:"running_job"`
 	Unfinished int64  `json:"unfinished"`
+	// Cooldown is set while the resource is cooling down (store.Kind.ResourceCooldown).
+	Cooldown *ResourceCooldown `json:"cooldown,omitempty"`
+}
+
+// ResourceCooldown is a resource's cooldown: the answer of POST
+// /v1/resources/{key}/clear-cooldown (what was cleared) and a field of the resource object.
+type ResourceCooldown struct {
+	Resource    string `json:"resource"`
+	Until       Time   `json:"until"`
+	RemainingMs int64  `json:"remaining_ms"`
+	Job         int64  `json:"job"` // the job whose end started it
+}
+
+// ResourceCooldownFrom converts a store cooldown; nil stays nil.
+func ResourceCooldownFrom(c *store.ResourceCooldown) *ResourceCooldown {
+	if c == nil {
+		return nil
+	}
+	return &ResourceCooldown{Resource: c.Resource, Until: T(c.Until), RemainingMs: c.Left.Milliseconds(), Job: c.Job}
+}
+
+// Store converts back to a store cooldown; nil stays nil.
+func (c *ResourceCooldown) Store() *store.ResourceCooldown {
+	if c == nil {
+		return nil
+	}
+	return &store.ResourceCooldown{Resource: c.Resource, Until: c.Until.Time, Left: dur(c.RemainingMs), Job: c.Job}
+}
+
+// ClearCooldownRequest is the body of POST /v1/resources/{key}/clear-cooldown. Actor counts
+// only on a server without auth; with auth the token's name is recorded.
+type ClearCooldownRequest struct {
+	Reason string `json:"reason"`
+	Actor  string `json:"actor,omitempty"`
 }
 
 // ResourceFrom converts a store resource.
 func ResourceFrom(r *store.Resource) Resource {
 	return Resource{Key: r.Key, State: r.State, Version: r.Version, UpdatedAt: T(r.UpdatedAt),
-		RunningJob: r.RunningJob, Unfinished: r.Unfinished}
+		RunningJob: r.RunningJob, Unfinished: r.Unfinished, Cooldown: ResourceCooldownFrom(r.Cooldown)}
 }
 
 // Store converts back to a store resource.
 func (r *Resource) Store() *store.Resource {
 	return &store.Resource{Key: r.Key, State: r.State, Version: r.Version, UpdatedAt: r.UpdatedAt.Time,
-		RunningJob: r.RunningJob, Unfinished: r.Unfinished}
+		RunningJob: r.RunningJob, Unfinished: r.Unfinished, Cooldown: r.Cooldown.Store()}
 }
 
 // ResourcesResponse answers GET /v1/resources; NextAfter (the last key) is set when the page is

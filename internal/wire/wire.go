@@ -113,6 +113,18 @@ type ForceReleaseRequest struct {
 	Actor  string `json:"actor,omitempty"`
 }
 
+// Rest is a cooldown or lock-delay that POST /v1/locks/clear-rest ended.
+type Rest struct {
+	Key         string `json:"key"`
+	Reason      string `json:"reason"`       // cooldown or lock-delay
+	RemainingMs int64  `json:"remaining_ms"` // what was left of it
+}
+
+// RestResponse answers POST /v1/locks/clear-rest.
+type RestResponse struct {
+	Rest Rest `json:"rest"`
+}
+
 // Event is one audit log entry.
 type Event struct {
 	ID      uint64    `json:"id"`

@@ -95,26 +95,35 @@ func (s *Store) refuse(ctx context.Context, p *store.AcquireParams, st *state) (
 		if kv == nil {
 			continue
 		}
-		reason, capNs := store.ReasonLockDelay, int64(0)
-		if kv == st.rest {
-			var r rest
-			if json.Unmarshal(kv.Value, &r) == nil {
-				reason, capNs = r.Reason, r.Ns
-			}
-		}
-		left, ok, err := s.remaining(ctx, clientv3.LeaseID(kv.Lease))
+		reason, left, err := s.restLeft(ctx, st, kv)
 		if err != nil {
 			return nil, true, err
-		}
-		if !ok {
-			left = time.Millisecond
-		}
-		if capNs > 0 {
-			left = min(left, time.Duration(capNs))
 		}
 		return nil, true, &store.CooldownError{Key: p.Key, Reason: reason, Remaining: left}
 	}
 	return nil, false, nil
+}
+
+// restLeft says why the key rests (kv is st.rest or st.delay) and for how much longer.
+func (s *Store) restLeft(ctx context.Context, st *state, kv *mvccKV) (string, time.Duration, error) {
+	reason, capNs := store.ReasonLockDelay, int64(0)
+	if kv == st.rest {
+		var r rest
+		if json.Unmarshal(kv.Value, &r) == nil {
+			reason, capNs = r.Reason, r.Ns
+		}
+	}
+	left, ok, err := s.remaining(ctx, clientv3.LeaseID(kv.Lease))
+	if err != nil {
+		return "", 0, err
+	}
+	if !ok {
+		left = time.Millisecond
+	}
+	if capNs > 0 {
+		left = min(left, time.Duration(capNs))
+	}
+	return reason, left, nil
 }
 
 // Acquire grants the key in one Txn guarded by "no lease, no rest, no lock-delay key".

@@ -37,7 +37,8 @@ func (s *Store) RegisterKinds(ctx context.Context, kinds []store.Kind) error {
 				from = []string{}
 			}
 			if _, err := tx.Exec(ctx, s.jq.kindUpsert, k.Name, string(k.Policy), k.MaxAttempts, k.Timeout.Milliseconds(),
-				k.Cooldown.Milliseconds(), from, k.RunningState, k.SuccessState, k.FailureState); err != nil {
+				k.Cooldown.Milliseconds(), from, k.RunningState, k.SuccessState, k.FailureState,
+				k.ResourceCooldown.Milliseconds()); err != nil {
 				return err
 			}
 		}
@@ -65,12 +66,13 @@ func (s *Store) Kinds(ctx context.Context) ([]store.Kind, error) {
 func scanKind(r pgx.Row) (store.Kind, error) {
 	var k store.Kind
 	var policy string
-	var timeoutMS, cooldownMS int64
+	var timeoutMS, cooldownMS, resourceCooldownMS int64
 	err := r.Scan(&k.Name, &policy, &k.MaxAttempts, &timeoutMS, &cooldownMS, &k.FromStates, &k.RunningState,
-		&k.SuccessState, &k.FailureState)
+		&k.SuccessState, &k.FailureState, &resourceCooldownMS)
 	k.Policy = store.BusyPolicy(policy)
 	k.Timeout = time.Duration(timeoutMS) * time.Millisecond
 	k.Cooldown = time.Duration(cooldownMS) * time.Millisecond
+	k.ResourceCooldown = time.Duration(resourceCooldownMS) * time.Millisecond
 	if len(k.FromStates) == 0 {
 		k.FromStates = nil
 	}
@@ -139,8 +141,10 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 	} else if err != nil {
 		return nil, err
 	}
-	var cooldownEnd *time.Time
-	if err := q.QueryRow(ctx, s.jq.lockResource, p.Resource, p.Kind).Scan(&cooldownEnd); err != nil {
+	var cooldownEnd, coolUntil *time.Time
+	var coolJob int64
+	var now time.Time
+	if err := q.QueryRow(ctx, s.jq.lockResource, p.Resource, p.Kind).Scan(&cooldownEnd, &coolUntil, &coolJob, &now); err != nil {
 		return nil, err
 	}
 	var headID int64
@@ -154,10 +158,10 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 	if policy == "" {
 		policy = kind.Policy
 	}
-	if busy && policy == store.PolicyReject {
+	if busy && policy == store.PolicyReject && coolUntil == nil {
 		return nil, &store.ResourceBusyError{Resource: p.Resource, HeadJob: headID, State: store.JobState(headState)}
 	}
-	skipped := busy && policy == store.PolicySkip
+	skipped := coolUntil != nil || busy && policy == store.PolicySkip
 	maxAttempts := p.MaxAttempts
 	if maxAttempts == 0 {
 		maxAttempts = kind.MaxAttempts
@@ -167,7 +171,10 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 		args = json.RawMessage(`{}`)
 	}
 	errs := []byte(`[]`)
-	if skipped {
+	switch {
+	case coolUntil != nil:
+		errs, _ = json.Marshal([]store.JobError{store.CooldownSkipError(p.Resource, *coolUntil, coolJob, now)})
+	case skipped:
 		errs, _ = json.Marshal([]map[string]any{{"attempt": 0, "at": time.Now().UTC(), "code": store.CodeResourceBusy,
 			"message": fmt.Sprintf("resource busy: job %d is %s", headID, headState)}})
 	}
@@ -175,7 +182,7 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 	if !p.ScheduledAt.IsZero() {
 		at = &p.ScheduledAt
 	}
-	head := !busy
+	head := !busy && coolUntil == nil
 	j, err := scanJob(q.QueryRow(ctx, s.jq.insert, p.Kind, p.Resource, string(args), skipped, head, maxAttempts,
 		p.Priority, p.IdempotencyKey, at, p.Delay.Milliseconds(), cooldownEnd, string(errs)))
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -35,7 +35,8 @@ const jobCols = `j.id, j.seq, j.kind, j.resource, j.args, j.state, j.attempt, j.
 const unfinished = `('scheduled', 'available', 'running', 'retryable')`
 
 // promote makes the oldest unfinished job of each resource in {set} its head, if it is not
-// already, raises its scheduled_at to its kind's cooldown on the resource, and NOTIFYs workers
+// already, raises its scheduled_at to its kind's cooldown and the resource's cooldown (a job
+// queued before that began starts after it), and NOTIFYs workers
 // of its kind that may be waiting. It must run in a statement AFTER the one that locked those
 // resources' rows, so that its snapshot sees every submit that committed before the lock.
 //
@@ -52,7 +53,8 @@ const promote = `WITH nxt AS (
 	) x
 ), p AS (
 	UPDATE {jobs} j SET head = true,
-		scheduled_at = greatest(j.scheduled_at, coalesce((r.cooldowns ->> j.kind)::timestamptz, '-infinity'))
+		scheduled_at = greatest(j.scheduled_at, coalesce((r.cooldowns ->> j.kind)::timestamptz, '-infinity'),
+			coalesce(r.cooldown_until, '-infinity'))
 	FROM nxt, {resources} r
 	WHERE j.id = nxt.id AND NOT j.head AND r.key = j.resource
 	RETURNING j.kind, j.scheduled_at
@@ -74,22 +76,23 @@ func buildJobQueries(schema, channel string) jobQueries {
 	q := func(s string) string { return r.Replace(s) }
 	return jobQueries{
 		kindGet: q(`SELECT name, policy, max_attempts, timeout_ms, cooldown_ms, from_states, running_state,
-	success_state, failure_state FROM {kinds} WHERE name = $1`),
+	success_state, failure_state, resource_cooldown_ms FROM {kinds} WHERE name = $1`),
 		kindList: q(`SELECT name, policy, max_attempts, timeout_ms, cooldown_ms, from_states, running_state,
-	success_state, failure_state FROM {kinds} ORDER BY name`),
+	success_state, failure_state, resource_cooldown_ms FROM {kinds} ORDER BY name`),
 		kindUpsert: q(`INSERT INTO {kinds} (name, policy, max_attempts, timeout_ms, cooldown_ms, from_states,
-	running_state, success_state, failure_state) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+	running_state, success_state, failure_state, resource_cooldown_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 ON CONFLICT (name) DO UPDATE SET policy = excluded.policy, max_attempts = excluded.max_attempts,
 	timeout_ms = excluded.timeout_ms, cooldown_ms = excluded.cooldown_ms, from_states = excluded.from_states,
 	running_state = excluded.running_state, success_state = excluded.success_state,
-	failure_state = excluded.failure_state`),
+	failure_state = excluded.failure_state, resource_cooldown_ms = excluded.resource_cooldown_ms`),
 
 		existing: q(`SELECT ` + jobCols + ` FROM {jobs} j WHERE j.idempotency_key = $1`),
 		// The no-op DO UPDATE locks an existing row, so submits to one resource (and the ends of
 		// its jobs) decide its head one at a time.
 		lockResource: q(`INSERT INTO {resources} AS r (key) VALUES ($1)
 ON CONFLICT (key) DO UPDATE SET key = r.key
-RETURNING (r.cooldowns ->> $2)::timestamptz`),
+RETURNING (r.cooldowns ->> $2)::timestamptz, CASE WHEN r.cooldown_until > now() THEN r.cooldown_until END,
+	r.cooldown_job, now()`),
 		busy: q(`SELECT j.id, j.state FROM {jobs} j WHERE j.resource = $1 AND j.state IN ` + unfinished + `
 ORDER BY j.seq LIMIT 1`),
 		// $1 kind, $2 resource, $3 args, $4 skipped, $5 head, $6 max attempts, $7 priority,
@@ -149,17 +152,23 @@ ORDER BY j.lease_expires_at NULLS FIRST LIMIT $1`),
 
 		resourceGet: q(`SELECT r.key, r.state, r.version, r.updated_at,
 	coalesce((SELECT j.id FROM {jobs} j WHERE j.resource = r.key AND j.state = 'running'), 0),
-	(SELECT count(*) FROM {jobs} j WHERE j.resource = r.key AND j.state IN ` + unfinished + `)
+	(SELECT count(*) FROM {jobs} j WHERE j.resource = r.key AND j.state IN ` + unfinished + `),
+	CASE WHEN r.cooldown_until > now() THEN r.cooldown_until END, r.cooldown_job,
+	(extract(epoch FROM r.cooldown_until - now()) * 1000000)::bigint
 FROM {resources} r WHERE r.key = $1`),
 		resourceList: q(`SELECT r.key, r.state, r.version, r.updated_at,
 	coalesce((SELECT j.id FROM {jobs} j WHERE j.resource = r.key AND j.state = 'running'), 0),
-	(SELECT count(*) FROM {jobs} j WHERE j.resource = r.key AND j.state IN ` + unfinished + `)
+	(SELECT count(*) FROM {jobs} j WHERE j.resource = r.key AND j.state IN ` + unfinished + `),
+	CASE WHEN r.cooldown_until > now() THEN r.cooldown_until END, r.cooldown_job,
+	(extract(epoch FROM r.cooldown_until - now()) * 1000000)::bigint
 FROM {resources} r WHERE r.key >= $1 AND left(r.key, length($1)) = $1 AND r.key > $2
 ORDER BY r.key LIMIT $3`),
 		// The upper bound keeps the index scan inside the prefix's range (see the leases' list).
 		resourceListBounded: q(`SELECT r.key, r.state, r.version, r.updated_at,
 	coalesce((SELECT j.id FROM {jobs} j WHERE j.resource = r.key AND j.state = 'running'), 0),
-	(SELECT count(*) FROM {jobs} j WHERE j.resource = r.key AND j.state IN ` + unfinished + `)
+	(SELECT count(*) FROM {jobs} j WHERE j.resource = r.key AND j.state IN ` + unfinished + `),
+	CASE WHEN r.cooldown_until > now() THEN r.cooldown_until END, r.cooldown_job,
+	(extract(epoch FROM r.cooldown_until - now()) * 1000000)::bigint
 FROM {resources} r WHERE r.key >= $1 AND r.key < $4 AND left(r.key, length($1)) = $1 AND r.key > $2
 ORDER BY r.key LIMIT $3`),
 		resourceVersion: q(`SELECT version FROM {resources} WHERE key = $1 FOR UPDATE`),
@@ -310,7 +319,7 @@ SELECT * FROM started`
 // lockFinished and promoteFinished follow in the same transaction.
 const finishSQL = `WITH j0 AS (
 	SELECT j.id, j.kind, j.resource, j.attempt, j.max_attempts, j.cancel_requested,
-		k.success_state, k.failure_state, k.cooldown_ms
+		k.success_state, k.failure_state, k.cooldown_ms, k.resource_cooldown_ms
 	FROM {jobs} j JOIN {kinds} k ON k.name = j.kind
 	WHERE j.id = $1 AND j.token = $2 AND j.state = 'running'
 		AND (NOT $8::bool OR j.lease_expires_at IS NULL OR j.lease_expires_at <= now())
@@ -329,7 +338,13 @@ const finishSQL = `WITH j0 AS (
 		updated_at = CASE WHEN s.ns <> '' AND s.ns <> r.state THEN now() ELSE r.updated_at END,
 		cooldowns = CASE WHEN s.next <> 'retryable' AND s.cooldown_ms > 0
 			THEN r.cooldowns || jsonb_build_object(s.kind, now() + s.cooldown_ms * interval '1 millisecond')
-			ELSE r.cooldowns END
+			ELSE r.cooldowns END,
+		cooldown_until = CASE WHEN s.next <> 'retryable' AND s.resource_cooldown_ms > 0
+			THEN greatest(r.cooldown_until, now() + s.resource_cooldown_ms * interval '1 millisecond')
+			ELSE r.cooldown_until END,
+		cooldown_job = CASE WHEN s.next <> 'retryable' AND s.resource_cooldown_ms > 0
+			AND now() + s.resource_cooldown_ms * interval '1 millisecond' > coalesce(r.cooldown_until, '-infinity')
+			THEN s.id ELSE r.cooldown_job END
 	FROM (SELECT nx.*, CASE nx.next WHEN 'succeeded' THEN nx.success_state WHEN 'retryable' THEN ''
 		ELSE nx.failure_state END AS ns FROM nx) s
 	WHERE r.key = s.resource
@@ -386,7 +401,13 @@ const completeManySQL = `WITH j AS (
 		updated_at = CASE WHEN k.success_state <> '' AND k.success_state <> r.state THEN now() ELSE r.updated_at END,
 		cooldowns = CASE WHEN k.cooldown_ms > 0
 			THEN r.cooldowns || jsonb_build_object(j.kind, now() + k.cooldown_ms * interval '1 millisecond')
-			ELSE r.cooldowns END
+			ELSE r.cooldowns END,
+		cooldown_until = CASE WHEN k.resource_cooldown_ms > 0
+			THEN greatest(r.cooldown_until, now() + k.resource_cooldown_ms * interval '1 millisecond')
+			ELSE r.cooldown_until END,
+		cooldown_job = CASE WHEN k.resource_cooldown_ms > 0
+			AND now() + k.resource_cooldown_ms * interval '1 millisecond' > coalesce(r.cooldown_until, '-infinity')
+			THEN j.id ELSE r.cooldown_job END
 	FROM j JOIN {kinds} k ON k.name = j.kind
 	WHERE r.key = j.resource
 	RETURNING r.key

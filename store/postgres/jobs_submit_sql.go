@@ -24,6 +24,20 @@ func buildSubmitQueries(schema, channel string) submitQueries {
 		insertOne: r.Replace(submitOneSQL), insertNoKeys: r.Replace(submitNoKeysSQL)}
 }
 
+// coolJoin finds the resource's cooldown (store.Kind.ResourceCooldown) if it has not ended:
+// c.cool_until (NULL if none) and c.cool_job, for the job row f.
+const coolJoin = `LEFT JOIN LATERAL (
+		SELECT rs.cooldown_until AS cool_until, rs.cooldown_job AS cool_job FROM {resources} rs
+		WHERE rs.key = f.resource AND rs.cooldown_until > now()
+	) c ON true`
+
+// coolError is the error entry of a job p skipped because its resource is cooling down, as
+// store.CooldownSkipError writes it.
+const coolError = `jsonb_build_array(jsonb_build_object('attempt', 0, 'at', now(), 'code', 'resource_cooldown',
+			'message', format('resource %s recently remediated (job %s): cooling down until %s; skipped',
+				to_json(p.resource::text), p.cool_job, to_char(p.cool_until AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')),
+			'until', p.cool_until))`
+
 // submitLockSQL creates the batch's resources that do not exist and locks every one of them, in
 // key order (so that batches do not deadlock each other): from here to the commit, no other
 // submit, promotion or job end can change which job heads them. It must be a statement of its
@@ -82,9 +96,10 @@ const submitInsertSQL = `WITH req AS (
 		k.name IS NOT NULL AS kind_known, coalesce(nullif(f.policy, ''), k.policy) AS policy,
 		coalesce(nullif(f.max_attempts, 0), k.max_attempts) AS max_attempts,
 		coalesce(f.at, now() + f.delay_ms * interval '1 millisecond') AS at0,
-		h.id AS h0_id, h.state AS h0_state, h.cooldown_end
+		h.id AS h0_id, h.state AS h0_state, h.cooldown_end, c.cool_until, c.cool_job
 	FROM fresh f CROSS JOIN drawn d
 	LEFT JOIN kk k ON k.name = f.kind
+	` + coolJoin + `
 	LEFT JOIN LATERAL (
 		SELECT (SELECT rs.cooldowns ->> f.kind FROM {resources} rs WHERE rs.key = f.resource)::timestamptz AS cooldown_end,
 			u.id, u.state
@@ -104,7 +119,8 @@ const submitInsertSQL = `WITH req AS (
 	FROM plan0 p
 	WINDOW w AS (PARTITION BY p.resource ORDER BY p.idx)
 ), plan AS (
-	SELECT p.*, p.busy AND p.policy = 'skip' AS skipped, p.busy AND p.policy = 'reject' AS rejected,
+	SELECT p.*, p.cool_until IS NOT NULL OR p.busy AND p.policy = 'skip' AS skipped,
+		p.cool_until IS NULL AND p.busy AND p.policy = 'reject' AS rejected,
 		CASE WHEN p.busy THEN p.at0 ELSE greatest(p.at0, p.cooldown_end) END AS at1
 	FROM plan1 p
 ), bad AS (
@@ -121,8 +137,10 @@ const submitInsertSQL = `WITH req AS (
 		scheduled_at, finished_at, errors)
 	SELECT p.id, p.seq, p.kind, p.resource, p.args::jsonb,
 		CASE WHEN p.skipped THEN 'skipped' WHEN p.at1 > now() THEN 'scheduled' ELSE 'available' END,
-		NOT p.busy, p.max_attempts, p.priority, nullif(p.ikey, ''), p.at1, CASE WHEN p.skipped THEN now() END,
-		CASE WHEN p.skipped THEN jsonb_build_array(jsonb_build_object('attempt', 0, 'at', now(),
+		NOT p.busy AND p.cool_until IS NULL, p.max_attempts, p.priority, nullif(p.ikey, ''), p.at1,
+		CASE WHEN p.skipped THEN now() END,
+		CASE WHEN p.cool_until IS NOT NULL THEN ` + coolError + `
+		WHEN p.skipped THEN jsonb_build_array(jsonb_build_object('attempt', 0, 'at', now(),
 			'code', 'resource_busy', 'message', format('resource busy: job %s is %s', p.h_id, p.h_state)))
 			ELSE '[]'::jsonb END
 	FROM plan p
@@ -140,7 +158,7 @@ SELECT true, 0, ` + jobCols + ` FROM {jobs} j WHERE j.id = ANY (ARRAY(SELECT id 
 // $6 max attempts, $7 priority, $8 time or null, $9 delay ms), without the batch's arrays, sorts
 // and windows: a single Submit costs the database about what the statements of a hand-written
 // submit would, in one round trip.
-const submitOneSQL = `WITH ex AS (
+var submitOneSQL = `WITH ex AS (
 	SELECT ` + jobCols + ` FROM {jobs} j WHERE $4::text <> '' AND j.idempotency_key = $4::text
 ), h AS (
 	SELECT u.id, u.state FROM {jobs} u WHERE u.resource = $2::text AND u.state IN {unfinished}
@@ -148,16 +166,18 @@ const submitOneSQL = `WITH ex AS (
 ), v AS (
 	SELECT k.name IS NOT NULL AS kind_known, coalesce(nullif($5::text, ''), k.policy) AS policy,
 		coalesce(nullif($6::int, 0), k.max_attempts) AS max_attempts, h.id AS h_id, h.state AS h_state,
+		$2::text AS resource, c.cool_until, c.cool_job,
 		CASE WHEN h.id IS NULL THEN greatest(t.at,
 			(SELECT (rs.cooldowns ->> $1::text)::timestamptz FROM {resources} rs WHERE rs.key = $2::text))
 			ELSE t.at END AS at
 	FROM (SELECT coalesce($8::timestamptz, now() + $9::bigint * interval '1 millisecond') AS at) t
 	LEFT JOIN {kinds} k ON k.name = $1::text
 	LEFT JOIN h ON true
+	` + strings.ReplaceAll(coolJoin, "f.resource", "$2::text") + `
 	WHERE NOT EXISTS (SELECT 1 FROM ex)
 ), verdict AS (
 	SELECT CASE WHEN NOT v.kind_known THEN CAST('baton-batch-refused:kind:1::' || coalesce(v.h_state, '') AS int) > 0
-		WHEN v.h_id IS NOT NULL AND v.policy = 'reject'
+		WHEN v.h_id IS NOT NULL AND v.policy = 'reject' AND v.cool_until IS NULL
 			THEN CAST('baton-batch-refused:busy:1:' || v.h_id || ':' || v.h_state AS int) > 0
 		ELSE true END AS ok
 	FROM v
@@ -165,11 +185,12 @@ const submitOneSQL = `WITH ex AS (
 	INSERT INTO {jobs} AS j (seq, kind, resource, args, state, head, max_attempts, priority, idempotency_key,
 		scheduled_at, finished_at, errors)
 	SELECT nextval({job_seq}), $1::text, $2::text, $3::jsonb,
-		CASE WHEN v.h_id IS NOT NULL AND v.policy = 'skip' THEN 'skipped' WHEN v.at > now() THEN 'scheduled'
-			ELSE 'available' END,
-		v.h_id IS NULL, v.max_attempts, $7::int, nullif($4::text, ''), v.at,
-		CASE WHEN v.h_id IS NOT NULL AND v.policy = 'skip' THEN now() END,
-		CASE WHEN v.h_id IS NOT NULL AND v.policy = 'skip' THEN jsonb_build_array(jsonb_build_object('attempt', 0,
+		CASE WHEN v.cool_until IS NOT NULL OR v.h_id IS NOT NULL AND v.policy = 'skip' THEN 'skipped'
+			WHEN v.at > now() THEN 'scheduled' ELSE 'available' END,
+		v.h_id IS NULL AND v.cool_until IS NULL, v.max_attempts, $7::int, nullif($4::text, ''), v.at,
+		CASE WHEN v.cool_until IS NOT NULL OR v.h_id IS NOT NULL AND v.policy = 'skip' THEN now() END,
+		CASE WHEN v.cool_until IS NOT NULL THEN ` + strings.ReplaceAll(coolError, "p.", "v.") + `
+		WHEN v.h_id IS NOT NULL AND v.policy = 'skip' THEN jsonb_build_array(jsonb_build_object('attempt', 0,
 			'at', now(), 'code', 'resource_busy', 'message', format('resource busy: job %s is %s', v.h_id, v.h_state)))
 			ELSE '[]'::jsonb END
 	FROM v, verdict
@@ -191,7 +212,7 @@ SELECT true, 0, ex.* FROM ex`
 // no step sorts the batch. The first job of a resource reads the resource's head before the
 // batch and the kind's cooldown; a later one is busy (behind the first), and reads the head
 // before the batch only if it needs to name it (skip, reject).
-const submitNoKeysSQL = `WITH req AS (
+var submitNoKeysSQL = `WITH req AS (
 	SELECT t.* FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[],
 		$7::timestamptz[], $8::bigint[], $9::int[], $10::int[]) WITH ORDINALITY
 		AS t (kind, resource, args, policy, max_attempts, priority, at, delay_ms, rn, first, idx)
@@ -207,9 +228,10 @@ const submitNoKeysSQL = `WITH req AS (
 		k.name IS NOT NULL AS kind_known, coalesce(nullif(r.policy, ''), k.policy) AS policy,
 		coalesce(nullif(r.max_attempts, 0), k.max_attempts) AS max_attempts,
 		coalesce(r.at, now() + r.delay_ms * interval '1 millisecond') AS at0,
-		h.id AS h0_id, h.state AS h0_state, h.cooldown_end
+		h.id AS h0_id, h.state AS h0_state, h.cooldown_end, c.cool_until, c.cool_job
 	FROM req r CROSS JOIN drawn d
 	LEFT JOIN kk k ON k.name = r.kind
+	` + strings.ReplaceAll(coolJoin, "f.resource", "r.resource") + `
 	LEFT JOIN LATERAL (
 		SELECT CASE WHEN r.rn = 1 THEN (SELECT rs.cooldowns ->> r.kind FROM {resources} rs WHERE rs.key = r.resource)::timestamptz
 			END AS cooldown_end, u.id, u.state
@@ -222,7 +244,8 @@ const submitNoKeysSQL = `WITH req AS (
 		OFFSET 0
 	) h ON true
 ), plan AS (
-	SELECT p.*, p.busy AND p.policy = 'skip' AS skipped, p.busy AND p.policy = 'reject' AS rejected,
+	SELECT p.*, p.cool_until IS NOT NULL OR p.busy AND p.policy = 'skip' AS skipped,
+		p.cool_until IS NULL AND p.busy AND p.policy = 'reject' AS rejected,
 		CASE WHEN p.busy THEN p.at0 ELSE greatest(p.at0, p.cooldown_end) END AS at1
 	FROM (SELECT p0.*, p0.h0_id IS NOT NULL OR p0.rn > 1 AS busy FROM plan0 p0) p
 ), firsts AS (
@@ -250,8 +273,9 @@ const submitNoKeysSQL = `WITH req AS (
 		scheduled_at, finished_at, errors)
 	SELECT p.id, p.seq, p.kind, p.resource, p.args::jsonb,
 		CASE WHEN p.skipped THEN 'skipped' WHEN p.at1 > now() THEN 'scheduled' ELSE 'available' END,
-		NOT p.busy, p.max_attempts, p.priority, p.at1, CASE WHEN p.skipped THEN now() END,
-		CASE WHEN p.skipped THEN jsonb_build_array(jsonb_build_object('attempt', 0, 'at', now(),
+		NOT p.busy AND p.cool_until IS NULL, p.max_attempts, p.priority, p.at1, CASE WHEN p.skipped THEN now() END,
+		CASE WHEN p.cool_until IS NOT NULL THEN ` + coolError + `
+		WHEN p.skipped THEN jsonb_build_array(jsonb_build_object('attempt', 0, 'at', now(),
 			'code', 'resource_busy', 'message', format('resource busy: job %s is %s', coalesce(p.h0_id, p.first_id),
 				coalesce(p.h0_state, CASE WHEN (SELECT at1s FROM firsts)[p.first] > now() THEN 'scheduled' ELSE 'available' END))))
 			ELSE '[]'::jsonb END

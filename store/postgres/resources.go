@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -74,6 +75,12 @@ func (s *Store) SetResourceState(ctx context.Context, p *store.SetResourceStateP
 
 func scanResource(r pgx.Row) (*store.Resource, error) {
 	var out store.Resource
-	err := r.Scan(&out.Key, &out.State, &out.Version, &out.UpdatedAt, &out.RunningJob, &out.Unfinished)
+	var coolUntil *time.Time
+	var coolJob int64
+	var leftUs *int64
+	err := r.Scan(&out.Key, &out.State, &out.Version, &out.UpdatedAt, &out.RunningJob, &out.Unfinished, &coolUntil, &coolJob, &leftUs)
+	if coolUntil != nil && leftUs != nil {
+		out.Cooldown = &store.ResourceCooldown{Resource: out.Key, Until: *coolUntil, Left: micros(*leftUs), Job: coolJob}
+	}
 	return &out, err
 }

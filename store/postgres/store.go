@@ -64,16 +64,19 @@ var errNilPool = &store.InvalidArgumentError{Field: "pool", Rule: "must not be n
 
 // Store is a store.Store on PostgreSQL. It is safe for concurrent use.
 type Store struct {
-	pool     *pgxpool.Pool
-	ownsPool bool
-	schema   string
-	channel  string // NOTIFY channel, sent as a bind parameter to pg_notify
-	q        queries
-	jq       jobQueries
-	sq       submitQueries
-	hub      *notify.Hub
-	lis      *listener
-	renews   *combine.Combiner[*store.RenewParams, *store.Lease]
+	pool      *pgxpool.Pool
+	ownsPool  bool
+	schema    string
+	channel   string // NOTIFY channel, sent as a bind parameter to pg_notify
+	q         queries
+	clearRest string // clearRestQuery
+	// clearCooldown is clearCooldownSQL.
+	clearCooldown string
+	jq            jobQueries
+	sq            submitQueries
+	hub           *notify.Hub
+	lis           *listener
+	renews        *combine.Combiner[*store.RenewParams, *store.Lease]
 
 	audit     bool
 	closed    atomic.Bool
@@ -162,15 +165,17 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg Config, ownsPool bool
 		}
 	}
 	s := &Store{
-		pool:     pool,
-		ownsPool: ownsPool,
-		schema:   cfg.Schema,
-		channel:  channelName(cfg.Schema),
-		q:        buildQueries(cfg.Schema),
-		jq:       buildJobQueries(cfg.Schema, channelName(cfg.Schema)),
-		sq:       buildSubmitQueries(cfg.Schema, channelName(cfg.Schema)),
-		hub:      notify.NewHub(),
-		audit:    cfg.Audit,
+		pool:          pool,
+		ownsPool:      ownsPool,
+		schema:        cfg.Schema,
+		channel:       channelName(cfg.Schema),
+		q:             buildQueries(cfg.Schema),
+		clearRest:     clearRestQuery(cfg.Schema),
+		clearCooldown: buildClearCooldownSQL(cfg.Schema, channelName(cfg.Schema)),
+		jq:            buildJobQueries(cfg.Schema, channelName(cfg.Schema)),
+		sq:            buildSubmitQueries(cfg.Schema, channelName(cfg.Schema)),
+		hub:           notify.NewHub(),
+		audit:         cfg.Audit,
 	}
 	s.renews = newRenewCombiner(s)
 	lis, err := startListener(ctx, pool, s.channel, s.hub)

@@ -52,3 +52,12 @@ BEGIN
                 coalesce(json_extract(NEW.errors, '$[#-1].code'), ''), ''),
             NEW.id, NEW.kind, OLD.attempt, NEW.state);
 END;
+
+-- ClearRest: the only update that sets end_actor without ending a live lease.
+CREATE TRIGGER IF NOT EXISTS leases_audit_clear_rest AFTER UPDATE OF end_actor ON leases
+WHEN OLD.ended = NEW.ended AND NEW.available_at < OLD.available_at
+BEGIN
+    INSERT INTO events (at, kind, key, lease_id, holder, token, actor, reason)
+    VALUES (NEW.available_at, 'clear_rest', NEW.key, NEW.lease_id, NEW.holder, NEW.token, NEW.end_actor,
+            NEW.end_reason);
+END;

@@ -31,6 +31,9 @@ func (x *jobTx) makeHead(j *store.Job, r *resourceRow) {
 	if until, ok := r.cooldowns[j.Kind]; ok && until > j.ScheduledAt.UnixNano() {
 		j.ScheduledAt = time.Unix(0, until)
 	}
+	if r.coolUntil > j.ScheduledAt.UnixNano() {
+		j.ScheduledAt = time.Unix(0, r.coolUntil) // queued before the resource's cooldown began
+	}
 	if j.State == store.JobAvailable || j.State == store.JobScheduled {
 		j.State = store.JobAvailable
 		if j.ScheduledAt.After(x.now) {
@@ -81,6 +84,10 @@ func (x *jobTx) end(j *store.Job, st store.JobState, settle bool) error {
 		}
 		if k.Cooldown > 0 {
 			r.cooldowns[k.Name] = x.now.Add(k.Cooldown).UnixNano()
+			changed = true
+		}
+		if until := x.now.Add(k.ResourceCooldown).UnixNano(); k.ResourceCooldown > 0 && until > r.coolUntil {
+			r.coolUntil, r.coolJob = until, j.ID
 			changed = true
 		}
 		if changed {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/batonhq/baton/store"
 )
@@ -75,11 +76,15 @@ func (x *jobTx) submit(p *store.SubmitParams) (*store.SubmitResult, error) {
 	if maxAttempts == 0 {
 		maxAttempts = k.MaxAttempts
 	}
+	cool, err := x.cooling(p.Resource)
+	if err != nil {
+		return nil, err
+	}
 	head, err := x.submitHead(p.Resource)
 	if err != nil {
 		return nil, err
 	}
-	if head != nil && policy == store.PolicyReject {
+	if head != nil && policy == store.PolicyReject && cool == nil {
 		return nil, &store.ResourceBusyError{Resource: p.Resource, HeadJob: head.ID, State: head.State}
 	}
 	r, err := x.ensureResource(p.Resource)
@@ -104,6 +109,9 @@ func (x *jobTx) submit(p *store.SubmitParams) (*store.SubmitResult, error) {
 		j.ScheduledAt = p.ScheduledAt
 	}
 	switch {
+	case cool != nil:
+		j.State, j.FinishedAt = store.JobSkipped, x.now
+		j.Errors = append(j.Errors, store.CooldownSkipError(p.Resource, time.Unix(0, cool.coolUntil), cool.coolJob, x.now))
 	case head != nil && policy == store.PolicySkip:
 		j.State, j.FinishedAt = store.JobSkipped, x.now
 		x.addError(j, store.CodeResourceBusy, fmt.Sprintf("resource %q busy: job %d is %s", p.Resource, head.ID, head.State))
@@ -119,6 +127,18 @@ func (x *jobTx) submit(p *store.SubmitParams) (*store.SubmitResult, error) {
 		x.heads[j.Resource] = j
 	}
 	return &store.SubmitResult{Job: j}, nil
+}
+
+// cooling returns the resource's row if it is cooling down (Kind.ResourceCooldown), else nil.
+func (x *jobTx) cooling(resource string) (*resourceRow, error) {
+	r, err := x.resource(resource)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil || r.coolUntil <= x.now.UnixNano() {
+		return nil, err
+	}
+	return r, nil
 }
 
 // submitHead is headOf, through the batch's memory of heads if there is one.

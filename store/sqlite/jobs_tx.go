@@ -128,6 +128,14 @@ type storedError struct {
 	At      int64  `json:"at"`
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	Until   int64  `json:"until,omitempty"` // CodeResourceCooldown
+}
+
+func unixOrZero(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }
 
 func scanJob(sc interface{ Scan(...any) error }) (*store.Job, error) {
@@ -146,7 +154,8 @@ func scanJob(sc interface{ Scan(...any) error }) (*store.Job, error) {
 		return nil, err
 	}
 	for _, e := range stored {
-		j.Errors = append(j.Errors, store.JobError{Attempt: e.Attempt, At: time.Unix(0, e.At), Code: e.Code, Message: e.Message})
+		j.Errors = append(j.Errors, store.JobError{Attempt: e.Attempt, At: time.Unix(0, e.At), Code: e.Code, Message: e.Message,
+			Until: unixOrZero(e.Until)})
 	}
 	j.Args, j.State, j.IdempotencyKey = json.RawMessage(args), store.JobState(state), key.String
 	j.CreatedAt, j.ScheduledAt = time.Unix(0, created), time.Unix(0, scheduled)
@@ -172,7 +181,11 @@ func toNull(t time.Time) sql.NullInt64 {
 func encodeErrors(errs []store.JobError) (string, error) {
 	stored := make([]storedError, 0, len(errs))
 	for _, e := range errs {
-		stored = append(stored, storedError{Attempt: e.Attempt, At: e.At.UnixNano(), Code: e.Code, Message: e.Message})
+		se := storedError{Attempt: e.Attempt, At: e.At.UnixNano(), Code: e.Code, Message: e.Message}
+		if !e.Until.IsZero() {
+			se.Until = e.Until.UnixNano()
+		}
+		stored = append(stored, se)
 	}
 	b, err := json.Marshal(stored)
 	return string(b), err

@@ -19,7 +19,7 @@ func TestListPlansReadOneKeyRange(t *testing.T) {
 		args  []any
 	}{
 		{"List", sqlite.ListSQL, "leases", []any{"a", "b", "", 0, 10}},
-		{"ListResources", sqlite.ResourceListSQL, "r", []any{"a", "b", 10}},
+		{"ListResources", sqlite.ResourceListSQL, "r", []any{"a", "b", 10, 0}},
 	} {
 		for shape, want := range []string{"(key>?)", "(key>?)", "(key>? AND key<?)", "(key>? AND key<?)"} {
 			rows, err := s.DB().Query(`EXPLAIN QUERY PLAN `+c.sql(shape), c.args...)

@@ -16,6 +16,8 @@ type resourceRow struct {
 	version    int64
 	updatedAt  int64
 	cooldowns  map[string]int64 // kind → Unix ns before which no job of that kind starts
+	// coolUntil: Unix ns until which the resource is cooling down (0: not); coolJob started it.
+	coolUntil, coolJob int64
 }
 
 // resource reads a resource (once per transaction); store.ErrNotFound if it has no row.
@@ -25,8 +27,9 @@ func (x *jobTx) resource(key string) (*resourceRow, error) {
 	}
 	r := &resourceRow{key: key}
 	var cooldowns string
-	err := x.q.QueryRowContext(x.ctx, `SELECT state, version, updated_at, cooldowns FROM resources WHERE key = ?`, key).
-		Scan(&r.state, &r.version, &r.updatedAt, &cooldowns)
+	err := x.q.QueryRowContext(x.ctx, `SELECT state, version, updated_at, cooldowns, cooldown_until, cooldown_job
+		FROM resources WHERE key = ?`, key).
+		Scan(&r.state, &r.version, &r.updatedAt, &cooldowns, &r.coolUntil, &r.coolJob)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -68,38 +71,50 @@ func (x *jobTx) saveResource(r *resourceRow) error {
 			delete(r.cooldowns, k)
 		}
 	}
+	if r.coolUntil <= x.now.UnixNano() {
+		r.coolUntil, r.coolJob = 0, 0
+	}
 	cooldowns, err := json.Marshal(r.cooldowns)
 	if err != nil {
 		return err
 	}
-	_, err = x.q.ExecContext(x.ctx, `UPDATE resources SET state = ?, version = ?, updated_at = ?, cooldowns = ? WHERE key = ?`,
-		r.state, r.version, r.updatedAt, string(cooldowns), r.key)
+	_, err = x.q.ExecContext(x.ctx, `UPDATE resources SET state = ?, version = ?, updated_at = ?, cooldowns = ?,
+		cooldown_until = ?, cooldown_job = ? WHERE key = ?`,
+		r.state, r.version, r.updatedAt, string(cooldowns), r.coolUntil, r.coolJob, r.key)
 	return err
 }
 
-// resourceSelect reads resources with their running job and unfinished count.
-const resourceSelect = `SELECT key, state, version, updated_at,
+// resourceSelect reads resources with their running job, unfinished count and cooldown; now is
+// the parameter that holds the store's now (Unix ns).
+func resourceSelect(now string) string {
+	return `SELECT key, state, version, updated_at,
 		coalesce((SELECT id FROM jobs WHERE resource = r.key AND state = 'running'), 0),
-		(SELECT count(*) FROM jobs WHERE resource = r.key AND state IN ` + sqlUnfinished + `)
+		(SELECT count(*) FROM jobs WHERE resource = r.key AND state IN ` + sqlUnfinished + `),
+		iif(cooldown_until > ` + now + `, cooldown_until, 0), cooldown_job, ` + now + `
 	FROM resources AS r`
+}
 
-// resourceListSQL is ListResources' statement for one shape of keyRange; ?3 is the limit.
+// resourceListSQL is ListResources' statement for one shape of keyRange; ?3 is the limit, ?4 now.
 func resourceListSQL(shape int) string {
-	return resourceSelect + ` WHERE ` + keyRangeSQL(shape) + ` ORDER BY key LIMIT ?3`
+	return resourceSelect("?4") + ` WHERE ` + keyRangeSQL(shape) + ` ORDER BY key LIMIT ?3`
 }
 
 func scanResource(sc interface{ Scan(...any) error }) (*store.Resource, error) {
 	var r store.Resource
-	var updated int64
-	if err := sc.Scan(&r.Key, &r.State, &r.Version, &updated, &r.RunningJob, &r.Unfinished); err != nil {
+	var updated, coolUntil, coolJob, now int64
+	if err := sc.Scan(&r.Key, &r.State, &r.Version, &updated, &r.RunningJob, &r.Unfinished, &coolUntil, &coolJob, &now); err != nil {
 		return nil, err
 	}
 	r.UpdatedAt = time.Unix(0, updated)
+	if coolUntil > 0 {
+		r.Cooldown = &store.ResourceCooldown{Resource: r.Key, Until: time.Unix(0, coolUntil),
+			Left: time.Duration(coolUntil - now), Job: coolJob}
+	}
 	return &r, nil
 }
 
-func getResource(ctx context.Context, q querier, key string) (*store.Resource, error) {
-	r, err := scanResource(q.QueryRowContext(ctx, resourceSelect+` WHERE key = ?`, key))
+func getResource(ctx context.Context, q querier, key string, now time.Time) (*store.Resource, error) {
+	r, err := scanResource(q.QueryRowContext(ctx, resourceSelect("?2")+` WHERE key = ?1`, key, now.UnixNano()))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -114,7 +129,7 @@ func (s *Store) GetResource(ctx context.Context, key string) (*store.Resource, e
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	r, err := getResource(ctx, s.db, key)
+	r, err := getResource(ctx, s.db, key, s.now())
 	if err != nil {
 		return nil, s.wrapJob("get resource", err)
 	}
@@ -131,7 +146,7 @@ func (s *Store) ListResources(ctx context.Context, p *store.ResourceListParams) 
 		return nil, err
 	}
 	r := newKeyRange(p.After, p.Prefix)
-	rows, err := s.db.QueryContext(ctx, resourceListSQL(r.shape()), r.lower, r.bound, p.Limit)
+	rows, err := s.db.QueryContext(ctx, resourceListSQL(r.shape()), r.lower, r.bound, p.Limit, s.now().UnixNano())
 	if err != nil {
 		return nil, s.wrap("list resources", err)
 	}
@@ -172,7 +187,7 @@ func (s *Store) SetResourceState(ctx context.Context, p *store.SetResourceStateP
 		if err := x.setResourceState(r, p.State); err != nil {
 			return err
 		}
-		out, err = getResource(x.ctx, x.q, p.Key)
+		out, err = getResource(x.ctx, x.q, p.Key, x.now)
 		return err
 	})
 	return out, err

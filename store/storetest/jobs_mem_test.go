@@ -40,6 +40,8 @@ type memResource struct {
 	version   int64
 	updatedAt time.Time
 	cooldowns map[string]time.Time // per kind: no start before
+	coolUntil time.Time            // the resource's cooldown (Kind.ResourceCooldown)
+	coolJob   int64
 }
 
 var _ store.JobStore = (*memJobStore)(nil)
@@ -130,6 +132,9 @@ func (s *memJobStore) promote(key string, now time.Time) {
 	if cd := s.resources[key].cooldowns[h.Kind]; cd.After(h.ScheduledAt) {
 		h.ScheduledAt = cd
 	}
+	if cd := s.resources[key].coolUntil; cd.After(h.ScheduledAt) {
+		h.ScheduledAt = cd
+	}
 	if h.State == store.JobAvailable && h.ScheduledAt.After(now) {
 		h.State = store.JobScheduled
 	}
@@ -139,6 +144,9 @@ func (s *memJobStore) promote(key string, now time.Time) {
 // finish ends j in a final state and promotes the next job.
 func (s *memJobStore) finish(j *store.Job, state store.JobState, now time.Time) {
 	j.State, j.FinishedAt, j.Head, j.LeaseExpiresAt = state, now, false, time.Time{}
+	if k, r := s.kinds[j.Kind], s.resources[j.Resource]; k.ResourceCooldown > 0 && j.Attempt > 0 && now.Add(k.ResourceCooldown).After(r.coolUntil) {
+		r.coolUntil, r.coolJob = now.Add(k.ResourceCooldown), j.ID
+	}
 	if state == store.JobDiscarded || state == store.JobCancelled {
 		if k := s.kinds[j.Kind]; k.FailureState != "" && j.Attempt > 0 {
 			s.setState(s.resources[j.Resource], k.FailureState, now)
@@ -209,7 +217,8 @@ func (s *memJobStore) submitLocked(p *store.SubmitParams) (*store.SubmitResult, 
 	if policy == "" {
 		policy = k.Policy
 	}
-	if policy == store.PolicyReject && len(q) > 0 {
+	cool := s.resources[p.Resource] != nil && s.resources[p.Resource].coolUntil.After(now)
+	if policy == store.PolicyReject && len(q) > 0 && !cool {
 		head := q[0]
 		for _, j := range q {
 			if j.Head {
@@ -240,7 +249,10 @@ func (s *memJobStore) submitLocked(p *store.SubmitParams) (*store.SubmitResult, 
 	if j.ScheduledAt.After(now) {
 		j.State = store.JobScheduled
 	}
-	if policy == store.PolicySkip && len(q) > 0 {
+	if cool {
+		j.State, j.FinishedAt = store.JobSkipped, now
+		j.Errors = []store.JobError{store.CooldownSkipError(p.Resource, r.coolUntil, r.coolJob, now)}
+	} else if policy == store.PolicySkip && len(q) > 0 {
 		j.State, j.FinishedAt = store.JobSkipped, now
 		j.Errors = []store.JobError{{At: now, Code: store.CodeResourceBusy, Message: fmt.Sprintf("resource busy: job %d is %s", q[0].ID, q[0].State)}}
 	}
@@ -546,6 +558,9 @@ func (s *memJobStore) JobCounts(context.Context) ([]*store.JobCount, error) {
 
 func (s *memJobStore) resource(r *memResource) *store.Resource {
 	out := &store.Resource{Key: r.key, State: r.state, Version: r.version, UpdatedAt: r.updatedAt}
+	if now := s.now(); r.coolUntil.After(now) {
+		out.Cooldown = &store.ResourceCooldown{Resource: r.key, Until: r.coolUntil, Left: r.coolUntil.Sub(now), Job: r.coolJob}
+	}
 	for _, j := range s.queue(r.key) {
 		out.Unfinished++
 		if j.State == store.JobRunning {
@@ -609,6 +624,31 @@ func (s *memJobStore) SetResourceState(_ context.Context, p *store.SetResourceSt
 	}
 	s.setState(r, p.State, now)
 	return s.resource(r), nil
+}
+
+func (s *memJobStore) ClearResourceCooldown(_ context.Context, p *store.ClearCooldownParams) (*store.ResourceCooldown, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	r := s.resources[p.Resource]
+	if r == nil || !r.coolUntil.After(now) {
+		return nil, store.ErrNotFound
+	}
+	out := &store.ResourceCooldown{Resource: r.key, Until: r.coolUntil, Left: r.coolUntil.Sub(now), Job: r.coolJob}
+	for _, j := range s.queue(r.key) {
+		if j.Head && j.ScheduledAt.Equal(r.coolUntil) {
+			j.ScheduledAt = now
+			if j.State == store.JobScheduled {
+				j.State = store.JobAvailable
+			}
+			s.hub.Notify(notify.JobKey(j.Kind))
+		}
+	}
+	r.coolUntil, r.coolJob = time.Time{}, 0
+	return out, nil
 }
 
 func (s *memJobStore) SubscribeJobs(kind string) (<-chan struct{}, func()) {

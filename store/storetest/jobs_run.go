@@ -59,6 +59,7 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"StateGuard", testJobGuard},
 		{"StateGuardFailure", testJobGuardFailure},
 		{"KindCooldown", testJobCooldown},
+		{"ResourceCooldown", testJobResourceCooldown},
 		// Retries, heartbeat, cancel, reaper.
 		{"FailRetryDiscard", testJobFailRetry},
 		{"Heartbeat", testJobHeartbeat},

@@ -43,6 +43,7 @@ func Run(t *testing.T, h Harness) {
 		{"Cooldown", testCooldown},
 		{"LockDelayAfterExpiry", testLockDelayAfterExpiry},
 		{"LockDelayAfterForceRelease", testLockDelayAfterForceRelease},
+		{"ClearRest", testClearRest},
 		{"MetadataRoundTrip", testMetadata},
 		{"ListPrefixHolderPaging", testList},
 		{"ListPrefixEdges", testListPrefixEdges},

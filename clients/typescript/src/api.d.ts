@@ -88,7 +88,7 @@ export interface ListResponse {
 export interface Event {
   id: number;
   at: string;
-  kind: "acquire" | "release" | "expiry_takeover" | "force_release" | "job_claim" | "job_renew" | "job_complete";
+  kind: "acquire" | "release" | "expiry_takeover" | "force_release" | "job_claim" | "job_renew" | "job_complete" | "clear_rest" | "resource_cooldown_cleared";
   key: string;
   lease_id: string;
   holder: string;
@@ -169,6 +169,10 @@ export interface JobError {
   at?: string;
   code: string;
   message: string;
+  /** resource_cooldown only: when the resource's cooldown ends */
+  until?: string;
+  /** resource_cooldown only: how much of the cooldown was left at the submit */
+  remaining_ms?: number;
 }
 
 export interface Job {
@@ -327,6 +331,8 @@ export interface Kind {
   running_state?: string;
   success_state?: string;
   failure_state?: string;
+  /** after a job of this kind ends on a resource (after an attempt), the resource cools down this long for every kind: submits to it are skipped (error code resource_cooldown) */
+  resource_cooldown_ms?: number;
 }
 
 export interface KindsRequest {
@@ -345,6 +351,7 @@ export interface Resource {
   /** 0 when none runs */
   running_job: number;
   unfinished: number;
+  cooldown?: ResourceCooldown;
 }
 
 export interface ResourcesResponse {
@@ -386,4 +393,30 @@ export interface PeriodicJob {
 
 export interface PeriodicResponse {
   periodic: PeriodicJob[];
+}
+
+export interface Rest {
+  key: string;
+  reason: "cooldown" | "lock-delay";
+  /** what was left of the rest */
+  remaining_ms: number;
+}
+
+export interface RestResponse {
+  rest: Rest;
+}
+
+/** a resource's cooldown (set while it cools down; the answer of clear-cooldown: what was cleared) */
+export interface ResourceCooldown {
+  resource: string;
+  until: string;
+  remaining_ms: number;
+  /** the job whose end started it */
+  job: number;
+}
+
+export interface ClearCooldownRequest {
+  reason: string;
+  /** recorded only on a server without auth */
+  actor?: string;
 }
