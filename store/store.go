@@ -181,7 +181,7 @@ const (
 	EventJobClaim    = "job_claim"
 	EventJobRenew    = "job_renew"
 	EventJobComplete = "job_complete"
-	EventClearRest      = "clear_rest" // an admin ended a key's cooldown or lock-delay early
+	EventClearRest   = "clear_rest" // an admin ended a key's cooldown or lock-delay early
 	// EventResourceCooldownCleared: an admin ended a job resource's cooldown early; Key is the
 	// resource, Token the job whose end had started the cooldown.
 	EventResourceCooldownCleared = "resource_cooldown_cleared"
