@@ -26,6 +26,7 @@ var titles = map[string]string{
 	"unauthorized":           "Unauthorized",
 	"forbidden":              "Forbidden",
 	"not_found":              "Not found",
+	"no_such_route":          "No such route",
 	"method_not_allowed":     "Method not allowed",
 	"lock_held":              "Lock held",
 	"not_held":               "Lease not held",
@@ -137,6 +138,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// notFound answers a path the API does not have. Its code, no_such_route, is not not_found (no
+// such lease, job or resource), so that a client pointed at a wrong path prefix can tell the two
+// apart instead of reading every key as free.
 func notFound(w http.ResponseWriter, r *http.Request) {
-	writeProblem(w, newProblem(http.StatusNotFound, "not_found", fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)))
+	writeProblem(w, newProblem(http.StatusNotFound, "no_such_route", fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)))
 }

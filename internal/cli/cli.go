@@ -218,6 +218,8 @@ func describe(g *globals, err error) string {
 			return fmt.Sprintf("%v (set BATON_TOKEN or --token)", err)
 		}
 		return fmt.Sprintf("%v (the token is not known to the server)", err)
+	case errors.Is(err, client.ErrNoSuchRoute) && errors.As(err, &pe):
+		return noSuchRouteMessage(g, pe)
 	case errors.As(err, &pe):
 		return pe.Error()
 	case errors.Is(err, store.ErrNotHeld):
