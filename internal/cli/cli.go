@@ -106,6 +106,9 @@ type command struct {
 	fs     *flag.FlagSet
 	stdout io.Writer
 	stderr io.Writer
+	// writes marks a command that changes the server's data: only its refusals of bad input end
+	// with "(nothing written)", which would mislead on a read.
+	writes bool
 }
 
 func newCommand(name, usage string, stdout, stderr io.Writer) *command {

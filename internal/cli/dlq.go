@@ -72,6 +72,7 @@ Example:
 
 `+jobExitCodesHelp+"\n", stdout, stderr)
 	g.register(c.fs, true)
+	c.writes = true
 	pos, code, ok := c.parse(args)
 	if !ok {
 		return code
@@ -136,6 +137,7 @@ With -o json: {"purged": 2}
 
 `+jobExitCodesHelp+"\n", stdout, stderr)
 	g.register(c.fs, true)
+	c.writes = true
 	kind := c.fs.String("kind", "", "only dead letters of kind `K`")
 	resource := c.fs.String("resource", "", "only dead letters on resource `R`")
 	yes := c.fs.Bool("yes", false, "purge without IDs: every dead letter that matches --kind and --resource")

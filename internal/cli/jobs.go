@@ -110,7 +110,7 @@ func (c *command) jobFail(g *globals, err error, names flagNames, what string) i
 	code := exitCode(err)
 	switch {
 	case errors.As(err, &inv):
-		msg = fmt.Sprintf("invalid %s: %s (nothing written)", names.name(inv.Field), inv.Rule)
+		msg = fmt.Sprintf("invalid %s: %s%s", names.name(inv.Field), inv.Rule, c.nothingWritten())
 		code = exitUsage
 	case errors.As(err, &busy):
 		msg = fmt.Sprintf("resource %q is busy: job %d is %s (the reject policy refuses to queue behind it; nothing written)",
@@ -131,6 +131,15 @@ func (c *command) jobFail(g *globals, err error, names flagNames, what string) i
 	}
 	fmt.Fprintf(c.stderr, "%s: %s\n", c.name, msg)
 	return code
+}
+
+// nothingWritten is the end of a refusal of bad input: " (nothing written)" for a command
+// that writes, nothing for a read.
+func (c *command) nothingWritten() string {
+	if c.writes {
+		return " (nothing written)"
+	}
+	return ""
 }
 
 // parseJobID reads a job ID argument.
@@ -191,6 +200,7 @@ With -o json: {"job": JOB, "existing": false}, JOB as in 'baton jobs show -o jso
 
 `+jobExitCodesHelp+"\n", stdout, stderr)
 	g.register(c.fs, true)
+	c.writes = true
 	kind := c.fs.String("kind", "", "the job's `KIND` (required; registered with 'baton kinds set')")
 	resource := c.fs.String("resource", "", "the resource `KEY` the job works on (required)")
 	argsJSON := c.fs.String("args", "", "the job's arguments, a `JSON` object (default {}), at most 32 KiB")
@@ -449,6 +459,7 @@ Example:
 // jobAction runs a command on one job ID and prints the job it returns.
 func jobAction(c *command, args []string, g *globals, stdout io.Writer, op string, do func(store.JobStore, int64) (*store.Job, error)) int {
 	g.register(c.fs, true)
+	c.writes = true
 	pos, code, ok := clientCommand(c, g, args, 1, "job ID")
 	if !ok {
 		return code

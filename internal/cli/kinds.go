@@ -114,6 +114,7 @@ Examples:
 
 `+jobExitCodesHelp+"\n", stdout, stderr)
 	g.register(c.fs, true)
+	c.writes = true
 	policy := c.fs.String("policy", "", "queue, skip or reject")
 	maxAttempts := c.fs.Int("max-attempts", 0, "attempts before a job is discarded, 1-1000")
 	timeout := c.fs.Duration("timeout", 0, "time limit of one attempt, up to 24h (0: none)")

@@ -163,6 +163,7 @@ Example:
 
 `+jobExitCodesHelp+"\n", stdout, stderr)
 	g.register(c.fs, true)
+	c.writes = true
 	ifVersion := c.fs.Int64("if-version", 0, "only if the resource's version is `N`")
 	pos, code, ok := clientCommand(c, g, args, 2, "KEY and STATE")
 	if !ok {
