@@ -276,7 +276,9 @@ func jobsList(args []string, g *globals, stdout, stderr io.Writer, dlq bool) int
 	name, usage := "baton jobs list", `Usage: baton jobs list [--state S] [--kind K] [--resource R] [--limit N] [--after ID] [-o table|json]
 
 List jobs in ID order (oldest first), one page: at most --limit (default 100, at most 1000). If
-the page is full, stderr says how to get the next one (--after the last ID).
+the page is full, stderr says how to get the next one (--after the last ID). --state and --kind
+take several values (repeated, or separated by commas), --resource several (repeated): a job
+is listed if it matches any value of each.
 
 States: scheduled, available, running, retryable (unfinished); succeeded, cancelled,
 discarded (the dead letters, see 'baton dlq'), skipped.
@@ -308,12 +310,12 @@ Output (table):
 	}
 	c := newCommand(name, usage, stdout, stderr)
 	g.register(c.fs, true)
-	state := new(string)
+	states, kinds, resources := &listFlag{split: true}, &listFlag{split: true}, &listFlag{}
 	if !dlq {
-		c.fs.StringVar(state, "state", "", "only jobs in state `S`")
+		c.fs.Var(states, "state", "only jobs in state `S` (repeat, or separate with commas, for several)")
 	}
-	kind := c.fs.String("kind", "", "only jobs of kind `K`")
-	resource := c.fs.String("resource", "", "only jobs on resource `R`")
+	c.fs.Var(kinds, "kind", "only jobs of kind `K` (repeat, or separate with commas, for several)")
+	c.fs.Var(resources, "resource", "only jobs on resource `R` (repeat for several)")
 	limit := c.fs.Int("limit", 0, "at most `N` jobs (1-1000; default 100)")
 	after := c.fs.Int64("after", 0, "only jobs with an ID greater than `ID` (the next page)")
 	if _, code, ok := clientCommand(c, g, args, 0, ""); !ok {
@@ -322,13 +324,18 @@ Output (table):
 	if *limit < 0 || *limit > store.MaxListLimit {
 		return c.usageError("--limit must be between 1 and %d", store.MaxListLimit)
 	}
-	p := &store.JobListParams{State: store.JobState(*state), Kind: *kind, Resource: *resource, After: *after, Limit: *limit}
+	filters := jobFilters{states: states.vals, kinds: kinds.vals, resources: resources.vals}
 	if dlq {
-		p.State = store.JobDiscarded
+		filters.states = []string{string(store.JobDiscarded)}
 	}
-	if err := p.Validate(); err != nil {
+	if n := max(len(filters.states), 1) * max(len(filters.kinds), 1) * max(len(filters.resources), 1); n > maxFilterCombos {
+		return c.usageError("--state × --kind × --resource make %d combinations; at most %d", n, maxFilterCombos)
+	}
+	ps, err := filters.params(*after, *limit)
+	if err != nil {
 		return c.jobFail(g, err, nil, "")
 	}
+	p := ps[0]
 	js, closeFn, code, ok := openJobStore(c, g)
 	if !ok {
 		return code
@@ -336,7 +343,7 @@ Output (table):
 	defer closeFn()
 	ctx, cancel := callContext(0)
 	defer cancel()
-	jobs, err := js.ListJobs(ctx, p)
+	jobs, err := listJobsAny(ctx, js, ps)
 	if err != nil {
 		return c.jobFail(g, err, nil, "")
 	}
