@@ -382,6 +382,9 @@ Example:
 		return c.usageError("--reason is required")
 	}
 	p := &store.ForceReleaseParams{Key: pos[0], Reason: *reason}
+	if g.token == "" {
+		p.Actor = osActor() // with a token, the server records the token's name instead
+	}
 	if err := p.Validate(); err != nil {
 		return c.fail(g, err)
 	}
