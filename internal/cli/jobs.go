@@ -548,7 +548,9 @@ func jobInfo(j *store.Job) string {
 			s += " after " + lastErr
 		}
 		return s
-	default: // succeeded, cancelled, discarded, skipped
+	case store.JobCancelled:
+		return cancelInfo(j)
+	default: // succeeded, discarded, skipped
 		if lastErr != "" && j.State != store.JobSucceeded {
 			return lastErr
 		}
@@ -582,6 +584,9 @@ func writeJobDetail(w io.Writer, j *store.Job) error {
 		state += ", cancel requested"
 	}
 	row("State", state)
+	if j.State == store.JobCancelled {
+		row("Cancelled", cancelInfo(j))
+	}
 	row("Attempt", fmt.Sprintf("%d of %d", j.Attempt, j.MaxAttempts))
 	row("Priority", strconv.Itoa(j.Priority))
 	if j.IdempotencyKey != "" {
@@ -613,7 +618,7 @@ func writeJobDetail(w io.Writer, j *store.Job) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "Errors:")
+	fmt.Fprintln(w, "Errors (of attempts):")
 	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "  ATTEMPT\tAT\tCODE\tMESSAGE")
 	for _, e := range j.Errors {

@@ -175,6 +175,7 @@ export interface Job {
   priority: number;
   idempotency_key?: string;
   errors: JobError[];
+  last_error?: JobError;
   created_at?: string;
   scheduled_at?: string;
   attempted_at?: string;
@@ -186,6 +187,11 @@ export interface Job {
   token: number;
   lease_expires_at?: string;
   cancel_requested: boolean;
+  /** set when the job is cancelled: when, and which attempt the cancel stopped (0: none ran, the job was cancelled between attempts or before its first). The cancel has no error of its own unless it stopped a running attempt (code cancelled); an earlier attempt's error in errors or last_error is not its reason. */
+  cancel?: {
+  at: string;
+  during_attempt: number;
+};
   /** the kind's per-attempt timeout when the attempt started (0: none) */
   timeout_ms: number;
 }
