@@ -142,7 +142,7 @@ func (c *command) parse(args []string) ([]string, int, bool) {
 				c.printHelp(c.stdout)
 				return nil, exitOK, false
 			}
-			return nil, c.usageError("%v", err), false
+			return nil, c.flagError(err), false
 		}
 		rest := c.fs.Args()
 		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
@@ -164,7 +164,7 @@ func (c *command) parseUntilCommand(args []string) ([]string, int, bool) {
 			c.printHelp(c.stdout)
 			return nil, exitOK, false
 		}
-		return nil, c.usageError("%v", err), false
+		return nil, c.flagError(err), false
 	}
 	return c.fs.Args(), 0, true
 }

@@ -41,8 +41,7 @@ func dlqCommand(args []string, g *globals, stdout, stderr io.Writer) int {
 	case "purge":
 		return dlqPurge(rest, g, stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "baton dlq: unknown command %q\n\n%s", sub, dlqUsage)
-		return exitUsage
+		return unknownCommand(stderr, "baton dlq", sub, dlqUsage)
 	}
 }
 

@@ -62,8 +62,7 @@ func jobsCommand(args []string, g *globals, stdin io.Reader, stdout, stderr io.W
 	case "retry":
 		return jobsRetry(rest, g, stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "baton jobs: unknown command %q\n\n%s", sub, jobsUsage)
-		return exitUsage
+		return unknownCommand(stderr, "baton jobs", sub, jobsUsage)
 	}
 }
 

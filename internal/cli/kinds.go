@@ -42,8 +42,7 @@ func kindsCommand(args []string, g *globals, stdout, stderr io.Writer) int {
 	case "set":
 		return kindsSet(rest, g, stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "baton kinds: unknown command %q\n\n%s", sub, kindsUsage)
-		return exitUsage
+		return unknownCommand(stderr, "baton kinds", sub, kindsUsage)
 	}
 }
 

@@ -54,8 +54,7 @@ func locksCommand(args []string, g *globals, stdout, stderr io.Writer) int {
 	case "force-release":
 		return locksForceRelease(rest, g, stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "baton locks: unknown command %q\n\n%s", sub, locksUsage)
-		return exitUsage
+		return unknownCommand(stderr, "baton locks", sub, locksUsage)
 	}
 }
 

@@ -42,8 +42,7 @@ func resourcesCommand(args []string, g *globals, stdout, stderr io.Writer) int {
 	case "set-state":
 		return resourcesSetState(rest, g, stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "baton resources: unknown command %q\n\n%s", sub, resourcesUsage)
-		return exitUsage
+		return unknownCommand(stderr, "baton resources", sub, resourcesUsage)
 	}
 }
 
