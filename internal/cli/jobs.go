@@ -36,6 +36,7 @@ Commands:
   show    show a job, with its error history
   cancel  cancel a job (a running one stops at its worker's next heartbeat)
   retry   run a discarded, cancelled or skipped job again, or a retryable one now
+  stats   count unfinished jobs per kind and state
 
 Run 'baton jobs COMMAND --help' for a command's flags.
 
@@ -61,6 +62,8 @@ func jobsCommand(args []string, g *globals, stdin io.Reader, stdout, stderr io.W
 		return jobsCancel(rest, g, stdout, stderr)
 	case "retry":
 		return jobsRetry(rest, g, stdout, stderr)
+	case "stats":
+		return jobsStats(rest, g, stdout, stderr)
 	default:
 		return unknownCommand(stderr, "baton jobs", sub, jobsUsage)
 	}
