@@ -45,14 +45,14 @@ With -o json, the answer of GET /v1/jobs/counts: {"counts": [{"kind", "state", "
 			return c.jobFail(g, err, nil, "")
 		}
 	}
-	st, err := g.store()
-	if err != nil {
-		return c.usageError("%v", err)
+	js, closeFn, code, ok := openJobStore(c, g)
+	if !ok {
+		return code
 	}
-	defer st.Close()
+	defer closeFn()
 	ctx, cancel := callContext(0)
 	defer cancel()
-	counts, err := st.JobCounts(ctx)
+	counts, err := js.JobCounts(ctx)
 	if err != nil {
 		return c.jobFail(g, err, nil, "")
 	}
