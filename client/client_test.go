@@ -196,8 +196,8 @@ func TestLeaseFieldsRoundTrip(t *testing.T) {
 		string(l.Metadata) != `{"job":1}` {
 		t.Fatalf("lease = %+v (metadata %s); want the lease ID and the fields sent", l, l.Metadata)
 	}
-	direct, err := b.sqlite.Get(ctx, "team/db")
-	if err != nil || direct.ID != l.ID || direct.Token != l.Token || !direct.ExpiresAt.Equal(l.ExpiresAt) {
+	direct, err := b.sqlite.Get(ctx, "team/db") // the API carries times to the millisecond
+	if err != nil || direct.ID != l.ID || direct.Token != l.Token || !direct.ExpiresAt.Truncate(time.Millisecond).Equal(l.ExpiresAt) {
 		t.Fatalf("the store holds %+v, %v; the client reported %+v", direct, err, l)
 	}
 	r, err := s.Renew(ctx, &store.RenewParams{Key: "team/db", LeaseID: l.ID, TTL: time.Minute})

@@ -57,3 +57,18 @@ func TestTimesAndDetailsAreUniform(t *testing.T) {
 		t.Errorf("batch resource_busy: %d %s, want a detail without the package prefix", r.status, r.raw)
 	}
 }
+
+// A query parameter given twice is refused, not half ignored.
+func TestRepeatedQueryParameterIsRefused(t *testing.T) {
+	jf := newJobFixture(t, false)
+	for _, path := range []string{"/v1/jobs?state=available&state=running", "/v1/locks?prefix=a&prefix=b", "/v1/jobs?kind=build&kind=build"} {
+		r := jf.get(path, "")
+		field := strings.SplitN(strings.SplitN(path, "?", 2)[1], "=", 2)[0]
+		if r.status != 400 || r.body["code"] != "invalid_argument" || r.body["field"] != field {
+			t.Errorf("GET %s: %d %s, want a 400 naming %s", path, r.status, r.raw, field)
+		}
+	}
+	if r := jf.get("/v1/jobs?state=available&kind=build", ""); r.status != 200 {
+		t.Errorf("two different parameters: %d %s", r.status, r.raw)
+	}
+}
