@@ -135,6 +135,7 @@ var longFlag = regexp.MustCompile(`(?m)^(  )-(\w[\w-]+)`)
 // "--" ends the flags. It returns the positional arguments, or an exit code: 0 after --help,
 // 2 after a usage error (both already printed).
 func (c *command) parse(args []string) ([]string, int, bool) {
+	onceFlags(c.fs)
 	var pos []string
 	for {
 		if err := c.fs.Parse(args); err != nil {
@@ -159,6 +160,7 @@ func (c *command) parse(args []string) ([]string, int, bool) {
 // parseUntilCommand parses flags up to "--" or the first positional argument and returns the
 // rest untouched: for `baton run ... -- CMD ARGS`, whose ARGS are CMD's flags.
 func (c *command) parseUntilCommand(args []string) ([]string, int, bool) {
+	onceFlags(c.fs)
 	if err := c.fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			c.printHelp(c.stdout)

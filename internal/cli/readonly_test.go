@@ -61,3 +61,23 @@ func TestZeroFlagsRefused(t *testing.T) {
 		t.Errorf("kinds set --policy: %s\nwant max_attempts kept at 3", r)
 	}
 }
+
+// A flag that takes one value refuses a second instead of keeping only the last; flags that
+// take several, and switches, accept repeats.
+func TestRepeatedSingleValueFlag(t *testing.T) {
+	f := newJobsFixture(t)
+	for _, args := range [][]string{
+		{"locks", "list", "--prefix", "a", "--prefix", "b"},
+		{"events", "--key", "a", "--key=b"},
+		{"locks", "acquire", "k", "--ttl", "1m", "--ttl", "2m"},
+		{"--token", "a", "--token", "b", "locks", "list"},
+	} {
+		r := f.cli(t, args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "is given twice; it takes one value") {
+			t.Errorf("baton %q: %s\nwant exit 2 naming the repeated flag", args, r)
+		}
+	}
+	if r := f.cli(t, "jobs", "list", "--state", "available", "--state", "running", "--kind", "x", "--kind", "y"); r.code != 0 {
+		t.Errorf("repeatable filters: %s", r)
+	}
+}
