@@ -196,8 +196,8 @@ func TestLeaseFieldsRoundTrip(t *testing.T) {
 		string(l.Metadata) != `{"job":1}` {
 		t.Fatalf("lease = %+v (metadata %s); want the lease ID and the fields sent", l, l.Metadata)
 	}
-	direct, err := b.sqlite.Get(ctx, "team/db")
-	if err != nil || direct.ID != l.ID || direct.Token != l.Token || !direct.ExpiresAt.Equal(l.ExpiresAt) {
+	direct, err := b.sqlite.Get(ctx, "team/db") // the API carries times to the millisecond
+	if err != nil || direct.ID != l.ID || direct.Token != l.Token || !direct.ExpiresAt.Truncate(time.Millisecond).Equal(l.ExpiresAt) {
 		t.Fatalf("the store holds %+v, %v; the client reported %+v", direct, err, l)
 	}
 	r, err := s.Renew(ctx, &store.RenewParams{Key: "team/db", LeaseID: l.ID, TTL: time.Minute})
@@ -344,7 +344,8 @@ func TestServerErrorsAreTransient(t *testing.T) {
 		t.Fatalf("503: %v, want a *ProblemError that is not ErrNotHeld", err)
 	}
 	_, err = s.Get(ctx, "k")
-	if !errors.As(err, &pe) || pe.Status != 502 || pe.Code != "" || !strings.Contains(err.Error(), "bad gateway") {
+	// The page is not dumped into the error.
+	if !errors.As(err, &pe) || pe.Status != 502 || pe.Code != "" || !strings.Contains(err.Error(), "HTML page") || strings.Contains(err.Error(), "<html>") {
 		t.Fatalf("502 from a proxy: %v", err)
 	}
 	if caps := s.Capabilities(); !caps.FencingTokens || !caps.PushWakeup {
@@ -495,5 +496,52 @@ func TestReleaseReportsHeldWhenTheServerDoes(t *testing.T) {
 	res, err := s.Release(testContext(t), &store.ReleaseParams{Key: "k", LeaseID: "x"})
 	if err != nil || res.AlreadyReleased || res.Held != 1500*time.Millisecond {
 		t.Fatalf("Release = %+v, %v; want Held 1.5s", res, err)
+	}
+}
+
+// A 404 for a path the server does not have (a wrong prefix, or not a Baton server) is
+// ErrNoSuchRoute, never store.ErrNotFound; a Baton 404 about a lease stays ErrNotFound.
+func TestNoSuchRouteIsNotNotFound(t *testing.T) {
+	ctx := testContext(t)
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/baton/v1/locks/free":
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"type":"https://baton.dev/problems/not_found","status":404,"code":"not_found","detail":"no live lease on the key"}`)
+		case "/old/v1/locks/k":
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"type":"https://baton.dev/problems/not_found","status":404,"code":"not_found","detail":"no such endpoint: GET /old/v1/locks/k"}`)
+		case "/new/v1/locks/k":
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"type":"https://baton.dev/problems/no_such_route","status":404,"code":"no_such_route","detail":"no such endpoint: GET /new/v1/locks/k"}`)
+		default:
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, "<!doctype html><html><body>page-body</body></html>")
+		}
+	}))
+	defer fake.Close()
+	get := func(prefix, key string) error {
+		s, err := client.NewStore(client.Config{BaseURL: fake.URL + prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		_, err = s.Get(ctx, key)
+		return err
+	}
+	if err := get("/baton", "free"); !errors.Is(err, store.ErrNotFound) || errors.Is(err, client.ErrNoSuchRoute) {
+		t.Fatalf("Baton's not_found: %v, want store.ErrNotFound", err)
+	}
+	for _, prefix := range []string{"/old", "/new", "/html"} {
+		err := get(prefix, "k")
+		pe := &client.ProblemError{}
+		if !errors.Is(err, client.ErrNoSuchRoute) || errors.Is(err, store.ErrNotFound) || !errors.As(err, &pe) ||
+			pe.URL != fake.URL+prefix+"/v1/locks/k" || strings.Contains(err.Error(), "page-body") {
+			t.Errorf("prefix %s: %v (URL %q), want ErrNoSuchRoute naming the URL, not ErrNotFound, no page", prefix, err, pe.URL)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -21,6 +22,11 @@ var (
 	ErrUnauthorized = errors.New("baton client: unauthorized")
 	// ErrForbidden: the token's role does not allow the call (403).
 	ErrForbidden = errors.New("baton client: forbidden")
+	// ErrNoSuchRoute: the server does not have the API path asked for (404 no_such_route, or a
+	// 404 that is not a problem document): BaseURL is not a Baton server, or its path prefix is
+	// wrong. It is never store.ErrNotFound, which only a Baton answer about a lease, job or
+	// resource gives.
+	ErrNoSuchRoute = errors.New("baton client: not a Baton server or wrong path")
 )
 
 // ProblemError is an error answer of the server (an RFC 9457 problem document) that has no
@@ -33,6 +39,8 @@ type ProblemError struct {
 	Code   string // the problem's stable code, e.g. "unauthorized"; empty if the answer was not a problem document
 	Title  string
 	Detail string
+	// URL is the address the request went to (without its query).
+	URL string
 	// RetryAfter is when the server asked to be tried again (its retry_after_ms, or else its
 	// Retry-After header in seconds), zero if it did not say.
 	RetryAfter time.Duration
@@ -56,10 +64,12 @@ func (e *ProblemError) Error() string {
 	return b.String()
 }
 
-// Is matches ErrUnauthorized and ErrForbidden, by code or, for an answer without a problem
-// document (a proxy's), by status.
+// Is matches ErrUnauthorized, ErrForbidden and ErrNoSuchRoute, by code or, for an answer without
+// a problem document (a proxy's, or not a Baton server's), by status.
 func (e *ProblemError) Is(target error) bool {
 	switch target {
+	case ErrNoSuchRoute:
+		return e.Code == "no_such_route" || (e.Code == "" && e.Status == http.StatusNotFound)
 	case ErrUnauthorized:
 		return e.Code == "unauthorized" || (e.Code == "" && e.Status == http.StatusUnauthorized)
 	case ErrForbidden:
@@ -92,10 +102,18 @@ func (s *Store) problemError(method, path string, resp *http.Response) error {
 			p = problemJSON{} // a document we cannot read is treated as no document
 		}
 	}
+	if p.Code == "not_found" && strings.HasPrefix(p.Detail, "no such endpoint") {
+		p.Code = "no_such_route" // a server from before no_such_route: not a missing lease
+	}
 	if err := storeError(&p); err != nil {
 		return err
 	}
 	pe := &ProblemError{Status: resp.StatusCode, Code: p.Code, Title: p.Title, Detail: p.Detail, RetryAfter: msOf(p.RetryAfterMs)}
+	if resp.Request != nil && resp.Request.URL != nil {
+		u := *resp.Request.URL
+		u.RawQuery = ""
+		pe.URL = u.String()
+	}
 	if pe.RetryAfter <= 0 {
 		// Seconds; an HTTP date is not worth the clock comparison.
 		if secs, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After"))); err == nil && secs > 0 {
@@ -104,13 +122,31 @@ func (s *Store) problemError(method, path string, resp *http.Response) error {
 	}
 	pe.RetryAfter = max(pe.RetryAfter, 0)
 	if p.Code == "" {
-		// Not a problem document (a proxy, or not a Baton server): show the start of the body.
-		pe.Detail = strings.TrimSpace(string(raw[:min(len(raw), 200)]))
+		// Not a problem document (a proxy, or not a Baton server): show the start of a short text
+		// body, such as a proxy's one-line message, but not a web page.
+		pe.Detail = bodyExcerpt(resp.Header.Get("Content-Type"), raw)
 	}
 	if errors.Is(pe, ErrUnauthorized) || errors.Is(pe, ErrForbidden) {
 		return pe
 	}
 	return fmt.Errorf("baton client: %s %s: %w", method, path, pe)
+}
+
+// bodyExcerpt is what an error shows of an answer that is not a problem document: the first
+// line of a plain-text body, cut to 200 bytes; nothing of HTML or other markup.
+func bodyExcerpt(contentType string, raw []byte) string {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	text := strings.TrimSpace(string(raw[:min(len(raw), 200)]))
+	switch {
+	case mt == "text/html" || mt == "application/xhtml+xml" || strings.HasPrefix(strings.ToLower(text), "<"):
+		return "(an HTML page, not a Baton answer)"
+	case mt != "" && mt != "text/plain" && !isJSON(contentType):
+		return fmt.Sprintf("(a %s answer, not a Baton answer)", mt)
+	}
+	if i := strings.IndexAny(text, "\r\n"); i >= 0 {
+		text = strings.TrimSpace(text[:i])
+	}
+	return strings.ToValidUTF8(text, "")
 }
 
 // storeError maps a problem document to the store error the contract names for its code, or

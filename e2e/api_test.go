@@ -193,8 +193,9 @@ func TestAuditLogThroughTheCLI(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &evs); err != nil {
 		t.Fatalf("events -o json: %v\n%s", err, out)
 	}
-	if len(evs) != 2 || evs[0].Kind != "acquire" || evs[0].Holder != "job-9" ||
-		evs[1].Kind != "force_release" || evs[1].Actor != "ops" || evs[1].Reason != "runner wedged" {
+	// Newest first.
+	if len(evs) != 2 || evs[1].Kind != "acquire" || evs[1].Holder != "job-9" ||
+		evs[0].Kind != "force_release" || evs[0].Actor != "ops" || evs[0].Reason != "runner wedged" {
 		t.Fatalf("audit log = %+v", evs)
 	}
 	if code, out := s.baton(ctx, []string{"BATON_TOKEN=w-tok"}, "events"); code != 77 {

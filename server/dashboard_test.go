@@ -53,7 +53,7 @@ func TestDashboardAssets(t *testing.T) {
 		t.Fatalf("GET /ui/app.js with its ETag: %d, want 304", st)
 	}
 	for _, p := range []string{"/ui/nope.js", "/nope", "/ui/", "/v1/nope"} {
-		if r := f.do("GET", p, "", "", ""); r.status != 404 || r.body["code"] != "not_found" {
+		if r := f.do("GET", p, "", "", ""); r.status != 404 || r.body["code"] != "no_such_route" {
 			t.Errorf("GET %s: %d %v, want a 404 problem", p, r.status, r.body)
 		}
 	}

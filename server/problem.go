@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/batonhq/baton/internal/wire"
@@ -26,6 +27,7 @@ var titles = map[string]string{
 	"unauthorized":           "Unauthorized",
 	"forbidden":              "Forbidden",
 	"not_found":              "Not found",
+	"no_such_route":          "No such route",
 	"method_not_allowed":     "Method not allowed",
 	"lock_held":              "Lock held",
 	"not_held":               "Lease not held",
@@ -43,7 +45,13 @@ var titles = map[string]string{
 }
 
 func newProblem(status int, code, detail string) *problem {
-	return &problem{Problem: wire.Problem{Type: "https://baton.dev/problems/" + code, Title: titles[code], Status: status, Code: code, Detail: detail}}
+	return &problem{Problem: wire.Problem{Type: "https://baton.dev/problems/" + code, Title: titles[code], Status: status, Code: code, Detail: cleanDetail(detail)}}
+}
+
+// cleanDetail drops the Go package prefix ("baton: ") that store and locker errors carry: a
+// problem's detail is read by people of any language, and the code already says who answered.
+func cleanDetail(detail string) string {
+	return strings.ReplaceAll(strings.TrimPrefix(detail, "baton: "), ": baton: ", ": ")
 }
 
 // apiFields maps the store's field names to the API's, where the API carries units.
@@ -83,7 +91,7 @@ func problemFor(err error) (p *problem, ok bool) {
 		return invalidArg(apiField(inv.Field), inv.Rule), true
 	case errors.As(err, &held):
 		p := newProblem(http.StatusConflict, "lock_held", held.Error())
-		exp := held.ExpiresAt.UTC()
+		exp := wire.T(held.ExpiresAt)
 		p.Key, p.Holder, p.Token, p.ExpiresAt, p.RetryAfterMs = held.Key, held.Holder, held.Token, &exp, ms(held.RetryAfter)
 		p.retryAfter = held.RetryAfter
 		return p, true
@@ -119,6 +127,7 @@ func writeProblem(w http.ResponseWriter, p *problem) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(p.Status)
+	p.Detail = cleanDetail(p.Detail)
 	_ = json.NewEncoder(w).Encode(p.Problem)
 }
 
@@ -137,6 +146,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// notFound answers a path the API does not have. Its code, no_such_route, is not not_found (no
+// such lease, job or resource), so that a client pointed at a wrong path prefix can tell the two
+// apart instead of reading every key as free.
 func notFound(w http.ResponseWriter, r *http.Request) {
-	writeProblem(w, newProblem(http.StatusNotFound, "not_found", fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)))
+	writeProblem(w, newProblem(http.StatusNotFound, "no_such_route", fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)))
 }

@@ -143,7 +143,7 @@ func TestBadRequestsGetProblemsAndWriteNothing(t *testing.T) {
 		{"write token force-releases", "POST", "/v1/locks/force-release", writeToken, "application/json", `{"key":"k","reason":"x"}`, 403, "forbidden", ""},
 		{"no token reads", "GET", "/v1/locks", "", "", "", 401, "unauthorized", ""},
 		{"wrong method", "DELETE", "/v1/locks/acquire", writeToken, "", "", 405, "method_not_allowed", ""},
-		{"unknown path", "GET", "/v2/locks", readToken, "", "", 404, "not_found", ""},
+		{"unknown path", "GET", "/v2/locks", readToken, "", "", 404, "no_such_route", ""},
 		{"bad list limit", "GET", "/v1/locks?limit=abc", readToken, "", "", 400, "invalid_argument", "limit"},
 		{"list limit too big", "GET", "/v1/locks?limit=5000", readToken, "", "", 400, "invalid_argument", "limit"},
 		{"release without lease", "POST", "/v1/locks/release", writeToken, "application/json", `{"key":"k"}`, 400, "invalid_argument", "lease_id"},

@@ -106,6 +106,9 @@ type command struct {
 	fs     *flag.FlagSet
 	stdout io.Writer
 	stderr io.Writer
+	// writes marks a command that changes the server's data: only its refusals of bad input end
+	// with "(nothing written)", which would mislead on a read.
+	writes bool
 }
 
 func newCommand(name, usage string, stdout, stderr io.Writer) *command {
@@ -132,6 +135,7 @@ var longFlag = regexp.MustCompile(`(?m)^(  )-(\w[\w-]+)`)
 // "--" ends the flags. It returns the positional arguments, or an exit code: 0 after --help,
 // 2 after a usage error (both already printed).
 func (c *command) parse(args []string) ([]string, int, bool) {
+	onceFlags(c.fs)
 	var pos []string
 	for {
 		if err := c.fs.Parse(args); err != nil {
@@ -139,7 +143,7 @@ func (c *command) parse(args []string) ([]string, int, bool) {
 				c.printHelp(c.stdout)
 				return nil, exitOK, false
 			}
-			return nil, c.usageError("%v", err), false
+			return nil, c.flagError(err), false
 		}
 		rest := c.fs.Args()
 		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
@@ -156,12 +160,13 @@ func (c *command) parse(args []string) ([]string, int, bool) {
 // parseUntilCommand parses flags up to "--" or the first positional argument and returns the
 // rest untouched: for `baton run ... -- CMD ARGS`, whose ARGS are CMD's flags.
 func (c *command) parseUntilCommand(args []string) ([]string, int, bool) {
+	onceFlags(c.fs)
 	if err := c.fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			c.printHelp(c.stdout)
 			return nil, exitOK, false
 		}
-		return nil, c.usageError("%v", err), false
+		return nil, c.flagError(err), false
 	}
 	return c.fs.Args(), 0, true
 }
@@ -218,6 +223,8 @@ func describe(g *globals, err error) string {
 			return fmt.Sprintf("%v (set BATON_TOKEN or --token)", err)
 		}
 		return fmt.Sprintf("%v (the token is not known to the server)", err)
+	case errors.Is(err, client.ErrNoSuchRoute) && errors.As(err, &pe):
+		return noSuchRouteMessage(g, pe)
 	case errors.As(err, &pe):
 		return pe.Error()
 	case errors.Is(err, store.ErrNotHeld):

@@ -42,6 +42,7 @@ Usage:
   baton fence check [--resource R] [--fencing-token T]
                                            refuse a stale fencing token (exit 76)
   baton version                            print the version
+  baton completion bash|zsh|fish           print a shell completion script
 
 Global flags of the client commands (all but 'serve'; before or after the command):
   --server URL   server address (env BATON_SERVER, default ` + defaultServer + `)
@@ -74,6 +75,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitOK
 	case "serve":
 		return serveCommand(args[1:], stdout, stderr)
+	case "completion":
+		return completionCommand(args[1:], stdout, stderr)
 	}
 	// Global flags may come before the command word: baton --server URL locks list.
 	g := defaultGlobals()
@@ -110,7 +113,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "periodic":
 		return periodicCommand(rest[1:], g, stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "baton: unknown command %q\n\n%s", rest[0], usage)
+		fmt.Fprintf(stderr, "baton: unknown command %q%s\n\n%s", rest[0], didYouMean(rest[0], topCommands(), quoted), usage)
 		return exitUsage
 	}
 }

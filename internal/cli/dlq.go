@@ -41,8 +41,7 @@ func dlqCommand(args []string, g *globals, stdout, stderr io.Writer) int {
 	case "purge":
 		return dlqPurge(rest, g, stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "baton dlq: unknown command %q\n\n%s", sub, dlqUsage)
-		return exitUsage
+		return unknownCommand(stderr, "baton dlq", sub, dlqUsage)
 	}
 }
 
@@ -72,6 +71,7 @@ Example:
 
 `+jobExitCodesHelp+"\n", stdout, stderr)
 	g.register(c.fs, true)
+	c.writes = true
 	pos, code, ok := c.parse(args)
 	if !ok {
 		return code
@@ -136,6 +136,7 @@ With -o json: {"purged": 2}
 
 `+jobExitCodesHelp+"\n", stdout, stderr)
 	g.register(c.fs, true)
+	c.writes = true
 	kind := c.fs.String("kind", "", "only dead letters of kind `K`")
 	resource := c.fs.String("resource", "", "only dead letters on resource `R`")
 	yes := c.fs.Bool("yes", false, "purge without IDs: every dead letter that matches --kind and --resource")

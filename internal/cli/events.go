@@ -1,42 +1,57 @@
 package cli
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 
+	"github.com/batonhq/baton/client"
 	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
 )
 
 func eventsCommand(args []string, g *globals, stdout, stderr io.Writer) int {
-	c := newCommand("baton events", `Usage: baton events [--key KEY] [--limit N] [-o table|json]
+	c := newCommand("baton events", `Usage: baton events [--key KEY] [--limit N] [--oldest-first] [--follow [--interval 1s]] [-o table|json]
 
-Print the audit log, oldest first: every acquire, release, expiry takeover (a lock taken over
+Print the audit log, newest first: every acquire, release, expiry takeover (a lock taken over
 from a crashed holder) and force-release, with who did it and why; and every job claim
 (job_claim), the first lease renewal of each attempt (job_renew) and the attempt's end
 (job_complete, with its OUTCOME), where KEY is the job's resource and JOB is id#attempt.
 Needs an admin token.
-Without --limit, every page is fetched.
+--limit N prints the newest N (the whole log is read to find them); --oldest-first prints in
+the order they happened, and then --limit N is the oldest N.
+
+--follow prints the newest --limit events (default 10) oldest first, then each new event as it
+happens (asking the server every --interval), until interrupted (Ctrl-C; exit code 0). With
+-o json it prints one JSON object per line.
 
 Example:
   baton events --key terraform/prod
 
 Output (table):
   ID  AT                    KIND           KEY             HOLDER       TOKEN  ACTOR        JOB  OUTCOME  REASON
-  41  2026-11-21T14:31:34Z  acquire        terraform/prod  ci-runner-7  42     ci-runner-7
   42  2026-11-21T14:40:02Z  force_release  terraform/prod  ci-runner-7  42     ops                         runner wedged
+  41  2026-11-21T14:31:34Z  acquire        terraform/prod  ci-runner-7  42     ci-runner-7
 
 `+exitCodesHelp+"\n", stdout, stderr)
 	g.register(c.fs, true)
 	key := c.fs.String("key", "", "only events of `KEY`")
-	limit := c.fs.Int("limit", 0, "at most `N` events (1-1000), one page")
+	limit := c.fs.Int("limit", 0, "at most `N` events (1-1000): the newest, or with --oldest-first the oldest")
+	oldestFirst := c.fs.Bool("oldest-first", false, "print in the order the events happened")
+	follow := c.fs.Bool("follow", false, "then print new events as they happen, until interrupted")
+	interval := pollFlag(c.fs)
 	if _, code, ok := clientCommand(c, g, args, 0, ""); !ok {
 		return code
 	}
 	if *limit < 0 || *limit > store.MaxListLimit {
 		return c.usageError("--limit must be between 1 and %d", store.MaxListLimit)
+	}
+	if code, ok := checkInterval(c, *interval); !ok {
+		return code
 	}
 	st, err := g.store()
 	if err != nil {
@@ -45,23 +60,98 @@ Output (table):
 	defer st.Close()
 	ctx, cancel := callContext(0)
 	defer cancel()
-	p := &store.EventsParams{Key: *key, Limit: *limit}
-	if *limit == 0 {
-		p.Limit = listPageSize
+	var all []*store.Event
+	if *oldestFirst && *limit != 0 && !*follow {
+		all, err = st.Events(ctx, &store.EventsParams{Key: *key, Limit: *limit})
+	} else {
+		all, err = allEvents(ctx, st, *key)
 	}
+	if err != nil {
+		return c.fail(g, err)
+	}
+	if *follow {
+		return c.followEvents(g, st, *key, all, *limit, *interval)
+	}
+	if !*oldestFirst {
+		slices.Reverse(all)
+	}
+	if *limit != 0 && len(all) > *limit {
+		all = all[:*limit]
+	}
+	if err := writeEvents(stdout, g, all); err != nil {
+		return c.fail(g, err)
+	}
+	return exitOK
+}
+
+// allEvents reads every page of the audit log, oldest first.
+func allEvents(ctx context.Context, st *client.Store, key string) ([]*store.Event, error) {
+	p := &store.EventsParams{Key: key, Limit: listPageSize}
 	var all []*store.Event
 	for {
 		page, err := st.Events(ctx, p)
 		if err != nil {
-			return c.fail(g, err)
+			return nil, err
 		}
 		all = append(all, page...)
-		if *limit != 0 || len(page) < p.Limit {
-			break
+		if len(page) < p.Limit {
+			return all, nil
 		}
 		p.After = page[len(page)-1].ID
 	}
-	if err := writeEvents(stdout, g, all); err != nil {
+}
+
+// followEvents prints the newest limit events of all (oldest first), then new ones as they
+// come, until interrupted.
+func (c *command) followEvents(g *globals, st *client.Store, key string, all []*store.Event, limit int, interval time.Duration) int {
+	if limit == 0 {
+		limit = 10
+	}
+	if len(all) > limit {
+		all = all[len(all)-limit:]
+	}
+	var after uint64
+	header := g.output != "json"
+	emit := func(evs []*store.Event) error {
+		if len(evs) == 0 {
+			return nil
+		}
+		after = evs[len(evs)-1].ID
+		if g.output == "json" {
+			for _, e := range evs {
+				if err := writeJSONLine(c.stdout, wire.EventFrom(e)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		err := writeEventRows(c.stdout, evs, header)
+		header = false
+		return err
+	}
+	if err := emit(all); err != nil {
+		return c.fail(g, err)
+	}
+	if header {
+		fmt.Fprintln(c.stderr, c.name+": following; Ctrl-C to stop")
+	}
+	ctx, stop := interruptContext()
+	defer stop()
+	err := poll(ctx, interval, func(ctx context.Context) error {
+		for {
+			page, err := st.Events(ctx, &store.EventsParams{Key: key, After: after, Limit: listPageSize})
+			if err != nil {
+				return err
+			}
+			if err := emit(page); err != nil {
+				return err
+			}
+			if len(page) < listPageSize {
+				return nil
+			}
+		}
+	})
+	if err != nil {
 		return c.fail(g, err)
 	}
 	return exitOK
@@ -75,8 +165,15 @@ func writeEvents(w io.Writer, g *globals, evs []*store.Event) error {
 		}
 		return writeJSON(w, out)
 	}
+	return writeEventRows(w, evs, true)
+}
+
+// writeEventRows prints events as aligned columns, with the header line if header.
+func writeEventRows(w io.Writer, evs []*store.Event, header bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tAT\tKIND\tKEY\tHOLDER\tTOKEN\tACTOR\tJOB\tOUTCOME\tREASON")
+	if header {
+		fmt.Fprintln(tw, "ID\tAT\tKIND\tKEY\tHOLDER\tTOKEN\tACTOR\tJOB\tOUTCOME\tREASON")
+	}
 	for _, e := range evs {
 		job := ""
 		if e.JobID != 0 {
@@ -86,6 +183,16 @@ func writeEvents(w io.Writer, g *globals, evs []*store.Event) error {
 			printable(e.Key), printable(e.Holder), e.Token, printable(e.Actor), job, e.Outcome, blankOr(e.Reason))
 	}
 	return tw.Flush()
+}
+
+// writeJSONLine writes v as one line of JSON (JSON Lines), for output that streams.
+func writeJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
 }
 
 // blankOr prints an optional text: nothing when it is empty.

@@ -34,8 +34,7 @@ func fenceCommand(args []string, g *globals, stdout, stderr io.Writer) int {
 	case "check":
 		return fenceCheck(args[1:], g, stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "baton fence: unknown command %q\n\n%s", args[0], fenceUsage)
-		return exitUsage
+		return unknownCommand(stderr, "baton fence", args[0], fenceUsage)
 	}
 }
 

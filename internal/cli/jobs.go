@@ -36,6 +36,7 @@ Commands:
   show    show a job, with its error history
   cancel  cancel a job (a running one stops at its worker's next heartbeat)
   retry   run a discarded, cancelled or skipped job again, or a retryable one now
+  stats   count unfinished jobs per kind and state
 
 Run 'baton jobs COMMAND --help' for a command's flags.
 
@@ -61,9 +62,10 @@ func jobsCommand(args []string, g *globals, stdin io.Reader, stdout, stderr io.W
 		return jobsCancel(rest, g, stdout, stderr)
 	case "retry":
 		return jobsRetry(rest, g, stdout, stderr)
+	case "stats":
+		return jobsStats(rest, g, stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "baton jobs: unknown command %q\n\n%s", sub, jobsUsage)
-		return exitUsage
+		return unknownCommand(stderr, "baton jobs", sub, jobsUsage)
 	}
 }
 
@@ -110,7 +112,7 @@ func (c *command) jobFail(g *globals, err error, names flagNames, what string) i
 	code := exitCode(err)
 	switch {
 	case errors.As(err, &inv):
-		msg = fmt.Sprintf("invalid %s: %s (nothing written)", names.name(inv.Field), inv.Rule)
+		msg = fmt.Sprintf("invalid %s: %s%s", names.name(inv.Field), inv.Rule, c.nothingWritten())
 		code = exitUsage
 	case errors.As(err, &busy):
 		msg = fmt.Sprintf("resource %q is busy: job %d is %s (the reject policy refuses to queue behind it; nothing written)",
@@ -131,6 +133,15 @@ func (c *command) jobFail(g *globals, err error, names flagNames, what string) i
 	}
 	fmt.Fprintf(c.stderr, "%s: %s\n", c.name, msg)
 	return code
+}
+
+// nothingWritten is the end of a refusal of bad input: " (nothing written)" for a command
+// that writes, nothing for a read.
+func (c *command) nothingWritten() string {
+	if c.writes {
+		return " (nothing written)"
+	}
+	return ""
 }
 
 // parseJobID reads a job ID argument.
@@ -194,6 +205,7 @@ With -o json: {"job": JOB, "existing": false}, JOB as in 'baton jobs show -o jso
 
 `+jobExitCodesHelp+"\n", stdout, stderr)
 	g.register(c.fs, true)
+	c.writes = true
 	kind := c.fs.String("kind", "", "the job's `KIND` (required; registered with 'baton kinds set')")
 	resource := c.fs.String("resource", "", "the resource `KEY` the job works on (required)")
 	argsJSON := c.fs.String("args", "", "the job's arguments, a `JSON` object (default {}), at most 32 KiB")
@@ -273,7 +285,9 @@ func jobsList(args []string, g *globals, stdout, stderr io.Writer, dlq bool) int
 	name, usage := "baton jobs list", `Usage: baton jobs list [--state S] [--kind K] [--resource R] [--limit N] [--after ID] [-o table|json]
 
 List jobs in ID order (oldest first), one page: at most --limit (default 100, at most 1000). If
-the page is full, stderr says how to get the next one (--after the last ID).
+the page is full, stderr says how to get the next one (--after the last ID). --state and --kind
+take several values (repeated, or separated by commas), --resource several (repeated): a job
+is listed if it matches any value of each.
 
 States: scheduled, available, running, retryable (unfinished); succeeded, cancelled,
 discarded (the dead letters, see 'baton dlq'), skipped.
@@ -305,12 +319,12 @@ Output (table):
 	}
 	c := newCommand(name, usage, stdout, stderr)
 	g.register(c.fs, true)
-	state := new(string)
+	states, kinds, resources := &listFlag{split: true}, &listFlag{split: true}, &listFlag{}
 	if !dlq {
-		c.fs.StringVar(state, "state", "", "only jobs in state `S`")
+		c.fs.Var(states, "state", "only jobs in state `S` (repeat, or separate with commas, for several)")
 	}
-	kind := c.fs.String("kind", "", "only jobs of kind `K`")
-	resource := c.fs.String("resource", "", "only jobs on resource `R`")
+	c.fs.Var(kinds, "kind", "only jobs of kind `K` (repeat, or separate with commas, for several)")
+	c.fs.Var(resources, "resource", "only jobs on resource `R` (repeat for several)")
 	limit := c.fs.Int("limit", 0, "at most `N` jobs (1-1000; default 100)")
 	after := c.fs.Int64("after", 0, "only jobs with an ID greater than `ID` (the next page)")
 	if _, code, ok := clientCommand(c, g, args, 0, ""); !ok {
@@ -319,13 +333,18 @@ Output (table):
 	if *limit < 0 || *limit > store.MaxListLimit {
 		return c.usageError("--limit must be between 1 and %d", store.MaxListLimit)
 	}
-	p := &store.JobListParams{State: store.JobState(*state), Kind: *kind, Resource: *resource, After: *after, Limit: *limit}
+	filters := jobFilters{states: states.vals, kinds: kinds.vals, resources: resources.vals}
 	if dlq {
-		p.State = store.JobDiscarded
+		filters.states = []string{string(store.JobDiscarded)}
 	}
-	if err := p.Validate(); err != nil {
+	if n := max(len(filters.states), 1) * max(len(filters.kinds), 1) * max(len(filters.resources), 1); n > maxFilterCombos {
+		return c.usageError("--state × --kind × --resource make %d combinations; at most %d", n, maxFilterCombos)
+	}
+	ps, err := filters.params(*after, *limit)
+	if err != nil {
 		return c.jobFail(g, err, nil, "")
 	}
+	p := ps[0]
 	js, closeFn, code, ok := openJobStore(c, g)
 	if !ok {
 		return code
@@ -333,7 +352,7 @@ Output (table):
 	defer closeFn()
 	ctx, cancel := callContext(0)
 	defer cancel()
-	jobs, err := js.ListJobs(ctx, p)
+	jobs, err := listJobsAny(ctx, js, ps)
 	if err != nil {
 		return c.jobFail(g, err, nil, "")
 	}
@@ -456,6 +475,7 @@ Example:
 // jobAction runs a command on one job ID and prints the job it returns.
 func jobAction(c *command, args []string, g *globals, stdout io.Writer, op string, do func(store.JobStore, int64) (*store.Job, error)) int {
 	g.register(c.fs, true)
+	c.writes = true
 	pos, code, ok := clientCommand(c, g, args, 1, "job ID")
 	if !ok {
 		return code
@@ -537,7 +557,9 @@ func jobInfo(j *store.Job) string {
 			s += " after " + lastErr
 		}
 		return s
-	default: // succeeded, cancelled, discarded, skipped
+	case store.JobCancelled:
+		return cancelInfo(j)
+	default: // succeeded, discarded, skipped
 		if lastErr != "" && j.State != store.JobSucceeded {
 			return lastErr
 		}
@@ -571,6 +593,9 @@ func writeJobDetail(w io.Writer, j *store.Job) error {
 		state += ", cancel requested"
 	}
 	row("State", state)
+	if j.State == store.JobCancelled {
+		row("Cancelled", cancelInfo(j))
+	}
 	row("Attempt", fmt.Sprintf("%d of %d", j.Attempt, j.MaxAttempts))
 	row("Priority", strconv.Itoa(j.Priority))
 	if j.IdempotencyKey != "" {
@@ -602,7 +627,7 @@ func writeJobDetail(w io.Writer, j *store.Job) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "Errors:")
+	fmt.Fprintln(w, "Errors (of attempts):")
 	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "  ATTEMPT\tAT\tCODE\tMESSAGE")
 	for _, e := range j.Errors {

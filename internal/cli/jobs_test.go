@@ -131,7 +131,7 @@ func TestJobsUsage(t *testing.T) {
 		{[]string{"worker", "--kind", "k", "--grace", "-1s", "--", "true"}, 2, "--grace must not be negative"},
 		{[]string{"worker", "--kind", "k", "--lease-ttl", "3s", "--grace", "2s", "--", "true"}, 2, "--grace 2s is longer than a third of --lease-ttl (1s)"},
 		{[]string{"worker", "--kind", "k", "--shutdown-timeout", "-1s", "--", "true"}, 2, "--shutdown-timeout must not be negative"},
-		{[]string{"worker", "--kind", "k", "--lease-ttl", "500ms", "--", "true"}, 2, "invalid --lease-ttl"},
+		{[]string{"worker", "--kind", "k", "--lease-ttl", "500ms", "--", "true"}, 2, "--lease-ttl must be between 1s and 24h0m0s (got 500ms)"},
 		{[]string{"worker", "--kind", "a b", "--", "true"}, 2, "invalid --kind"},
 		{[]string{"worker", "--kind", "k", "--name", "a\nb", "--", "true"}, 2, "invalid --name"},
 		{[]string{"worker", "--kind", "k", "--", "baton-test-no-such-command"}, 127, "executable file not found"},

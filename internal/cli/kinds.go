@@ -42,8 +42,7 @@ func kindsCommand(args []string, g *globals, stdout, stderr io.Writer) int {
 	case "set":
 		return kindsSet(rest, g, stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "baton kinds: unknown command %q\n\n%s", sub, kindsUsage)
-		return exitUsage
+		return unknownCommand(stderr, "baton kinds", sub, kindsUsage)
 	}
 }
 
@@ -95,7 +94,8 @@ values (for a new kind: the defaults). An empty value clears a setting: --timeou
 
 - --policy: what a submit does when the job's resource has unfinished jobs: queue behind them
   (default), skip (record the job as skipped) or reject (refuse it; exit code 75).
-- --max-attempts (default 5): attempts before the job is discarded (the dead letter queue).
+- --max-attempts (default 5): attempts before the job is discarded (the dead letter queue),
+  1 to 1000; 0 is refused (it does not mean "unlimited" nor "the default").
 - --timeout: bounds one attempt ('baton worker' then stops CMD); 0 means none.
 - --cooldown: after a job of this kind ends on a resource, the next one of this kind on that
   resource waits this long.
@@ -120,6 +120,7 @@ Examples:
 
 `+jobExitCodesHelp+"\n", stdout, stderr)
 	g.register(c.fs, true)
+	c.writes = true
 	policy := c.fs.String("policy", "", "queue, skip or reject")
 	maxAttempts := c.fs.Int("max-attempts", 0, "attempts before a job is discarded, 1-1000")
 	timeout := c.fs.Duration("timeout", 0, "time limit of one attempt, up to 24h (0: none)")
@@ -136,6 +137,10 @@ Examples:
 	name := pos[0]
 	if err := store.ValidateKind(name); err != nil {
 		return c.jobFail(g, err, kindNames, "")
+	}
+	if flagSet(c.fs, "max-attempts") && (*maxAttempts < 1 || *maxAttempts > store.MaxMaxAttempts) {
+		// The store reads 0 as "the default" (5): a 0 given on purpose must not become 5 silently.
+		return c.usageError("--max-attempts must be between 1 and %d (got %d; leave it out to keep the current value)", store.MaxMaxAttempts, *maxAttempts)
 	}
 	js, closeFn, code, ok := openJobStore(c, g)
 	if !ok {

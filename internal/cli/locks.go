@@ -55,8 +55,7 @@ func locksCommand(args []string, g *globals, stdout, stderr io.Writer) int {
 	case "force-release":
 		return locksForceRelease(rest, g, stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "baton locks: unknown command %q\n\n%s", sub, locksUsage)
-		return exitUsage
+		return unknownCommand(stderr, "baton locks", sub, locksUsage)
 	}
 }
 
@@ -87,9 +86,12 @@ func callContext(extra time.Duration) (context.Context, context.CancelFunc) {
 }
 
 func locksList(args []string, g *globals, stdout, stderr io.Writer) int {
-	c := newCommand("baton locks list", `Usage: baton locks list [--prefix P] [--holder H] [--limit N] [-o table|json]
+	c := newCommand("baton locks list", `Usage: baton locks list [--prefix P] [--holder H] [--limit N] [--watch [--interval 1s]] [-o table|json]
 
-List live leases in key order. Without --limit, every page is fetched.
+List live leases in key order. Without --limit, every page is fetched. --watch then asks the
+server every --interval and prints the list again, under a time line, whenever a lease was
+taken, released, expired or taken over (not for renewals), until interrupted (Ctrl-C; exit
+code 0).
 
 Example:
   baton locks list --prefix terraform/
@@ -105,11 +107,16 @@ With -o json, a JSON array of lease objects (docs/http-api.md).
 	prefix := c.fs.String("prefix", "", "only keys starting with `P`")
 	holder := c.fs.String("holder", "", "only leases held by `H`")
 	limit := c.fs.Int("limit", 0, "at most `N` leases (1-1000), one page")
+	watch := c.fs.Bool("watch", false, "then print the list again each time a lease is taken, released or taken over, until interrupted")
+	interval := pollFlag(c.fs)
 	if _, code, ok := clientCommand(c, g, args, 0, ""); !ok {
 		return code
 	}
 	if *limit < 0 || *limit > store.MaxListLimit {
 		return c.usageError("--limit must be between 1 and %d", store.MaxListLimit)
+	}
+	if code, ok := checkInterval(c, *interval); !ok {
+		return code
 	}
 	st, err := g.store()
 	if err != nil {
@@ -118,24 +125,33 @@ With -o json, a JSON array of lease objects (docs/http-api.md).
 	defer st.Close()
 	ctx, cancel := callContext(0)
 	defer cancel()
-	var all []*store.Lease
-	p := &store.ListParams{Prefix: *prefix, Holder: *holder, Limit: *limit}
-	if *limit == 0 {
-		p.Limit = listPageSize
+	list := func(ctx context.Context) ([]*store.Lease, error) {
+		var all []*store.Lease
+		p := &store.ListParams{Prefix: *prefix, Holder: *holder, Limit: *limit}
+		if *limit == 0 {
+			p.Limit = listPageSize
+		}
+		for {
+			page, err := st.List(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, page...)
+			if *limit != 0 || len(page) < p.Limit {
+				return all, nil
+			}
+			p.After = page[len(page)-1].Key
+		}
 	}
-	for {
-		page, err := st.List(ctx, p)
-		if err != nil {
-			return c.fail(g, err)
-		}
-		all = append(all, page...)
-		if *limit != 0 || len(page) < p.Limit {
-			break
-		}
-		p.After = page[len(page)-1].Key
+	all, err := list(ctx)
+	if err != nil {
+		return c.fail(g, err)
 	}
 	if err := writeLeases(stdout, g, all); err != nil {
 		return c.fail(g, err)
+	}
+	if *watch {
+		return c.watchLeases(g, all, list, *interval)
 	}
 	return exitOK
 }
@@ -399,6 +415,9 @@ With -o json: {"rest": {"key": "node/node-1", "reason": "cooldown", "remaining_m
 		return c.usageError("--reason is required")
 	}
 	p := &store.ForceReleaseParams{Key: pos[0], Reason: *reason}
+	if g.token == "" {
+		p.Actor = osActor() // with a token, the server records the token's name instead
+	}
 	if err := p.Validate(); err != nil {
 		return c.fail(g, err)
 	}

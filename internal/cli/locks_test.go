@@ -37,7 +37,7 @@ func TestLockLifecycle(t *testing.T) {
 	}
 	l := decodeLease(t, r)
 	if l.Key != "deploy/web" || l.Holder != "job-1" || l.LeaseID == "" || l.Token == 0 || l.TTLLeftMs <= 55000 ||
-		l.ExpiresAt.Sub(l.AcquiredAt) != time.Minute || compact(l.Metadata) != `{"job":"1"}` {
+		l.ExpiresAt.Sub(l.AcquiredAt.Time) != time.Minute || compact(l.Metadata) != `{"job":"1"}` {
 		t.Fatalf("acquired %+v (metadata %s)", l, l.Metadata)
 	}
 	got, err := f.store.Get(context.Background(), "deploy/web")

@@ -142,7 +142,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, auth *server.Auth) *fixture {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "b.db"), sqlite.Config{Synchronous: "NORMAL"})
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "b.db"), sqlite.Config{Synchronous: "NORMAL", Audit: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,8 +45,7 @@ func resourcesCommand(args []string, g *globals, stdout, stderr io.Writer) int {
 	case "clear-cooldown":
 		return resourcesClearCooldown(rest, g, stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "baton resources: unknown command %q\n\n%s", sub, resourcesUsage)
-		return exitUsage
+		return unknownCommand(stderr, "baton resources", sub, resourcesUsage)
 	}
 }
 
@@ -168,6 +167,7 @@ Example:
 
 `+jobExitCodesHelp+"\n", stdout, stderr)
 	g.register(c.fs, true)
+	c.writes = true
 	ifVersion := c.fs.Int64("if-version", 0, "only if the resource's version is `N`")
 	pos, code, ok := clientCommand(c, g, args, 2, "KEY and STATE")
 	if !ok {

@@ -118,6 +118,8 @@ func workerCommand(args []string, g *globals, stdout, stderr io.Writer) int {
 		return c.usageError("--kind is required")
 	case *concurrency < 1 || *concurrency > baton.MaxConcurrency:
 		return c.usageError("--concurrency must be between 1 and %d", baton.MaxConcurrency)
+	case *leaseTTL < store.MinTTL || *leaseTTL > store.MaxTTL:
+		return c.usageError("--lease-ttl must be between %s and %s (got %s)", store.MinTTL, store.MaxTTL, *leaseTTL)
 	case *grace < 0:
 		return c.usageError("--grace must not be negative")
 	case *shutdownTimeout < 0:

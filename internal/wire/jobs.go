@@ -75,27 +75,59 @@ func jobErrorFrom(e store.JobError) JobError {
 
 // Job is the job object: the answer of submit, get, cancel, retry, complete and fail.
 type Job struct {
-	ID              int64           `json:"id"`
-	Seq             int64           `json:"seq"`
-	Kind            string          `json:"kind"`
-	Resource        string          `json:"resource"`
-	Args            json.RawMessage `json:"args"`
-	State           store.JobState  `json:"state"`
-	Attempt         int             `json:"attempt"`
-	MaxAttempts     int             `json:"max_attempts"`
-	Priority        int             `json:"priority"`
-	IdempotencyKey  string          `json:"idempotency_key,omitempty"`
-	Errors          []JobError      `json:"errors"`
-	CreatedAt       Time            `json:"created_at,omitzero"`
-	ScheduledAt     Time            `json:"scheduled_at,omitzero"`
-	AttemptedAt     Time            `json:"attempted_at,omitzero"`
-	FinishedAt      Time            `json:"finished_at,omitzero"`
-	Head            bool            `json:"head"`
-	Worker          string          `json:"worker,omitempty"`
-	Token           uint64          `json:"token"`
-	LeaseExpiresAt  Time            `json:"lease_expires_at,omitzero"`
-	CancelRequested bool            `json:"cancel_requested"`
-	TimeoutMs       int64           `json:"timeout_ms"`
+	ID             int64           `json:"id"`
+	Seq            int64           `json:"seq"`
+	Kind           string          `json:"kind"`
+	Resource       string          `json:"resource"`
+	Args           json.RawMessage `json:"args"`
+	State          store.JobState  `json:"state"`
+	Attempt        int             `json:"attempt"`
+	MaxAttempts    int             `json:"max_attempts"`
+	Priority       int             `json:"priority"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+	Errors         []JobError      `json:"errors"`
+	// LastError is the latest attempt's error, if that attempt failed: it belongs to the attempt,
+	// not to a later cancel (see Cancel).
+	LastError       *JobError `json:"last_error,omitempty"`
+	CreatedAt       Time      `json:"created_at,omitzero"`
+	ScheduledAt     Time      `json:"scheduled_at,omitzero"`
+	AttemptedAt     Time      `json:"attempted_at,omitzero"`
+	FinishedAt      Time      `json:"finished_at,omitzero"`
+	Head            bool      `json:"head"`
+	Worker          string    `json:"worker,omitempty"`
+	Token           uint64    `json:"token"`
+	LeaseExpiresAt  Time      `json:"lease_expires_at,omitzero"`
+	CancelRequested bool      `json:"cancel_requested"`
+	// Cancel is set on a cancelled job.
+	Cancel    *JobCancel `json:"cancel,omitempty"`
+	TimeoutMs int64      `json:"timeout_ms"`
+}
+
+// JobCancel says when a job was cancelled and which attempt the cancel stopped: DuringAttempt
+// is 0 if no attempt was running (cancelled before its first attempt or between two).
+type JobCancel struct {
+	At            Time `json:"at"`
+	DuringAttempt int  `json:"during_attempt"`
+}
+
+// JobOutcome derives a job's last_error and cancel from its error history and state: the latest
+// attempt's error if it failed, and, for a cancelled job, when and during which attempt.
+func JobOutcome(j *store.Job) (*JobError, *JobCancel) {
+	var last *JobError
+	if n := len(j.Errors); n > 0 && j.Errors[n-1].Attempt == j.Attempt && j.Attempt > 0 {
+		e := j.Errors[n-1]
+		last = &JobError{Attempt: e.Attempt, At: T(e.At), Code: e.Code, Message: e.Message}
+	}
+	if j.State != store.JobCancelled {
+		return last, nil
+	}
+	c := &JobCancel{At: T(j.FinishedAt)}
+	// A cancel of a running job is a request its attempt's end honours (whatever that attempt
+	// reports), and the request stays recorded; a job not running is cancelled at once.
+	if j.CancelRequested || (last != nil && last.Code == store.CodeCancelled) {
+		c.DuringAttempt = j.Attempt
+	}
+	return last, c
 }
 
 // JobFrom converts a store job.
@@ -108,11 +140,13 @@ func JobFrom(j *store.Job) Job {
 	for i, e := range j.Errors {
 		errs[i] = jobErrorFrom(e)
 	}
+	lastErr, cancel := JobOutcome(j)
 	return Job{ID: j.ID, Seq: j.Seq, Kind: j.Kind, Resource: j.Resource, Args: args, State: j.State,
 		Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, Priority: j.Priority, IdempotencyKey: j.IdempotencyKey,
 		Errors: errs, CreatedAt: T(j.CreatedAt), ScheduledAt: T(j.ScheduledAt), AttemptedAt: T(j.AttemptedAt),
 		FinishedAt: T(j.FinishedAt), Head: j.Head, Worker: j.Worker, Token: j.Token,
-		LeaseExpiresAt: T(j.LeaseExpiresAt), CancelRequested: j.CancelRequested, TimeoutMs: ms(j.Timeout)}
+		LeaseExpiresAt: T(j.LeaseExpiresAt), CancelRequested: j.CancelRequested, TimeoutMs: ms(j.Timeout),
+		LastError: lastErr, Cancel: cancel}
 }
 
 // JobsFrom converts store jobs; never nil, so that it encodes as [].

@@ -9,14 +9,15 @@ import (
 	"github.com/batonhq/baton/store"
 )
 
-// Lease is the lease object.
+// Lease is the lease object. Its times, like every time of the API, are RFC 3339 in UTC with
+// milliseconds (Time).
 type Lease struct {
 	Key        string          `json:"key"`
 	LeaseID    string          `json:"lease_id"`
 	Holder     string          `json:"holder"`
 	Token      uint64          `json:"token"`
-	AcquiredAt time.Time       `json:"acquired_at"`
-	ExpiresAt  time.Time       `json:"expires_at"`
+	AcquiredAt Time            `json:"acquired_at"`
+	ExpiresAt  Time            `json:"expires_at"`
 	TTLLeftMs  int64           `json:"ttl_left_ms"`
 	Metadata   json.RawMessage `json:"metadata,omitempty"`
 	TookOver   bool            `json:"took_over,omitempty"`
@@ -28,7 +29,7 @@ type Lease struct {
 // LeaseFrom converts a store lease.
 func LeaseFrom(l *store.Lease) Lease {
 	return Lease{Key: l.Key, LeaseID: l.ID, Holder: l.Holder, Token: l.Token,
-		AcquiredAt: l.AcquiredAt.UTC(), ExpiresAt: l.ExpiresAt.UTC(), TTLLeftMs: l.TTLLeft.Milliseconds(),
+		AcquiredAt: T(l.AcquiredAt), ExpiresAt: T(l.ExpiresAt), TTLLeftMs: l.TTLLeft.Milliseconds(),
 		Metadata: l.Metadata, TookOver: l.TookOver, WaitedMs: l.Waited.Milliseconds()}
 }
 
@@ -127,24 +128,24 @@ type RestResponse struct {
 
 // Event is one audit log entry.
 type Event struct {
-	ID      uint64    `json:"id"`
-	At      time.Time `json:"at"`
-	Kind    string    `json:"kind"`
-	Key     string    `json:"key"`
-	LeaseID string    `json:"lease_id"`
-	Holder  string    `json:"holder"`
-	Token   uint64    `json:"token"`
-	Actor   string    `json:"actor"`
-	Reason  string    `json:"reason,omitempty"`
-	JobID   int64     `json:"job_id,omitempty"`
-	JobKind string    `json:"job_kind,omitempty"`
-	Attempt int       `json:"attempt,omitempty"`
-	Outcome string    `json:"outcome,omitempty"`
+	ID      uint64 `json:"id"`
+	At      Time   `json:"at"`
+	Kind    string `json:"kind"`
+	Key     string `json:"key"`
+	LeaseID string `json:"lease_id"`
+	Holder  string `json:"holder"`
+	Token   uint64 `json:"token"`
+	Actor   string `json:"actor"`
+	Reason  string `json:"reason,omitempty"`
+	JobID   int64  `json:"job_id,omitempty"`
+	JobKind string `json:"job_kind,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
+	Outcome string `json:"outcome,omitempty"`
 }
 
 // EventFrom converts a store event.
 func EventFrom(e *store.Event) Event {
-	return Event{ID: e.ID, At: e.At.UTC(), Kind: e.Kind, Key: e.Key, LeaseID: e.LeaseID, Holder: e.Holder,
+	return Event{ID: e.ID, At: T(e.At), Kind: e.Kind, Key: e.Key, LeaseID: e.LeaseID, Holder: e.Holder,
 		Token: e.Token, Actor: e.Actor, Reason: e.Reason, JobID: e.JobID, JobKind: e.JobKind, Attempt: e.Attempt,
 		Outcome: e.Outcome}
 }
@@ -176,16 +177,16 @@ type Problem struct {
 	Code   string `json:"code"`
 	Detail string `json:"detail,omitempty"`
 
-	Field        string     `json:"field,omitempty"`
-	Rule         string     `json:"rule,omitempty"`
-	RequiredRole string     `json:"required_role,omitempty"`
-	Key          string     `json:"key,omitempty"`
-	Holder       string     `json:"holder,omitempty"`
-	Token        uint64     `json:"token,omitempty"`
-	ExpiresAt    *time.Time `json:"expires_at,omitempty"`
-	RetryAfterMs *int64     `json:"retry_after_ms,omitempty"`
-	Reason       string     `json:"reason,omitempty"`
-	RemainingMs  *int64     `json:"remaining_ms,omitempty"`
+	Field        string `json:"field,omitempty"`
+	Rule         string `json:"rule,omitempty"`
+	RequiredRole string `json:"required_role,omitempty"`
+	Key          string `json:"key,omitempty"`
+	Holder       string `json:"holder,omitempty"`
+	Token        uint64 `json:"token,omitempty"`
+	ExpiresAt    *Time  `json:"expires_at,omitempty"`
+	RetryAfterMs *int64 `json:"retry_after_ms,omitempty"`
+	Reason       string `json:"reason,omitempty"`
+	RemainingMs  *int64 `json:"remaining_ms,omitempty"`
 
 	// Job queue members: resource_busy names the resource and its head job (and the head's
 	// state); job_state the job, the operation and the state that forbade it;

@@ -206,7 +206,7 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 }
 
 func unknownKind(name string) error {
-	return &store.InvalidArgumentError{Field: "kind", Rule: fmt.Sprintf("unknown kind %q (register it first)", name)}
+	return &store.InvalidArgumentError{Field: "kind", Rule: fmt.Sprintf("must name a registered kind (%q is not; register it first)", name)}
 }
 
 // GetJob returns one job.

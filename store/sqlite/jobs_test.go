@@ -138,7 +138,7 @@ func TestJobSubmitClaimComplete(t *testing.T) {
 		t.Fatalf("get = %+v; submitted %+v", got, j)
 	}
 	if _, err := x.s.SubmitJob(x.ctx, &store.SubmitParams{Kind: "nope", Resource: "repo/a"}); err == nil ||
-		err.Error() != (&store.InvalidArgumentError{Field: "kind", Rule: `unknown kind "nope" (register it first)`}).Error() {
+		err.Error() != (&store.InvalidArgumentError{Field: "kind", Rule: `must name a registered kind ("nope" is not; register it first)`}).Error() {
 		t.Fatalf("unknown kind: %v", err)
 	}
 	if none := x.claim(time.Minute, "deploy"); len(none) != 0 {

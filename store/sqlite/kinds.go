@@ -40,7 +40,7 @@ func (x *jobTx) kind(name string) (*store.Kind, error) {
 	}
 	k, err := scanKind(x.q.QueryRowContext(x.ctx, `SELECT `+kindColumns+` FROM job_kinds WHERE name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, &store.InvalidArgumentError{Field: "kind", Rule: fmt.Sprintf("unknown kind %q (register it first)", name)}
+		return nil, &store.InvalidArgumentError{Field: "kind", Rule: fmt.Sprintf("must name a registered kind (%q is not; register it first)", name)}
 	}
 	if err != nil {
 		return nil, err

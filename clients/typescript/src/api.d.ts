@@ -133,7 +133,7 @@ export interface Problem {
   title: string;
   status: number;
   /** stable machine-readable code */
-  code: "invalid_argument" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "lock_held" | "not_held" | "resource_busy" | "job_state" | "version_mismatch" | "body_too_large" | "unsupported_media_type" | "cooldown" | "overloaded" | "unavailable" | "internal" | "not_implemented" | "stale_token";
+  code: "invalid_argument" | "unauthorized" | "forbidden" | "not_found" | "no_such_route" | "method_not_allowed" | "lock_held" | "not_held" | "resource_busy" | "job_state" | "version_mismatch" | "body_too_large" | "unsupported_media_type" | "cooldown" | "overloaded" | "unavailable" | "internal" | "not_implemented" | "stale_token";
   detail?: string;
   /** invalid_argument: the field or parameter */
   field?: string;
@@ -188,6 +188,7 @@ export interface Job {
   priority: number;
   idempotency_key?: string;
   errors: JobError[];
+  last_error?: JobError;
   created_at?: string;
   scheduled_at?: string;
   attempted_at?: string;
@@ -199,6 +200,11 @@ export interface Job {
   token: number;
   lease_expires_at?: string;
   cancel_requested: boolean;
+  /** set when the job is cancelled: when, and which attempt the cancel stopped (0: none ran, the job was cancelled between attempts or before its first). The cancel has no error of its own unless it stopped a running attempt (code cancelled); an earlier attempt's error in errors or last_error is not its reason. */
+  cancel?: {
+  at: string;
+  during_attempt: number;
+};
   /** the kind's per-attempt timeout when the attempt started (0: none) */
   timeout_ms: number;
 }

@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// following runs a following command in-process against f with an interrupt the test
+// controls; stop interrupts it and returns its result.
+func (f *fixture) following(t *testing.T, args ...string) (out *syncBuffer, stop func() result) {
+	t.Helper()
+	t.Setenv("BATON_SERVER", f.url)
+	t.Setenv("BATON_TOKEN", "")
+	ctx, cancel := context.WithCancel(context.Background())
+	orig := interruptContext
+	interruptContext = func() (context.Context, context.CancelFunc) { return ctx, func() {} }
+	out = &syncBuffer{}
+	var errOut syncBuffer
+	done := make(chan result, 1)
+	go func() {
+		code := run(args, nil, out, &errOut)
+		done <- result{code, out.String(), errOut.String()}
+	}()
+	var once bool
+	var res result
+	stop = func() result {
+		if !once {
+			once = true
+			cancel()
+			select {
+			case res = <-done:
+			case <-time.After(time.Minute):
+				t.Fatalf("baton %q still running a minute after the interrupt:\n%s", args, out.String())
+			}
+			interruptContext = orig
+		}
+		return res
+	}
+	t.Cleanup(func() { stop() })
+	return out, stop
+}
+
+// waitFor waits, up to a generous bound, for marker in out.
+func waitFor(t *testing.T, out *syncBuffer, marker string) {
+	t.Helper()
+	select {
+	case <-out.seen(marker):
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no %q in the output after 30s:\n%s", marker, out.String())
+	}
+}
+
+func TestEventsNewestFirstAndFollow(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, k := range []string{"a", "b", "c"} {
+		if r := f.cli(t, "locks", "acquire", k, "--holder", "h-"+k); r.code != 0 {
+			t.Fatalf("acquire: %s", r)
+		}
+	}
+	r := f.cli(t, "events")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != 0 || len(lines) != 4 || !strings.Contains(lines[1], "h-c") || !strings.Contains(lines[3], "h-a") {
+		t.Fatalf("events, newest first: %s", r)
+	}
+	r = f.cli(t, "events", "--limit", "1")
+	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); r.code != 0 || len(lines) != 2 || !strings.Contains(lines[1], "h-c") {
+		t.Errorf("events --limit 1 (the newest): %s", r)
+	}
+	r = f.cli(t, "events", "--oldest-first", "--limit", "1")
+	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); r.code != 0 || len(lines) != 2 || !strings.Contains(lines[1], "h-a") {
+		t.Errorf("events --oldest-first --limit 1: %s", r)
+	}
+
+	out, stop := f.following(t, "events", "--follow", "--limit", "2", "--interval", "100ms")
+	waitFor(t, out, "h-c")
+	if r := f.cli(t, "locks", "acquire", "d", "--holder", "h-d"); r.code != 0 {
+		t.Fatalf("acquire: %s", r)
+	}
+	waitFor(t, out, "h-d")
+	res := stop()
+	lines = strings.Split(strings.TrimSpace(res.stdout), "\n")
+	if res.code != 0 || len(lines) != 4 || !strings.HasPrefix(lines[0], "ID") || !strings.Contains(lines[1], "h-b") ||
+		!strings.Contains(lines[2], "h-c") || !strings.Contains(lines[3], "h-d") {
+		t.Errorf("events --follow: %s\nwant the header, the newest two oldest first, then the new one", res)
+	}
+
+	out, stop = f.following(t, "events", "--follow", "--limit", "1", "--interval", "100ms", "-o", "json")
+	waitFor(t, out, `"holder":"h-d"`)
+	if res := stop(); res.code != 0 || strings.Count(res.stdout, "\n") != 1 {
+		t.Errorf("events --follow -o json: %s\nwant one JSON line", res)
+	}
+	if r := f.cli(t, "events", "--follow", "--interval", "1ms"); r.code != exitUsage || !strings.Contains(r.stderr, "--interval must be between 100ms and 1h") {
+		t.Errorf("events --interval 1ms: %s", r)
+	}
+}
+
+func TestLocksListWatch(t *testing.T) {
+	f := newFixture(t, nil)
+	out, stop := f.following(t, "locks", "list", "--watch", "--interval", "100ms")
+	waitFor(t, out, "no live leases")
+	r := f.cli(t, "locks", "acquire", "w/1", "--holder", "watcher-test", "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("acquire: %s", r)
+	}
+	waitFor(t, out, "watcher-test")
+	l := decodeLease(t, r)
+	// A renewal changes no lease: nothing is printed for it.
+	if r := f.cli(t, "locks", "renew", "w/1", "--lease", l.LeaseID); r.code != 0 {
+		t.Fatalf("renew: %s", r)
+	}
+	if r := f.cli(t, "locks", "release", "w/1", "--lease", l.LeaseID); r.code != 0 {
+		t.Fatalf("release: %s", r)
+	}
+	// The empty list again, after the second time line.
+	deadline := time.Now().Add(30 * time.Second)
+	for strings.Count(out.String(), "no live leases") < 2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	res := stop()
+	if res.code != 0 || strings.Count(res.stdout, "no live leases") != 2 || strings.Count(res.stdout, "--- ") != 2 ||
+		strings.Count(res.stdout, "watcher-test") != 1 {
+		t.Errorf("locks list --watch: %s\nwant the empty list, the lease, the empty list again", res)
+	}
+}
