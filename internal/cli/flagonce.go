@@ -21,6 +21,15 @@ func (o *onceValue) Set(v string) error {
 	return o.Value.Set(v)
 }
 
+// Get returns the wrapped flag's value (flag.Getter), so that code reading a flag's type, such
+// as serve's rules for its environment variables, sees through the wrapper.
+func (o *onceValue) Get() any {
+	if g, ok := o.Value.(flag.Getter); ok {
+		return g.Get()
+	}
+	return nil
+}
+
 // onceFlags makes every flag of fs that takes one value refuse a repeat. Switches (a repeated
 // --yes is harmless) and flags that take several values (listFlag, worker's --kind) keep theirs.
 func onceFlags(fs *flag.FlagSet) {
