@@ -56,8 +56,8 @@ cat "$tmp/shell-4.log"
 grep -q 'serial=3$' "$WORKSPACE_DIR/applies.log" || fail "the last apply did not write serial 3"
 
 # 4. The history.
-echo "--- baton events --key workspace/prod"
-baton events --key workspace/prod | tee "$tmp/events.txt"
+echo "--- baton events --key workspace/prod --oldest-first"
+baton events --key workspace/prod --oldest-first | tee "$tmp/events.txt"
 kinds=$(awk 'NR > 1 { print $3 }' "$tmp/events.txt" | paste -sd, -)
 [ "$kinds" = "acquire,release,acquire,release,acquire,force_release,acquire,release" ] || fail "events $kinds"
 grep -Eq 'force_release +workspace/prod +shell-3 .*runner wedged' "$tmp/events.txt" || fail "the force-release does not name shell-3 and the reason"
