@@ -110,7 +110,7 @@ func forceReleaseClearsCooldown(t *testing.T, storeURL string) {
 	if code != 3 || !strings.Contains(out, `"node/node-2" is free: no lease to end and no cooldown or lock-delay to clear`) {
 		t.Fatalf("force-release on a free key: %d %s", code, out)
 	}
-	code, out = s.baton(ctx, nil, "events", "--key", "node/node-2", "-o", "json")
+	code, out = s.baton(ctx, nil, "events", "--key", "node/node-2", "--oldest-first", "-o", "json")
 	var evs []struct {
 		Kind, Actor, Reason string
 		LeaseID             string `json:"lease_id"`

@@ -33,7 +33,7 @@ func TestJobAuditThroughWorker(t *testing.T) {
 
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			code, out := s.baton(ctx, nil, "events", "--key", "workspace/prod", "-o", "json")
+			code, out := s.baton(ctx, nil, "events", "--key", "workspace/prod", "--oldest-first", "-o", "json")
 			if code != 0 {
 				t.Fatalf("baton events: exit %d\n%s", code, out)
 			}
