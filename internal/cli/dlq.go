@@ -25,24 +25,16 @@ Run 'baton dlq COMMAND --help' for a command's flags.
 ` + jobExitCodesHelp + "\n"
 
 func dlqCommand(args []string, g *globals, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, dlqUsage)
-		return exitUsage
-	}
-	sub, rest := args[0], args[1:]
-	switch sub {
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, dlqUsage)
-		return exitOK
-	case "list", "ls":
-		return jobsList(rest, g, stdout, stderr, true)
-	case "retry":
-		return dlqRetry(rest, g, stdout, stderr)
-	case "purge":
-		return dlqPurge(rest, g, stdout, stderr)
-	default:
-		return unknownCommand(stderr, "baton dlq", sub, dlqUsage)
-	}
+	return runGroup("baton dlq", dlqUsage, map[string]subcommand{
+		"list": dlqList, "ls": dlqList,
+		"retry": dlqRetry,
+		"purge": dlqPurge,
+	}, args, g, stdout, stderr)
+}
+
+// dlqList is `baton dlq list`: jobs list of the dead letters.
+func dlqList(args []string, g *globals, stdout, stderr io.Writer) int {
+	return jobsList(args, g, stdout, stderr, true)
 }
 
 // parseJobIDs reads job ID arguments.

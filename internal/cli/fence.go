@@ -23,19 +23,9 @@ Run 'baton fence check --help' for its flags.
 `
 
 func fenceCommand(args []string, g *globals, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, fenceUsage)
-		return exitUsage
-	}
-	switch args[0] {
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, fenceUsage)
-		return exitOK
-	case "check":
-		return fenceCheck(args[1:], g, stdout, stderr)
-	default:
-		return unknownCommand(stderr, "baton fence", args[0], fenceUsage)
-	}
+	return runGroup("baton fence", fenceUsage, map[string]subcommand{
+		"check": fenceCheck,
+	}, args, g, stdout, stderr)
 }
 
 func fenceCheck(args []string, g *globals, stdout, stderr io.Writer) int {

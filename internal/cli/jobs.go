@@ -43,30 +43,20 @@ Run 'baton jobs COMMAND --help' for a command's flags.
 ` + jobExitCodesHelp + "\n"
 
 func jobsCommand(args []string, g *globals, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, jobsUsage)
-		return exitUsage
+	submit := func(args []string, g *globals, stdout, stderr io.Writer) int {
+		return jobsSubmit(args, g, stdin, stdout, stderr)
 	}
-	sub, rest := args[0], args[1:]
-	switch sub {
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, jobsUsage)
-		return exitOK
-	case "submit":
-		return jobsSubmit(rest, g, stdin, stdout, stderr)
-	case "list", "ls":
-		return jobsList(rest, g, stdout, stderr, false)
-	case "show", "get":
-		return jobsShow(rest, g, stdout, stderr)
-	case "cancel":
-		return jobsCancel(rest, g, stdout, stderr)
-	case "retry":
-		return jobsRetry(rest, g, stdout, stderr)
-	case "stats":
-		return jobsStats(rest, g, stdout, stderr)
-	default:
-		return unknownCommand(stderr, "baton jobs", sub, jobsUsage)
+	list := func(args []string, g *globals, stdout, stderr io.Writer) int {
+		return jobsList(args, g, stdout, stderr, false)
 	}
+	return runGroup("baton jobs", jobsUsage, map[string]subcommand{
+		"submit": submit,
+		"list":   list, "ls": list,
+		"show": jobsShow, "get": jobsShow,
+		"cancel": jobsCancel,
+		"retry":  jobsRetry,
+		"stats":  jobsStats,
+	}, args, g, stdout, stderr)
 }
 
 // jobStore returns the server's job store, or an error that names the flag at fault.

@@ -28,22 +28,10 @@ Run 'baton kinds COMMAND --help' for a command's flags.
 ` + jobExitCodesHelp + "\n"
 
 func kindsCommand(args []string, g *globals, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, kindsUsage)
-		return exitUsage
-	}
-	sub, rest := args[0], args[1:]
-	switch sub {
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, kindsUsage)
-		return exitOK
-	case "list", "ls":
-		return kindsList(rest, g, stdout, stderr)
-	case "set":
-		return kindsSet(rest, g, stdout, stderr)
-	default:
-		return unknownCommand(stderr, "baton kinds", sub, kindsUsage)
-	}
+	return runGroup("baton kinds", kindsUsage, map[string]subcommand{
+		"list": kindsList, "ls": kindsList,
+		"set": kindsSet,
+	}, args, g, stdout, stderr)
 }
 
 const kindOutputHelp = `Output (table):

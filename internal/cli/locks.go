@@ -33,30 +33,14 @@ Run 'baton locks COMMAND --help' for a command's flags.
 ` + exitCodesHelp + "\n"
 
 func locksCommand(args []string, g *globals, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, locksUsage)
-		return exitUsage
-	}
-	sub, rest := args[0], args[1:]
-	switch sub {
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, locksUsage)
-		return exitOK
-	case "list", "ls":
-		return locksList(rest, g, stdout, stderr)
-	case "status", "get":
-		return locksStatus(rest, g, stdout, stderr)
-	case "acquire":
-		return locksAcquire(rest, g, stdout, stderr)
-	case "renew":
-		return locksRenew(rest, g, stdout, stderr)
-	case "release":
-		return locksRelease(rest, g, stdout, stderr)
-	case "force-release":
-		return locksForceRelease(rest, g, stdout, stderr)
-	default:
-		return unknownCommand(stderr, "baton locks", sub, locksUsage)
-	}
+	return runGroup("baton locks", locksUsage, map[string]subcommand{
+		"list": locksList, "ls": locksList,
+		"status": locksStatus, "get": locksStatus,
+		"acquire":       locksAcquire,
+		"renew":         locksRenew,
+		"release":       locksRelease,
+		"force-release": locksForceRelease,
+	}, args, g, stdout, stderr)
 }
 
 // clientCommand parses a client command's flags and positional arguments, checks that there are

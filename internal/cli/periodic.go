@@ -23,21 +23,9 @@ Commands:
 ` + jobExitCodesHelp + "\n"
 
 func periodicCommand(args []string, g *globals, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, periodicUsage)
-		return exitUsage
-	}
-	sub, rest := args[0], args[1:]
-	switch sub {
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, periodicUsage)
-		return exitOK
-	case "list", "ls":
-		return periodicList(rest, g, stdout, stderr)
-	default:
-		fmt.Fprintf(stderr, "baton periodic: unknown command %q\n\n%s", sub, periodicUsage)
-		return exitUsage
-	}
+	return runGroup("baton periodic", periodicUsage, map[string]subcommand{
+		"list": periodicList, "ls": periodicList,
+	}, args, g, stdout, stderr)
 }
 
 func periodicList(args []string, g *globals, stdout, stderr io.Writer) int {

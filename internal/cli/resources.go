@@ -27,26 +27,12 @@ Run 'baton resources COMMAND --help' for a command's flags.
 ` + jobExitCodesHelp + "\n"
 
 func resourcesCommand(args []string, g *globals, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, resourcesUsage)
-		return exitUsage
-	}
-	sub, rest := args[0], args[1:]
-	switch sub {
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, resourcesUsage)
-		return exitOK
-	case "list", "ls":
-		return resourcesList(rest, g, stdout, stderr)
-	case "show", "get":
-		return resourcesShow(rest, g, stdout, stderr)
-	case "set-state":
-		return resourcesSetState(rest, g, stdout, stderr)
-	case "clear-cooldown":
-		return resourcesClearCooldown(rest, g, stdout, stderr)
-	default:
-		return unknownCommand(stderr, "baton resources", sub, resourcesUsage)
-	}
+	return runGroup("baton resources", resourcesUsage, map[string]subcommand{
+		"list": resourcesList, "ls": resourcesList,
+		"show": resourcesShow, "get": resourcesShow,
+		"set-state":      resourcesSetState,
+		"clear-cooldown": resourcesClearCooldown,
+	}, args, g, stdout, stderr)
 }
 
 const resourceOutputHelp = `Output (table):
