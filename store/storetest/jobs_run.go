@@ -35,6 +35,7 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"ExclusionAndOrderUnderConcurrency", testJobExclusion},
 		{"IdempotentSubmit", testJobIdempotency},
 		{"BatchConcurrency", testJobBatchConcurrency},
+		{"SubmitRacesCompletion", testJobSubmitRacesCompletion},
 	}
 	for _, c := range serial {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })

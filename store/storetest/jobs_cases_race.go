@@ -1,0 +1,86 @@
+package storetest
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/store"
+)
+
+// testJobSubmitRacesCompletion: jobs submitted to a resource while its running job completes
+// (through CompleteJobs when the store batches, the worker's path) are never stranded. A submit
+// that still sees the running job queues behind it without becoming the head; the completion
+// must then see that job and promote it. If a completion decided the successor without holding
+// the resource as submits do, a job could commit behind a head that is gone: unfinished, never
+// the head, never claimable. Each round submits while the resource's job completes, then claims
+// until nothing is unfinished.
+func testJobSubmitRacesCompletion(t *testing.T, h JobHarness) {
+	e := newJobEnv(t, h, store.Kind{Name: "race"})
+	const resources, rounds = 4, 40
+	bc, batched := e.s.(store.BatchCompleter)
+	complete := func(js []*store.Job) error {
+		if batched {
+			ps := make([]*store.CompleteParams, len(js))
+			for i, j := range js {
+				ps[i] = &store.CompleteParams{ID: j.ID, Token: j.Token}
+			}
+			_, err := bc.CompleteJobs(e.ctx, ps)
+			return err
+		}
+		for _, j := range js {
+			if _, err := e.s.CompleteJob(e.ctx, &store.CompleteParams{ID: j.ID, Token: j.Token}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for r := range resources {
+		e.sub("race", fmt.Sprintf("race/%d", r))
+	}
+	submitted := resources
+	for round := range rounds {
+		running := e.claimTTL(time.Minute, resources, "race")
+		if len(running) != resources {
+			t.Fatalf("round %d: claimed %d jobs; want one per resource (%d): a job was stranded or lost",
+				round, len(running), resources)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, resources+1)
+		start := make(chan struct{})
+		for r := range resources {
+			wg.Go(func() {
+				<-start
+				_, err := e.s.SubmitJob(e.ctx, &store.SubmitParams{Kind: "race", Resource: fmt.Sprintf("race/%d", r)})
+				errs <- err
+			})
+		}
+		wg.Go(func() {
+			<-start
+			errs <- complete(running)
+		})
+		close(start)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		submitted += resources
+	}
+	// Every job submitted ran or runs now: the last round's are claimable, one per resource.
+	left := e.claimTTL(time.Minute, resources, "race")
+	if err := complete(left); err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != resources {
+		t.Fatalf("after %d rounds: %d jobs claimable at the end; want %d (one per resource)", rounds, len(left), resources)
+	}
+	for _, st := range []store.JobState{store.JobAvailable, store.JobScheduled, store.JobRetryable, store.JobRunning} {
+		if js := e.listAll(store.JobListParams{Kind: "race", State: st}); len(js) != 0 {
+			t.Fatalf("%d of %d jobs left %s: %s", len(js), submitted, st, show(js[0]))
+		}
+	}
+}
