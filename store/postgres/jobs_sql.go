@@ -389,6 +389,11 @@ RETURNING ` + jobCols
 // jobs instead and rescanned the unnest for each row, quadratic in the batch (475 ms of a 571 ms
 // completion of 676 jobs). Updating the rows directly, rather than locking them first
 // (SELECT ... FOR UPDATE) and then updating them, writes each row once.
+//
+// A resource row is rewritten (res) only when the kind changes it (a success state, a cooldown);
+// otherwise it is only locked (lk, the lock mode of that update), which writes no new row
+// version: the lock is what the promotion after this statement needs (see promote). lk runs
+// because the final SELECT reads it.
 const completeManySQL = `WITH j AS (
 	UPDATE {jobs} j SET state = 'succeeded', head = false, lease_expires_at = NULL, finished_at = now()
 	FROM unnest($1::bigint[], $2::bigint[]) AS req (id, token)
@@ -409,7 +414,11 @@ const completeManySQL = `WITH j AS (
 			AND now() + k.resource_cooldown_ms * interval '1 millisecond' > coalesce(r.cooldown_until, '-infinity')
 			THEN j.id ELSE r.cooldown_job END
 	FROM j JOIN {kinds} k ON k.name = j.kind
-	WHERE r.key = j.resource
+	WHERE r.key = j.resource AND (k.success_state <> '' OR k.cooldown_ms > 0 OR k.resource_cooldown_ms > 0)
 	RETURNING r.key
+), lk AS (
+	SELECT r.key FROM {resources} r JOIN j ON r.key = j.resource JOIN {kinds} k ON k.name = j.kind
+	WHERE k.success_state = '' AND k.cooldown_ms = 0 AND k.resource_cooldown_ms = 0
+	FOR NO KEY UPDATE OF r
 )
-SELECT ` + jobCols + ` FROM j`
+SELECT ` + jobCols + ` FROM j WHERE (SELECT count(*) FROM lk) >= 0`
