@@ -84,3 +84,38 @@ func testJobSubmitRacesCompletion(t *testing.T, h JobHarness) {
 		}
 	}
 }
+
+// testJobsHaveTheirResources: every job a submit records, queued, head or skipped, single or in
+// a batch, has its resource's row, with the job counted. Stores may rely on the submit paths for
+// this rather than on a foreign key (PostgreSQL does, for bulk submit speed).
+func testJobsHaveTheirResources(t *testing.T, h JobHarness) {
+	e := newJobEnv(t, h, store.Kind{Name: "hr"}, store.Kind{Name: "hs", Policy: store.PolicySkip})
+	var jobs []*store.Job
+	jobs = append(jobs, e.sub("hr", "hr/single"), e.sub("hr", "hr/single"), e.sub("hs", "hr/single"))
+	ps := make([]*store.SubmitParams, 0, 30)
+	for i := range 30 {
+		kind := "hr"
+		if i%3 == 0 {
+			kind = "hs"
+		}
+		ps = append(ps, &store.SubmitParams{Kind: kind, Resource: fmt.Sprintf("hr/batch/%d", i%7)})
+	}
+	out, err := e.s.SubmitJobs(e.ctx, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range out {
+		jobs = append(jobs, r.Job)
+	}
+	unfinished := map[string]int64{}
+	for _, j := range jobs {
+		if j.State != store.JobSkipped {
+			unfinished[j.Resource]++
+		}
+	}
+	for _, j := range jobs {
+		if r := e.resource(j.Resource); r.Key != j.Resource || r.Unfinished != unfinished[j.Resource] {
+			t.Fatalf("resource of job %s = %+v; want its row, with %d unfinished jobs", show(j), r, unfinished[j.Resource])
+		}
+	}
+}

@@ -36,6 +36,7 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"IdempotentSubmit", testJobIdempotency},
 		{"BatchConcurrency", testJobBatchConcurrency},
 		{"SubmitRacesCompletion", testJobSubmitRacesCompletion},
+		{"JobsHaveTheirResources", testJobsHaveTheirResources},
 	}
 	for _, c := range serial {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
