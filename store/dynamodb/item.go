@@ -135,7 +135,7 @@ func (s *Store) run(ctx context.Context, u update) (map[string]types.AttributeVa
 	}
 	out, err := s.cli.UpdateItem(ctx, in)
 	if err != nil {
-		return nil, s.wrap(err)
+		return nil, s.closed.Wrap(err)
 	}
 	return out.Attributes, nil
 }
@@ -152,7 +152,7 @@ func (s *Store) read(ctx context.Context, key string) (*item, time.Time, error) 
 	out, err := s.cli.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: keyOf(key), ConsistentRead: aws.Bool(true)})
 	at := s.now()
 	if err != nil {
-		return nil, at, s.wrap(err)
+		return nil, at, s.closed.Wrap(err)
 	}
 	it, err := decodeItem(out.Item)
 	return it, at, err

@@ -85,7 +85,7 @@ func (s *Store) extend(ctx context.Context, key, cond string, vals map[string]ty
 // taken); if the key is taken it reads the item and decides on what it has observed
 // (observe.go).
 func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -175,7 +175,7 @@ func pause(ctx context.Context, attempt int) error {
 // that no contender has taken over is still the key's, even past its TTL: like dynamolock,
 // expiry is what contenders observe. The holder stops trusting it at its own deadline anyway.
 func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -193,7 +193,7 @@ func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, 
 // write guarded by the lease ID; only when that is refused does it read, to tell "already
 // released" from "not held".
 func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.ReleaseResult, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -242,7 +242,7 @@ func (s *Store) live(it *item, at time.Time) *store.Lease {
 
 // Get returns the live lease on key.
 func (s *Store) Get(ctx context.Context, key string) (*store.Lease, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := store.ValidateKey(key); err != nil {
@@ -261,7 +261,7 @@ func (s *Store) Get(ctx context.Context, key string) (*store.Lease, error) {
 // ForceRelease turns whatever live lease holds key into a tombstone whose rest is its
 // lock-delay, guarded by the version read.
 func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (*store.Lease, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {

@@ -19,7 +19,7 @@ import (
 // the cursor are applied here, byte-wise as Go compares strings. Listing is for operators, not
 // for the lock path; a table with very many keys is better listed from an export.
 func (s *Store) List(ctx context.Context, p *store.ListParams) ([]*store.Lease, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -39,7 +39,7 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) ([]*store.Lease, 
 	for {
 		page, err := s.cli.Scan(ctx, in)
 		if err != nil {
-			return nil, s.wrap(err)
+			return nil, s.closed.Wrap(err)
 		}
 		at := s.now()
 		for _, m := range page.Items {

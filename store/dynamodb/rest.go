@@ -15,7 +15,7 @@ import (
 // remaining time is measured like Acquire's, from when this store first saw the item's version
 // (see observe.go). No audit log.
 func (s *Store) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*store.Rest, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {

@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -61,7 +60,7 @@ type Store struct {
 	seen    observations
 	now     func() time.Time // the monotonic clock of observations; time.Now (tests skew it)
 	wall    func() time.Time // the wall clock of AcquiredAt; time.Now (tests skew it)
-	closed  atomic.Bool
+	closed  store.Closed
 	closeMu sync.Once
 }
 
@@ -125,21 +124,6 @@ func (s *Store) Client() *dynamodb.Client { return s.cli }
 // Table returns the table's name.
 func (s *Store) Table() string { return s.table }
 
-func (s *Store) check() error {
-	if s.closed.Load() {
-		return store.ErrClosed
-	}
-	return nil
-}
-
-// wrap maps errors after Close to ErrClosed.
-func (s *Store) wrap(err error) error {
-	if err != nil && s.closed.Load() {
-		return store.ErrClosed
-	}
-	return err
-}
-
 // Capabilities: tokens are a per-key counter on an item never deleted; no push across
 // processes (DynamoDB Streams would need another permission and a poller); no audit log.
 func (s *Store) Capabilities() store.Capabilities {
@@ -148,7 +132,7 @@ func (s *Store) Capabilities() store.Capabilities {
 
 // Events returns nothing: this backend keeps no audit log.
 func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Event, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {

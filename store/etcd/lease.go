@@ -41,7 +41,7 @@ func (s *Store) readState(ctx context.Context, key string) (*state, error) {
 		clientv3.OpGet(s.delayKey(key)), clientv3.OpGet(s.lastKey(key)),
 	).Commit()
 	if err != nil {
-		return nil, s.wrap(err)
+		return nil, s.closed.Wrap(err)
 	}
 	return stateOf(resp.Responses), nil
 }
@@ -128,7 +128,7 @@ func (s *Store) restLeft(ctx context.Context, st *state, kv *mvccKV) (string, ti
 
 // Acquire grants the key in one Txn guarded by "no lease, no rest, no lock-delay key".
 func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -188,7 +188,7 @@ func (s *Store) grantWith(ctx context.Context, p *store.AcquireParams, ttl int64
 		sent := time.Now()
 		g, err := s.cli.Grant(ctx, ttl)
 		if err != nil {
-			return nil, nil, s.wrap(err)
+			return nil, nil, s.closed.Wrap(err)
 		}
 		main = pooled{id: g.ID, alive: sent.Add(ttlD)}
 	}
@@ -202,7 +202,7 @@ func (s *Store) grantWith(ctx context.Context, p *store.AcquireParams, ttl int64
 		d, err := s.cli.Grant(ctx, ttl+seconds(p.LockDelay))
 		if err != nil {
 			s.pool.put(ttl, main)
-			return nil, nil, s.wrap(err)
+			return nil, nil, s.closed.Wrap(err)
 		}
 		delayID = d.ID
 		rec.DelayLease = int64(d.ID)
@@ -245,7 +245,7 @@ func (s *Store) grantWith(ctx context.Context, p *store.AcquireParams, ttl int64
 			return nil, nil, err // the etcd lease had expired: nothing was written
 		}
 		// The outcome is unknown: keep the leases, which expire on their own if unused.
-		return nil, nil, s.wrap(err)
+		return nil, nil, s.closed.Wrap(err)
 	}
 	if !resp.Succeeded {
 		s.revoke(delayID)
@@ -255,7 +255,7 @@ func (s *Store) grantWith(ctx context.Context, p *store.AcquireParams, ttl int64
 	if restartErr != nil {
 		// The key is ours but its etcd lease may end before p.TTL: do not hand it out. A retry
 		// by the same holder re-acquires it (and restarts the TTL); otherwise it expires.
-		return nil, nil, fmt.Errorf("etcd: acquire %q: restart the TTL of a reused etcd lease: %w", p.Key, s.wrap(restartErr))
+		return nil, nil, fmt.Errorf("etcd: acquire %q: restart the TTL of a reused etcd lease: %w", p.Key, s.closed.Wrap(restartErr))
 	}
 	rev := resp.Header.Revision
 	s.held.set(p.Key, &heldLease{leaseID: p.LeaseID, rev: rev, etcd: main, ttl: ttl, rec: rec})
@@ -293,7 +293,7 @@ func (s *Store) extend(ctx context.Context, key string, kv *mvccKV, rec *record,
 		// lock-delay key still outlives the lease key by at least the lock-delay.
 		if rec.DelayLease != 0 {
 			if _, err := s.cli.KeepAliveOnce(ctx, clientv3.LeaseID(rec.DelayLease)); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
-				return nil, s.wrap(err)
+				return nil, s.closed.Wrap(err)
 			}
 		}
 		sent := time.Now()
@@ -301,7 +301,7 @@ func (s *Store) extend(ctx context.Context, key string, kv *mvccKV, rec *record,
 			if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 				return nil, store.ErrNotHeld
 			}
-			return nil, s.wrap(err)
+			return nil, s.closed.Wrap(err)
 		}
 		// The key must still be this lease's, on this etcd lease, after the keepalive.
 		resp, err := s.cli.Txn(ctx).If(
@@ -309,7 +309,7 @@ func (s *Store) extend(ctx context.Context, key string, kv *mvccKV, rec *record,
 			clientv3.Compare(clientv3.LeaseValue(s.LeaseKey(key)), "=", kv.Lease),
 		).Commit()
 		if err != nil {
-			return nil, s.wrap(err)
+			return nil, s.closed.Wrap(err)
 		}
 		if !resp.Succeeded {
 			return nil, store.ErrNotHeld
@@ -324,7 +324,7 @@ func (s *Store) extend(ctx context.Context, key string, kv *mvccKV, rec *record,
 	sent := time.Now()
 	main, err := s.cli.Grant(ctx, secs)
 	if err != nil {
-		return nil, s.wrap(err)
+		return nil, s.closed.Wrap(err)
 	}
 	nrec := *rec
 	nrec.TTLSeconds = secs
@@ -335,7 +335,7 @@ func (s *Store) extend(ctx context.Context, key string, kv *mvccKV, rec *record,
 		d, err := s.cli.Grant(ctx, secs+seconds(time.Duration(rec.LockDelayNs)))
 		if err != nil {
 			s.revoke(newIDs...)
-			return nil, s.wrap(err)
+			return nil, s.closed.Wrap(err)
 		}
 		nrec.DelayLease = int64(d.ID)
 		newIDs = append(newIDs, d.ID)
@@ -348,7 +348,7 @@ func (s *Store) extend(ctx context.Context, key string, kv *mvccKV, rec *record,
 		clientv3.Compare(clientv3.LeaseValue(s.LeaseKey(key)), "=", kv.Lease),
 	).Then(ops...).Commit()
 	if err != nil {
-		return nil, s.wrap(err)
+		return nil, s.closed.Wrap(err)
 	}
 	if !resp.Succeeded {
 		s.revoke(newIDs...)
@@ -365,7 +365,7 @@ func (s *Store) extend(ctx context.Context, key string, kv *mvccKV, rec *record,
 
 // Renew extends the lease (Key, LeaseID) by p.TTL.
 func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -377,7 +377,7 @@ func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, 
 	for range maxAttempts {
 		resp, err := s.cli.Get(ctx, s.LeaseKey(p.Key))
 		if err != nil {
-			return nil, s.wrap(err)
+			return nil, s.closed.Wrap(err)
 		}
 		kv := first(resp)
 		if kv == nil {
@@ -401,7 +401,7 @@ func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, 
 // Release deletes the lease key in a Txn guarded by its ModRevision, records the release and
 // starts the cooldown, then revokes the etcd leases.
 func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.ReleaseResult, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -490,7 +490,7 @@ func (s *Store) endIf(ctx context.Context, key string, rec *record, how, reason 
 	if pause > 0 {
 		g, err := s.cli.Grant(ctx, seconds(pause))
 		if err != nil {
-			return false, s.wrap(err)
+			return false, s.closed.Wrap(err)
 		}
 		restID = g.ID
 		rv, _ := json.Marshal(rest{Reason: reason, Ns: int64(pause)})
@@ -498,7 +498,7 @@ func (s *Store) endIf(ctx context.Context, key string, rec *record, how, reason 
 	}
 	resp, err := s.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
 	if err != nil {
-		return false, s.wrap(err)
+		return false, s.closed.Wrap(err)
 	}
 	if !resp.Succeeded {
 		s.revoke(restID)
@@ -509,7 +509,7 @@ func (s *Store) endIf(ctx context.Context, key string, rec *record, how, reason 
 
 // Get returns the live lease on key.
 func (s *Store) Get(ctx context.Context, key string) (*store.Lease, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := store.ValidateKey(key); err != nil {
@@ -517,7 +517,7 @@ func (s *Store) Get(ctx context.Context, key string) (*store.Lease, error) {
 	}
 	resp, err := s.cli.Get(ctx, s.LeaseKey(key))
 	if err != nil {
-		return nil, s.wrap(err)
+		return nil, s.closed.Wrap(err)
 	}
 	kv := first(resp)
 	if kv == nil {
@@ -548,7 +548,7 @@ func (s *Store) live(ctx context.Context, key string, kv *mvccKV) (*store.Lease,
 
 // List returns live leases in key order: a range read of leases/ from after p.After.
 func (s *Store) List(ctx context.Context, p *store.ListParams) ([]*store.Lease, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -565,7 +565,7 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) ([]*store.Lease, 
 		resp, err := s.cli.Get(ctx, from, clientv3.WithRange(end), clientv3.WithLimit(int64(p.Limit)),
 			clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
 		if err != nil {
-			return nil, s.wrap(err)
+			return nil, s.closed.Wrap(err)
 		}
 		for _, kv := range resp.Kvs {
 			if len(out) == p.Limit {
@@ -600,7 +600,7 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) ([]*store.Lease, 
 
 // ForceRelease deletes whatever lease holds key and starts its lock-delay.
 func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (*store.Lease, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -609,7 +609,7 @@ func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (
 	for range maxAttempts {
 		resp, err := s.cli.Get(ctx, s.LeaseKey(p.Key))
 		if err != nil {
-			return nil, s.wrap(err)
+			return nil, s.closed.Wrap(err)
 		}
 		kv := first(resp)
 		if kv == nil {

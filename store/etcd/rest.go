@@ -14,7 +14,7 @@ import (
 // by "no lease key, rest and delay keys unchanged since read". No audit log. The deletions wake
 // waiters in every process through the watch.
 func (s *Store) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*store.Rest, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -55,7 +55,7 @@ func (s *Store) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*st
 		resp, err := s.cli.Txn(ctx).If(cmps...).
 			Then(clientv3.OpDelete(s.restKey(p.Key)), clientv3.OpDelete(s.delayKey(p.Key))).Commit()
 		if err != nil {
-			return nil, s.wrap(err)
+			return nil, s.closed.Wrap(err)
 		}
 		if resp.Succeeded {
 			s.hub.Notify(p.Key)

@@ -34,7 +34,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -66,7 +65,7 @@ type Store struct {
 	ownsCli  bool
 	prefix   string
 	hub      *notify.Hub
-	closed   atomic.Bool
+	closed   store.Closed
 	closeMu  sync.Once
 	cancel   context.CancelFunc
 	watchEnd chan struct{}
@@ -167,21 +166,6 @@ func seconds(d time.Duration) int64 {
 	return max(s, 1)
 }
 
-func (s *Store) check() error {
-	if s.closed.Load() {
-		return store.ErrClosed
-	}
-	return nil
-}
-
-// wrap maps errors after Close to ErrClosed.
-func (s *Store) wrap(err error) error {
-	if err != nil && s.closed.Load() {
-		return store.ErrClosed
-	}
-	return err
-}
-
 // remaining asks the server how long an etcd lease has left: whole seconds, rounded down by
 // etcd, so the estimate adds a second and is capped at the granted TTL. ok is false if the
 // lease is gone.
@@ -191,7 +175,7 @@ func (s *Store) remaining(ctx context.Context, id clientv3.LeaseID) (time.Durati
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			return 0, false, nil
 		}
-		return 0, false, s.wrap(err)
+		return 0, false, s.closed.Wrap(err)
 	}
 	if r.TTL < 0 {
 		return 0, false, nil
@@ -214,7 +198,7 @@ func (s *Store) Capabilities() store.Capabilities {
 
 // Events returns nothing: this backend keeps no audit log.
 func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Event, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {

@@ -75,7 +75,7 @@ func (s *Store) read(ctx context.Context, key string) (v *view, ok bool, err err
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, s.wrap(err)
+		return nil, false, s.closed.Wrap(err)
 	}
 	v, err = s.viewOf(obj, key)
 	return v, err == nil, err
@@ -116,7 +116,7 @@ func (s *Store) write(ctx context.Context, obj *coordv1.Lease, rec *record) (out
 		return nil, true, nil
 	}
 	if err != nil {
-		return nil, false, s.wrap(err)
+		return nil, false, s.closed.Wrap(err)
 	}
 	if s.closed.Load() {
 		// Close overtook the call: report the outcome as unknown, as after a lost connection,
@@ -141,7 +141,7 @@ func (s *Store) write(ctx context.Context, obj *coordv1.Lease, rec *record) (out
 func (s *Store) firstToken(ctx context.Context) (uint64, error) {
 	list, err := s.leases.List(ctx, metav1.ListOptions{LabelSelector: selector, Limit: 1})
 	if err != nil {
-		return 0, s.wrap(err)
+		return 0, s.closed.Wrap(err)
 	}
 	rv, err := strconv.ParseUint(list.ResourceVersion, 10, 64)
 	if err != nil {
@@ -164,7 +164,7 @@ func (s *Store) create(ctx context.Context, p *store.AcquireParams) (*store.Leas
 		return nil, true, nil
 	}
 	if err != nil {
-		return nil, false, s.wrap(err)
+		return nil, false, s.closed.Wrap(err)
 	}
 	s.seen.see(out.Name, out.ResourceVersion, s.now())
 	s.written.put(out)
@@ -174,7 +174,7 @@ func (s *Store) create(ctx context.Context, p *store.AcquireParams) (*store.Leas
 // Acquire reads the key's object and grants, renews (same holder), or refuses, in one update
 // guarded by the resourceVersion read; on a conflict it reads again.
 func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -289,7 +289,7 @@ func (s *Store) change(ctx context.Context, op, key, id string, decide func(v *v
 
 // Renew extends the lease if it is still the key's and this store has not seen it expire.
 func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -314,7 +314,7 @@ var errAlreadyReleased = errors.New("already released")
 
 // Release marks the lease released, keeping the object and its token.
 func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.ReleaseResult, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -344,7 +344,7 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 
 // Get returns the lease on key unless it is released or this store has seen it expire.
 func (s *Store) Get(ctx context.Context, key string) (*store.Lease, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := store.ValidateKey(key); err != nil {
@@ -362,7 +362,7 @@ func (s *Store) Get(ctx context.Context, key string) (*store.Lease, error) {
 
 // ForceRelease marks whatever live lease holds key forced; its lock-delay follows.
 func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (*store.Lease, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {

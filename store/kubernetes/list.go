@@ -17,7 +17,7 @@ const listChunk = 500
 // annotation, so every call reads all of the namespace's Baton Leases (in chunks of listChunk)
 // and filters and sorts here: a page costs a read of the whole namespace.
 func (s *Store) List(ctx context.Context, p *store.ListParams) ([]*store.Lease, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -28,7 +28,7 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) ([]*store.Lease, 
 	for {
 		list, err := s.leases.List(ctx, opts)
 		if err != nil {
-			return nil, s.wrap(err)
+			return nil, s.closed.Wrap(err)
 		}
 		for i := range list.Items {
 			obj := &list.Items[i]

@@ -13,7 +13,7 @@ import (
 // saw the object's resourceVersion. The write's new resourceVersion wakes waiters through the
 // watch. No audit log beyond the force-reason and force-actor annotations.
 func (s *Store) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*store.Rest, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {

@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
@@ -52,7 +51,7 @@ type Store struct {
 	seen      sightings
 	written   writtenCache
 	hub       *notify.Hub
-	closed    atomic.Bool
+	closed    store.Closed
 	closeOnce sync.Once
 	cancel    context.CancelFunc
 	watchEnd  chan struct{}
@@ -119,21 +118,6 @@ func New(leases typedcoord.LeaseInterface, cfg Config) *Store {
 // Namespace is the namespace of the store's Lease objects.
 func (s *Store) Namespace() string { return s.namespace }
 
-func (s *Store) check() error {
-	if s.closed.Load() {
-		return store.ErrClosed
-	}
-	return nil
-}
-
-// wrap maps errors after Close to ErrClosed.
-func (s *Store) wrap(err error) error {
-	if err != nil && s.closed.Load() {
-		return store.ErrClosed
-	}
-	return err
-}
-
 // Capabilities: tokens are kept on objects that are never deleted; wake-up comes from a watch.
 // No audit log.
 func (s *Store) Capabilities() store.Capabilities {
@@ -142,7 +126,7 @@ func (s *Store) Capabilities() store.Capabilities {
 
 // Events returns nothing: this backend keeps no audit log.
 func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Event, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
