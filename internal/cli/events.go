@@ -53,13 +53,12 @@ Output (table):
 	if code, ok := checkInterval(c, *interval); !ok {
 		return code
 	}
-	st, err := g.store()
-	if err != nil {
-		return c.usageError("%v", err)
+	st, ctx, done, code, ok := c.openStore(g, 0)
+	if !ok {
+		return code
 	}
-	defer st.Close()
-	ctx, cancel := callContext(0)
-	defer cancel()
+	defer done()
+	var err error
 	var all []*store.Event
 	if *oldestFirst && *limit != 0 && !*follow {
 		all, err = st.Events(ctx, &store.EventsParams{Key: *key, Limit: *limit})

@@ -68,13 +68,11 @@ keeps no fences); 77 unauthorized or forbidden.
 	if err := store.ValidateFence(resource, tok); err != nil {
 		return c.fail(g, err)
 	}
-	st, err := g.store()
-	if err != nil {
-		return c.usageError("%v", err)
+	st, ctx, done, code, ok := c.openStore(g, 0)
+	if !ok {
+		return code
 	}
-	defer st.Close()
-	ctx, cancel := callContext(0)
-	defer cancel()
+	defer done()
 	stored, err := st.CheckFence(ctx, resource, tok)
 	if err != nil {
 		return c.fail(g, err)

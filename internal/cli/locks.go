@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/client"
 	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
 )
@@ -69,6 +70,18 @@ func callContext(extra time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), requestTimeout+extra)
 }
 
+// openStore opens the server's client store for a command, with a context for its calls
+// (callContext(extra)); done closes both. A store that cannot be opened (a bad --server or
+// --token) is a usage error: ok is false and code the exit code.
+func (c *command) openStore(g *globals, extra time.Duration) (st *client.Store, ctx context.Context, done func(), code int, ok bool) {
+	st, err := g.store()
+	if err != nil {
+		return nil, nil, nil, c.usageError("%v", err), false
+	}
+	ctx, cancel := callContext(extra)
+	return st, ctx, func() { cancel(); st.Close() }, 0, true
+}
+
 func locksList(args []string, g *globals, stdout, stderr io.Writer) int {
 	c := newCommand("baton locks list", `Usage: baton locks list [--prefix P] [--holder H] [--limit N] [--watch [--interval 1s]] [-o table|json]
 
@@ -102,13 +115,11 @@ With -o json, a JSON array of lease objects (docs/http-api.md).
 	if code, ok := checkInterval(c, *interval); !ok {
 		return code
 	}
-	st, err := g.store()
-	if err != nil {
-		return c.usageError("%v", err)
+	st, ctx, done, code, ok := c.openStore(g, 0)
+	if !ok {
+		return code
 	}
-	defer st.Close()
-	ctx, cancel := callContext(0)
-	defer cancel()
+	defer done()
 	list := func(ctx context.Context) ([]*store.Lease, error) {
 		var all []*store.Lease
 		p := &store.ListParams{Prefix: *prefix, Holder: *holder, Limit: *limit}
@@ -163,13 +174,11 @@ With -o json, the lease object (docs/http-api.md), or null if KEY is free.
 		return code
 	}
 	key := pos[0]
-	st, err := g.store()
-	if err != nil {
-		return c.usageError("%v", err)
+	st, ctx, done, code, ok := c.openStore(g, 0)
+	if !ok {
+		return code
 	}
-	defer st.Close()
-	ctx, cancel := callContext(0)
-	defer cancel()
+	defer done()
 	l, err := st.Get(ctx, key)
 	if errors.Is(err, store.ErrNotFound) {
 		if g.output == "json" {
@@ -237,13 +246,12 @@ Exit code 75 if the lock is still held (or resting after a release) when --wait 
 	if err := p.Validate(); err != nil {
 		return c.fail(g, err)
 	}
-	st, err := g.store()
-	if err != nil {
-		return c.usageError("%v", err)
+	st, ctx, done, code, ok := c.openStore(g, *wait)
+	if !ok {
+		return code
 	}
-	defer st.Close()
-	ctx, cancel := callContext(*wait)
-	defer cancel()
+	defer done()
+	var err error
 	var l *store.Lease
 	if *wait == 0 {
 		l, err = st.Acquire(ctx, p)
@@ -289,13 +297,11 @@ Example:
 	if err := p.Validate(); err != nil {
 		return c.fail(g, err)
 	}
-	st, err := g.store()
-	if err != nil {
-		return c.usageError("%v", err)
+	st, ctx, done, code, ok := c.openStore(g, 0)
+	if !ok {
+		return code
 	}
-	defer st.Close()
-	ctx, cancel := callContext(0)
-	defer cancel()
+	defer done()
 	l, err := st.Renew(ctx, p)
 	if errors.Is(err, store.ErrNotHeld) {
 		fmt.Fprintf(stderr, "%s: lease %s is not the live lease on %q (it expired, was released, taken over or force-released)\n", c.name, p.LeaseID, p.Key)
@@ -339,13 +345,11 @@ With -o json: {"released": true, "already_released": false}
 	if err := p.Validate(); err != nil {
 		return c.fail(g, err)
 	}
-	st, err := g.store()
-	if err != nil {
-		return c.usageError("%v", err)
+	st, ctx, done, code, ok := c.openStore(g, 0)
+	if !ok {
+		return code
 	}
-	defer st.Close()
-	ctx, cancel := callContext(0)
-	defer cancel()
+	defer done()
 	res, err := st.Release(ctx, p)
 	if errors.Is(err, store.ErrNotHeld) {
 		fmt.Fprintf(stderr, "%s: lease %s is not the live lease on %q (it expired and the key was taken, or it was force-released)\n", c.name, p.LeaseID, p.Key)
@@ -405,13 +409,11 @@ With -o json: {"rest": {"key": "node/node-1", "reason": "cooldown", "remaining_m
 	if err := p.Validate(); err != nil {
 		return c.fail(g, err)
 	}
-	st, err := g.store()
-	if err != nil {
-		return c.usageError("%v", err)
+	st, ctx, done, code, ok := c.openStore(g, 0)
+	if !ok {
+		return code
 	}
-	defer st.Close()
-	ctx, cancel := callContext(0)
-	defer cancel()
+	defer done()
 	l, err := st.ForceRelease(ctx, p)
 	if errors.Is(err, store.ErrNotFound) {
 		return clearRest(c, g, st, p, stdout)

@@ -47,13 +47,11 @@ With -o json: an array of {"name", "schedule", "kind", "resource", "args", "poli
 	if _, code, ok := clientCommand(c, g, args, 0, ""); !ok {
 		return code
 	}
-	st, err := g.store()
-	if err != nil {
-		return c.usageError("%v", err)
+	st, ctx, done, code, ok := c.openStore(g, 0)
+	if !ok {
+		return code
 	}
-	defer st.Close()
-	ctx, cancel := callContext(0)
-	defer cancel()
+	defer done()
 	jobs, err := st.PeriodicJobs(ctx)
 	if err != nil {
 		return c.jobFail(g, err, nil, "")
