@@ -14,3 +14,6 @@ func PendingRenewals(s *Store) int {
 // range (see keyRange), for checking their query plans.
 func ListSQL(shape int) string         { return listSQL(shape) }
 func ResourceListSQL(shape int) string { return resourceListSQL(shape) }
+
+// JobCountsSQL is JobCounts' statement.
+const JobCountsSQL = jobCountsSQL

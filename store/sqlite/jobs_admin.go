@@ -162,13 +162,16 @@ func (s *Store) CleanJobs(ctx context.Context, p *store.CleanParams) (int, error
 	return int(n), err
 }
 
+// jobCountsSQL reads only the index jobs_unfinished_by_kind (migration 0006).
+const jobCountsSQL = `SELECT kind, state, count(*) FROM jobs
+	WHERE state IN ` + sqlUnfinished + ` GROUP BY kind, state ORDER BY kind, state`
+
 // JobCounts counts unfinished jobs per kind and state, ordered by kind then state.
 func (s *Store) JobCounts(ctx context.Context) ([]*store.JobCount, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT kind, state, count(*) FROM jobs
-		WHERE state IN `+sqlUnfinished+` GROUP BY kind, state ORDER BY kind, state`)
+	rows, err := s.db.QueryContext(ctx, jobCountsSQL)
 	if err != nil {
 		return nil, s.wrap("job counts", err)
 	}

@@ -45,3 +45,27 @@ func TestListPlansReadOneKeyRange(t *testing.T) {
 		}
 	}
 }
+
+// The job counts (the dashboard's jobs page) read one covering index, not every unfinished job's
+// row: 264 ms -> 33 ms at 100,000 unfinished jobs.
+func TestJobCountsReadOnlyAnIndex(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "baton.db"))
+	var id, parent, notused int
+	var detail string
+	rows, err := s.DB().Query(`EXPLAIN QUERY PLAN ` + sqlite.JobCountsSQL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	full := strings.Join(plan, "; ")
+	if !strings.Contains(full, "COVERING INDEX jobs_unfinished_by_kind") {
+		t.Errorf("job counts plan %q, want a read of the covering index jobs_unfinished_by_kind only", full)
+	}
+}
