@@ -286,6 +286,7 @@ func (w *Worker) claimLoop(ctx, jobsCtx context.Context) error {
 	failing := false
 	// backlog: the last claim filled its limit, so more jobs are probably waiting.
 	backlog, batchWaited := false, false
+	overloaded := false // the last claim was refused with a Retry-After
 	for ctx.Err() == nil {
 		active := int(w.active.Load())
 		free := w.free()
@@ -345,6 +346,12 @@ func (w *Worker) claimLoop(ctx, jobsCtx context.Context) error {
 					w.log.Warn("baton: claiming jobs failed; retrying", "err", err)
 				}
 				failing = true
+				var hint retryAfterHinter
+				if errors.As(err, &hint) && hint.RetryAfterHint() > 0 {
+					// An overloaded server said when to come back (503 with Retry-After): wait
+					// that long, whatever wakes the loop meanwhile.
+					wait, overloaded = max(wait, hint.RetryAfterHint()), true
+				}
 			}
 		}
 		if more {
@@ -356,6 +363,9 @@ func (w *Worker) claimLoop(ctx, jobsCtx context.Context) error {
 		wakeC, freed := wake, (<-chan struct{})(nil)
 		if full {
 			wakeC, freed = nil, w.freed
+		}
+		if overloaded {
+			wakeC, freed, overloaded = nil, nil, false
 		}
 		timer.Reset(wait)
 		select {
