@@ -40,11 +40,43 @@ func loadSpec(t testing.TB) *openapi3.T {
 		if specErr == nil {
 			specErr = spec.Validate(context.Background())
 		}
+		if specErr == nil {
+			closeSchemas(spec)
+		}
 	})
 	if specErr != nil {
 		t.Fatalf("server/openapi.json: %v", specErr)
 	}
 	return spec
+}
+
+// closeSchemas makes every object schema that lists its properties, and does not say otherwise,
+// refuse other members, so that a member the server answers with but the document does not name
+// fails the response checks. The document itself leaves answers open, so that clients built from
+// it keep working when a later server adds a member; the server's own answers must not run ahead
+// of it.
+func closeSchemas(doc *openapi3.T) {
+	no := false
+	seen := map[*openapi3.Schema]bool{}
+	var walk func(*openapi3.SchemaRef)
+	walk = func(ref *openapi3.SchemaRef) {
+		if ref == nil || ref.Value == nil || seen[ref.Value] {
+			return
+		}
+		s := ref.Value
+		seen[s] = true
+		if len(s.Properties) > 0 && s.AdditionalProperties.Has == nil && s.AdditionalProperties.Schema == nil {
+			s.AdditionalProperties.Has = &no
+		}
+		for _, p := range s.Properties {
+			walk(p)
+		}
+		walk(s.Items)
+		walk(s.AdditionalProperties.Schema)
+	}
+	for _, ref := range doc.Components.Schemas {
+		walk(ref)
+	}
 }
 
 func TestOpenAPIDocumentIsValid(t *testing.T) {
@@ -257,7 +289,7 @@ func validating(t *testing.T, h http.Handler) http.Handler {
 }
 
 // The checker itself must catch a drift: an answer missing a required member, a member of the
-// wrong type, an undocumented status or content type.
+// wrong type or not in the document, an undocumented status or content type.
 func TestOpenAPICheckCatchesDrift(t *testing.T) {
 	doc := loadSpec(t)
 	ops := specOps(doc)
@@ -281,6 +313,7 @@ func TestOpenAPICheckCatchesDrift(t *testing.T) {
 		"problem without code": {"POST", "/v1/locks/renew", 409, "application/problem+json", `{"type":"t","title":"t","status":409}`},
 		"201 for acquire":      {"POST", "/v1/locks/acquire", 201, "application/json", `{"lease":` + lease + `}`},
 		"undocumented path":    {"GET", "/v1/nothing", 200, "application/json", `{}`},
+		"undocumented member":  {"POST", "/v1/locks/acquire", 200, "application/json", `{"lease":` + strings.Replace(lease, `"token":3`, `"token":3,"shard":2`, 1) + `}`},
 	} {
 		err := checkResponse(doc, ops, c.method, c.path, c.status, http.Header{"Content-Type": {c.ct}}, []byte(c.body))
 		if err == nil {
