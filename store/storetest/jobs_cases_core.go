@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -385,5 +386,96 @@ func testJobCompleteAndClaim(t *testing.T, h JobHarness) {
 	// Nothing to complete: a claim alone.
 	if done, claimed, err = cc.CompleteJobsAndClaim(e.ctx, nil, &store.ClaimParams{Worker: "w2", Kinds: []string{"cc"}, Limit: 5, TTL: time.Minute}); err != nil || len(done) != 0 || len(claimed) != 0 {
 		t.Fatalf("CompleteJobsAndClaim(nil) = %v, %v, %v; want nothing", done, claimed, err)
+	}
+}
+
+// testJobCompleteAndClaimHandsOff checks the claim of a CompleteClaimer round trip when the
+// completed jobs have successors: it starts no more jobs than its limit in all, never a second
+// job on a resource, a successor of another kind or a guarded kind only through the guard, one
+// cooling down not at all, and priority still orders it across resources.
+func testJobCompleteAndClaimHandsOff(t *testing.T, h JobHarness) {
+	e := newJobEnv(t, h, store.Kind{Name: "ho"}, store.Kind{Name: "other"},
+		store.Kind{Name: "cool", Cooldown: time.Hour}, store.Kind{Name: "guarded", FromStates: []string{"ready"}})
+	cc, ok := e.s.(store.CompleteClaimer)
+	requireNotApplicable(t, ok, "the store does not complete and claim in one round trip")
+	claimFor := func(worker string, limit int, kinds ...string) *store.ClaimParams {
+		return &store.ClaimParams{Worker: worker, Kinds: kinds, Limit: limit, TTL: time.Minute}
+	}
+	// Three resources, each with a running job and a successor; limit 2.
+	var running, next []*store.Job
+	for i := range 3 {
+		a := e.sub("ho", fmt.Sprintf("ho/%d", i))
+		running = append(running, e.claimOne(a.ID, "ho"))
+		next = append(next, e.sub("ho", fmt.Sprintf("ho/%d", i)))
+	}
+	ps := make([]*store.CompleteParams, len(running))
+	for i, j := range running {
+		ps[i] = &store.CompleteParams{ID: j.ID, Token: j.Token}
+	}
+	done, claimed, err := cc.CompleteJobsAndClaim(e.ctx, ps, claimFor("w2", 2, "ho"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(done) != 3 || len(claimed) != 2 || claimed[0].ID == claimed[1].ID {
+		t.Fatalf("completed %v, claimed %v; want 3 completed and 2 of the successors started", done, ids(claimed))
+	}
+	started := map[int64]bool{}
+	for _, j := range claimed {
+		if j.State != store.JobRunning || j.Worker != "w2" || !j.Head || j.Attempt != 1 || j.Token <= running[2].Token {
+			t.Fatalf("claimed %s; want a successor running for w2, attempt 1, a newer token", show(j))
+		}
+		started[j.ID] = true
+	}
+	for _, n := range next {
+		if g := e.get(n.ID); !g.Head || started[n.ID] != (g.State == store.JobRunning) {
+			t.Fatalf("successor %s; want head, running only if claimed", show(g))
+		}
+	}
+	// The one left is claimable as usual.
+	for _, n := range next {
+		if !started[n.ID] {
+			e.claimOne(n.ID, "ho")
+		}
+	}
+
+	// A better priority elsewhere comes first.
+	b := e.submit(store.SubmitParams{Kind: "ho", Resource: "pr/1", Priority: 5})
+	jb := e.claimOne(b.ID, "ho")
+	bNext := e.submit(store.SubmitParams{Kind: "ho", Resource: "pr/1", Priority: 5})
+	urgent := e.submit(store.SubmitParams{Kind: "ho", Resource: "pr/2", Priority: 0})
+	_, claimed, err = cc.CompleteJobsAndClaim(e.ctx, []*store.CompleteParams{{ID: jb.ID, Token: jb.Token}}, claimFor("w2", 1, "ho"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claimed) != 1 || claimed[0].ID != urgent.ID {
+		t.Fatalf("claimed %v; want the priority 0 head %d before the priority 5 successor %d", ids(claimed), urgent.ID, bNext.ID)
+	}
+	e.claimOne(bNext.ID, "ho")
+
+	// Successors of a kind the claim did not ask for, or cooling down, are promoted, not started;
+	// a guarded one starts only through its guard.
+	c := e.sub("cool", "pr/4")
+	jc := e.claimOne(c.ID, "cool")
+	coolNext := e.sub("cool", "pr/4")
+	o := e.sub("other", "pr/6")
+	jo := e.claimOne(o.ID, "other")
+	otherNext := e.sub("other", "pr/6")
+	if _, err := e.s.SetResourceState(e.ctx, &store.SetResourceStateParams{Key: "pr/5", State: "ready"}); err != nil {
+		t.Fatal(err)
+	}
+	g := e.sub("guarded", "pr/5")
+	jg := e.claimOne(g.ID, "guarded")
+	guardedNext := e.sub("guarded", "pr/5")
+	ps = []*store.CompleteParams{{ID: jc.ID, Token: jc.Token}, {ID: jo.ID, Token: jo.Token}, {ID: jg.ID, Token: jg.Token}}
+	if _, claimed, err = cc.CompleteJobsAndClaim(e.ctx, ps, claimFor("w3", 5, "cool", "guarded")); err != nil {
+		t.Fatal(err)
+	}
+	if len(claimed) != 1 || claimed[0].ID != guardedNext.ID || claimed[0].State != store.JobRunning {
+		t.Fatalf("claimed %v; want only the guarded successor %d, through its guard", ids(claimed), guardedNext.ID)
+	}
+	for _, n := range []*store.Job{coolNext, otherNext} {
+		if g := e.get(n.ID); g.State == store.JobRunning || !g.Head {
+			t.Fatalf("successor %s; want promoted, not started", show(g))
+		}
 	}
 }

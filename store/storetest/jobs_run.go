@@ -50,6 +50,7 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"SubmitGetList", testJobSubmitGetList},
 		{"CompleteMany", testJobCompleteMany},
 		{"CompleteAndClaim", testJobCompleteAndClaim},
+		{"CompleteAndClaimHandsOff", testJobCompleteAndClaimHandsOff},
 		{"PerResourceFIFO", testJobFIFO},
 		{"PriorityAcrossResources", testJobPriority},
 		{"TokensIncreasePerResource", testJobTokens},
