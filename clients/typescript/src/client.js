@@ -1,5 +1,6 @@
 import { BatonError, CooldownError, LockHeldError, NotFoundError, errorFor } from './errors.js';
 import { Lease } from './lease.js';
+import { Unsettled, settledRelease } from './unsettled.js';
 import { anySignal, grantedAfter, jitter, now, randomHex, sleep } from './timing.js';
 import { runWorker } from './worker.js';
 
@@ -17,6 +18,7 @@ export class BatonClient {
   #fetch;
   #info = null;
   #infoFailedAt = -Infinity;
+  #unsettled = new Unsettled();
 
   /** @param {import('./index.js').ClientOptions} opts */
   constructor(opts) {
@@ -48,6 +50,17 @@ export class BatonClient {
   /** @internal */
   warn(msg, err) {
     this.onWarning(msg, err);
+  }
+
+  /**
+   * Records the outcome of a release of leaseId: settled (applied, or the server said the lease
+   * was not there) or unknown, in which case the release may still be applied later and the
+   * lease must not be handed out again (see Unsettled).
+   * @internal
+   */
+  releaseOutcome(leaseId, ttlMs, err) {
+    if (settledRelease(err)) this.#unsettled.remove(leaseId);
+    else this.#unsettled.add(leaseId, ttlMs, this.driftFactor);
   }
 
   /**
@@ -134,6 +147,10 @@ export class BatonClient {
   }
 
   #acquireBody(key, opts) {
+    if (opts.leaseId !== undefined && this.#unsettled.has(opts.leaseId)) {
+      // A late release of that lease would end the new one too.
+      throw new TypeError(`baton: leaseId ${JSON.stringify(opts.leaseId)} has a release of unknown outcome; use another lease ID`);
+    }
     const body = {
       key,
       holder: opts.holder ?? defaultHolder(),
@@ -156,9 +173,36 @@ export class BatonClient {
    */
   async tryAcquire(key, opts = {}) {
     const body = this.#acquireBody(key, opts);
-    const start = now();
-    const res = await this.request('POST', '/v1/locks/acquire', { body, signal: opts.signal });
+    const { res, start } = await this.#grant(body, opts.signal);
     return new Lease(this, res.lease, body.ttl_ms, grantedAfter(start, res.lease.waited_ms, this.driftFactor), opts.keepalive ?? true);
+  }
+
+  /**
+   * One acquire request that never returns a lease whose release this client sent without an
+   * answer: the server hands a holder's live lease back to it (whatever lease_id it asks for),
+   * and a late release would then end that lease under its new user while another holder takes
+   * the key. So the release is finished first and the key taken afresh, with a new lease ID and
+   * token (the Go Locker's grant, unsettled.go). Resolves with the answer and the start of the
+   * request that granted.
+   */
+  async #grant(body, signal) {
+    let start = now();
+    let res = await this.request('POST', '/v1/locks/acquire', { body, signal });
+    const id = res.lease.lease_id;
+    if (!this.#unsettled.has(id)) return { res, start };
+    try {
+      await this.request('POST', '/v1/locks/release', { body: { key: res.lease.key, lease_id: id }, signal });
+    } catch (err) {
+      if (!settledRelease(err)) {
+        // Still unknown, and the acquire just renewed the lease: it may live a TTL more.
+        this.#unsettled.add(id, body.ttl_ms, this.driftFactor);
+        throw err;
+      }
+    }
+    this.#unsettled.remove(id);
+    start = now();
+    res = await this.request('POST', '/v1/locks/acquire', { body, signal });
+    return { res, start };
   }
 
   /**
@@ -187,9 +231,10 @@ export class BatonClient {
         // A signal per attempt: fetch leaves a listener on the signal of a failed request, and a
         // wait through a server restart makes many.
         const attempt = signal && AbortSignal.any([signal]);
-        const res = await this.request('POST', '/v1/locks/acquire', { body: { ...body, wait_ms: wait || undefined }, signal: attempt });
+        const granted = await this.#grant({ ...body, wait_ms: wait || undefined }, attempt);
         if (failures > 0) this.warn(`server reachable again; acquired "${key}"`);
-        return new Lease(this, res.lease, body.ttl_ms, grantedAfter(start, res.lease.waited_ms, this.driftFactor), opts.keepalive ?? true);
+        const res = granted.res;
+        return new Lease(this, res.lease, body.ttl_ms, grantedAfter(granted.start, res.lease.waited_ms, this.driftFactor), opts.keepalive ?? true);
       } catch (err) {
         if (signal?.aborted) throw refusal ?? err;
         let pause = jitter(this.pollIntervalMs);
