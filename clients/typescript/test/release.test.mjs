@@ -77,7 +77,7 @@ test('a release answered 503 overloaded is retried after Retry-After until the l
   await assert.rejects(c.get('ts/release-503'), NotFoundError, 'the second attempt released it');
 
   releases.length = 0;
-  const b = await c.tryAcquire('ts/release-503', { ttlMs: 2500 });
+  const b = await c.tryAcquire('ts/release-503', { ttlMs: 4000 });
   overloaded = Infinity;
   const err = await b.release().catch((e) => e);
   overloaded = 0;
