@@ -1,5 +1,6 @@
 import { BatonError, CooldownError, LockHeldError, NotFoundError, errorFor } from './errors.js';
 import { Lease } from './lease.js';
+import { Unsettled, settledRelease } from './unsettled.js';
 import { anySignal, grantedAfter, jitter, now, randomHex, sleep } from './timing.js';
 import { runWorker } from './worker.js';
 
@@ -17,6 +18,7 @@ export class BatonClient {
   #fetch;
   #info = null;
   #infoFailedAt = -Infinity;
+  #unsettled = new Unsettled();
 
   /** @param {import('./index.js').ClientOptions} opts */
   constructor(opts) {
@@ -48,6 +50,17 @@ export class BatonClient {
   /** @internal */
   warn(msg, err) {
     this.onWarning(msg, err);
+  }
+
+  /**
+   * Records the outcome of a release of leaseId: settled (applied, or the server said the lease
+   * was not there) or unknown, in which case the release may still be applied later and the
+   * lease must not be handed out again (see Unsettled).
+   * @internal
+   */
+  releaseOutcome(leaseId, ttlMs, err) {
+    if (settledRelease(err)) this.#unsettled.remove(leaseId);
+    else this.#unsettled.add(leaseId, ttlMs, this.driftFactor);
   }
 
   /**
@@ -134,6 +147,10 @@ export class BatonClient {
   }
 
   #acquireBody(key, opts) {
+    if (opts.leaseId !== undefined && this.#unsettled.has(opts.leaseId)) {
+      // A late release of that lease would end the new one too.
+      throw new TypeError(`baton: leaseId ${JSON.stringify(opts.leaseId)} has a release of unknown outcome; use another lease ID`);
+    }
     const body = {
       key,
       holder: opts.holder ?? defaultHolder(),
@@ -156,9 +173,36 @@ export class BatonClient {
    */
   async tryAcquire(key, opts = {}) {
     const body = this.#acquireBody(key, opts);
-    const start = now();
-    const res = await this.request('POST', '/v1/locks/acquire', { body, signal: opts.signal });
+    const { res, start } = await this.#grant(body, opts.signal);
     return new Lease(this, res.lease, body.ttl_ms, grantedAfter(start, res.lease.waited_ms, this.driftFactor), opts.keepalive ?? true);
+  }
+
+  /**
+   * One acquire request that never returns a lease whose release this client sent without an
+   * answer: the server hands a holder's live lease back to it (whatever lease_id it asks for),
+   * and a late release would then end that lease under its new user while another holder takes
+   * the key. So the release is finished first and the key taken afresh, with a new lease ID and
+   * token (the Go Locker's grant, unsettled.go). Resolves with the answer and the start of the
+   * request that granted.
+   */
+  async #grant(body, signal) {
+    let start = now();
+    let res = await this.request('POST', '/v1/locks/acquire', { body, signal });
+    const id = res.lease.lease_id;
+    if (!this.#unsettled.has(id)) return { res, start };
+    try {
+      await this.request('POST', '/v1/locks/release', { body: { key: res.lease.key, lease_id: id }, signal });
+    } catch (err) {
+      if (!settledRelease(err)) {
+        // Still unknown, and the acquire just renewed the lease: it may live a TTL more.
+        this.#unsettled.add(id, body.ttl_ms, this.driftFactor);
+        throw err;
+      }
+    }
+    this.#unsettled.remove(id);
+    start = now();
+    res = await this.request('POST', '/v1/locks/acquire', { body, signal });
+    return { res, start };
   }
 
   /**
@@ -187,9 +231,10 @@ export class BatonClient {
         // A signal per attempt: fetch leaves a listener on the signal of a failed request, and a
         // wait through a server restart makes many.
         const attempt = signal && AbortSignal.any([signal]);
-        const res = await this.request('POST', '/v1/locks/acquire', { body: { ...body, wait_ms: wait || undefined }, signal: attempt });
+        const granted = await this.#grant({ ...body, wait_ms: wait || undefined }, attempt);
         if (failures > 0) this.warn(`server reachable again; acquired "${key}"`);
-        return new Lease(this, res.lease, body.ttl_ms, grantedAfter(start, res.lease.waited_ms, this.driftFactor), opts.keepalive ?? true);
+        const res = granted.res;
+        return new Lease(this, res.lease, body.ttl_ms, grantedAfter(granted.start, res.lease.waited_ms, this.driftFactor), opts.keepalive ?? true);
       } catch (err) {
         if (signal?.aborted) throw refusal ?? err;
         let pause = jitter(this.pollIntervalMs);
@@ -275,11 +320,39 @@ export class BatonClient {
     return (await this.request('POST', '/v1/locks/force-release', { body: { key, reason }, signal: opts.signal })).lease;
   }
 
+  /**
+   * Ends the cooldown or lock-delay of a key that no live lease holds (admin), audited with
+   * reason; returns the rest that was cleared ({key, reason, remaining_ms}). NotFoundError if
+   * the key is free or held.
+   */
+  async clearRest(key, reason, opts = {}) {
+    return (await this.request('POST', '/v1/locks/clear-rest', { body: { key, reason }, signal: opts.signal })).rest;
+  }
+
+  /**
+   * Raises the resource's fence to token, or rejects with StaleTokenError (currentToken) if a
+   * greater token was presented before: POST /v1/fences/check, for a resource that cannot
+   * check fencing tokens itself. Equal tokens pass. Stores without fences answer 501.
+   */
+  async checkFence(resource, token, opts = {}) {
+    return this.request('POST', '/v1/fences/check', { body: { resource, token }, signal: opts.signal });
+  }
+
   // Jobs.
 
   /** Creates or replaces a kind (admin). */
   async putKind(name, kind = {}, opts = {}) {
     return this.request('PUT', `/v1/kinds/${encodeURIComponent(name)}`, { body: kind, signal: opts.signal });
+  }
+
+  /** The registered kinds, by name. */
+  async listKinds(opts = {}) {
+    return (await this.request('GET', '/v1/kinds', { signal: opts.signal })).kinds;
+  }
+
+  /** The server's periodic jobs (baton serve --periodic-file), with the start of each one's next period. */
+  async listPeriodic(opts = {}) {
+    return (await this.request('GET', '/v1/periodic', { signal: opts.signal })).periodic;
   }
 
   /**
@@ -294,6 +367,16 @@ export class BatonClient {
     return { job: r.body, existing: r.status !== 201 };
   }
 
+  /**
+   * Submits up to 10,000 jobs in one atomic step, as if one after the other in the array's
+   * order (each one's idempotency key in its idempotency_key): all are written or none. Resolves
+   * with one {job, existing} per job, in order.
+   * @returns {Promise<Array<{job: import('./api.js').Job, existing: boolean}>>}
+   */
+  async submitJobs(reqs, opts = {}) {
+    return (await this.request('POST', '/v1/jobs/batch', { body: { jobs: reqs }, signal: opts.signal })).results;
+  }
+
   async getJob(id, opts = {}) {
     return this.request('GET', `/v1/jobs/${jobID(id)}`, { signal: opts.signal });
   }
@@ -301,6 +384,11 @@ export class BatonClient {
   /** One page of jobs by ID: {jobs, next_after?}; pass next_after as after for the next page. */
   async listJobs({ state, kind, resource, after, limit, signal } = {}) {
     return this.request('GET', '/v1/jobs', { query: { state, kind, resource, after, limit }, signal });
+  }
+
+  /** Unfinished jobs by kind and state: [{kind, state, count}]. */
+  async countJobs(opts = {}) {
+    return (await this.request('GET', '/v1/jobs/counts', { signal: opts.signal })).counts;
   }
 
   async cancelJob(id, opts = {}) {
@@ -326,6 +414,45 @@ export class BatonClient {
 
   async failJob(id, req, opts = {}) {
     return this.request('POST', `/v1/jobs/${jobID(id)}/fail`, { body: req, signal: opts.signal });
+  }
+
+  // Resources: what jobs run on, with the state kinds' guards check and set.
+
+  /** One page of resources by key: {resources, next_after?}; pass next_after as after for the next page. */
+  async listResources({ prefix, after, limit, signal } = {}) {
+    return this.request('GET', '/v1/resources', { query: { prefix, after, limit }, signal });
+  }
+
+  /** A resource (NotFoundError if no job or state was ever recorded for it). */
+  async getResource(key, opts = {}) {
+    if (key === '.' || key === '..') {
+      // Not a path fetch keeps (see keyPath): found by listing.
+      const page = await this.listResources({ prefix: key, limit: 1, signal: opts.signal });
+      const r = page.resources[0];
+      if (r?.key === key) return r;
+      throw new NotFoundError(`baton: GET /v1/resources/${key}: 404 not_found: no resource ${JSON.stringify(key)}`, { status: 404, code: 'not_found' });
+    }
+    return this.request('GET', `/v1/resources/${keyPath(key)}`, { signal: opts.signal });
+  }
+
+  /**
+   * Sets a resource's state (admin: it overrides the kinds' guards) and returns the resource,
+   * its version one more. With opts.ifVersion it is a compare-and-set: a resource at another
+   * version rejects with VersionMismatchError (currentVersion) and nothing is written.
+   */
+  async setResourceState(key, state, opts = {}) {
+    const body = { state };
+    if (opts.ifVersion !== undefined) body.if_version = opts.ifVersion;
+    // keyPath of the whole path, so that a key ending in "/" keeps its slash escaped.
+    return this.request('PUT', `/v1/resources/${keyPath(`${key}/state`)}`, { body, signal: opts.signal });
+  }
+
+  /**
+   * Ends a resource's cooldown early (admin), audited with reason; returns the cooldown that was
+   * ended. NotFoundError if the resource is not cooling down.
+   */
+  async clearResourceCooldown(key, reason, opts = {}) {
+    return this.request('POST', `/v1/resources/${keyPath(`${key}/clear-cooldown`)}`, { body: { reason }, signal: opts.signal });
   }
 
   /**

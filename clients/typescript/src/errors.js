@@ -75,8 +75,27 @@ export class ResourceBusyError extends BatonError {}
 /** 409 job_state: the job's state forbids the operation. */
 export class JobStateError extends BatonError {}
 
-/** 409 version_mismatch: a resource state compare-and-set found another version. */
-export class VersionMismatchError extends BatonError {}
+/** 409 version_mismatch: a resource state compare-and-set found another version; nothing was written. */
+export class VersionMismatchError extends BatonError {
+  constructor(message, o) {
+    super(message, o);
+    const p = o.problem ?? {};
+    this.resource = p.resource ?? '';
+    this.ifVersion = p.if_version ?? 0;
+    this.currentVersion = p.current_version ?? 0;
+  }
+}
+
+/** 409 stale_token: a fence check found a greater token already presented for the resource. */
+export class StaleTokenError extends BatonError {
+  constructor(message, o) {
+    super(message, o);
+    const p = o.problem ?? {};
+    this.resource = p.resource ?? '';
+    this.token = p.token ?? 0;
+    this.currentToken = p.current_token ?? 0;
+  }
+}
 
 /** A reason to stop that is not an answer of the server; named after its class. */
 class StopError extends Error {
@@ -127,6 +146,7 @@ const byCode = {
   resource_busy: ResourceBusyError,
   job_state: JobStateError,
   version_mismatch: VersionMismatchError,
+  stale_token: StaleTokenError,
 };
 
 /**

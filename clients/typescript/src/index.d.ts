@@ -31,7 +31,10 @@ export interface AcquireOptions {
   ttlMs?: number;
   /** Who holds the lease; default unique to this process and acquisition. The same holder re-acquiring gets its lease back. */
   holder?: string;
-  /** The lease's ID; default random. */
+  /**
+   * The lease's ID; default random. Give each acquisition a new one: a late release of an earlier
+   * acquisition with the same ID would end this one. One whose release got no answer is refused (TypeError).
+   */
   leaseId?: string;
   metadata?: Record<string, unknown>;
   cooldownMs?: number;
@@ -65,6 +68,7 @@ export declare class Lease {
   readonly deadline: number;
   readonly remainingMs: number;
   renew(opts?: { signal?: AbortSignal }): Promise<void>;
+  /** Retries an unreachable, failing or overloaded server (after its Retry-After) until the local deadline or signal. */
   release(opts?: { signal?: AbortSignal }): Promise<void>;
 }
 
@@ -81,6 +85,14 @@ export interface JobListOptions {
   kind?: string;
   resource?: string;
   after?: number;
+  limit?: number;
+  signal?: AbortSignal;
+}
+
+export interface ResourceListOptions {
+  prefix?: string;
+  /** next_after of the previous page */
+  after?: string;
   limit?: number;
   signal?: AbortSignal;
 }
@@ -120,16 +132,26 @@ export declare class BatonClient {
   get(key: string, opts?: Sig): Promise<api.Lease>;
   list(opts?: ListOptions): Promise<api.ListResponse>;
   forceRelease(key: string, reason: string, opts?: Sig): Promise<api.Lease>;
+  clearRest(key: string, reason: string, opts?: Sig): Promise<api.Rest>;
+  checkFence(resource: string, token: number, opts?: Sig): Promise<api.FenceCheckResponse>;
   putKind(name: string, kind?: api.Kind, opts?: Sig): Promise<api.Kind>;
+  listKinds(opts?: Sig): Promise<api.Kind[]>;
+  listPeriodic(opts?: Sig): Promise<api.PeriodicJob[]>;
   submitJob(req: api.SubmitRequest, opts?: Sig & { idempotencyKey?: string }): Promise<{ job: api.Job; existing: boolean }>;
+  submitJobs(reqs: api.SubmitRequest[], opts?: Sig): Promise<api.SubmitResult[]>;
   getJob(id: number, opts?: Sig): Promise<api.Job>;
   listJobs(opts?: JobListOptions): Promise<api.JobsResponse>;
+  countJobs(opts?: Sig): Promise<api.JobCount[]>;
   cancelJob(id: number, opts?: Sig): Promise<api.Job>;
   retryJob(id: number, opts?: Sig): Promise<api.Job>;
   claimJobs(req: api.ClaimRequest, opts?: Sig): Promise<api.JobsResponse>;
   heartbeatJob(id: number, req: api.HeartbeatRequest, opts?: Sig): Promise<api.HeartbeatResponse>;
   completeJob(id: number, token: number, opts?: Sig): Promise<api.Job>;
   failJob(id: number, req: api.FailRequest, opts?: Sig): Promise<api.Job>;
+  listResources(opts?: ResourceListOptions): Promise<api.ResourcesResponse>;
+  getResource(key: string, opts?: Sig): Promise<api.Resource>;
+  setResourceState(key: string, state: string, opts?: Sig & { ifVersion?: number }): Promise<api.Resource>;
+  clearResourceCooldown(key: string, reason: string, opts?: Sig): Promise<api.ResourceCooldown>;
   runWorker(opts: WorkerOptions): Promise<void>;
 }
 
@@ -164,7 +186,17 @@ export declare class NotFoundError extends BatonError {}
 export declare class AuthError extends BatonError {}
 export declare class ResourceBusyError extends BatonError {}
 export declare class JobStateError extends BatonError {}
-export declare class VersionMismatchError extends BatonError {}
+export declare class VersionMismatchError extends BatonError {
+  readonly resource: string;
+  readonly ifVersion: number;
+  readonly currentVersion: number;
+}
+export declare class StaleTokenError extends BatonError {
+  readonly resource: string;
+  readonly token: number;
+  /** The greater token already presented for the resource. */
+  readonly currentToken: number;
+}
 export declare class LeaseLostError extends Error {}
 export declare class LeaseReleasedError extends Error {}
 export declare class JobCancelledError extends Error {}

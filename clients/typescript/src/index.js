@@ -16,6 +16,7 @@ export {
   NotHeldError,
   PermanentError,
   ResourceBusyError,
+  StaleTokenError,
   VersionMismatchError,
   WorkerShutdownError,
 } from './errors.js';

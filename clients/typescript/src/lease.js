@@ -1,5 +1,6 @@
-import { LeaseLostError, LeaseReleasedError, NotHeldError } from './errors.js';
-import { anySignal, now, retryInterval, validity } from './timing.js';
+import { BatonError, LeaseLostError, LeaseReleasedError, NotHeldError } from './errors.js';
+import { settledRelease } from './unsettled.js';
+import { anySignal, jitter, now, retryInterval, sleep, validity } from './timing.js';
 
 /**
  * One acquisition of a key. Its signal aborts at the holder's local deadline (the grant's safe
@@ -133,7 +134,11 @@ export class Lease {
   /**
    * Stops keepalive, aborts the signal (LeaseReleasedError unless already lost) and frees the
    * key. Releasing again is harmless. A lease that was lost rejects with NotHeldError unless
-   * nobody took the key yet.
+   * nobody took the key yet. A server that is unreachable, failing or overloaded (503, 429) is
+   * asked again, never sooner than its Retry-After, until the lease's local deadline or
+   * opts.signal. A release that ends without an answer (opts.signal, or still failing at the
+   * deadline) rejects, and this client then never hands the lease out again: an acquire by the
+   * same holder that gets it back releases it and takes the key afresh.
    * @param {{signal?: AbortSignal}} [opts]
    */
   async release(opts = {}) {
@@ -143,10 +148,43 @@ export class Lease {
     clearTimeout(this.#deadlineTimer);
     if (this.#tick) await this.#tick.catch(() => {});
     if (!this.#ac.signal.aborted) this.#ac.abort(new LeaseReleasedError());
-    await this.#client.request('POST', '/v1/locks/release', {
-      body: { key: this.key, lease_id: this.lease_id },
-      signal: opts.signal,
-    });
-    this.#released = true;
+    for (;;) {
+      let err;
+      try {
+        await this.#client.request('POST', '/v1/locks/release', {
+          body: { key: this.key, lease_id: this.lease_id },
+          signal: opts.signal,
+        });
+      } catch (e) {
+        err = e;
+      }
+      if (err === undefined) {
+        this.#client.releaseOutcome(this.lease_id, this.#ttlMs, undefined);
+        this.#released = true;
+        return;
+      }
+      if (!(await this.#pauseBeforeRetry(err, opts.signal))) {
+        this.#client.releaseOutcome(this.lease_id, this.#ttlMs, err);
+        throw err;
+      }
+    }
+  }
+
+  // Waits before a failed release is sent again and resolves true, or resolves false at once if
+  // it is not to be sent again: its outcome is known (not_held, invalid_argument), it is no
+  // failure that may go away by itself (the server unreachable, 5xx, 429, 408), the caller gave
+  // up, or the next attempt would start after the local deadline, after which the server may
+  // expire the lease anyway. An overloaded server is not asked again before its Retry-After.
+  async #pauseBeforeRetry(err, signal) {
+    if (settledRelease(err) || !(err instanceof BatonError && err.retryable) || signal?.aborted) return false;
+    let pause = retryInterval(this.#ttlMs);
+    if (err.retryAfterMs > 0) pause = Math.max(pause, err.retryAfterMs + jitter(err.retryAfterMs) / 5);
+    if (now() + pause >= this.#localEnd) return false;
+    try {
+      await sleep(pause, signal);
+    } catch {
+      return false;
+    }
+    return true;
   }
 }

@@ -1,12 +1,19 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { BatonClient, JobCancelledError, JobStateError, NotFoundError, PermanentError, ResourceBusyError } from '../src/index.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BatonClient, InvalidArgumentError, JobCancelledError, JobStateError, NotFoundError, PermanentError, ResourceBusyError } from '../src/index.js';
 import { BatonServer } from './server.mjs';
 
 let server;
 let c;
+// A periodic job of a kind never registered: listed, but its submits fail and nothing runs.
+const periodicDir = mkdtempSync(join(tmpdir(), 'baton-ts-periodic-'));
+const periodicFile = join(periodicDir, 'periodic.json');
+writeFileSync(periodicFile, JSON.stringify({ periodic: [{ name: 'nightly-report', schedule: '0 3 * * *', kind: 'report.unregistered', resource: 'reports/nightly', args: { full: true } }] }));
 before(async () => {
-  server = new BatonServer();
+  server = new BatonServer(['--periodic-file', periodicFile]);
   await server.start();
   c = new BatonClient({ baseUrl: server.url, onWarning: () => {} });
   await c.putKind('build', { max_attempts: 3 });
@@ -14,6 +21,7 @@ before(async () => {
 });
 after(async () => {
   await server.close();
+  rmSync(periodicDir, { recursive: true, force: true });
 });
 
 test('submit with an idempotency key, get, list, cancel, retry', async () => {
@@ -121,4 +129,39 @@ test('a cancel request aborts the handler; a lost job lease aborts it and is not
   assert.ok(after.state === 'running' || after.state === 'retryable' || after.state === 'available', after.state);
   assert.equal(after.errors.length, 0, 'the lost attempt was not reported');
   assert.equal(after.token, claimedToken);
+});
+
+test('submitJobs: all or nothing, in order, with idempotency keys; countJobs; listKinds; listPeriodic', async () => {
+  await c.putKind('batch', { max_attempts: 2 }); // no worker claims it: its counts stay put
+  const results = await c.submitJobs([
+    { kind: 'batch', resource: 'repo/batch', args: { n: 1 }, idempotency_key: 'batch-1' },
+    { kind: 'batch', resource: 'repo/batch', args: { n: 2 } },
+    { kind: 'batch', resource: 'repo/later', delay_ms: 3600000 },
+  ]);
+  assert.deepEqual(results.map((r) => [r.existing, r.job.args.n]), [[false, 1], [false, 2], [false, undefined]]);
+  assert.equal(results[0].job.head, true);
+  assert.equal(results[1].job.head, false, 'the second queues behind the first');
+  const again = await c.submitJobs([{ kind: 'batch', resource: 'repo/batch', args: { n: 3 }, idempotency_key: 'batch-1' }]);
+  assert.equal(again[0].existing, true);
+  assert.equal(again[0].job.id, results[0].job.id);
+  const bad = await c.submitJobs([{ kind: 'batch', resource: 'repo/batch2' }, { kind: 'batch', resource: '' }]).catch((e) => e);
+  assert.ok(bad instanceof InvalidArgumentError, String(bad));
+  assert.equal(bad.problem.index, 1);
+  assert.deepEqual((await c.listJobs({ resource: 'repo/batch2' })).jobs, [], 'nothing of a refused batch is written');
+
+  const counts = (await c.countJobs()).filter((n) => n.kind === 'batch');
+  counts.sort((a, b) => a.state.localeCompare(b.state));
+  assert.deepEqual(counts, [{ kind: 'batch', state: 'available', count: 2 }, { kind: 'batch', state: 'scheduled', count: 1 }]);
+
+  const kinds = await c.listKinds();
+  assert.deepEqual(kinds.map((k) => k.name), ['batch', 'build', 'deploy']);
+  assert.equal(kinds[0].max_attempts, 2);
+  assert.equal(kinds[2].policy, 'reject');
+
+  const periodic = await c.listPeriodic();
+  assert.equal(periodic.length, 1);
+  assert.equal(periodic[0].name, 'nightly-report');
+  assert.equal(periodic[0].schedule, '0 3 * * *');
+  assert.deepEqual(periodic[0].args, { full: true });
+  assert.ok(new Date(periodic[0].next_run).getUTCHours() === 3, periodic[0].next_run);
 });

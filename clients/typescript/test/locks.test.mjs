@@ -197,3 +197,19 @@ test('a waiting acquire honours Retry-After on 503 overloaded', async () => {
   const err = await c.tryAcquire('ts/overloaded').catch((e) => e);
   assert.ok(err instanceof BatonError && err.status === 503 && err.retryAfterMs === 1000 && err.retryable, String(err));
 });
+
+test('clearRest ends a cooldown early; a free or held key is NotFoundError', async () => {
+  const c = newClient();
+  const l = await c.tryAcquire('ts/rest', { cooldownMs: 600000 });
+  await assert.rejects(c.clearRest('ts/rest', 'test: held'), NotFoundError);
+  await l.release();
+  await assert.rejects(c.tryAcquire('ts/rest'), CooldownError);
+  const rest = await c.clearRest('ts/rest', 'test: rested enough');
+  assert.equal(rest.key, 'ts/rest');
+  assert.equal(rest.reason, 'cooldown');
+  assert.ok(rest.remaining_ms > 0 && rest.remaining_ms <= 600000, String(rest.remaining_ms));
+  const again = await c.tryAcquire('ts/rest');
+  assert.ok(again.token > l.token);
+  await again.release();
+  await assert.rejects(c.clearRest('ts/rest', 'test: free'), NotFoundError);
+});

@@ -1,6 +1,18 @@
 // Compiled by `npm run typecheck` (tsc --noEmit): the declarations hold together and read as a
 // user would write against them.
-import { BatonClient, LockHeldError, PermanentError, type Job, type Lease } from '../src/index.js';
+import {
+  BatonClient,
+  LockHeldError,
+  PermanentError,
+  StaleTokenError,
+  VersionMismatchError,
+  type Job,
+  type JobCount,
+  type Lease,
+  type PeriodicJob,
+  type Resource,
+  type SubmitResult,
+} from '../src/index.js';
 
 export async function example(): Promise<number> {
   const client = new BatonClient({ baseUrl: 'http://127.0.0.1:7725', token: 'secret' });
@@ -25,4 +37,26 @@ export async function example(): Promise<number> {
     },
   });
   return existing && state === 'succeeded' ? token : 0;
+}
+
+export async function admin(client: BatonClient): Promise<string[]> {
+  const results: SubmitResult[] = await client.submitJobs([{ kind: 'build', resource: 'repo/api' }]);
+  const counts: JobCount[] = await client.countJobs();
+  const periodic: PeriodicJob[] = await client.listPeriodic();
+  const kinds = await client.listKinds();
+  const page = await client.listResources({ prefix: 'repo/', limit: 10 });
+  let r: Resource = await client.getResource('repo/api');
+  try {
+    r = await client.setResourceState('repo/api', 'READY', { ifVersion: r.version });
+  } catch (err) {
+    if (err instanceof VersionMismatchError) console.log(err.currentVersion);
+  }
+  const cooldown = await client.clearResourceCooldown('repo/api', 'by hand');
+  const rest = await client.clearRest('deploy/api', 'by hand');
+  try {
+    await client.checkFence('db/main', results[0].job.token);
+  } catch (err) {
+    if (err instanceof StaleTokenError) console.log(err.currentToken);
+  }
+  return [String(counts.length), periodic[0]?.next_run ?? '', kinds[0]?.name ?? '', page.next_after ?? '', cooldown.until, rest.reason];
 }

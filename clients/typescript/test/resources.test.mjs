@@ -1,0 +1,77 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { BatonClient, NotFoundError, StaleTokenError, VersionMismatchError } from '../src/index.js';
+import { BatonServer } from './server.mjs';
+
+let server;
+let c;
+before(async () => {
+  server = new BatonServer();
+  await server.start();
+  c = new BatonClient({ baseUrl: server.url, onWarning: () => {} });
+});
+after(async () => {
+  await server.close();
+});
+
+test('resource state: set, compare-and-set refused with VersionMismatchError, get and list', async () => {
+  await assert.rejects(c.getResource('res/cas'), NotFoundError);
+  const r1 = await c.setResourceState('res/cas', 'PENDING');
+  assert.equal(r1.state, 'PENDING');
+  const r2 = await c.setResourceState('res/cas', 'READY', { ifVersion: r1.version });
+  assert.equal(r2.version, r1.version + 1);
+  const stale = await c.setResourceState('res/cas', 'FROZEN', { ifVersion: r1.version }).catch((e) => e);
+  assert.ok(stale instanceof VersionMismatchError, String(stale));
+  assert.equal(stale.status, 409);
+  assert.equal(stale.resource, 'res/cas');
+  assert.equal(stale.ifVersion, r1.version);
+  assert.equal(stale.currentVersion, r2.version);
+  const got = await c.getResource('res/cas');
+  assert.equal(got.state, 'READY', 'the refused compare-and-set wrote nothing');
+  assert.equal(got.version, r2.version);
+
+  await c.setResourceState('res/list/b', 'X');
+  await c.setResourceState('res/list/a', 'Y');
+  const page1 = await c.listResources({ prefix: 'res/list/', limit: 1 });
+  assert.deepEqual(page1.resources.map((r) => r.key), ['res/list/a']);
+  const page2 = await c.listResources({ prefix: 'res/list/', after: page1.next_after, limit: 1 });
+  assert.deepEqual(page2.resources.map((r) => [r.key, r.state]), [['res/list/b', 'X']]);
+});
+
+test('resource keys with slashes and dots set and read back', async () => {
+  for (const key of ['team/db', 'a//b', '/lead', 'x/./y', 'p/..', '../q', '.', '..', 'sp ace/ü', 'end/', 'ends/state', 'pct%2F']) {
+    const set = await c.setResourceState(key, 'S1');
+    assert.equal(set.key, key);
+    const got = await c.getResource(key);
+    assert.equal(got.key, key);
+    assert.equal(got.state, 'S1');
+  }
+});
+
+test('a resource cooldown after a job is cleared early, once', async () => {
+  await c.putKind('remediate', { resource_cooldown_ms: 600000 });
+  const { job } = await c.submitJob({ kind: 'remediate', resource: 'app/web' });
+  const claimed = await c.claimJobs({ worker: 'ts-test', kinds: ['remediate'], ttl_ms: 30000 });
+  assert.deepEqual(claimed.jobs.map((j) => j.id), [job.id]);
+  await c.completeJob(job.id, claimed.jobs[0].token);
+  const cooling = await c.getResource('app/web');
+  assert.equal(cooling.cooldown?.job, job.id);
+  const cleared = await c.clearResourceCooldown('app/web', 'ts test: remediated by hand');
+  assert.equal(cleared.resource, 'app/web');
+  assert.equal(cleared.job, job.id);
+  assert.ok(cleared.remaining_ms > 0);
+  assert.equal((await c.getResource('app/web')).cooldown, undefined);
+  await assert.rejects(c.clearResourceCooldown('app/web', 'again'), NotFoundError);
+});
+
+test('checkFence raises the fence and refuses an older token with StaleTokenError', async () => {
+  assert.deepEqual(await c.checkFence('db/main', 5), { resource: 'db/main', token: 5 });
+  assert.deepEqual(await c.checkFence('db/main', 5), { resource: 'db/main', token: 5 }, 'equal tokens pass');
+  const err = await c.checkFence('db/main', 4).catch((e) => e);
+  assert.ok(err instanceof StaleTokenError, String(err));
+  assert.equal(err.token, 4);
+  assert.equal(err.currentToken, 5);
+  assert.equal(err.resource, 'db/main');
+  await c.checkFence('db/main', 9);
+  assert.equal((await c.checkFence('db/main', 6).catch((e) => e)).currentToken, 9);
+});
