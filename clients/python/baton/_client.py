@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, Optional
 
 from ._lease import Lease, _ms
 from ._timing import granted_after, jitter, now
+from ._unsettled import Unsettled, settled
 from .errors import BatonError, CooldownError, LockHeldError, NotFoundError, error_for
 
 # The shortest server-side wait worth a long-poll (seconds); a shorter one is sent as no wait.
@@ -61,6 +62,8 @@ class Client:
         self._info: Optional[dict] = None
         self._info_failed = -1e18
         self._info_mu = threading.Lock()
+        # Leases whose release was sent without a known outcome (see _unsettled and _grant).
+        self._unsettled = Unsettled()
 
     def _warn(self, msg: str, err: Optional[BaseException] = None) -> None:
         if self.on_warning is not None:
@@ -165,8 +168,7 @@ class Client:
         """Takes the key if it is free now, never waiting. Raises LockHeldError (holder, expiry),
         CooldownError or InvalidArgumentError."""
         body = self._acquire_body(key, ttl, holder, lease_id, metadata, cooldown, lock_delay)
-        start = now()
-        res = self._request("POST", "/v1/locks/acquire", body=body)
+        res, start = self._grant(body, 0.0, None)
         return Lease(self, res["lease"], body["ttl_ms"] / 1000, granted_after(start, res["lease"].get("waited_ms"), self.drift_factor),
                      keepalive, on_lost)
 
@@ -198,10 +200,7 @@ class Client:
             server_wait = self._wait_for(deadline, self.max_wait)
             start = now()
             try:
-                b = dict(body)
-                if server_wait > 0:
-                    b["wait_ms"] = int(server_wait * 1000)
-                res = self._request("POST", "/v1/locks/acquire", body=b, timeout=server_wait + _ANSWER_MARGIN)
+                res, start = self._grant(body, server_wait, server_wait + _ANSWER_MARGIN)
                 if failures:
                     self._warn(f"server reachable again; acquired {key!r}")
                 return Lease(self, res["lease"], body["ttl_ms"] / 1000,
@@ -226,6 +225,36 @@ class Client:
                 refusal = e
             if cancel.wait(max(0.0, min(pause, deadline - now()))):
                 raise gave_up()
+
+    def _grant(self, body: dict, server_wait: float, timeout: Optional[float]) -> "tuple[dict, float]":
+        """One POST /v1/locks/acquire (waiting server_wait seconds on the server) that never
+        returns a lease with an unsettled release: if the server hands one back (the same holder
+        re-acquiring), that release is finished now and the key taken afresh, with a new lease
+        ID and token. Returns the answer and the start of the request that granted. A lease ID
+        minted for a retry replaces body's, so later attempts of the same acquire name it."""
+
+        def attempt() -> "tuple[dict, float]":
+            b = dict(body)
+            if server_wait > 0:
+                b["wait_ms"] = int(server_wait * 1000)
+            start = now()
+            return self._request("POST", "/v1/locks/acquire", body=b, timeout=timeout), start
+
+        res, start = attempt()
+        got = res["lease"]["lease_id"]
+        if not self._unsettled.has(got):
+            return res, start
+        try:
+            self._request("POST", "/v1/locks/release", body={"key": body["key"], "lease_id": got})
+        except BatonError as e:
+            if not settled(e):
+                raise  # still unknown: the lease stays unsettled and is not handed out
+        self._unsettled.remove(got)
+        if body["lease_id"] == got:
+            # The caller named the unsettled lease's ID: a fresh grant under that ID could still
+            # be ended by the late release.
+            body["lease_id"] = secrets.token_hex(16)
+        return attempt()
 
     def lock(self, key: str, *, ttl: Optional[float] = None, wait: Optional[float] = None, **kw) -> Lease:
         """`with client.lock("key", ttl=30) as lease:` acquires (waiting up to `wait` seconds;
