@@ -11,7 +11,9 @@ import urllib.parse
 import urllib.request
 from typing import Any, Callable, Dict, Optional
 
+from ._keypath import key_path
 from ._lease import Lease, _ms
+from ._resources import ResourceMethods
 from ._timing import granted_after, jitter, now
 from ._unsettled import Unsettled, settled
 from .errors import BatonError, CooldownError, LockHeldError, NotFoundError, error_for
@@ -22,7 +24,7 @@ _MIN_WAIT = 0.1
 _ANSWER_MARGIN = 10.0
 
 
-class Client:
+class Client(ResourceMethods):
     """A client of Baton's HTTP API (docs/http-api.md, server/openapi.json) with the Go client's
     safety rules: a lease's local deadline is measured from a safe lower bound of the grant time,
     keepalive renews every TTL/3, and a 503 with Retry-After is not retried before it says.
@@ -283,6 +285,12 @@ class Client:
         """Ends whatever lease holds key (admin), audited with reason; returns the lease ended."""
         return self._request("POST", "/v1/locks/force-release", body={"key": key, "reason": reason})["lease"]
 
+    def clear_rest(self, key: str, reason: str) -> dict:
+        """Ends the cooldown or lock-delay of a key that no live lease holds (admin), audited with
+        reason; returns what was cleared: {"key", "reason" ("cooldown" or "lock-delay"),
+        "remaining_ms"}. NotFoundError if the key is free or held."""
+        return self._request("POST", "/v1/locks/clear-rest", body={"key": key, "reason": reason})["rest"]
+
     # Jobs.
 
     def put_kind(self, name: str, **kind: Any) -> dict:
@@ -299,6 +307,30 @@ class Client:
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         status, job = self._request("POST", "/v1/jobs", body=body, headers=headers, with_status=True)
         return job, status != 201
+
+    def submit_many(self, jobs: "list[dict]") -> "list[tuple[dict, bool]]":
+        """Submits 1 to 10,000 jobs in one request, all or nothing; returns (job, existing) for
+        each, in order. Each job is a dict of submit_job's fields: kind, resource, args, policy,
+        max_attempts, priority, delay_ms, scheduled_at, idempotency_key."""
+        if not isinstance(jobs, (list, tuple)) or not all(isinstance(j, dict) for j in jobs):
+            raise ValueError("baton: jobs must be a list of dicts (kind, resource, args, ...)")
+        res = self._request("POST", "/v1/jobs/batch", body={"jobs": list(jobs)})["results"]
+        if len(res) != len(jobs):
+            raise BatonError(f"baton: POST /v1/jobs/batch: {len(res)} results for {len(jobs)} jobs")
+        return [(r["job"], r["existing"]) for r in res]
+
+    def job_counts(self) -> "list[dict]":
+        """Unfinished jobs per kind and state: [{"kind", "state", "count"}, ...]."""
+        return self._request("GET", "/v1/jobs/counts")["counts"]
+
+    def list_kinds(self) -> "list[dict]":
+        """The registered kinds, by name."""
+        return self._request("GET", "/v1/kinds")["kinds"]
+
+    def list_periodic(self) -> "list[dict]":
+        """The server's periodic jobs (baton serve --periodic-file), each with next_run, the start
+        of its next period on the server's clock (absent if it never fires again)."""
+        return self._request("GET", "/v1/periodic")["periodic"]
 
     def get_job(self, job_id: int) -> dict:
         return self._request("GET", f"/v1/jobs/{_job_id(job_id)}")
@@ -348,24 +380,6 @@ def _job_id(job_id: int) -> int:
     if not isinstance(job_id, int) or job_id <= 0:
         raise ValueError(f"baton: job id must be a positive integer (got {job_id!r})")
     return job_id
-
-
-def key_path(key: str) -> str:
-    """Escapes key for GET /v1/locks/{key}: each "/"-separated segment is escaped and the slashes
-    kept; where the server's router would clean a literal slash or dot segment away ("a//b", "/a",
-    "a/./b"), it is sent as %2F joined to its neighbour, as the TypeScript client does."""
-    segs = key.split("/")
-
-    def dot(s: str) -> bool:
-        return s in (".", "..")
-
-    out = []
-    for i, seg in enumerate(segs):
-        if i > 0:
-            joined = segs[i - 1] == "" or (seg == "" and i < len(segs) - 1) or dot(seg) or (i == 1 and dot(segs[0]))
-            out.append("%2F" if joined else "/")
-        out.append(seg if dot(seg) else urllib.parse.quote(seg, safe=""))
-    return "".join(out)
 
 
 _default: Optional[Client] = None
