@@ -11,8 +11,11 @@ import urllib.parse
 import urllib.request
 from typing import Any, Callable, Dict, Optional
 
+from ._keypath import key_path
 from ._lease import Lease, _ms
+from ._resources import ResourceMethods
 from ._timing import granted_after, jitter, now
+from ._unsettled import Unsettled, settled
 from .errors import BatonError, CooldownError, LockHeldError, NotFoundError, error_for
 
 # The shortest server-side wait worth a long-poll (seconds); a shorter one is sent as no wait.
@@ -21,7 +24,7 @@ _MIN_WAIT = 0.1
 _ANSWER_MARGIN = 10.0
 
 
-class Client:
+class Client(ResourceMethods):
     """A client of Baton's HTTP API (docs/http-api.md, server/openapi.json) with the Go client's
     safety rules: a lease's local deadline is measured from a safe lower bound of the grant time,
     keepalive renews every TTL/3, and a 503 with Retry-After is not retried before it says.
@@ -61,6 +64,8 @@ class Client:
         self._info: Optional[dict] = None
         self._info_failed = -1e18
         self._info_mu = threading.Lock()
+        # Leases whose release was sent without a known outcome (see _unsettled and _grant).
+        self._unsettled = Unsettled()
 
     def _warn(self, msg: str, err: Optional[BaseException] = None) -> None:
         if self.on_warning is not None:
@@ -165,8 +170,7 @@ class Client:
         """Takes the key if it is free now, never waiting. Raises LockHeldError (holder, expiry),
         CooldownError or InvalidArgumentError."""
         body = self._acquire_body(key, ttl, holder, lease_id, metadata, cooldown, lock_delay)
-        start = now()
-        res = self._request("POST", "/v1/locks/acquire", body=body)
+        res, start = self._grant(body, 0.0, None)
         return Lease(self, res["lease"], body["ttl_ms"] / 1000, granted_after(start, res["lease"].get("waited_ms"), self.drift_factor),
                      keepalive, on_lost)
 
@@ -198,10 +202,7 @@ class Client:
             server_wait = self._wait_for(deadline, self.max_wait)
             start = now()
             try:
-                b = dict(body)
-                if server_wait > 0:
-                    b["wait_ms"] = int(server_wait * 1000)
-                res = self._request("POST", "/v1/locks/acquire", body=b, timeout=server_wait + _ANSWER_MARGIN)
+                res, start = self._grant(body, server_wait, server_wait + _ANSWER_MARGIN)
                 if failures:
                     self._warn(f"server reachable again; acquired {key!r}")
                 return Lease(self, res["lease"], body["ttl_ms"] / 1000,
@@ -226,6 +227,36 @@ class Client:
                 refusal = e
             if cancel.wait(max(0.0, min(pause, deadline - now()))):
                 raise gave_up()
+
+    def _grant(self, body: dict, server_wait: float, timeout: Optional[float]) -> "tuple[dict, float]":
+        """One POST /v1/locks/acquire (waiting server_wait seconds on the server) that never
+        returns a lease with an unsettled release: if the server hands one back (the same holder
+        re-acquiring), that release is finished now and the key taken afresh, with a new lease
+        ID and token. Returns the answer and the start of the request that granted. A lease ID
+        minted for a retry replaces body's, so later attempts of the same acquire name it."""
+
+        def attempt() -> "tuple[dict, float]":
+            b = dict(body)
+            if server_wait > 0:
+                b["wait_ms"] = int(server_wait * 1000)
+            start = now()
+            return self._request("POST", "/v1/locks/acquire", body=b, timeout=timeout), start
+
+        res, start = attempt()
+        got = res["lease"]["lease_id"]
+        if not self._unsettled.has(got):
+            return res, start
+        try:
+            self._request("POST", "/v1/locks/release", body={"key": body["key"], "lease_id": got})
+        except BatonError as e:
+            if not settled(e):
+                raise  # still unknown: the lease stays unsettled and is not handed out
+        self._unsettled.remove(got)
+        if body["lease_id"] == got:
+            # The caller named the unsettled lease's ID: a fresh grant under that ID could still
+            # be ended by the late release.
+            body["lease_id"] = secrets.token_hex(16)
+        return attempt()
 
     def lock(self, key: str, *, ttl: Optional[float] = None, wait: Optional[float] = None, **kw) -> Lease:
         """`with client.lock("key", ttl=30) as lease:` acquires (waiting up to `wait` seconds;
@@ -254,6 +285,12 @@ class Client:
         """Ends whatever lease holds key (admin), audited with reason; returns the lease ended."""
         return self._request("POST", "/v1/locks/force-release", body={"key": key, "reason": reason})["lease"]
 
+    def clear_rest(self, key: str, reason: str) -> dict:
+        """Ends the cooldown or lock-delay of a key that no live lease holds (admin), audited with
+        reason; returns what was cleared: {"key", "reason" ("cooldown" or "lock-delay"),
+        "remaining_ms"}. NotFoundError if the key is free or held."""
+        return self._request("POST", "/v1/locks/clear-rest", body={"key": key, "reason": reason})["rest"]
+
     # Jobs.
 
     def put_kind(self, name: str, **kind: Any) -> dict:
@@ -270,6 +307,30 @@ class Client:
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         status, job = self._request("POST", "/v1/jobs", body=body, headers=headers, with_status=True)
         return job, status != 201
+
+    def submit_many(self, jobs: "list[dict]") -> "list[tuple[dict, bool]]":
+        """Submits 1 to 10,000 jobs in one request, all or nothing; returns (job, existing) for
+        each, in order. Each job is a dict of submit_job's fields: kind, resource, args, policy,
+        max_attempts, priority, delay_ms, scheduled_at, idempotency_key."""
+        if not isinstance(jobs, (list, tuple)) or not all(isinstance(j, dict) for j in jobs):
+            raise ValueError("baton: jobs must be a list of dicts (kind, resource, args, ...)")
+        res = self._request("POST", "/v1/jobs/batch", body={"jobs": list(jobs)})["results"]
+        if len(res) != len(jobs):
+            raise BatonError(f"baton: POST /v1/jobs/batch: {len(res)} results for {len(jobs)} jobs")
+        return [(r["job"], r["existing"]) for r in res]
+
+    def job_counts(self) -> "list[dict]":
+        """Unfinished jobs per kind and state: [{"kind", "state", "count"}, ...]."""
+        return self._request("GET", "/v1/jobs/counts")["counts"]
+
+    def list_kinds(self) -> "list[dict]":
+        """The registered kinds, by name."""
+        return self._request("GET", "/v1/kinds")["kinds"]
+
+    def list_periodic(self) -> "list[dict]":
+        """The server's periodic jobs (baton serve --periodic-file), each with next_run, the start
+        of its next period on the server's clock (absent if it never fires again)."""
+        return self._request("GET", "/v1/periodic")["periodic"]
 
     def get_job(self, job_id: int) -> dict:
         return self._request("GET", f"/v1/jobs/{_job_id(job_id)}")
@@ -319,24 +380,6 @@ def _job_id(job_id: int) -> int:
     if not isinstance(job_id, int) or job_id <= 0:
         raise ValueError(f"baton: job id must be a positive integer (got {job_id!r})")
     return job_id
-
-
-def key_path(key: str) -> str:
-    """Escapes key for GET /v1/locks/{key}: each "/"-separated segment is escaped and the slashes
-    kept; where the server's router would clean a literal slash or dot segment away ("a//b", "/a",
-    "a/./b"), it is sent as %2F joined to its neighbour, as the TypeScript client does."""
-    segs = key.split("/")
-
-    def dot(s: str) -> bool:
-        return s in (".", "..")
-
-    out = []
-    for i, seg in enumerate(segs):
-        if i > 0:
-            joined = segs[i - 1] == "" or (seg == "" and i < len(segs) - 1) or dot(seg) or (i == 1 and dot(segs[0]))
-            out.append("%2F" if joined else "/")
-        out.append(seg if dot(seg) else urllib.parse.quote(seg, safe=""))
-    return "".join(out)
 
 
 _default: Optional[Client] = None

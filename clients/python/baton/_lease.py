@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Callable, Optional
 
-from ._timing import now, retry_interval, validity
+from ._timing import jitter, now, retry_interval, validity
+from ._unsettled import settled
 from .errors import BatonError, LeaseLostError, LeaseReleased, NotHeldError
 
 
@@ -149,7 +151,13 @@ class Lease:
     def release(self, timeout: Optional[float] = None) -> None:
         """Stops keepalive, sets `lost` (reason LeaseReleased unless already lost) and frees the
         key. Releasing again is harmless. A lease that was lost raises NotHeldError unless nobody
-        took the key yet."""
+        took the key yet. `timeout` bounds each request.
+
+        An overloaded server's answer (503 or 429 with Retry-After) is retried after the time it
+        asks for, as long as that is before the lease's local deadline. A release that fails
+        otherwise (no answer, a broken connection, a 5xx) may still be applied later: until the
+        lease has surely expired, this client will not hand the same lease out again (an
+        acquire by the same holder that gets it back releases it and grants afresh)."""
         with self._mu:
             if self._released:
                 return
@@ -159,8 +167,28 @@ class Lease:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()  # a renew in flight ends first
         self._lose(LeaseReleased(f"lease on {self.key!r} released"))
-        self._client._request("POST", "/v1/locks/release", body={"key": self.key, "lease_id": self.lease_id},
-                              timeout=timeout)
+        c = self._client
+        shed = 0
+        while True:
+            try:
+                c._request("POST", "/v1/locks/release", body={"key": self.key, "lease_id": self.lease_id}, timeout=timeout)
+                break
+            except BatonError as e:
+                if settled(e):
+                    c._unsettled.remove(self.lease_id)
+                    raise
+                # An overloaded server says when to come back: then, if the lease still has time.
+                pause = e.retry_after + jitter(e.retry_after) / 5 if e.retryable and e.retry_after > 0 else -1.0
+                if pause >= 0 and now() + pause < self.deadline:
+                    if shed == 0:
+                        c._warn(f"release of lease on {self.key!r} refused by an overloaded server; retrying after its Retry-After", e)
+                    shed += 1
+                    time.sleep(pause)
+                    continue
+                # It may still be applied later: this client must not hand the lease out again.
+                c._unsettled.add(self.lease_id, self.ttl, c.drift_factor)
+                raise
+        c._unsettled.remove(self.lease_id)
         with self._mu:
             self._released = True
 

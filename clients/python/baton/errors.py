@@ -92,7 +92,25 @@ class JobStateError(BatonError):
 
 
 class VersionMismatchError(BatonError):
-    """409 version_mismatch: a resource state compare-and-set found another version."""
+    """409 version_mismatch: a resource state compare-and-set (if_version) found current_version.
+    Nothing was written."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.resource = self.problem.get("resource", "")
+        self.if_version = self.problem.get("if_version", 0)
+        self.current_version = self.problem.get("current_version", 0)
+
+
+class StaleTokenError(BatonError):
+    """409 stale_token: a fence check presented token, but current_token (greater) was presented
+    before for resource: the holder of token has lost its lease. Nothing was written."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.resource = self.problem.get("resource", "")
+        self.token = self.problem.get("token", 0)
+        self.current_token = self.problem.get("current_token", 0)
 
 
 class LeaseLostError(Exception):
@@ -127,6 +145,7 @@ _BY_CODE = {
     "resource_busy": ResourceBusyError,
     "job_state": JobStateError,
     "version_mismatch": VersionMismatchError,
+    "stale_token": StaleTokenError,
 }
 
 

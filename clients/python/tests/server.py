@@ -28,14 +28,17 @@ def baton_binary() -> str:
 
 
 class BatonServer:
-    def __init__(self):
+    """args are more flags of `baton serve` (--auth-file F, --periodic-file F)."""
+
+    def __init__(self, *args: str):
         self.dir = tempfile.mkdtemp(prefix="baton-py-")
+        self.args = list(args)
         self.listen = "127.0.0.1:0"
         self.proc = None
         self.url = ""
 
     def start(self) -> str:
-        args = [baton_binary(), "serve", "--listen", self.listen, "--store", f"sqlite://{self.dir}/b.db"]
+        args = [baton_binary(), "serve", "--listen", self.listen, "--store", f"sqlite://{self.dir}/b.db", *self.args]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         found = threading.Event()
         log = []

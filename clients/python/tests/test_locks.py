@@ -1,12 +1,9 @@
-import http.server
-import json
 import threading
 import time
 import unittest
-import urllib.error
-import urllib.request
 
 import baton
+from proxy import Proxy, Shed
 from server import BatonServer
 
 SERVER = None
@@ -187,71 +184,25 @@ class LockTest(unittest.TestCase):
             self.assertEqual(baton.default_client().get("py/module")["token"], lease.token)
 
 
-class OverloadProxy(http.server.BaseHTTPRequestHandler):
-    """A proxy in front of the real server that answers the first acquire 503 overloaded."""
-
-    calls = []
-    target = ""
-
-    def log_message(self, *a):
-        pass
-
-    def do_GET(self):
-        self._forward()
-
-    def do_POST(self):
-        self._forward()
-
-    def _forward(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0)) or None
-        if self.path == "/v1/locks/acquire":
-            OverloadProxy.calls.append(time.monotonic())
-            if len(OverloadProxy.calls) == 1:
-                out = json.dumps({"type": "https://baton.dev/problems/overloaded", "title": "Server overloaded",
-                                  "status": 503, "code": "overloaded", "retry_after_ms": 1000}).encode()
-                self.send_response(503)
-                self.send_header("Content-Type", "application/problem+json")
-                self.send_header("Retry-After", "1")
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
-                return
-        req = urllib.request.Request(self.target + self.path, data=body, method=self.command,
-                                     headers={k: v for k, v in self.headers.items() if k.lower() in ("content-type", "accept")})
-        try:
-            with urllib.request.urlopen(req, timeout=60) as r:
-                status, headers, out = r.status, r.headers, r.read()
-        except urllib.error.HTTPError as e:
-            status, headers, out = e.code, e.headers, e.read()
-        self.send_response(status)
-        self.send_header("Content-Type", headers.get("Content-Type", "application/json"))
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
-
-
 class RetryAfterTest(unittest.TestCase):
     def test_waiting_acquire_honours_retry_after(self):
-        OverloadProxy.target = SERVER.url
-        proxy = http.server.ThreadingHTTPServer(("127.0.0.1", 0), OverloadProxy)
-        threading.Thread(target=proxy.serve_forever, daemon=True).start()
-        try:
-            c = baton.Client(f"http://127.0.0.1:{proxy.server_address[1]}", on_warning=lambda m, e: None)
-            lease = c.acquire("py/overloaded", wait=10)
-            calls = OverloadProxy.calls
-            self.assertGreaterEqual(len(calls), 2)
-            self.assertGreaterEqual(calls[1] - calls[0], 1.0, f"retried after {calls[1] - calls[0]} s")
-            lease.release()
-            # Without a wait, a 503 is the caller's to handle.
-            OverloadProxy.calls = []
-            with self.assertRaises(baton.BatonError) as cm:
-                c.try_acquire("py/overloaded")
-            self.assertEqual(cm.exception.status, 503)
-            self.assertEqual(cm.exception.retry_after, 1.0)
-            self.assertTrue(cm.exception.retryable)
-        finally:
-            proxy.shutdown()
-            proxy.server_close()
+        # A proxy in front of the real server answers the first acquire 503 overloaded.
+        shed = Shed("/v1/locks/acquire", times=1)
+        proxy = Proxy(SERVER.url, shed)
+        self.addCleanup(proxy.close)
+        c = baton.Client(proxy.url, on_warning=lambda m, e: None)
+        lease = c.acquire("py/overloaded", wait=10)
+        calls = shed.calls
+        self.assertGreaterEqual(len(calls), 2)
+        self.assertGreaterEqual(calls[1] - calls[0], 1.0, f"retried after {calls[1] - calls[0]} s")
+        lease.release()
+        # Without a wait, a 503 is the caller's to handle.
+        shed.calls, shed.times = [], 1
+        with self.assertRaises(baton.BatonError) as cm:
+            c.try_acquire("py/overloaded")
+        self.assertEqual(cm.exception.status, 503)
+        self.assertEqual(cm.exception.retry_after, 1.0)
+        self.assertTrue(cm.exception.retryable)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,142 @@
+"""The API's routes beyond leases and the job lifecycle: batch submit, job counts, kinds,
+periodic jobs, resources, clearing rests and cooldowns, fences; against a real baton serve."""
+
+import json
+import os
+import unittest
+
+import baton
+from server import BatonServer
+
+SERVER = None
+C = None
+
+
+def setUpModule():
+    global SERVER, C
+    SERVER = BatonServer()
+    periodic = os.path.join(SERVER.dir, "periodic.json")
+    with open(periodic, "w") as f:
+        json.dump({"periodic": [{"name": "reconcile-web", "schedule": "@every 1h", "kind": "status.reconcile",
+                                 "resource": "app/web", "args": {"app": "web"}, "policy": "skip"}]}, f)
+    SERVER.args += ["--periodic-file", periodic]
+    SERVER.start()
+    C = baton.Client(SERVER.url, on_warning=lambda m, e: None)
+
+
+def tearDownModule():
+    SERVER.close()
+
+
+def count(kind, state):
+    return sum(c["count"] for c in C.job_counts() if c["kind"] == kind and c["state"] == state)
+
+
+class JobRoutesTest(unittest.TestCase):
+    def test_submit_many_all_or_nothing_counts_and_kinds(self):
+        C.put_kind("batch.build", max_attempts=2)
+        self.assertIn({"name": "batch.build", "max_attempts": 2},
+                      [{k: v for k, v in kd.items() if k in ("name", "max_attempts")} for kd in C.list_kinds()])
+        out = C.submit_many([{"kind": "batch.build", "resource": "repo/x", "args": {"n": 1}},
+                             {"kind": "batch.build", "resource": "repo/x", "idempotency_key": "batch-x-2"},
+                             {"kind": "batch.build", "resource": "repo/y"}])
+        self.assertEqual([existing for _, existing in out], [False, False, False])
+        jobs = [j for j, _ in out]
+        self.assertEqual([j["resource"] for j in jobs], ["repo/x", "repo/x", "repo/y"], "results in submit order")
+        self.assertEqual(jobs[0]["args"], {"n": 1})
+        self.assertEqual(C.get_job(jobs[1]["id"])["idempotency_key"], "batch-x-2")
+        self.assertEqual(count("batch.build", "available"), 3)
+
+        again = C.submit_many([{"kind": "batch.build", "resource": "repo/x", "idempotency_key": "batch-x-2"}])
+        self.assertEqual([(j["id"], e) for j, e in again], [(jobs[1]["id"], True)])
+        # One bad job refuses the whole batch, naming it; nothing is written.
+        with self.assertRaises(baton.InvalidArgumentError) as cm:
+            C.submit_many([{"kind": "batch.build", "resource": "repo/z"}, {"kind": "batch.build"}])
+        self.assertEqual(cm.exception.field, "jobs[1].resource")
+        self.assertEqual(count("batch.build", "available"), 3)
+        with self.assertRaises(baton.InvalidArgumentError) as cm:
+            C.submit_many([])
+        self.assertEqual(cm.exception.field, "jobs")
+
+    def test_list_periodic(self):
+        [p] = C.list_periodic()
+        self.assertEqual((p["name"], p["schedule"], p["kind"], p["resource"], p["policy"]),
+                         ("reconcile-web", "@every 1h", "status.reconcile", "app/web", "skip"))
+        self.assertEqual(p["args"], {"app": "web"})
+        self.assertTrue(p["next_run"].endswith("Z"), p)
+
+
+class ResourceRoutesTest(unittest.TestCase):
+    def test_state_compare_and_set(self):
+        r = C.set_resource_state("env/cas", "PENDING")
+        self.assertEqual((r["key"], r["state"]), ("env/cas", "PENDING"))
+        r2 = C.set_resource_state("env/cas", "READY", if_version=r["version"])
+        self.assertEqual(r2["version"], r["version"] + 1)
+        with self.assertRaises(baton.VersionMismatchError) as cm:
+            C.set_resource_state("env/cas", "FAILED", if_version=r["version"])
+        e = cm.exception
+        self.assertEqual((e.status, e.resource, e.if_version, e.current_version), (409, "env/cas", r["version"], r2["version"]))
+        self.assertEqual(C.get_resource("env/cas")["state"], "READY", "a refused compare-and-set wrote nothing")
+        with self.assertRaises(baton.NotFoundError):
+            C.get_resource("env/never")
+        with self.assertRaises(baton.InvalidArgumentError):
+            C.set_resource_state("env/bad\x01", "READY")
+
+    def test_keys_with_slashes_and_dots_and_paging(self):
+        keys = ["res/team/db", "res/a//b", "res/end/", "res/x/./y", "res/p/..", ".", "..", "/res"]
+        for k in keys:
+            self.assertEqual(C.set_resource_state(k, "READY")["key"], k)
+            self.assertEqual(C.get_resource(k)["key"], k)
+        seen = []
+        after = None
+        while True:
+            page = C.list_resources(prefix="res/", after=after, limit=2)
+            seen += [r["key"] for r in page["resources"]]
+            after = page.get("next_after")
+            if not after:
+                break
+        self.assertEqual(seen, sorted(k for k in keys if k.startswith("res/")))
+
+    def test_clear_resource_cooldown(self):
+        C.put_kind("cool.deploy", resource_cooldown_ms=600_000)
+        job, _ = C.submit_job("cool.deploy", "env/cool")
+        [claimed] = C.claim_jobs("py-test", ["cool.deploy"], ttl=10)["jobs"]
+        self.assertEqual(claimed["id"], job["id"])
+        C.complete_job(claimed["id"], claimed["token"])
+        cooling = C.get_resource("env/cool")["cooldown"]
+        self.assertEqual(cooling["job"], job["id"])
+        self.assertGreater(cooling["remaining_ms"], 0)
+        cleared = C.clear_resource_cooldown("env/cool", "test: deploy again now")
+        self.assertEqual((cleared["resource"], cleared["job"]), ("env/cool", job["id"]))
+        self.assertNotIn("cooldown", C.get_resource("env/cool"))
+        with self.assertRaises(baton.NotFoundError):
+            C.clear_resource_cooldown("env/cool", "nothing to clear")
+
+
+class LockAndFenceRoutesTest(unittest.TestCase):
+    def test_clear_rest(self):
+        C.try_acquire("py/rest", cooldown=60).release()
+        with self.assertRaises(baton.CooldownError):
+            C.try_acquire("py/rest")
+        rest = C.clear_rest("py/rest", "test: take it now")
+        self.assertEqual((rest["key"], rest["reason"]), ("py/rest", "cooldown"))
+        self.assertGreater(rest["remaining_ms"], 0)
+        lease = C.try_acquire("py/rest")
+        with self.assertRaises(baton.NotFoundError):
+            C.clear_rest("py/rest", "held, not resting")
+        lease.release()
+
+    def test_check_fence(self):
+        self.assertEqual(C.check_fence("db/orders", 41), {"resource": "db/orders", "token": 41})
+        self.assertEqual(C.check_fence("db/orders", 42)["token"], 42)
+        self.assertEqual(C.check_fence("db/orders", 42)["token"], 42, "an equal token passes")
+        with self.assertRaises(baton.StaleTokenError) as cm:
+            C.check_fence("db/orders", 41)
+        e = cm.exception
+        self.assertEqual((e.status, e.resource, e.token, e.current_token), (409, "db/orders", 41, 42))
+        with self.assertRaises(ValueError):
+            C.check_fence("db/orders", 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
