@@ -122,6 +122,7 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 // the item changed meanwhile).
 func (s *Store) decide(ctx context.Context, p *store.AcquireParams, it *item, at time.Time) (*store.Lease, error) {
 	elapsed := s.seen.see(p.Key, it.rvn, it.state == stHeld || it.pause > 0, at)
+	ttl := s.wait(it.ttl)
 	if it.state == stHeld {
 		if it.holder == p.Holder || it.leaseID == p.LeaseID {
 			// The same holder (or a retried grant that had succeeded): keep the lease, new TTL,
@@ -130,13 +131,13 @@ func (s *Store) decide(ctx context.Context, p *store.AcquireParams, it *item, at
 			return s.extend(ctx, p.Key, "#st = :held AND #lid = :lid",
 				map[string]types.AttributeValue{":held": sv(stHeld), ":lid": sv(it.leaseID)}, p.TTL)
 		}
-		if elapsed < it.ttl {
-			left := it.ttl - elapsed
+		if elapsed < ttl {
+			left := ttl - elapsed
 			return nil, &store.LockHeldError{Key: p.Key, Holder: it.holder, Token: it.token,
 				ExpiresAt: s.wall().Add(left), RetryAfter: left}
 		}
-		if elapsed < it.ttl+it.lockDelay {
-			return nil, &store.CooldownError{Key: p.Key, Reason: store.ReasonLockDelay, Remaining: it.ttl + it.lockDelay - elapsed}
+		if elapsed < ttl+it.lockDelay {
+			return nil, &store.CooldownError{Key: p.Key, Reason: store.ReasonLockDelay, Remaining: ttl + it.lockDelay - elapsed}
 		}
 		l, err := s.grant(ctx, p, condSeen, it.rvn)
 		if l != nil {
@@ -233,11 +234,11 @@ func (s *Store) live(it *item, at time.Time) *store.Lease {
 	if it == nil || it.state != stHeld {
 		return nil
 	}
-	elapsed := s.seen.see(it.key, it.rvn, true, at)
-	if elapsed >= it.ttl {
+	elapsed, ttl := s.seen.see(it.key, it.rvn, true, at), s.wait(it.ttl)
+	if elapsed >= ttl {
 		return nil
 	}
-	return s.lease(it, it.ttl-elapsed)
+	return s.lease(it, ttl-elapsed)
 }
 
 // Get returns the live lease on key.

@@ -33,10 +33,11 @@ func (s *Store) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*st
 			return nil, store.ErrNotFound
 		}
 		elapsed := s.seen.see(p.Key, it.rvn, it.state == stHeld || it.pause > 0, at)
+		ttl := s.wait(it.ttl)
 		rest := &store.Rest{Key: p.Key, Reason: store.ReasonLockDelay}
 		switch {
-		case it.state == stHeld && elapsed >= it.ttl && elapsed < it.ttl+it.lockDelay:
-			rest.Remaining = it.ttl + it.lockDelay - elapsed
+		case it.state == stHeld && elapsed >= ttl && elapsed < ttl+it.lockDelay:
+			rest.Remaining = ttl + it.lockDelay - elapsed
 		case it.state != stHeld && elapsed < it.pause:
 			rest.Remaining = it.pause - elapsed
 			if it.state == stReleased {

@@ -3,6 +3,7 @@ package dynamodb
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,8 +50,8 @@ func TestClockSkew(t *testing.T) {
 	for end := time.Now().Add(3500 * time.Millisecond); time.Now().Before(end); {
 		_, err := contender.TryAcquire(ctx, "skew-kept")
 		var held *baton.LockHeldError
-		if !errors.As(err, &held) || held.RetryAfter > ttl {
-			t.Fatalf("contender on a kept-alive lease: %v; want LockHeldError with RetryAfter <= %s", err, ttl)
+		if wait := contenderStore.wait(ttl); !errors.As(err, &held) || held.RetryAfter > wait {
+			t.Fatalf("contender on a kept-alive lease: %v; want LockHeldError with RetryAfter <= %s (TTL plus drift)", err, wait)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -79,10 +80,48 @@ func TestClockSkew(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer took.Release(ctx)
-	if elapsed := time.Since(start); elapsed < ttl {
-		t.Fatalf("taken over %s after the grant began, inside its %s TTL", elapsed, ttl)
+	if elapsed := time.Since(start); elapsed < contenderStore.wait(ttl) {
+		t.Fatalf("taken over %s after the grant began, inside its %s TTL plus drift", elapsed, ttl)
 	}
 	if !took.TookOver || took.Token <= crashed.Token {
 		t.Fatalf("takeover: TookOver %v, token %d after %d", took.TookOver, took.Token, crashed.Token)
+	}
+}
+
+// A contender's clock may run faster than the holder's by up to the drift factor: it takes over
+// only after it has seen the record version unchanged for TTL × (1 + drift) on its own clock,
+// not at the TTL (design.md: "for the TTL (plus drift)"). Its clock is moved by hand here, so
+// the test does not depend on timing.
+func TestContenderWaitsTheDriftBeyondTheTTL(t *testing.T) {
+	d := dynalitetest.Start(t)
+	table := freshTable()
+	holder, contender := openTest(t, d.Endpoint(), table), openTest(t, d.Endpoint(), table)
+	var mu sync.Mutex
+	base, off := time.Now(), time.Duration(0)
+	contender.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return base.Add(off) }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); off += d }
+	contender.drift = 0.1
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const ttl = 10 * time.Second
+	if _, err := holder.Acquire(ctx, &store.AcquireParams{Key: "drift", LeaseID: "h", Holder: "holder", TTL: ttl}); err != nil {
+		t.Fatal(err)
+	}
+	try := func() (*store.Lease, error) {
+		return contender.Acquire(ctx, &store.AcquireParams{Key: "drift", LeaseID: "c", Holder: "contender", TTL: ttl})
+	}
+	near := func(d, want time.Duration) bool { return d > want-time.Millisecond && d < want+time.Millisecond }
+	var held *store.LockHeldError
+	if _, err := try(); !errors.As(err, &held) || !near(held.RetryAfter, 11*time.Second) {
+		t.Fatalf("first look: %v; want held, retry after TTL × 1.1 = 11s", err)
+	}
+	advance(ttl + 500*time.Millisecond) // past the TTL, short of TTL × 1.1
+	if _, err := try(); !errors.As(err, &held) || !near(held.RetryAfter, 500*time.Millisecond) {
+		t.Fatalf("after the TTL: %v; want still held, retry after 500ms", err)
+	}
+	advance(500 * time.Millisecond)
+	l, err := try()
+	if err != nil || !l.TookOver {
+		t.Fatalf("after TTL × 1.1: %+v, %v; want taken over", l, err)
 	}
 }

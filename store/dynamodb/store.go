@@ -50,7 +50,15 @@ type Config struct {
 	MaxAttempts int
 	// MaxBackoff caps the backoff between attempts; 1 s if zero.
 	MaxBackoff time.Duration
+	// DriftFactor is how much faster this process's clock may run than a holder's, as a share
+	// of a TTL (DefaultDriftFactor if zero): a lease seen unchanged is expired for this store
+	// only after TTL × (1 + DriftFactor) on its clock (lock-delays and cooldowns, which are
+	// not about safety, are not stretched).
+	DriftFactor float64
 }
+
+// DefaultDriftFactor is Config.DriftFactor when zero: the Locker's default (baton.DefaultDriftFactor).
+const DefaultDriftFactor = 0.01
 
 // Store is a store.Store on DynamoDB.
 type Store struct {
@@ -58,6 +66,7 @@ type Store struct {
 	table   string
 	hub     *notify.Hub
 	seen    observations
+	drift   float64          // Config.DriftFactor
 	now     func() time.Time // the monotonic clock of observations; time.Now (tests skew it)
 	wall    func() time.Time // the wall clock of AcquiredAt; time.Now (tests skew it)
 	closed  store.Closed
@@ -110,12 +119,22 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := ensureTable(ctx, cli, cfg.Table, awsCfg.Region, cfg.CreateTable); err != nil {
 		return nil, err
 	}
-	return New(cli, cfg.Table), nil
+	s := New(cli, cfg.Table)
+	if cfg.DriftFactor > 0 {
+		s.drift = cfg.DriftFactor
+	}
+	return s, nil
 }
 
 // New returns a store on an existing client and table (which it does not check).
 func New(cli *dynamodb.Client, table string) *Store {
-	return &Store{cli: cli, table: table, hub: notify.NewHub(), now: time.Now, wall: time.Now}
+	return &Store{cli: cli, table: table, hub: notify.NewHub(), now: time.Now, wall: time.Now, drift: DefaultDriftFactor}
+}
+
+// wait is how long this store must see a record unchanged for d to have passed for its writer:
+// d plus the drift factor, as this store's clock may run that much faster.
+func (s *Store) wait(d time.Duration) time.Duration {
+	return d + time.Duration(s.drift*float64(d))
 }
 
 // Client returns the DynamoDB client.

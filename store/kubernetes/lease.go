@@ -59,11 +59,12 @@ type view struct {
 	obj       *coordv1.Lease
 	rec       *record
 	unchanged time.Duration
+	ttl       time.Duration // the record's TTL plus drift: how long it must be seen unchanged
 	now       time.Time
 }
 
-// expired says whether this store has seen the held lease unchanged for its TTL.
-func (v *view) expired() bool { return v.rec.State == stateHeld && v.unchanged >= v.rec.TTL }
+// expired says whether this store has seen the held lease unchanged for its TTL plus drift.
+func (v *view) expired() bool { return v.rec.State == stateHeld && v.unchanged >= v.ttl }
 
 // live says whether the object holds a lease that has not expired for this store.
 func (v *view) live() bool { return v.rec.State == stateHeld && !v.expired() }
@@ -88,12 +89,15 @@ func (s *Store) viewOf(obj *coordv1.Lease, key string) (*view, error) {
 	}
 	now := s.now()
 	first := s.seen.see(obj.Name, obj.ResourceVersion, now)
-	return &view{obj: obj, rec: rec, unchanged: now.Sub(first), now: now}, nil
+	// TTL × (1 + drift): a clock that runs faster than the holder's by up to the drift factor
+	// still sees the TTL pass no sooner than the holder does (design.md: "plus drift").
+	ttl := rec.TTL + time.Duration(s.drift*float64(rec.TTL))
+	return &view{obj: obj, rec: rec, unchanged: now.Sub(first), ttl: ttl, now: now}, nil
 }
 
 // lease is the store.Lease of a held record; left is its TTL left as this store sees it.
 func (v *view) lease() *store.Lease {
-	left := max(v.rec.TTL-v.unchanged, 0)
+	left := max(v.ttl-v.unchanged, 0)
 	return leaseOf(v.rec, left, v.now)
 }
 
@@ -219,11 +223,11 @@ func (s *Store) acquireOn(ctx context.Context, p *store.AcquireParams, v *view) 
 		}
 		return leaseOf(&next, p.TTL, s.now()), false, nil
 	case v.live():
-		left := rec.TTL - v.unchanged
+		left := v.ttl - v.unchanged
 		return nil, false, &store.LockHeldError{Key: p.Key, Holder: rec.Holder, Token: rec.Token,
 			ExpiresAt: v.now.Add(left), RetryAfter: left}
 	case rec.State == stateHeld: // expired for this store
-		if rest := rec.TTL + rec.LockDelay - v.unchanged; rest > 0 {
+		if rest := v.ttl + rec.LockDelay - v.unchanged; rest > 0 {
 			return nil, false, &store.CooldownError{Key: p.Key, Reason: store.ReasonLockDelay, Remaining: rest}
 		}
 		tookOver = true

@@ -29,7 +29,7 @@ func (s *Store) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*st
 		rest = &store.Rest{Key: p.Key, Reason: store.ReasonLockDelay}
 		switch rec.State {
 		case stateHeld: // expired for this store
-			rest.Remaining = rec.TTL + rec.LockDelay - v.unchanged
+			rest.Remaining = v.ttl + rec.LockDelay - v.unchanged
 			next.State, next.ForceReason, next.ForceActor = stateForced, p.Reason, p.Actor
 			next.LockDelay = 0
 		case stateForced:

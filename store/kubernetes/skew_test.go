@@ -3,6 +3,7 @@ package kubernetes_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -62,8 +63,9 @@ func TestClockSkewedContenderWaitsForTTL(t *testing.T) {
 	}
 	firstLook := time.Now()
 	_, err = contender.Acquire(ctx, &store.AcquireParams{Key: "abandoned", LeaseID: "early", Holder: "contender", TTL: ttl})
-	if !errors.As(err, &held) || held.RetryAfter <= 0 || held.RetryAfter > ttl {
-		t.Fatalf("first look at the abandoned lease: %v, want held with 0 < RetryAfter <= %s", err, ttl)
+	wait := ttl + time.Duration(kubernetes.DefaultDriftFactor*float64(ttl)) // TTL plus drift
+	if !errors.As(err, &held) || held.RetryAfter <= 0 || held.RetryAfter > wait {
+		t.Fatalf("first look at the abandoned lease: %v, want held with 0 < RetryAfter <= %s", err, wait)
 	}
 	got, err := cl.Acquire(ctx, "abandoned", baton.WithHolder("contender"), baton.WithWaitTimeout(4*ttl))
 	if err != nil {
@@ -71,12 +73,69 @@ func TestClockSkewedContenderWaitsForTTL(t *testing.T) {
 	}
 	defer got.Release(context.Background())
 	took := time.Now()
-	if d := took.Sub(firstLook); d < ttl {
-		t.Fatalf("contender took over %s after its first look, before the %s TTL", d, ttl)
+	if d := took.Sub(firstLook); d < wait {
+		t.Fatalf("contender took over %s after its first look, before the %s TTL plus drift", d, wait)
 	}
 	if !got.TookOver {
 		t.Fatal("takeover of an abandoned lease not reported as TookOver")
 	}
 	t.Logf("taken over %s after the grant was sent, %s after the contender's first look",
 		took.Sub(sent).Round(time.Millisecond), took.Sub(firstLook).Round(time.Millisecond))
+}
+
+// fakeClock is a clock the test moves by hand (with a monotonic reading: it is time.Now's,
+// shifted).
+type fakeClock struct {
+	mu    sync.Mutex
+	start time.Time
+	off   time.Duration
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.start.Add(c.off)
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.off += d
+}
+
+// A contender's clock may run faster than the holder's by up to the drift factor: it takes over
+// only after it has seen the record unchanged for TTL × (1 + DriftFactor) on its own clock, not
+// at the TTL (design.md: "for the TTL (plus drift)"). Its clock is moved by hand here, so the
+// test does not depend on timing.
+func TestContenderWaitsTheDriftBeyondTheTTL(t *testing.T) {
+	c := cluster(t)
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ns := newNamespace(t, c)
+	rc := c.Config(kubetest.AdminToken)
+	clock := &fakeClock{start: time.Now()}
+	holder := open(t, rc, kubernetes.Config{Namespace: ns})
+	contender := open(t, rc, kubernetes.Config{Namespace: ns, Now: clock.now, DriftFactor: 0.1})
+	const ttl = 10 * time.Second
+	if _, err := holder.Acquire(ctx, &store.AcquireParams{Key: "drift", LeaseID: "h", Holder: "holder", TTL: ttl}); err != nil {
+		t.Fatal(err)
+	}
+	try := func() (*store.Lease, error) {
+		return contender.Acquire(ctx, &store.AcquireParams{Key: "drift", LeaseID: "c", Holder: "contender", TTL: ttl})
+	}
+	var held *store.LockHeldError
+	near := func(d, want time.Duration) bool { return d > want-time.Millisecond && d < want+time.Millisecond }
+	if _, err := try(); !errors.As(err, &held) || !near(held.RetryAfter, 11*time.Second) {
+		t.Fatalf("first look: %v; want held, retry after TTL × 1.1 = 11s", err)
+	}
+	clock.advance(ttl + 500*time.Millisecond) // past the TTL, short of TTL × 1.1
+	if _, err := try(); !errors.As(err, &held) || !near(held.RetryAfter, 500*time.Millisecond) {
+		t.Fatalf("after the TTL: %v; want still held, retry after 500ms", err)
+	}
+	clock.advance(500 * time.Millisecond)
+	l, err := try()
+	if err != nil || !l.TookOver {
+		t.Fatalf("after TTL × 1.1: %+v, %v; want taken over", l, err)
+	}
 }

@@ -41,13 +41,22 @@ type Config struct {
 	// Now is the store's clock, time.Now if nil. Only durations between its readings are used
 	// (with their monotonic part): a clock that is off by any offset changes nothing.
 	Now func() time.Time
+	// DriftFactor is how much faster this process's clock may run than a holder's, as a share
+	// of a TTL (DefaultDriftFactor if zero): a lease seen unchanged is expired for this store
+	// only after TTL × (1 + DriftFactor) on its clock (lock-delays and cooldowns, which are
+	// not about safety, are not stretched).
+	DriftFactor float64
 }
+
+// DefaultDriftFactor is Config.DriftFactor when zero: the Locker's default (baton.DefaultDriftFactor).
+const DefaultDriftFactor = 0.01
 
 // Store is a store.Store on Kubernetes Lease objects.
 type Store struct {
 	leases    typedcoord.LeaseInterface
 	namespace string
 	now       func() time.Time
+	drift     float64 // Config.DriftFactor
 	seen      sightings
 	written   writtenCache
 	hub       *notify.Hub
@@ -106,8 +115,11 @@ func Open(ctx context.Context, rc *rest.Config, cfg Config) (*Store, error) {
 // New returns a store on an existing client for the Leases of cfg.Namespace.
 func New(leases typedcoord.LeaseInterface, cfg Config) *Store {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Store{leases: leases, namespace: cfg.Namespace, now: cfg.Now, hub: notify.NewHub(),
+	s := &Store{leases: leases, namespace: cfg.Namespace, now: cfg.Now, drift: cfg.DriftFactor, hub: notify.NewHub(),
 		cancel: cancel, watchEnd: make(chan struct{})}
+	if s.drift <= 0 {
+		s.drift = DefaultDriftFactor
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}
