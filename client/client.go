@@ -362,6 +362,9 @@ func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Eve
 	if p.After > 0 {
 		q.Set("cursor", strconv.FormatUint(p.After, 10))
 	}
+	if p.NewestFirst {
+		q.Set("order", "desc")
+	}
 	var resp wire.EventsResponse
 	if err := s.do(ctx, http.MethodGet, "/v1/events", q, nil, &resp); err != nil {
 		return nil, err
@@ -379,9 +382,9 @@ func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Eve
 // server's waiters, which are the long-polls of this store's waiting Acquire calls.
 func (s *Store) Subscribe(key string) (<-chan struct{}, func()) { return s.hub.Subscribe(key) }
 
-// Capabilities: fencing tokens as the server's store reports them in GET /v1/info (fetched once
-// and cached; true while the server cannot be asked), and push wake-up, since the server wakes
-// waiting acquires itself.
+// Capabilities: fencing tokens and the audit log as the server's store reports them in GET
+// /v1/info (fetched once and cached; fencing tokens true and audit false while the server cannot
+// be asked), and push wake-up, since the server wakes waiting acquires itself.
 func (s *Store) Capabilities() store.Capabilities {
 	caps := store.Capabilities{FencingTokens: true, PushWakeup: true}
 	if s.closed.Load() {
@@ -389,8 +392,11 @@ func (s *Store) Capabilities() store.Capabilities {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if info, err := s.serverInfo(ctx); err == nil && info.FencingTokens != nil {
-		caps.FencingTokens = *info.FencingTokens
+	if info, err := s.serverInfo(ctx); err == nil {
+		if info.FencingTokens != nil {
+			caps.FencingTokens = *info.FencingTokens
+		}
+		caps.Audit = info.Audit
 	}
 	return caps
 }
@@ -421,6 +427,7 @@ type serverInfo struct {
 	Store         string `json:"store"`
 	FencingTokens *bool  `json:"fencing_tokens"`
 	MaxWaitMs     *int64 `json:"max_wait_ms"`
+	Audit         bool   `json:"audit"` // false from servers older than the field
 }
 
 // A failed fetch is not retried for infoRetry, so that callers do not each pay for it while the

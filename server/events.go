@@ -9,7 +9,8 @@ import (
 	"github.com/batonhq/baton/store"
 )
 
-// events lists the audit log (admin: it names every holder and every operator's reasons). A store
+// events lists the audit log (admin: it names every holder and every operator's reasons), oldest
+// first, or newest first with order=desc; next_cursor pages on in the same order. A store
 // that keeps no audit log (Redis, or one opened without it) answers 501 rather than an empty list,
 // which would read as "nothing happened".
 func (s *Server) events(w http.ResponseWriter, r *http.Request, _ principal) {
@@ -23,6 +24,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, _ principal) {
 		return
 	}
 	p := &store.EventsParams{Key: q.Get("key")}
+	switch q.Get("order") {
+	case "", "asc":
+	case "desc":
+		p.NewestFirst = true
+	default:
+		writeProblem(w, invalidArg("order", "must be asc (oldest first, the default) or desc (newest first)"))
+		return
+	}
 	if v := q.Get("cursor"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {

@@ -282,5 +282,6 @@ func (s *Server) info(w http.ResponseWriter, _ *http.Request, p principal) {
 		"fencing_tokens": s.cfg.Store.Capabilities().FencingTokens,
 		"max_wait_ms":    s.cfg.MaxWait.Milliseconds(),
 		"jobs":           s.jobs != nil,
+		"audit":          s.cfg.Store.Capabilities().Audit,
 	})
 }

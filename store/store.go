@@ -52,7 +52,8 @@ type Store interface {
 	ClearRest(ctx context.Context, p *ForceReleaseParams) (*Rest, error)
 
 	// Events lists the audit log: every grant, release, expiry takeover and force-release, in
-	// the order of their IDs, recorded in the same atomic step as the change itself.
+	// the order of their IDs (increasing, or decreasing with NewestFirst), recorded in the same
+	// atomic step as the change itself.
 	Events(ctx context.Context, p *EventsParams) ([]*Event, error)
 
 	// Subscribe registers interest in key becoming free. The returned channel receives (without
@@ -207,9 +208,13 @@ type Event struct {
 
 // EventsParams filter Store.Events.
 type EventsParams struct {
-	Key   string // only this key, if set
-	After uint64 // only events with a greater ID (the cursor of the previous page)
-	Limit int    // 1..MaxListLimit; DefaultListSize if zero
+	Key string // only this key, if set
+	// After is the cursor of the previous page: only events after it in the listing's order,
+	// that is with a greater ID, or with NewestFirst a smaller one. 0: from the start.
+	After uint64
+	Limit int // 1..MaxListLimit; DefaultListSize if zero
+	// NewestFirst lists by decreasing ID (the most recent event first) instead of increasing.
+	NewestFirst bool
 }
 
 // Parallelism is implemented by stores that serve only so many calls at once (the connections

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -163,6 +164,15 @@ func validateFilter(field, s string, max int) error {
 }
 
 // Validate checks the filters and applies the default limit.
+// IDBound is the cursor as the bound of an SQL query on event IDs (int64): with NewestFirst and
+// no cursor, the largest ID; a cursor past the int64 range is clamped to it.
+func (p *EventsParams) IDBound() int64 {
+	if p.After > math.MaxInt64 || (p.NewestFirst && p.After == 0) {
+		return math.MaxInt64
+	}
+	return int64(p.After)
+}
+
 func (p *EventsParams) Validate() error {
 	if p.Limit == 0 {
 		p.Limit = DefaultListSize

@@ -127,9 +127,13 @@ func signIn(url, token string) chromedp.Action[chromedp.Void] {
 }
 
 // shot saves a full-page screenshot in the test's artifact directory (go test -artifacts
-// keeps them under -outputdir).
+// keeps them under -outputdir). The notices of earlier actions are dismissed first, so that
+// they do not cover the page (a failure's screenshot keeps them).
 func shot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
+	if name != "failure" {
+		_, _ = chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById('toast').replaceChildren()`))
+	}
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Logf("screenshot %s: %v", name, err)

@@ -1,10 +1,12 @@
 package dashboard
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
@@ -30,6 +32,8 @@ func confirm(reason string) chromedp.Action[chromedp.Void] {
 func TestDashboardAdmin(t *testing.T) {
 	d := startServer(t, true)
 	s := seed(d, adminToken)
+	// Two more dead letters, for the dead-letter page's buttons of one job.
+	deadQA, deadDev := deadLetter(d, adminToken, "env/qa"), deadLetter(d, adminToken, "env/dev")
 	ctx := browser(t, 1280, 900)
 
 	// Signed out: the sign-in form, and a request from the page without a token is refused.
@@ -57,7 +61,7 @@ func TestDashboardAdmin(t *testing.T) {
 
 	// A lock's page: its lease and audit history; force-release asks for a reason and
 	// confirmation (Escape backs out), then ends the lease with the reason in the audit log.
-	do(t, ctx, page("#/locks/locks%2Falpha", "Lock locks/alpha"), hasText("main", "Audit history", "acquire", "ci-7"))
+	do(t, ctx, page("#/locks/locks%2Falpha", "Lock locks/alpha"), hasText("main", "Audit history", "acquire", "ci-7", "Newest first"))
 	shot(t, ctx, "lock")
 	do(t, ctx, chromedp.Focus(chromedp.CSS("main .actions button.act")), chromedp.KeyEvent("\r"),
 		chromedp.WaitVisible(chromedp.CSS("dialog[open] textarea")), chromedp.KeyEvent(kb.Escape),
@@ -71,6 +75,12 @@ func TestDashboardAdmin(t *testing.T) {
 	if last["kind"] != "force_release" || last["reason"] != "stuck after deploy" || last["actor"] != "admin" {
 		t.Fatalf("last event of locks/alpha: %v", last)
 	}
+	// The history is newest first, with a link to show it oldest first.
+	checkOrder(t, ctx, d, "key=locks/alpha", true)
+	do(t, ctx, chromedp.Click(chromedp.CSS("a.order-toggle")), hasText("p.order", "Oldest first"),
+		until(`location.hash === '#/locks/locks%2Falpha?order=asc'`))
+	checkOrder(t, ctx, d, "key=locks/alpha", false)
+	shot(t, ctx, "lock-released")
 
 	// Jobs: counts per kind and state, the list, cancel (confirmed) and retry.
 	do(t, ctx, page("#/jobs", "Jobs"),
@@ -100,9 +110,19 @@ func TestDashboardAdmin(t *testing.T) {
 		t.Fatalf("job %d after retry: %s", s.dead, st)
 	}
 
-	// Dead letters: the one left, purged after confirmation.
-	do(t, ctx, page("#/dlq", "Dead letters"), hasText("main", "env/stage", "cluster unreachable"), lacks("env/stage", "env/prod"))
+	// Dead letters: one retried, one purged after confirmation, then the one left by the
+	// purge of them all.
+	do(t, ctx, page("#/dlq", "Dead letters"), hasText("main", "env/stage", "env/qa", "env/dev", "cluster unreachable"), lacks("env/stage", "env/prod"))
 	shot(t, ctx, "dlq")
+	do(t, ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`button[data-fk="lr%d"]`, deadQA))),
+		hasText("#toast", fmt.Sprintf("Job %d retried", deadQA)), lacks("env/stage", "env/qa"))
+	if st := jobState(d, adminToken, deadQA); st != "available" {
+		t.Fatalf("dead letter %d after its retry: %s", deadQA, st)
+	}
+	do(t, ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`button[data-fk="p%d"]`, deadDev))), confirm(""),
+		hasText("#toast", fmt.Sprintf("Purged job %d", deadDev)), lacks("env/stage", "env/dev"))
+	d.must(404, adminToken, "GET", fmt.Sprintf("/v1/jobs/%d", deadDev), nil)
+	d.must(200, adminToken, "GET", fmt.Sprintf("/v1/jobs/%d", s.deadStage), nil)
 	do(t, ctx, chromedp.Click(chromedp.CSS("button.purge-all")), confirm(""), hasText("#toast", "Purged every dead letter"),
 		hasText("main", "No jobs."))
 	if dl := d.must(200, adminToken, "GET", "/v1/jobs?state=discarded", nil)["jobs"].([]any); len(dl) != 0 {
@@ -110,20 +130,80 @@ func TestDashboardAdmin(t *testing.T) {
 	}
 	d.must(404, adminToken, "GET", fmt.Sprintf("/v1/jobs/%d", s.deadStage), nil)
 
-	// Resources: state, version, the running job and the queue waiting on it.
-	do(t, ctx, page("#/resources", "Resources"), hasText("main", "repo/api", "env/prod", "FAILED"))
+	// Resources: state, version, the running job and the queue waiting on it; a resource that
+	// cools down says until when and after which job, and an admin may clear that.
+	cool := d.must(200, adminToken, "GET", "/v1/resources/node/7", nil)["cooldown"].(map[string]any)
+	until7, err := time.Parse(time.RFC3339Nano, cool["until"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	coolText := fmt.Sprintf("cooling down until %s (job %d)", until7.UTC().Format("2006-01-02 15:04:05Z"), s.cooled)
+	do(t, ctx, page("#/resources", "Resources"), hasText("main", "repo/api", "env/prod", "FAILED", coolText),
+		until(`document.querySelectorAll('main button.clear-cooldown').length === 1`),
+		until(`document.querySelector('button.clear-cooldown').dataset.fk === 'cc:node/7'`))
 	shot(t, ctx, "resources")
 	do(t, ctx, page("#/resources/repo%2Fapi", "Resource repo/api"),
 		until(fmt.Sprintf(`document.querySelector('dl a[href="#/jobs/%d"]')`, s.running)),
 		until(fmt.Sprintf(`document.querySelector('table a[href="#/jobs/%d"]')`, s.waiting)),
 		hasText("main", "Waiting jobs"))
+	if n := eval[int](t, ctx, `document.querySelectorAll('button.clear-cooldown').length`); n != 0 {
+		t.Errorf("a clear-cooldown button on a resource that does not cool down: %d", n)
+	}
 	shot(t, ctx, "resource")
+	do(t, ctx, page("#/resources/node%2F7", "Resource node/7"), hasText("main", coolText, "skipped"),
+		until(fmt.Sprintf(`document.querySelector('dl a[href="#/jobs/%d"]')`, s.cooled)))
+	shot(t, ctx, "resource-cooldown")
+	do(t, ctx, chromedp.Click(chromedp.CSS("button.clear-cooldown")), chromedp.WaitVisible(chromedp.CSS("dialog[open] textarea")),
+		chromedp.KeyEvent(kb.Escape), chromedp.WaitNotPresent(chromedp.CSS("dialog")))
+	if _, ok := d.must(200, adminToken, "GET", "/v1/resources/node/7", nil)["cooldown"]; !ok {
+		t.Fatal("node/7's cooldown ended when the dialog was backed out of")
+	}
+	do(t, ctx, chromedp.Click(chromedp.CSS("button.clear-cooldown")), confirm("node checked by hand"),
+		hasText("#toast", "Cleared the cooldown of node/7"), lacks("Unfinished jobs", "cooling down"))
+	if c, ok := d.must(200, adminToken, "GET", "/v1/resources/node/7", nil)["cooldown"]; ok {
+		t.Fatalf("node/7 after clear-cooldown still cools down: %v", c)
+	}
+	evs = d.must(200, adminToken, "GET", "/v1/events?key=node/7&order=desc&limit=1", nil)["events"].([]any)
+	if e := evs[0].(map[string]any); e["kind"] != "resource_cooldown_cleared" || e["reason"] != "node checked by hand" || e["actor"] != "admin" {
+		t.Fatalf("last event of node/7: %v", e)
+	}
 
-	// Kinds: policy and guard. Events: the audit log with the force-release.
-	do(t, ctx, page("#/kinds", "Kinds"), hasText("main", "deploy", "reject", "from (unset) | READY; running → DEPLOYING; success → READY; failure → FAILED"))
+	// Kinds: policy, cooldowns and guard.
+	do(t, ctx, page("#/kinds", "Kinds"), hasText("main", "deploy", "reject", "from (unset) | READY; running → DEPLOYING; success → READY; failure → FAILED",
+		"Resource cooldown", "remediate"),
+		until(`[...document.querySelectorAll('main tbody tr')].some((tr) => tr.cells[0].innerText === 'remediate' && tr.cells[5].innerText === '60 min')`),
+		until(`[...document.querySelectorAll('main tbody tr')].some((tr) => tr.cells[0].innerText === 'deploy' && tr.cells[5].innerText === 'none')`))
 	shot(t, ctx, "kinds")
-	do(t, ctx, page("#/events", "Events"), hasText("main", "force_release", "stuck after deploy", "other/gamma"))
+
+	// Events: the audit log, newest first, with the lease events, the force-release, the job
+	// attempts (their job and outcome) and the cleared cooldown.
+	do(t, ctx, page("#/events", "Events"), hasText("main", "force_release", "stuck after deploy", "other/gamma",
+		"job_claim", "job_complete", "node checked by hand", "with its outcome"))
+	checkOrder(t, ctx, d, "", true)
 	shot(t, ctx, "events")
+	rows := `[...document.querySelectorAll('main tbody tr')]`
+	for what, cond := range map[string]string{
+		"the dead letter's last attempt, with its job and outcome": fmt.Sprintf(`%s.some((tr) => tr.cells[2].innerText === 'job_complete'
+			&& tr.cells[6].querySelector('a[href="#/jobs/%d"]') && tr.cells[6].innerText === '%d#1 deploy' && tr.cells[7].innerText === 'discarded')`, rows, s.dead, s.dead),
+		"the remediation's success": fmt.Sprintf(`%s.some((tr) => tr.cells[2].innerText === 'job_complete'
+			&& tr.cells[6].querySelector('a[href="#/jobs/%d"]') && tr.cells[7].innerText === 'succeeded')`, rows, s.cooled),
+		"job events' keys link their resource, never a lock": rows + `.filter((tr) => tr.cells[2].innerText.startsWith('job_')).every((tr) =>
+			tr.cells[3].querySelector('a[href^="#/resources/"]') && !tr.cells[3].querySelector('a[href^="#/locks/"]'))`,
+		"the cleared cooldown's key links its resource, and its job is the one that started it": fmt.Sprintf(`%s.some((tr) =>
+			tr.cells[2].innerText === 'resource_cooldown_cleared' && tr.cells[3].querySelector('a[href="#/resources/node%%2F7"]')
+			&& tr.cells[6].querySelector('a[href="#/jobs/%d"]') && tr.cells[5].innerText === '')`, rows, s.cooled),
+		"lease events' keys link their lock": rows + `.filter((tr) => ['acquire', 'force_release'].includes(tr.cells[2].innerText)).every((tr) =>
+			tr.cells[3].querySelector('a[href^="#/locks/"]') && tr.cells[6].innerText === '' && tr.cells[7].innerText === '')`,
+	} {
+		if !eval[bool](t, ctx, cond) {
+			t.Errorf("events page: not so: %s", what)
+		}
+	}
+	do(t, ctx, chromedp.Click(chromedp.CSS("a.order-toggle")), until(`location.hash === '#/events?order=asc'`), hasText("p.order", "Oldest first"))
+	checkOrder(t, ctx, d, "", false)
+	// The key filter keeps the order.
+	do(t, ctx, chromedp.SetValue(chromedp.CSS("input[name=key]"), "locks/beta"), chromedp.Click(chromedp.CSS("form.filters button[type=submit]")),
+		until(`location.hash === '#/events?order=asc&key=locks%2Fbeta'`), lacks("locks/beta", "other/gamma", "stuck after deploy"))
 	do(t, ctx, page("#/events?key=locks/beta", "Events"), lacks("locks/beta", "other/gamma", "stuck after deploy"))
 
 	// The skip link moves the focus to the content and leaves the route alone.
@@ -131,6 +211,28 @@ func TestDashboardAdmin(t *testing.T) {
 		return location.hash === h && document.activeElement.id === 'main'; })()`) {
 		t.Fatal("the skip link did not focus the content, or changed the route")
 	}
+}
+
+// eventIDs is the IDs of the events shown in main's table, top to bottom.
+const eventIDs = `[...document.querySelectorAll('main tbody tr')].map((tr) => Number(tr.cells[0].innerText))`
+
+// checkOrder waits until the events table shows the first page of the audit log (filtered by
+// query) in the API's order, newest first if newest, and checks that it does.
+func checkOrder(t *testing.T, ctx context.Context, d *daemon, query string, newest bool) {
+	t.Helper()
+	order := "asc"
+	if newest {
+		order = "desc"
+	}
+	evs := d.must(200, adminToken, "GET", "/v1/events?limit=50&order="+order+"&"+query, nil)["events"].([]any)
+	var want []int64
+	for _, e := range evs {
+		want = append(want, num(e.(map[string]any)["id"]))
+	}
+	if len(want) < 2 || (want[0] > want[1]) != newest {
+		t.Fatalf("the API's events in order %s: %v", order, want)
+	}
+	do(t, ctx, until(`JSON.stringify(`+eventIDs+`) === `+js(js(want))))
 }
 
 // buttons counts the action buttons shown in main.
@@ -153,6 +255,8 @@ func TestDashboardRoles(t *testing.T) {
 		{fmt.Sprintf("#/jobs/%d", s.waiting), "Job", "repo/api"},
 		{"#/dlq", "Dead letters", "env/stage"},
 		{"#/resources/repo%2Fapi", "Resource repo/api", "Waiting jobs"},
+		{"#/resources", "Resources", "cooling down until"},
+		{"#/resources/node%2F7", "Resource node/7", "cooling down until"},
 		{"#/events", "Events", "The audit log needs a token with the admin role."},
 	}
 	for _, p := range pages {
@@ -181,6 +285,19 @@ func TestDashboardRoles(t *testing.T) {
 		until(fmt.Sprintf(`document.querySelector('button[data-fk="lr%d"]')`, s.deadStage)))
 	if n := eval[int](t, w, `document.querySelectorAll('button.purge, button.purge-all').length`); n != 0 {
 		t.Errorf("write token: %d purge buttons", n)
+	}
+	// Clearing a cooldown is admin-only in the API (POST /v1/resources/{key}/clear-cooldown).
+	do(t, w, page("#/resources/node%2F7", "Resource node/7"), hasText("main", "cooling down until"))
+	if n := eval[int](t, w, `document.querySelectorAll('button.clear-cooldown').length`); n != 0 {
+		t.Errorf("write token: %d clear-cooldown buttons", n)
+	}
+	status = eval[int](t, w, `fetch('v1/resources/node/7/clear-cooldown', {method: 'POST', headers: {'Content-Type': 'application/json',
+		Authorization: 'Bearer ' + sessionStorage.getItem('baton.token')}, body: JSON.stringify({reason: 'forged'})}).then((r) => r.status)`)
+	if status != http.StatusForbidden {
+		t.Fatalf("clear-cooldown with the write token: status %d, want 403", status)
+	}
+	if _, ok := d.must(200, adminToken, "GET", "/v1/resources/node/7", nil)["cooldown"]; !ok {
+		t.Fatal("node/7 stopped cooling down after a refused clear-cooldown")
 	}
 }
 
@@ -243,6 +360,7 @@ func TestDashboardNarrow(t *testing.T) {
 		{fmt.Sprintf("#/jobs/%d", s.dead), "Job", "cluster unreachable", "narrow-job"},
 		{"#/dlq", "Dead letters", "env/stage", "narrow-dlq"},
 		{"#/resources", "Resources", "repo/api", "narrow-resources"},
+		{"#/resources/node%2F7", "Resource", "cooling down until", "narrow-resource"},
 		{"#/kinds", "Kinds", "deploy", "narrow-kinds"},
 		{"#/events", "Events", "acquire", "narrow-events"},
 	} {

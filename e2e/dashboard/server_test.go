@@ -42,7 +42,22 @@ type daemon struct {
 // it reads an auth file with the three tokens above (names admin, writer, reader).
 func startServer(t *testing.T, auth bool) *daemon {
 	t.Helper()
+	return startServing(t, "", auth)
+}
+
+// startServerOn runs baton serve without auth over the store of URL storeURL.
+func startServerOn(t *testing.T, storeURL string) *daemon {
+	t.Helper()
+	return startServing(t, storeURL, false)
+}
+
+// startServing runs baton serve over storeURL ("": a fresh SQLite file).
+func startServing(t *testing.T, storeURL string, auth bool) *daemon {
+	t.Helper()
 	dir := t.TempDir()
+	if storeURL == "" {
+		storeURL = "sqlite://" + filepath.Join(dir, "baton.db")
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +65,7 @@ func startServer(t *testing.T, auth bool) *daemon {
 	addr := ln.Addr().String()
 	ln.Close()
 	d := &daemon{t: t, addr: addr, url: "http://" + addr, log: filepath.Join(dir, "serve.log"),
-		args: []string{"serve", "--listen", addr, "--store", "sqlite://" + filepath.Join(dir, "baton.db")}}
+		args: []string{"serve", "--listen", addr, "--store", storeURL}}
 	if auth {
 		file := filepath.Join(dir, "tokens")
 		body := fmt.Sprintf("admin admin %s\nwriter write %s\nreader read %s\n",

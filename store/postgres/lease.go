@@ -16,7 +16,7 @@ import (
 // queries holds the statements of one schema, built once at open. Only the schema-qualified names
 // (validated and sanitized) are spliced in; every user value is a bind parameter.
 type queries struct {
-	acquire, renew, renewMany, release, released, forceRelease, get, list, events string
+	acquire, renew, renewMany, release, released, forceRelease, get, list, events, eventsDesc string
 	// listBounded is list with the upper end of the prefix's range ($5, store.PrefixEnd).
 	listBounded string
 }
@@ -149,9 +149,11 @@ SELECT ` + leaseCols + `, CASE WHEN waiters THEN pg_notify($2, key)::text END IS
 
 		get: `SELECT ` + leaseCols + ` FROM ` + t + ` WHERE key = $1 AND ` + live,
 
-		// $1 after, $2 key or '', $3 limit.
+		// $1 after (the cursor), $2 key or '', $3 limit.
 		events: `SELECT id, at, kind, key, lease_id, holder, token, actor, reason, job_id, job_kind, attempt, outcome FROM ` + pgx.Identifier{schema, "events"}.Sanitize() + `
 WHERE id > $1 AND ($2 = '' OR key = $2) ORDER BY id LIMIT $3`,
+		eventsDesc: `SELECT id, at, kind, key, lease_id, holder, token, actor, reason, job_id, job_kind, attempt, outcome FROM ` + pgx.Identifier{schema, "events"}.Sanitize() + `
+WHERE id < $1 AND ($2 = '' OR key = $2) ORDER BY id DESC LIMIT $3`,
 
 		// key >= $2 and, in listBounded, key < $5 (the end of the prefix's range) bound the index
 		// scan to the prefix ("C" collation, byte order): without the upper bound a page with
@@ -387,7 +389,11 @@ func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Eve
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	rows, err := s.pool.Query(ctx, s.q.events, int64(p.After), p.Key, p.Limit)
+	query := s.q.events
+	if p.NewestFirst {
+		query = s.q.eventsDesc
+	}
+	rows, err := s.pool.Query(ctx, query, p.IDBound(), p.Key, p.Limit)
 	if err != nil {
 		return nil, s.fail("events", p.Key, err)
 	}

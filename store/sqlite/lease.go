@@ -213,7 +213,11 @@ func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Eve
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	rows, err := s.stmts.events.QueryContext(ctx, int64(p.After), p.Key, p.Limit)
+	stmt := s.stmts.events
+	if p.NewestFirst {
+		stmt = s.stmts.eventsDesc
+	}
+	rows, err := stmt.QueryContext(ctx, p.IDBound(), p.Key, p.Limit)
 	if err != nil {
 		return nil, s.wrap("events", err)
 	}

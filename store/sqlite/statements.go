@@ -9,7 +9,7 @@ const leaseColumns = `key, lease_id, holder, token, acquired_at, expires_at, end
 
 // statements are prepared once per Store.
 type statements struct {
-	selectRow, acquire, renew, release, heldFor, releasedBy, forceRelease, get, events *sql.Stmt
+	selectRow, acquire, renew, release, heldFor, releasedBy, forceRelease, get, events, eventsDesc *sql.Stmt
 	// list holds one statement per shape of keyRange, so that each reads the primary key as
 	// one range.
 	list [4]*sql.Stmt
@@ -73,6 +73,8 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 		{&st.list[3], listSQL(3)},
 		{&st.events, `SELECT id, at, kind, key, lease_id, holder, token, actor, reason, job_id, job_kind, attempt, outcome FROM events
 			WHERE id > ?1 AND (?2 = '' OR key = ?2) ORDER BY id LIMIT ?3`},
+		{&st.eventsDesc, `SELECT id, at, kind, key, lease_id, holder, token, actor, reason, job_id, job_kind, attempt, outcome FROM events
+			WHERE id < ?1 AND (?2 = '' OR key = ?2) ORDER BY id DESC LIMIT ?3`},
 	} {
 		stmt, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -86,7 +88,7 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 
 func (st *statements) close() {
 	for _, s := range append([]*sql.Stmt{st.selectRow, st.acquire, st.renew, st.release, st.heldFor,
-		st.releasedBy, st.forceRelease, st.get, st.events}, st.list[:]...) {
+		st.releasedBy, st.forceRelease, st.get, st.events, st.eventsDesc}, st.list[:]...) {
 		if s != nil {
 			s.Close()
 		}

@@ -72,4 +72,27 @@ func testAuditTrail(t *testing.T, h Harness) {
 	if err != nil || len(all) != len(events)+1 || all[len(all)-1].Key != "other-key" {
 		t.Fatalf("whole log = %d events, %v; want %d", len(all), err, len(events)+1)
 	}
+	// Newest first, paged with the last ID of each page as the cursor.
+	ids := func(evs []*store.Event) (out []uint64) {
+		for _, ev := range evs {
+			out = append(out, ev.ID)
+		}
+		return out
+	}
+	first, err := e.store.Events(e.ctx, &store.EventsParams{Key: key, NewestFirst: true, Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest, err := e.store.Events(e.ctx, &store.EventsParams{Key: key, NewestFirst: true, After: first[len(first)-1].ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantIDs := []uint64{events[4].ID, events[3].ID, events[2].ID, events[1].ID, events[0].ID}
+	if got := append(ids(first), ids(rest)...); fmt.Sprint(got) != fmt.Sprint(wantIDs) {
+		t.Fatalf("newest first, two pages: IDs %v, want %v", got, wantIDs)
+	}
+	newest, err := e.store.Events(e.ctx, &store.EventsParams{NewestFirst: true, Limit: 1})
+	if err != nil || len(newest) != 1 || newest[0].ID != all[len(all)-1].ID {
+		t.Fatalf("newest event of the whole log = %v, %v; want ID %d", newest, err, all[len(all)-1].ID)
+	}
 }

@@ -119,6 +119,8 @@ export interface Info {
   max_wait_ms: number;
   /** the store has a job queue */
   jobs?: boolean;
+  /** the store keeps an audit log (GET /v1/events answers 501 otherwise) */
+  audit?: boolean;
   /** the server checks bearer tokens (false: every caller is admin) */
   auth: boolean;
   /** the caller: the token's name, or "anonymous" without auth */

@@ -52,6 +52,7 @@ function pageFor(r) {
   if (['jobs', 'job', 'dlq', 'resources', 'resource', 'kinds'].includes(name) && !session.info.jobs) {
     return note('No job queue', `This server's store (${session.info.store}) has no job queue.`);
   }
+  if (name === 'events' && !session.info.audit) return note('Events', `This server's store (${session.info.store}) keeps no audit log.`);
   if (name === 'events' && !can('admin')) return note('Events', 'The audit log needs a token with the admin role.');
   return fn;
 }
@@ -121,7 +122,8 @@ async function boot() {
   document.getElementById('who').textContent = `${info.store} · ${info.principal} (${info.role}) · ${info.version}`;
   document.getElementById('signout').hidden = !info.auth;
   for (const a of nav.querySelectorAll('a')) {
-    a.hidden = (a.dataset.role && !can(a.dataset.role)) || (a.hasAttribute('data-jobs') && !info.jobs);
+    a.hidden = (a.dataset.role && !can(a.dataset.role)) || (a.hasAttribute('data-jobs') && !info.jobs) ||
+      (a.hasAttribute('data-audit') && !info.audit);
   }
   nav.hidden = false;
   show();

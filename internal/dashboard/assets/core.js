@@ -202,11 +202,12 @@ export async function action(fn, done, refresh) {
   await refresh();
 }
 
-// filterForm is a form of named inputs that navigates to base with their values as the query.
-export function filterForm(base, params, inputs) {
+// filterForm is a form of named inputs that navigates to base with their values as the query,
+// and the route's values of the parameters named in keep.
+export function filterForm(base, params, inputs, keep = []) {
   return h('form', { class: 'filters', role: 'search', onsubmit: (e) => {
     e.preventDefault();
-    const vals = {};
+    const vals = Object.fromEntries(keep.map((k) => [k, params.get(k)]));
     for (const el of e.target.elements) if (el.name) vals[el.name] = el.value.trim();
     location.hash = base + q(vals);
   } }, inputs.map(([name, label, opts]) => h('label', {}, label, opts

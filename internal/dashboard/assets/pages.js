@@ -1,7 +1,7 @@
 // One function per page: it builds the page's frame once and returns refresh, which reads the
 // API (at most two requests) and redraws the data. The app calls refresh on a timer.
 import {
-  api, q, h, link, enc, can, lockHref, jobHref, resourceHref, fmtTime, fmtMs, fmtJSON, badge, ttl,
+  session, api, q, h, link, enc, can, lockHref, jobHref, resourceHref, fmtTime, fmtMs, fmtJSON, badge, ttl,
   table, fields, replace, confirmDialog, action, filterForm, pager, markRendered,
 } from './core.js';
 
@@ -61,17 +61,49 @@ export function locks(route) {
   return { el: f.el, refresh };
 }
 
+// Job events (job_claim, job_renew, job_complete) and a cleared resource cooldown name a job
+// resource, not a lock: their key links to the resource's page. A cleared cooldown's token is
+// the job whose end had started the cooldown: it is shown as that job.
+const cleared = (e) => e.kind === 'resource_cooldown_cleared';
+const resourceEvent = (e) => e.job_id || e.kind.startsWith('job_') || cleared(e);
+
+function eventJob(e) {
+  if (cleared(e)) return h('a', { href: jobHref(e.token), title: `the cooldown began when job ${e.token} ended` }, String(e.token));
+  if (!e.job_id) return '';
+  return [h('a', { href: jobHref(e.job_id), title: `job ${e.job_id}, attempt ${e.attempt}` }, `${e.job_id}#${e.attempt}`),
+    e.job_kind ? h('span', { class: 'muted' }, ' ' + e.job_kind) : ''];
+}
+
 function eventsTable(evs) {
   return table([
     { label: '#', class: 'num', cell: (e) => e.id },
     { label: 'At', class: 't', cell: (e) => fmtTime(e.at) },
     { label: 'Event', cell: (e) => e.kind },
-    { label: 'Key', class: 'key', cell: (e) => link(lockHref(e.key), e.key) },
+    { label: 'Key', class: 'key', cell: (e) => resourceEvent(e)
+      ? (session.info.jobs ? link(resourceHref(e.key), e.key) : e.key) : link(lockHref(e.key), e.key) },
     { label: 'Holder', class: 'key', cell: (e) => e.holder },
-    { label: 'Token', class: 'num', cell: (e) => e.token },
+    { label: 'Token', class: 'num', cell: (e) => cleared(e) ? '' : e.token },
+    { label: 'Job', class: 't', cell: eventJob },
+    { label: 'Outcome', cell: (e) => e.outcome ? badge(e.outcome) : '' },
     { label: 'Actor', class: 'key', cell: (e) => e.actor },
     { label: 'Reason', class: 'key', cell: (e) => e.reason || '' },
   ], evs, 'No events.');
+}
+
+// The audit log is listed newest first; order=asc in the route lists it oldest first.
+const oldestFirst = (p) => p.get('order') === 'asc';
+
+// eventsQuery is the API query of a page of events in the route's order.
+const eventsQuery = (p, key) => q({ key, cursor: p.get('cursor'), limit: PAGE, order: oldestFirst(p) ? 'asc' : 'desc' });
+
+// orderToggle names the order shown and links to the other one (from its first page).
+function orderToggle(base, p) {
+  const other = new URLSearchParams(p);
+  other.delete('cursor');
+  if (oldestFirst(p)) other.delete('order'); else other.set('order', 'asc');
+  const href = base + (other.toString() ? '?' + other : '');
+  return h('p', { class: 'order' }, oldestFirst(p) ? 'Oldest first · ' : 'Newest first · ',
+    h('a', { href, class: 'order-toggle' }, oldestFirst(p) ? 'show newest first' : 'show oldest first'));
 }
 
 export function lock(route) {
@@ -79,11 +111,10 @@ export function lock(route) {
   const p = route.params;
   const f = frame('Lock ' + key);
   const refresh = paged(f, async () => {
+    // A store without an audit log (Redis, etcd, …) has no history to show.
     const [cur, evs] = await Promise.all([
       api('GET', 'v1/locks/' + key.split('/').map(enc).join('/')).catch((e) => { if (e.status === 404) return null; throw e; }),
-      // A store without an audit log (Redis, etcd, …) answers 501: say so instead of failing the page.
-      can('admin') ? api('GET', 'v1/events' + q({ key, cursor: p.get('cursor'), limit: PAGE }))
-        .catch((e) => { if (e.status === 501) return { none: e.message }; throw e; }) : null,
+      session.info.audit && can('admin') ? api('GET', 'v1/events' + eventsQuery(p, key)) : null,
     ]);
     const l = cur && cur.lease;
     const parts = [l
@@ -95,10 +126,12 @@ export function lock(route) {
       parts.push(h('div', { class: 'actions' }, h('button', { type: 'button', class: 'danger act', 'data-fk': 'fr',
         onclick: forceRelease(key, refresh) }, 'Force-release…')));
     }
-    parts.push(h('h2', {}, 'Audit history'));
-    parts.push(evs && evs.none ? h('p', { class: 'muted' }, evs.none)
-      : evs ? [eventsTable(evs.events), pager('#/locks/' + enc(key), p, 'cursor', evs.next_cursor)]
+    if (session.info.audit) {
+      const base = '#/locks/' + enc(key);
+      parts.push(h('h2', {}, 'Audit history'));
+      parts.push(evs ? [orderToggle(base, p), eventsTable(evs.events), pager(base, p, 'cursor', evs.next_cursor)]
         : h('p', { class: 'muted' }, 'The audit log needs a token with the admin role.'));
+    }
     replace(f.data, parts);
   });
   return { el: f.el, refresh };
@@ -219,19 +252,41 @@ export function dlq(route) {
   return { el: f.el, refresh };
 }
 
+// cooldown says until when a resource cools down (store.Kind.ResourceCooldown) and which job's
+// end started it, with a live countdown: new submits to it are skipped until then.
+const cooldown = (c) => h('span', { class: 'cooldown' }, 'cooling down until ', fmtTime(c.until), ' (job ',
+  link(jobHref(c.job), String(c.job)), '), ', ttl(c.remaining_ms));
+
+// clearCooldown ends a resource's cooldown early (admin), with a reason and confirmation.
+function clearCooldown(key, fk, refresh) {
+  return h('button', { type: 'button', class: 'danger act clear-cooldown', 'data-fk': fk, onclick: async () => {
+    const ok = await confirmDialog({ title: 'Clear the cooldown of ' + key + '?', reason: true, confirm: 'Clear cooldown',
+      text: 'Submits to the resource are accepted again at once, and a job waiting for the cooldown to end may start now.' });
+    if (ok) {
+      await action(() => api('POST', 'v1/resources/' + key.split('/').map(enc).join('/') + '/clear-cooldown', { reason: ok.reason }),
+        'Cleared the cooldown of ' + key, refresh);
+    }
+  } }, 'Clear cooldown…');
+}
+
 export function resources(route) {
   const p = route.params;
   const f = frame('Resources', filterForm('#/resources', p, [['prefix', 'Key prefix']]));
   const refresh = paged(f, async () => {
     const r = await api('GET', 'v1/resources' + q({ prefix: p.get('prefix'), after: p.get('after'), limit: PAGE }));
-    replace(f.data, table([
+    const cols = [
       { label: 'Key', class: 'key', cell: (x) => link(resourceHref(x.key), x.key) },
       { label: 'State', cell: (x) => x.state || '' },
       { label: 'Version', class: 'num', cell: (x) => x.version },
       { label: 'Running job', class: 'num', cell: (x) => x.running_job ? link(jobHref(x.running_job), String(x.running_job)) : '' },
       { label: 'Unfinished', class: 'num', cell: (x) => x.unfinished },
+      { label: 'Cooldown', cell: (x) => x.cooldown ? cooldown(x.cooldown) : '' },
       { label: 'Updated', class: 't', cell: (x) => fmtTime(x.updated_at) },
-    ], r.resources, 'No resources.'), pager('#/resources', p, 'after', r.next_after));
+    ];
+    if (can('admin')) {
+      cols.push({ label: 'Actions', class: 'acts', cell: (x) => x.cooldown ? clearCooldown(x.key, 'cc:' + x.key, refresh) : '' });
+    }
+    replace(f.data, table(cols, r.resources, 'No resources.'), pager('#/resources', p, 'after', r.next_after));
   });
   return { el: f.el, refresh };
 }
@@ -248,7 +303,10 @@ export function resource(route) {
     replace(f.data,
       fields([['State', x.state || '(never set)'], ['Version', String(x.version)], ['Updated', fmtTime(x.updated_at)],
         ['Running job', x.running_job ? link(jobHref(x.running_job), String(x.running_job)) : 'none'],
-        ['Unfinished jobs', String(x.unfinished)]]),
+        ['Unfinished jobs', String(x.unfinished)],
+        ['Cooldown', x.cooldown ? [cooldown(x.cooldown), h('br'), h('span', { class: 'muted' },
+          'New jobs submitted to it are skipped until then; queued jobs start after it.')] : 'none']]),
+      x.cooldown && can('admin') ? h('div', { class: 'actions' }, clearCooldown(key, 'cc', refresh)) : null,
       h('h2', {}, state === 'available' ? 'Waiting jobs (available, in queue order)' : 'Jobs'),
       filterForm(base, new URLSearchParams({ state }), [['state', 'State', allStates]]),
       jobsTable(r.jobs, refresh), pager(base, p, 'after', r.next_after));
@@ -274,6 +332,7 @@ export function kinds() {
       { label: 'Max attempts', class: 'num', cell: (k) => k.max_attempts },
       { label: 'Timeout', cell: (k) => k.timeout_ms ? fmtMs(k.timeout_ms) : 'none' },
       { label: 'Cooldown', cell: (k) => k.cooldown_ms ? fmtMs(k.cooldown_ms) : 'none' },
+      { label: 'Resource cooldown', cell: (k) => k.resource_cooldown_ms ? fmtMs(k.resource_cooldown_ms) : 'none' },
       { label: 'State guard', class: 'key', cell: guard },
     ], r.kinds, 'No kinds registered.'));
   });
@@ -282,10 +341,12 @@ export function kinds() {
 
 export function events(route) {
   const p = route.params;
-  const f = frame('Events', h('p', { class: 'muted' }, 'The audit log: every acquire, release, expiry takeover and force-release, oldest first.'),
-    filterForm('#/events', p, [['key', 'Key']]));
+  const f = frame('Events', h('p', { class: 'muted' }, 'The audit log: every acquire, release, expiry takeover, force-release and ',
+    'clear-rest of a lock; every job attempt\'s claim (job_claim), first lease renewal (job_renew) and end (job_complete, ',
+    'with its outcome), where the key is the job\'s resource; and every resource cooldown cleared by hand.'),
+  filterForm('#/events', p, [['key', 'Key']], ['order']), orderToggle('#/events', p));
   const refresh = paged(f, async () => {
-    const r = await api('GET', 'v1/events' + q({ key: p.get('key'), cursor: p.get('cursor'), limit: PAGE }));
+    const r = await api('GET', 'v1/events' + eventsQuery(p, p.get('key')));
     replace(f.data, eventsTable(r.events), pager('#/events', p, 'cursor', r.next_cursor));
   });
   return { el: f.el, refresh };
