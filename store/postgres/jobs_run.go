@@ -156,29 +156,18 @@ func (s *Store) completeAndClaim(ctx context.Context, ps []*store.CompleteParams
 	if len(ps) == 0 && claim == nil {
 		return out, nil, nil
 	}
-	var done, handed, claimed []*store.Job
+	var done, claimed []*store.Job
 	b := &pgx.Batch{}
-	claimSQL := s.jq.claim
 	if len(ps) > 0 {
 		b.Queue(s.jq.completeMany, ids, tokens).Query(func(rows pgx.Rows) error {
 			var err error
 			done, err = collectJobs(rows)
 			return err
 		})
-		if claim == nil {
-			b.Queue(s.jq.promoteMany, ids)
-		} else {
-			// The successors this worker can run start with their promotion (promoteClaimSQL).
-			b.Queue(s.jq.promoteClaim, ids, claim.Kinds, claim.Limit, claim.Worker, claim.TTL.Milliseconds()).Query(func(rows pgx.Rows) error {
-				var err error
-				handed, err = collectJobs(rows)
-				return err
-			})
-			claimSQL = s.jq.claimAfterHandoff
-		}
+		b.Queue(s.jq.promoteMany, ids)
 	}
 	if claim != nil {
-		b.Queue(claimSQL, claim.Kinds, claim.Limit, claim.Worker, claim.TTL.Milliseconds()).Query(func(rows pgx.Rows) error {
+		b.Queue(s.jq.claim, claim.Kinds, claim.Limit, claim.Worker, claim.TTL.Milliseconds()).Query(func(rows pgx.Rows) error {
 			var err error
 			claimed, err = collectJobs(rows)
 			return err
@@ -199,5 +188,5 @@ func (s *Store) completeAndClaim(ctx context.Context, ps []*store.CompleteParams
 			s.wakeLocal(j)
 		}
 	}
-	return out, append(handed, claimed...), nil
+	return out, claimed, nil
 }

@@ -21,7 +21,7 @@ type jobQueries struct {
 	resourceListBounded                                                string
 	claim, markWaiting, lockRejected, promoteRejected                  string
 	heartbeat, finish, lockFinished, promoteFinished                   string
-	completeMany, promoteMany, promoteClaim, claimAfterHandoff         string
+	completeMany, promoteMany                                          string
 	lockJob, setCancel, cancel, retryFinal, retryNow, purge            string
 	reapCandidates, clean, counts                                      string
 	resourceGet, resourceList, resourceSet, resourceVersion, notifyAny string
@@ -122,13 +122,11 @@ WHERE k.name = $1 AND k.waiting_until > now()`),
 		heartbeat: q(`UPDATE {jobs} j SET lease_expires_at = now() + $3::bigint * interval '1 millisecond'
 WHERE j.id = $1 AND j.token = $2 AND j.state = 'running' AND j.lease_expires_at > now()
 RETURNING j.cancel_requested, (extract(epoch FROM j.lease_expires_at - now()) * 1000000)::bigint`),
-		finish:            q(finishSQL),
-		completeMany:      q(completeManySQL),
-		promoteMany:       q(strings.ReplaceAll(promote, "{set}", `SELECT resource FROM {jobs} WHERE id = ANY($1)`)),
-		promoteClaim:      q(promoteClaimSQL),
-		claimAfterHandoff: q(claimAfterHandoffSQL),
-		lockFinished:      q(`SELECT 1 FROM {resources} WHERE key = (SELECT resource FROM {jobs} WHERE id = $1) FOR UPDATE`),
-		promoteFinished:   q(strings.ReplaceAll(promote, "{set}", `SELECT resource FROM {jobs} WHERE id = $1`)),
+		finish:          q(finishSQL),
+		completeMany:    q(completeManySQL),
+		promoteMany:     q(strings.ReplaceAll(promote, "{set}", `SELECT resource FROM {jobs} WHERE id = ANY($1)`)),
+		lockFinished:    q(`SELECT 1 FROM {resources} WHERE key = (SELECT resource FROM {jobs} WHERE id = $1) FOR UPDATE`),
+		promoteFinished: q(strings.ReplaceAll(promote, "{set}", `SELECT resource FROM {jobs} WHERE id = $1`)),
 
 		lockJob:   q(`SELECT ` + jobCols + ` FROM {jobs} j WHERE j.id = $1 FOR UPDATE`),
 		setCancel: q(`UPDATE {jobs} j SET cancel_requested = true WHERE j.id = $1 RETURNING ` + jobCols),
