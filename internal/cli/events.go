@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,8 +23,8 @@ from a crashed holder) and force-release, with who did it and why; and every job
 (job_claim), the first lease renewal of each attempt (job_renew) and the attempt's end
 (job_complete, with its OUTCOME), where KEY is the job's resource and JOB is id#attempt.
 Needs an admin token.
---limit N prints the newest N (the whole log is read to find them); --oldest-first prints in
-the order they happened, and then --limit N is the oldest N.
+--limit N prints the newest N (one request; a server older than this one is read whole);
+--oldest-first prints in the order they happened, and then --limit N is the oldest N.
 
 --follow prints the newest --limit events (default 10) oldest first, then each new event as it
 happens (asking the server every --interval), until interrupted (Ctrl-C; exit code 0). With
@@ -60,27 +61,56 @@ Output (table):
 	defer done()
 	var err error
 	var all []*store.Event
-	if *oldestFirst && *limit != 0 && !*follow {
+	switch {
+	case *follow:
+		all, err = newestEvents(ctx, st, *key, cmp.Or(*limit, followLimit))
+	case *oldestFirst && *limit != 0:
 		all, err = st.Events(ctx, &store.EventsParams{Key: *key, Limit: *limit})
-	} else {
+	case *oldestFirst:
 		all, err = allEvents(ctx, st, *key)
+	default:
+		all, err = newestEvents(ctx, st, *key, *limit)
+		slices.Reverse(all)
 	}
 	if err != nil {
 		return c.fail(g, err)
 	}
 	if *follow {
-		return c.followEvents(g, st, *key, all, *limit, *interval)
-	}
-	if !*oldestFirst {
-		slices.Reverse(all)
-	}
-	if *limit != 0 && len(all) > *limit {
-		all = all[:*limit]
+		return c.followEvents(g, st, *key, all, *interval)
 	}
 	if err := writeEvents(stdout, g, all); err != nil {
 		return c.fail(g, err)
 	}
 	return exitOK
+}
+
+// followLimit is how many past events --follow prints before the new ones, without --limit.
+const followLimit = 10
+
+// newestEvents returns the newest n events of the log (every event if n is 0), oldest first. It
+// asks for them newest first (order=desc), one page; it reads the whole log only for n = 0 or
+// when the answer came oldest first, from a server older than order=desc, which ignores it (so
+// at least two are asked for: one event alone would not tell).
+func newestEvents(ctx context.Context, st *client.Store, key string, n int) ([]*store.Event, error) {
+	if n > 0 {
+		page, err := st.Events(ctx, &store.EventsParams{Key: key, Limit: max(n, 2), NewestFirst: true})
+		if err != nil {
+			return nil, err
+		}
+		if len(page) < 2 || page[0].ID > page[1].ID {
+			page = page[:min(n, len(page))]
+			slices.Reverse(page)
+			return page, nil
+		}
+	}
+	all, err := allEvents(ctx, st, key)
+	if err != nil {
+		return nil, err
+	}
+	if n > 0 && len(all) > n {
+		all = all[len(all)-n:]
+	}
+	return all, nil
 }
 
 // allEvents reads every page of the audit log, oldest first.
@@ -100,15 +130,9 @@ func allEvents(ctx context.Context, st *client.Store, key string) ([]*store.Even
 	}
 }
 
-// followEvents prints the newest limit events of all (oldest first), then new ones as they
-// come, until interrupted.
-func (c *command) followEvents(g *globals, st *client.Store, key string, all []*store.Event, limit int, interval time.Duration) int {
-	if limit == 0 {
-		limit = 10
-	}
-	if len(all) > limit {
-		all = all[len(all)-limit:]
-	}
+// followEvents prints all (the newest events, oldest first), then new ones as they come, until
+// interrupted.
+func (c *command) followEvents(g *globals, st *client.Store, key string, all []*store.Event, interval time.Duration) int {
 	var after uint64
 	header := g.output != "json"
 	emit := func(evs []*store.Event) error {

@@ -2,7 +2,12 @@ package cli
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -122,5 +127,68 @@ func TestLocksListWatch(t *testing.T) {
 	if res.code != 0 || strings.Count(res.stdout, "no live leases") != 2 || strings.Count(res.stdout, "--- ") != 2 ||
 		strings.Count(res.stdout, "watcher-test") != 1 {
 		t.Errorf("locks list --watch: %s\nwant the empty list, the lease, the empty list again", res)
+	}
+}
+
+// events --limit N asks the server for the newest N (order=desc, one request); a server older
+// than order=desc ignores it and answers oldest first, which the command notices and then reads
+// the whole log, so it prints the newest N either way.
+func TestEventsLimitAsksForTheNewest(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, k := range []string{"a", "b", "c"} {
+		if r := f.cli(t, "locks", "acquire", k, "--holder", "h-"+k); r.code != 0 {
+			t.Fatalf("acquire: %s", r)
+		}
+	}
+	target, err := url.Parse(f.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var asked []string
+	old := false // answer as a server without order=desc
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/events" {
+			mu.Lock()
+			asked = append(asked, r.URL.RawQuery)
+			if old {
+				q := r.URL.Query()
+				q.Del("order")
+				r.URL.RawQuery = q.Encode()
+			}
+			mu.Unlock()
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	f.url = ts.URL
+	for _, o := range []bool{false, true} {
+		mu.Lock()
+		old, asked = o, nil
+		mu.Unlock()
+		for _, c := range []struct {
+			limit string
+			want  []string
+		}{{"1", []string{"h-c"}}, {"2", []string{"h-c", "h-b"}}} {
+			r := f.cli(t, "events", "--limit", c.limit)
+			lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+			if r.code != 0 || len(lines) != len(c.want)+1 {
+				t.Fatalf("old server %v: events --limit %s: %s", o, c.limit, r)
+			}
+			for i, w := range c.want {
+				if !strings.Contains(lines[i+1], w) {
+					t.Errorf("old server %v: events --limit %s: line %d is %q, want %s", o, c.limit, i+1, lines[i+1], w)
+				}
+			}
+		}
+		mu.Lock()
+		if !o && (len(asked) != 2 || !strings.Contains(asked[0], "order=desc")) {
+			t.Errorf("events --limit asked %q; want one request each, with order=desc", asked)
+		}
+		if o && len(asked) != 4 {
+			t.Errorf("against an old server events --limit asked %q; want the newest first, then the whole log", asked)
+		}
+		mu.Unlock()
 	}
 }
