@@ -11,7 +11,6 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/batonhq/baton"
@@ -266,7 +265,7 @@ func writeTable(w io.Writer, leases []*store.Lease) error {
 		_, err := fmt.Fprintln(w, "no live leases")
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "KEY\tHOLDER\tTOKEN\tEXPIRES\tLEASE_ID")
 	for _, l := range leases {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s (%s)\t%s\n", printable(l.Key), printable(l.Holder), l.Token,

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"text/tabwriter"
 	"time"
 
 	"github.com/batonhq/baton/client"
@@ -193,7 +192,7 @@ func writeEvents(w io.Writer, g *globals, evs []*store.Event) error {
 
 // writeEventRows prints events as aligned columns, with the header line if header.
 func writeEventRows(w io.Writer, evs []*store.Event, header bool) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	if header {
 		fmt.Fprintln(tw, "ID\tAT\tKIND\tKEY\tHOLDER\tTOKEN\tACTOR\tJOB\tOUTCOME\tREASON")
 	}

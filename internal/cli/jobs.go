@@ -8,7 +8,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/batonhq/baton/internal/wire"
@@ -559,7 +558,7 @@ func jobInfo(j *store.Job) string {
 
 // writeJobTable prints jobs as aligned columns.
 func writeJobTable(w io.Writer, jobs []*store.Job) error {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "ID\tKIND\tRESOURCE\tSTATE\tATTEMPT\tCREATED\tINFO")
 	for _, j := range jobs {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", j.ID, j.Kind, printable(j.Resource), j.State,
@@ -570,7 +569,7 @@ func writeJobTable(w io.Writer, jobs []*store.Job) error {
 
 // writeJobDetail prints one job as "Field: value" lines and its error history.
 func writeJobDetail(w io.Writer, j *store.Job) error {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := newTable(w)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	row("ID", strconv.FormatInt(j.ID, 10))
 	row("Kind", j.Kind)
@@ -618,7 +617,7 @@ func writeJobDetail(w io.Writer, j *store.Job) error {
 		return err
 	}
 	fmt.Fprintln(w, "Errors (of attempts):")
-	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw = newTable(w)
 	fmt.Fprintln(tw, "  ATTEMPT\tAT\tCODE\tMESSAGE")
 	for _, e := range j.Errors {
 		// A message may span lines (a CMD's stderr): continuation lines are indented.

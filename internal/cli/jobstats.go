@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
@@ -89,7 +88,7 @@ func writeStats(w io.Writer, counts []wire.JobCount) error {
 		per[n.Kind][n.State] += n.Count
 	}
 	slices.Sort(kinds)
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprint(tw, "KIND")
 	for _, s := range statsStates {
 		fmt.Fprintf(tw, "\t%s", upper(string(s)))

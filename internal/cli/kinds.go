@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
@@ -217,7 +216,7 @@ func writeKinds(w io.Writer, g *globals, kinds []store.Kind) error {
 		}
 		return printable(s)
 	}
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "NAME\tPOLICY\tATTEMPTS\tTIMEOUT\tCOOLDOWN\tFROM_STATES\tRUNNING_STATE\tSUCCESS_STATE\tFAILURE_STATE\tRESOURCE_COOLDOWN")
 	for _, k := range kinds {
 		timeout, cooldown, resourceCooldown := "-", "-", "-"

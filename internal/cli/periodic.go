@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/batonhq/baton/client"
@@ -70,7 +69,7 @@ func writePeriodic(w io.Writer, g *globals, jobs []client.PeriodicJob, now time.
 		}
 		return writeJSON(w, out)
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "NAME\tSCHEDULE\tKIND\tRESOURCE\tNEXT RUN")
 	for _, p := range jobs {
 		next := "never"

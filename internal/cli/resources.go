@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"text/tabwriter"
 
 	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
@@ -204,7 +203,7 @@ func writeResources(w io.Writer, g *globals, rs []*store.Resource) error {
 		_, err := fmt.Fprintln(w, "no resources")
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "KEY\tSTATE\tVERSION\tRUNNING_JOB\tUNFINISHED\tUPDATED\tCOOLDOWN")
 	for _, r := range rs {
 		running := "-"
