@@ -4,7 +4,8 @@
 test:
 	./scripts/test.sh
 
-# Benchmarks with their raw baselines; figures go to docs/benchmarks.md.
+# Benchmarks with their raw baselines (SQLite, PostgreSQL, server; DynamoDB and Kubernetes are
+# run by hand, see docs/benchmarks.md); figures go to docs/benchmarks.md.
 bench:
 	./scripts/bench.sh
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs the lease benchmarks of every backend, each next to its raw baseline in the same process,
-# COUNT times, and summarises them with benchstat when it is installed
-# (go install golang.org/x/perf/cmd/benchstat@latest). Figures go to docs/benchmarks.md.
+# Runs the lease benchmarks of SQLite, PostgreSQL and the server, each next to its raw baseline
+# in the same process, COUNT times, and summarises them with benchstat when it is installed
+# (go install golang.org/x/perf/cmd/benchstat@latest). Figures go to docs/benchmarks.md. The
+# DynamoDB and Kubernetes benchmarks need dynalite and a kube-apiserver; docs/benchmarks.md
+# gives the commands that run them.
 # This includes ListPrefix1M (List at 1M held leases against 1k), which loads 1M rows per run.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -67,7 +67,7 @@ type Store struct {
 	hub     *notify.Hub
 	seen    observations
 	drift   float64          // Config.DriftFactor
-	now     func() time.Time // the monotonic clock of observations; time.Now (tests skew it)
+	now     func() time.Time // the monotonic clock of observations; time.Now (a test moves it by hand)
 	wall    func() time.Time // the wall clock of AcquiredAt; time.Now (tests skew it)
 	closed  store.Closed
 	closeMu sync.Once

@@ -369,12 +369,8 @@ func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
-	if err := p.Validate(); err != nil {
+	if err := p.Validate(); err != nil { // defaults an empty actor to "unknown", as ClearRest's
 		return nil, err
-	}
-	actor := p.Actor
-	if actor == "" {
-		actor = "unknown"
 	}
 	// No lease ID: never the cached object, always a read.
 	v, _, err := s.change(ctx, "force-release", p.Key, "", func(v *view, ok bool) (*record, error) {
@@ -382,7 +378,7 @@ func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (
 			return nil, store.ErrNotFound
 		}
 		next := *v.rec
-		next.State, next.ForceReason, next.ForceActor = stateForced, p.Reason, actor
+		next.State, next.ForceReason, next.ForceActor = stateForced, p.Reason, p.Actor
 		return &next, nil
 	})
 	if err != nil {
