@@ -136,7 +136,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	l.stop()
 	l.cancel(ErrReleased)
-	_, err := l.locker.store.Release(ctx, &store.ReleaseParams{Key: l.Key, LeaseID: l.ID})
+	err := l.release(ctx)
 	if !settledRelease(err) {
 		// The release may still be applied later: this Locker must not hand the lease out
 		// again (see unsettled).
@@ -150,6 +150,27 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.released = true
 	l.mu.Unlock()
 	return nil
+}
+
+// release asks the store to release the lease. A refusal that says when to come back (a
+// server shedding load: 503 with Retry-After) is sent again then, as long as that is before the
+// local deadline and ctx allows; the last error is returned.
+func (l *Lease) release(ctx context.Context) error {
+	for {
+		_, err := l.locker.store.Release(ctx, &store.ReleaseParams{Key: l.Key, LeaseID: l.ID})
+		var hint retryAfterHinter
+		if err == nil || !errors.As(err, &hint) || hint.RetryAfterHint() <= 0 ||
+			time.Now().Add(hint.RetryAfterHint()).After(l.localEnd) {
+			return err
+		}
+		t := time.NewTimer(hint.RetryAfterHint())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
 }
 
 // stop ends keepalive and the deadline timer, and waits for a renew in flight.
