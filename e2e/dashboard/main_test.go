@@ -1,6 +1,7 @@
-// Package dashboard tests the web dashboard in a real browser: Debian's chromium, driven with
-// chromedp, against the real baton binary (built with -race) serving a SQLite store. It is its
-// own module so that chromedp stays out of the core module's dependencies.
+// Package dashboard tests the web dashboard, and the TypeScript client (tsclient_test.go), in a
+// real browser: Debian's chromium, driven with chromedp, against the real baton binary (built
+// with -race) serving a SQLite store. It is its own module so that chromedp stays out of the
+// core module's dependencies.
 package dashboard
 
 import (

@@ -82,7 +82,10 @@ export class BatonClient {
     const what = `${method} ${path}`;
     let resp;
     try {
-      resp = await this.#fetch(url, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body), signal });
+      // Called as a plain function: a browser's fetch refuses any other `this` than the window
+      // ("Illegal invocation"), and this.#fetch(...) would pass the client.
+      const f = this.#fetch;
+      resp = await f(url, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body), signal });
     } catch (err) {
       if (signal?.aborted) throw signal.reason;
       throw new BatonError(`baton: ${what}: ${err?.cause?.code ?? err?.message ?? err}`, { cause: err });
