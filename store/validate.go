@@ -163,7 +163,6 @@ func validateFilter(field, s string, max int) error {
 	return validateName(field, s, max)
 }
 
-// Validate checks the filters and applies the default limit.
 // IDBound is the cursor as the bound of an SQL query on event IDs (int64): with NewestFirst and
 // no cursor, the largest ID; a cursor past the int64 range is clamped to it.
 func (p *EventsParams) IDBound() int64 {
@@ -173,6 +172,7 @@ func (p *EventsParams) IDBound() int64 {
 	return int64(p.After)
 }
 
+// Validate checks the filters and applies the default limit.
 func (p *EventsParams) Validate() error {
 	if p.Limit == 0 {
 		p.Limit = DefaultListSize
