@@ -49,7 +49,7 @@ function pageFor(r) {
   const fn = name && Object.hasOwn(pages, name) ? pages[name] : null;
   const note = (title, ...text) => () => ({ el: h('section', {}, h('h1', {}, title), h('p', { class: 'muted' }, text)), refresh: async () => {} });
   if (!fn) return note('No such page', h('a', { href: '#/locks' }, 'Go to the locks.'));
-  if (['jobs', 'job', 'dlq', 'resources', 'resource', 'kinds'].includes(name) && !session.info.jobs) {
+  if (['jobs', 'job', 'dlq', 'resources', 'resource', 'kinds', 'periodic'].includes(name) && !session.info.jobs) {
     return note('No job queue', `This server's store (${session.info.store}) has no job queue.`);
   }
   if (name === 'events' && !session.info.audit) return note('Events', `This server's store (${session.info.store}) keeps no audit log.`);

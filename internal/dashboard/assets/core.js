@@ -7,6 +7,11 @@ export const session = { token: sessionStorage.getItem('baton.token') || '', inf
 // can reports whether the signed-in token has at least the given role.
 export const can = (role) => session.info != null && roles.indexOf(session.info.role) >= roles.indexOf(role);
 
+// serverClock is the server's clock (its Date header, to the second) when the last answer left
+// it: a countdown to a time the server names (a periodic job's next run) starts from it, so that
+// the browser's own wall clock is not compared with the server's.
+export const serverClock = { at: NaN };
+
 export class ApiError extends Error {
   constructor(status, code, detail) {
     super(detail || code || `HTTP ${status}`);
@@ -31,6 +36,7 @@ export async function api(method, path, body) {
     hooks.reachable(false, 'Server unreachable');
     throw new ApiError(0, 'unreachable', 'the server did not answer');
   }
+  serverClock.at = Date.parse(res.headers.get('Date'));
   const data = await res.json().catch(() => null);
   if (res.status === 503 && data && data.code === 'unavailable') {
     hooks.reachable(false, 'The server answers but its store does not');

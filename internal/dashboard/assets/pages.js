@@ -2,7 +2,7 @@
 // API (at most two requests) and redraws the data. The app calls refresh on a timer.
 import {
   session, api, q, h, link, enc, can, lockHref, jobHref, resourceHref, fmtTime, fmtMs, fmtJSON, badge, ttl,
-  table, fields, replace, confirmDialog, action, filterForm, pager, markRendered,
+  table, fields, replace, confirmDialog, action, filterForm, pager, markRendered, serverClock,
 } from './core.js';
 
 const PAGE = 50;
@@ -335,6 +335,31 @@ export function kinds() {
       { label: 'Resource cooldown', cell: (k) => k.resource_cooldown_ms ? fmtMs(k.resource_cooldown_ms) : 'none' },
       { label: 'State guard', class: 'key', cell: guard },
     ], r.kinds, 'No kinds registered.'));
+  });
+  return { el: f.el, refresh };
+}
+
+// periodic lists the periodic jobs of this server's --periodic-file (read-only: they change with
+// the file). The next run is the server's time, with a countdown from the server's clock.
+export function periodic() {
+  const f = frame('Periodic', h('p', { class: 'muted' }, 'The jobs this server submits once a period when it leads ',
+    '(baton serve --periodic-file). They change with the file, not from here.'));
+  const refresh = paged(f, async () => {
+    const r = await api('GET', 'v1/periodic');
+    const next = (j) => {
+      if (!j.next_run) return 'never';
+      const left = Date.parse(j.next_run) - serverClock.at;
+      return [fmtTime(j.next_run), isNaN(left) ? '' : [' (', ttl(left), ')']];
+    };
+    replace(f.data, table([
+      { label: 'Name', class: 'key', cell: (j) => j.name },
+      { label: 'Schedule', cell: (j) => h('code', {}, j.schedule) },
+      { label: 'Kind', cell: (j) => link('#/jobs' + q({ kind: j.kind }), j.kind) },
+      { label: 'Resource', class: 'key', cell: (j) => link(resourceHref(j.resource), j.resource) },
+      { label: 'Busy policy', cell: (j) => j.policy || h('span', { class: 'muted' }, 'the kind\'s') },
+      { label: 'Priority', class: 'num', cell: (j) => j.priority || 0 },
+      { label: 'Next run', class: 't', cell: next },
+    ], r.periodic, 'No periodic jobs.'));
   });
   return { el: f.el, refresh };
 }
