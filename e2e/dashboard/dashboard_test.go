@@ -175,6 +175,9 @@ func TestDashboardAdmin(t *testing.T) {
 		until(`[...document.querySelectorAll('main tbody tr')].some((tr) => tr.cells[0].innerText === 'deploy' && tr.cells[5].innerText === 'none')`))
 	shot(t, ctx, "kinds")
 
+	// Periodic: this server has no --periodic-file.
+	do(t, ctx, page("#/periodic", "Periodic"), hasText("main", "No periodic jobs."))
+
 	// Events: the audit log, newest first, with the lease events, the force-release, the job
 	// attempts (their job and outcome) and the cleared cooldown.
 	do(t, ctx, page("#/events", "Events"), hasText("main", "force_release", "stuck after deploy", "other/gamma",

@@ -22,6 +22,7 @@ func TestDashboardNoAuditLog(t *testing.T) {
 	do(t, ctx, chromedp.Navigate(d.url+"/"), hasText("main", "locks/alpha"), hasText("#who", "anonymous (admin)"),
 		until(`document.querySelector('#nav a[data-page=events]').hidden`),
 		until(`document.querySelector('#nav a[data-page=jobs]').hidden`),
+		until(`document.querySelector('#nav a[data-page=periodic]').hidden`),
 		until(`!document.querySelector('#nav a[data-page=locks]').hidden`))
 	do(t, ctx, page("#/locks/locks%2Falpha", "Lock locks/alpha"), hasText("main", "ci-7", "Force-release"))
 	if n := eval[int](t, ctx, `document.querySelectorAll('main h2, main table').length`); n != 0 {

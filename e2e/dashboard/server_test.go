@@ -51,8 +51,9 @@ func startServerOn(t *testing.T, storeURL string) *daemon {
 	return startServing(t, storeURL, false)
 }
 
-// startServing runs baton serve over storeURL ("": a fresh SQLite file).
-func startServing(t *testing.T, storeURL string, auth bool) *daemon {
+// startServing runs baton serve over storeURL ("": a fresh SQLite file), with the flags of extra
+// after the others.
+func startServing(t *testing.T, storeURL string, auth bool, extra ...string) *daemon {
 	t.Helper()
 	dir := t.TempDir()
 	if storeURL == "" {
@@ -75,6 +76,7 @@ func startServing(t *testing.T, storeURL string, auth bool) *daemon {
 		}
 		d.args = append(d.args, "--auth-file", file)
 	}
+	d.args = append(d.args, extra...)
 	d.start()
 	t.Cleanup(d.stop)
 	return d
