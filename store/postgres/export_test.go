@@ -1,6 +1,12 @@
 package postgres
 
-import "github.com/batonhq/baton/store"
+import (
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/batonhq/baton/store"
+)
 
 // ListenerPID is the backend PID of s's LISTEN connection.
 func ListenerPID(s *Store) uint32 { return s.lis.pid.Load() }
@@ -27,4 +33,11 @@ func ListJobsSQL(schema string, filters int, state store.JobState) string {
 // ResourceListBoundedSQL returns ListResources' statement with the upper bound.
 func ResourceListBoundedSQL(schema string) string {
 	return buildJobQueries(schema, "c").resourceListBounded
+}
+
+// RunningJobsSQL returns the statements that read the running jobs: the reaper's candidates
+// and the kind statistics.
+func RunningJobsSQL(schema string) (reap, stats string) {
+	return buildJobQueries(schema, "c").reapCandidates,
+		strings.ReplaceAll(kindStatsSQL, "{jobs}", pgx.Identifier{schema, "jobs"}.Sanitize())
 }

@@ -12,7 +12,7 @@ import (
 
 var _ store.KindStatsStore = (*Store)(nil)
 
-// kindStatsSQL reads the running jobs through jobs_running_by_lease and the dead letters
+// kindStatsSQL reads the running jobs through jobs_one_running_per_resource and the dead letters
 // through jobs_discarded (partial indexes on those states), never the other jobs.
 const kindStatsSQL = `SELECT kind,
 	coalesce((extract(epoch FROM now() - min(attempted_at) FILTER (WHERE state = 'running')) * 1000)::bigint, 0),

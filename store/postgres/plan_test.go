@@ -93,3 +93,53 @@ func TestListPlansReadOneIndexRange(t *testing.T) {
 		})
 	}
 }
+
+// The reaper and the kind statistics read the running jobs through an index on that state
+// (migration 0008 dropped the lease-ordered one, so that heartbeats can be HOT updates), never
+// the whole table, however many jobs have finished.
+func TestRunningJobsReadThroughAnIndex(t *testing.T) {
+	schema := newSchema(t)
+	openStore(t, schema)
+	id := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
+	exec(t, `INSERT INTO `+id("jobs")+` (seq, kind, resource, state, max_attempts, scheduled_at, lease_expires_at)
+		SELECT i, 'k' || (i % 5), 'r/' || lpad(i::text, 6, '0'),
+			CASE WHEN i % 100 = 0 THEN 'running' ELSE 'succeeded' END, 3, now(),
+			CASE WHEN i % 100 = 0 THEN now() + (i % 7 - 3) * interval '1 minute' END
+		FROM generate_series(1, 50000) AS i`)
+	exec(t, `ANALYZE `+id("jobs"))
+	reap, stats := postgres.RunningJobsSQL(schema)
+	for _, c := range []struct{ name, sql, args string }{
+		{"reap candidates", reap, "(100)"},
+		{"kind stats", stats, ""},
+	} {
+		withConn(t, func(ctx context.Context, conn *pgx.Conn) error {
+			if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+				return err
+			}
+			if _, err := conn.Exec(ctx, `PREPARE p AS `+c.sql); err != nil {
+				return fmt.Errorf("%s: prepare: %w", c.name, err)
+			}
+			var lines []string
+			rows, err := conn.Query(ctx, `EXPLAIN EXECUTE p `+c.args)
+			if err != nil {
+				return fmt.Errorf("%s: explain: %w", c.name, err)
+			}
+			for rows.Next() {
+				var l string
+				if err := rows.Scan(&l); err != nil {
+					return err
+				}
+				lines = append(lines, l)
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			plan := strings.Join(lines, "\n")
+			t.Logf("%s:\n%s", c.name, plan)
+			if strings.Contains(plan, "Seq Scan on jobs") || !strings.Contains(plan, "jobs_one_running_per_resource") {
+				t.Errorf("%s: the plan does not read the running jobs through jobs_one_running_per_resource:\n%s", c.name, plan)
+			}
+			return nil
+		})
+	}
+}
