@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -231,5 +232,38 @@ func TestJobsReapLockStateLost(t *testing.T) {
 	}
 	if again := claim(t, s, 1, "k"); len(again) != 1 || again[0].ID != j.ID {
 		t.Fatalf("after the reap claimed %v; want job %d again", ids(again), j.ID)
+	}
+}
+
+// A heartbeat changes only lease_expires_at, which no index holds (migration 0008), so
+// PostgreSQL can update the row in place of its page (a HOT update) without an entry in each of
+// the job's indexes. The old row version's heap-only flag says whether it did; pageinspect
+// reads it. Fails if an index on lease_expires_at comes back.
+func TestHeartbeatIsAHOTUpdate(t *testing.T) {
+	exec(t, `CREATE EXTENSION IF NOT EXISTS pageinspect`)
+	ctx := testCtx(t)
+	s := jobStore(t, store.Kind{Name: "k"})
+	j := submit(t, s, "k", "r")
+	got := claim(t, s, 1, "k")
+	if len(got) != 1 {
+		t.Fatalf("claimed %d jobs", len(got))
+	}
+	var before string
+	withConn(t, func(ctx context.Context, conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, `SELECT ctid::text FROM `+pgx.Identifier{s.Schema(), "jobs"}.Sanitize()+` WHERE id = $1`, j.ID).Scan(&before)
+	})
+	if _, err := s.HeartbeatJob(ctx, &store.HeartbeatParams{ID: j.ID, Token: got[0].Token, TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	// HEAP_HOT_UPDATED (0x4000 in t_infomask2) marks a version replaced by a heap-only one.
+	var hot bool
+	withConn(t, func(ctx context.Context, conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, `SELECT (t_infomask2 & 16384) <> 0
+			FROM heap_page_items(get_raw_page($1, ($2::tid::text::point)[0]::int))
+			WHERE lp = ($2::tid::text::point)[1]::int`,
+			s.Schema()+".jobs", before).Scan(&hot)
+	})
+	if !hot {
+		t.Fatalf("the heartbeat's update of the row at %s was not a HOT update", before)
 	}
 }
