@@ -28,3 +28,10 @@ func ListJobsSQL(schema string, filters int, state store.JobState) string {
 func ResourceListBoundedSQL(schema string) string {
 	return buildJobQueries(schema, "c").resourceListBounded
 }
+
+// SubmitBatchSQL returns the bulk submit's statements of schema: the resource lock, the insert
+// of a batch without idempotency keys, and the insert of a batch with some.
+func SubmitBatchSQL(schema string) (lock, noKeys, keys string) {
+	q := buildSubmitQueries(schema, "c")
+	return q.lock, q.insertNoKeys, q.insert
+}
