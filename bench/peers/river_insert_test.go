@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
@@ -23,7 +24,9 @@ import (
 // schema and a pool of insertClients connections for statements; jobs name one of
 // insertResources resources (Baton queues them per resource; River does not keep the jobs of a
 // resource apart). The sides alternate in blocks so that drift weighs on both alike. ns/op is
-// per job for Baton; jobs/s of both and the ratio (x-river, >1 = Baton faster) are reported.
+// per job for Baton; jobs/s of both and the ratio (x-river, >1 = Baton faster) are reported, and
+// per job for each side: WAL bytes and the CPU time of this process and of the PostgreSQL server
+// (x-river-cpu: River's total over Baton's).
 //
 //	go test -run '^$' -bench 'Submit.*VsRiver' -benchtime 20000x ./bench/peers/
 
@@ -33,12 +36,15 @@ const (
 	insertResources = 10000
 )
 
-// insertSides are the two submitters of one benchmark: one call submits jobs [from, to).
+// insertSides are the two submitters of one benchmark: one call submits jobs [from, to). pool
+// reads the server's WAL position and meter the CPU times (see pairedInsert).
 type insertSides struct {
 	baton, river func(ctx context.Context, from, to int) error
+	pool         *pgxpool.Pool
+	meter        *cpuMeter
 }
 
-func newInsertSides(b *testing.B) (*baton.Queue, *river.Client[pgx.Tx]) {
+func newInsertSides(b *testing.B) (*baton.Queue, *river.Client[pgx.Tx], *pgxpool.Pool) {
 	ctx := context.Background()
 	pool := pgPool(b, insertClients)
 	schema := pgSchema(b, pool, "river_ins", true)
@@ -65,7 +71,7 @@ func newInsertSides(b *testing.B) (*baton.Queue, *river.Client[pgx.Tx]) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return q, rc
+	return q, rc, pool
 }
 
 func insertResource(i int) string { return fmt.Sprintf("r%d", i%insertResources) }
@@ -75,6 +81,7 @@ func pairedInsert(b *testing.B, sides insertSides) {
 	ctx := context.Background()
 	const blocks = 4
 	var batonTime, riverTime time.Duration
+	var batonWAL, riverWAL, batonCPU, riverCPU, batonPG, riverPG float64
 	b.ResetTimer()
 	b.StopTimer()
 	next := 0
@@ -88,26 +95,45 @@ func pairedInsert(b *testing.B, sides insertSides) {
 		}
 		from := next
 		next += n
-		run := func(f func(context.Context, int, int) error, into *time.Duration) {
+		run := func(f func(context.Context, int, int) error, into *time.Duration, wal, cpu, pg *float64) {
+			lsn := walLSN(b, sides.pool)
+			self0, pg0 := sides.meter.read()
 			start := time.Now()
 			if err := f(ctx, from, from+n); err != nil {
 				b.Fatal(err)
 			}
 			*into += time.Since(start)
+			self1, pg1 := sides.meter.read()
+			*wal += walSince(b, sides.pool, lsn)
+			*cpu += self1 - self0
+			*pg += pg1 - pg0
 		}
 		if i%2 == 0 {
-			run(sides.river, &riverTime)
-			run(sides.baton, &batonTime)
+			run(sides.river, &riverTime, &riverWAL, &riverCPU, &riverPG)
+			run(sides.baton, &batonTime, &batonWAL, &batonCPU, &batonPG)
 		} else {
-			run(sides.baton, &batonTime)
-			run(sides.river, &riverTime)
+			run(sides.baton, &batonTime, &batonWAL, &batonCPU, &batonPG)
+			run(sides.river, &riverTime, &riverWAL, &riverCPU, &riverPG)
 		}
 	}
 	if batonTime > 0 && riverTime > 0 {
-		b.ReportMetric(float64(b.N)/batonTime.Seconds(), "jobs/s")
-		b.ReportMetric(float64(b.N)/riverTime.Seconds(), "river-jobs/s")
+		jobs := float64(b.N)
+		b.ReportMetric(jobs/batonTime.Seconds(), "jobs/s")
+		b.ReportMetric(jobs/riverTime.Seconds(), "river-jobs/s")
 		b.ReportMetric(riverTime.Seconds()/batonTime.Seconds(), "x-river")
-		b.ReportMetric(float64(batonTime.Nanoseconds())/float64(b.N), "ns/job")
+		b.ReportMetric(float64(batonTime.Nanoseconds())/jobs, "ns/job")
+		// As in BenchmarkRiverJobs: WAL and CPU time per job (this process; the PostgreSQL
+		// server, attributable only on a server the benchmark has to itself), steadier than
+		// jobs/s on a loaded machine.
+		b.ReportMetric(batonWAL/jobs, "wal-B/job")
+		b.ReportMetric(riverWAL/jobs, "river-wal-B/job")
+		b.ReportMetric(batonCPU*1e6/jobs, "go-cpu-us/job")
+		b.ReportMetric(batonPG*1e6/jobs, "pg-cpu-us/job")
+		b.ReportMetric(riverCPU*1e6/jobs, "river-go-cpu-us/job")
+		b.ReportMetric(riverPG*1e6/jobs, "river-pg-cpu-us/job")
+		if batonCPU+batonPG > 0 {
+			b.ReportMetric((riverCPU+riverPG)/(batonCPU+batonPG), "x-river-cpu")
+		}
 	}
 }
 
@@ -139,8 +165,8 @@ func parallel(from, to int, f func(i int) error) error {
 // BenchmarkSubmitVsRiverInsert: Queue.Submit against Client.Insert, one job per call, from
 // insertClients goroutines.
 func BenchmarkSubmitVsRiverInsert(b *testing.B) {
-	q, rc := newInsertSides(b)
-	pairedInsert(b, insertSides{
+	q, rc, pool := newInsertSides(b)
+	pairedInsert(b, insertSides{pool: pool, meter: newCPUMeter(b, pool),
 		baton: func(ctx context.Context, from, to int) error {
 			return parallel(from, to, func(i int) error {
 				_, err := q.Submit(ctx, baton.SubmitParams{Kind: "insert_noop", Resource: insertResource(i),
@@ -160,8 +186,8 @@ func BenchmarkSubmitVsRiverInsert(b *testing.B) {
 // BenchmarkSubmitManyVsRiverInsertMany: Queue.SubmitMany against Client.InsertMany, batches of
 // insertBatch jobs from one goroutine (both return the inserted jobs).
 func BenchmarkSubmitManyVsRiverInsertMany(b *testing.B) {
-	q, rc := newInsertSides(b)
-	pairedInsert(b, insertSides{
+	q, rc, pool := newInsertSides(b)
+	pairedInsert(b, insertSides{pool: pool, meter: newCPUMeter(b, pool),
 		baton: func(ctx context.Context, from, to int) error {
 			for lo := from; lo < to; lo += insertBatch {
 				ps := make([]baton.SubmitParams, 0, insertBatch)

@@ -41,3 +41,10 @@ func RunningJobsSQL(schema string) (reap, stats string) {
 	return buildJobQueries(schema, "c").reapCandidates,
 		strings.ReplaceAll(kindStatsSQL, "{jobs}", pgx.Identifier{schema, "jobs"}.Sanitize())
 }
+
+// SubmitBatchSQL returns the bulk submit's statements of schema: the resource lock, the insert
+// of a batch without idempotency keys, and the insert of a batch with some.
+func SubmitBatchSQL(schema string) (lock, noKeys, keys string) {
+	q := buildSubmitQueries(schema, "c")
+	return q.lock, q.insertNoKeys, q.insert
+}

@@ -31,6 +31,18 @@ const coolJoin = `LEFT JOIN LATERAL (
 		WHERE rs.key = f.resource AND rs.cooldown_until > now()
 	) c ON true`
 
+// resourceJoin reads, in one index probe, the resource row of the job row f: c.cooldown_until
+// (the resource cooldown; it may have ended), c.cooldown_job, and c.kind_cooldown (the end of
+// f's kind's cooldown there, as text; NULL if none). The row exists: submitLockSQL locked it.
+// LIMIT 1 (the key is unique) keeps the subquery from being flattened into a join, which a
+// connection's cached generic plan, made while the table was small, could make a hash join over
+// a scan of every resource (in row order by hash, not batch order: the IDs would enter the
+// indexes out of order).
+const resourceJoin = `LEFT JOIN LATERAL (
+		SELECT rs.cooldown_until, rs.cooldown_job, rs.cooldowns ->> f.kind AS kind_cooldown FROM {resources} rs
+		WHERE rs.key = f.resource LIMIT 1
+	) c ON true`
+
 // coolError is the error entry of a job p skipped because its resource is cooling down, as
 // store.CooldownSkipError writes it.
 const coolError = `jsonb_build_array(jsonb_build_object('attempt', 0, 'at', now(), 'code', 'resource_cooldown',
@@ -43,9 +55,14 @@ const coolError = `jsonb_build_array(jsonb_build_object('attempt', 0, 'at', now(
 // submit, promotion or job end can change which job heads them. It must be a statement of its
 // own, before submitInsertSQL, so that that statement's snapshot sees every change committed
 // before the locks were granted.
+//
+// "WHERE false" updates nothing but still locks each existing row (PostgreSQL locks a
+// conflicting row before it evaluates the DO UPDATE's condition, in the mode the SET implies: FOR
+// UPDATE, as the key is set), so an existing resource costs a row lock, not a new row version
+// (with its index entry when the page has no room for a HOT update, and its WAL).
 const submitLockSQL = `INSERT INTO {resources} AS r (key)
 SELECT DISTINCT k FROM unnest($1::text[]) AS k ORDER BY k
-ON CONFLICT (key) DO UPDATE SET key = r.key`
+ON CONFLICT (key) DO UPDATE SET key = r.key WHERE false`
 
 // submitInsertSQL submits the jobs $1.. (one array per field, aligned; ” and 0 mean unset:
 // the kind's) as if one after the other in array order. It returns the inserted jobs (existing
@@ -76,8 +93,8 @@ const submitInsertSQL = `WITH req AS (
 		$8::timestamptz[], $9::bigint[]) WITH ORDINALITY
 		AS t (kind, resource, args, ikey, policy, max_attempts, priority, at, delay_ms, idx)
 ), known AS (
-	SELECT j.idempotency_key AS ikey, j.id FROM {jobs} j
-	WHERE j.idempotency_key = ANY (ARRAY(SELECT DISTINCT ikey FROM req WHERE ikey <> ''))
+	SELECT j.idempotency_key AS ikey, j.id FROM (SELECT DISTINCT ikey FROM req WHERE ikey <> '') q
+	CROSS JOIN LATERAL (SELECT j.idempotency_key, j.id FROM {jobs} j WHERE j.idempotency_key = q.ikey LIMIT 1) j
 ), fresh0 AS (
 	SELECT r.*, CASE WHEN r.ikey = '' THEN r.idx ELSE min(r.idx) OVER (PARTITION BY r.ikey) END AS first
 	FROM req r
@@ -88,28 +105,23 @@ const submitInsertSQL = `WITH req AS (
 ), drawn AS (
 	SELECT (SELECT array_agg(a.v ORDER BY a.v) FROM (SELECT nextval({job_ids}) AS v FROM fresh) a) AS ids,
 		(SELECT array_agg(a.v ORDER BY a.v) FROM (SELECT nextval({job_seq}) AS v FROM fresh) a) AS seqs
-), kk AS MATERIALIZED (
-	SELECT k.name, k.policy, k.max_attempts FROM {kinds} k
-	WHERE k.name = ANY (ARRAY(SELECT DISTINCT kind FROM fresh))
+), kk AS (
+	SELECT array_agg(k.name) AS names, array_agg(k.policy) AS policies, array_agg(k.max_attempts) AS max_attempts
+	FROM {kinds} k WHERE k.name = ANY (ARRAY(SELECT DISTINCT kind FROM fresh))
 ), plan0 AS MATERIALIZED (
 	SELECT f.idx, f.kind, f.resource, f.args, f.ikey, f.priority, f.rn, d.ids[f.n] AS id, d.seqs[f.n] AS seq,
-		k.name IS NOT NULL AS kind_known, coalesce(nullif(f.policy, ''), k.policy) AS policy,
-		coalesce(nullif(f.max_attempts, 0), k.max_attempts) AS max_attempts,
+		array_position(kk.names, f.kind) IS NOT NULL AS kind_known,
+		coalesce(nullif(f.policy, ''), kk.policies[array_position(kk.names, f.kind)]) AS policy,
+		coalesce(nullif(f.max_attempts, 0), kk.max_attempts[array_position(kk.names, f.kind)]) AS max_attempts,
 		coalesce(f.at, now() + f.delay_ms * interval '1 millisecond') AS at0,
-		h.id AS h0_id, h.state AS h0_state, h.cooldown_end, c.cool_until, c.cool_job
-	FROM fresh f CROSS JOIN drawn d
-	LEFT JOIN kk k ON k.name = f.kind
-	` + coolJoin + `
+		h.id AS h0_id, h.state AS h0_state,
+		CASE WHEN f.rn = 1 THEN c.kind_cooldown::timestamptz END AS cooldown_end,
+		CASE WHEN c.cooldown_until > now() THEN c.cooldown_until END AS cool_until, c.cooldown_job AS cool_job
+	FROM fresh f CROSS JOIN drawn d CROSS JOIN kk
+	` + resourceJoin + `
 	LEFT JOIN LATERAL (
-		SELECT (SELECT rs.cooldowns ->> f.kind FROM {resources} rs WHERE rs.key = f.resource)::timestamptz AS cooldown_end,
-			u.id, u.state
-		FROM (VALUES (1)) AS one (x)
-		LEFT JOIN LATERAL (
-			SELECT u.id, u.state FROM {jobs} u WHERE u.resource = f.resource AND u.state IN {unfinished}
-			ORDER BY u.seq LIMIT 1
-		) u ON true
-		WHERE f.rn = 1
-		OFFSET 0
+		SELECT u.id, u.state FROM {jobs} u WHERE u.resource = f.resource AND u.state IN {unfinished} AND f.rn = 1
+		ORDER BY u.seq LIMIT 1
 	) h ON true
 ), plan1 AS (
 	SELECT p.*, first_value(p.h0_id) OVER w IS NOT NULL OR p.rn > 1 AS busy,
@@ -152,7 +164,7 @@ const submitInsertSQL = `WITH req AS (
 )
 SELECT false, (SELECT count(*) FROM woken)::int, i.* FROM ins i
 UNION ALL
-SELECT true, 0, ` + jobCols + ` FROM {jobs} j WHERE j.id = ANY (ARRAY(SELECT id FROM known))`
+SELECT true, 0, ` + jobCols + ` FROM known k CROSS JOIN LATERAL (SELECT * FROM {jobs} j WHERE j.id = k.id LIMIT 1) j`
 
 // submitOneSQL is submitInsertSQL for one job ($1 kind, $2 resource, $3 args, $4 key, $5 policy,
 // $6 max attempts, $7 priority, $8 time or null, $9 delay ms), without the batch's arrays, sorts
@@ -217,31 +229,29 @@ var submitNoKeysSQL = `WITH req AS (
 		$7::timestamptz[], $8::bigint[], $9::int[], $10::int[]) WITH ORDINALITY
 		AS t (kind, resource, args, policy, max_attempts, priority, at, delay_ms, rn, first, idx)
 ), drawn AS (
-	SELECT (SELECT array_agg(a.v ORDER BY a.v) FROM (SELECT nextval({job_ids}) AS v FROM req) a) AS ids,
-		(SELECT array_agg(a.v ORDER BY a.v) FROM (SELECT nextval({job_seq}) AS v FROM req) a) AS seqs
-), kk AS MATERIALIZED (
-	SELECT k.name, k.policy, k.max_attempts FROM {kinds} k
-	WHERE k.name = ANY (ARRAY(SELECT DISTINCT kind FROM req))
-), plan0 AS MATERIALIZED (
+	SELECT (SELECT array_agg(a.v ORDER BY a.v) FROM (SELECT nextval({job_ids}) AS v
+			FROM generate_series(1, cardinality($1::text[]))) a) AS ids,
+		(SELECT array_agg(a.v ORDER BY a.v) FROM (SELECT nextval({job_seq}) AS v
+			FROM generate_series(1, cardinality($1::text[]))) a) AS seqs
+), kk AS (
+	SELECT array_agg(k.name) AS names, array_agg(k.policy) AS policies, array_agg(k.max_attempts) AS max_attempts
+	FROM {kinds} k WHERE k.name = ANY (ARRAY(SELECT DISTINCT u.kind FROM unnest($1::text[]) AS u (kind)))
+), plan0 AS (
 	SELECT r.idx, r.kind, r.resource, r.args, r.priority, r.rn, r.first, d.ids[r.idx] AS id, d.seqs[r.idx] AS seq,
 		d.ids[r.first] AS first_id,
-		k.name IS NOT NULL AS kind_known, coalesce(nullif(r.policy, ''), k.policy) AS policy,
-		coalesce(nullif(r.max_attempts, 0), k.max_attempts) AS max_attempts,
+		array_position(kk.names, r.kind) IS NOT NULL AS kind_known,
+		coalesce(nullif(r.policy, ''), kk.policies[array_position(kk.names, r.kind)]) AS policy,
+		coalesce(nullif(r.max_attempts, 0), kk.max_attempts[array_position(kk.names, r.kind)]) AS max_attempts,
 		coalesce(r.at, now() + r.delay_ms * interval '1 millisecond') AS at0,
-		h.id AS h0_id, h.state AS h0_state, h.cooldown_end, c.cool_until, c.cool_job
-	FROM req r CROSS JOIN drawn d
-	LEFT JOIN kk k ON k.name = r.kind
-	` + strings.ReplaceAll(coolJoin, "f.resource", "r.resource") + `
+		h.id AS h0_id, h.state AS h0_state,
+		CASE WHEN r.rn = 1 THEN c.kind_cooldown::timestamptz END AS cooldown_end,
+		CASE WHEN c.cooldown_until > now() THEN c.cooldown_until END AS cool_until, c.cooldown_job AS cool_job
+	FROM req r CROSS JOIN drawn d CROSS JOIN kk
+	` + strings.ReplaceAll(resourceJoin, "f.", "r.") + `
 	LEFT JOIN LATERAL (
-		SELECT CASE WHEN r.rn = 1 THEN (SELECT rs.cooldowns ->> r.kind FROM {resources} rs WHERE rs.key = r.resource)::timestamptz
-			END AS cooldown_end, u.id, u.state
-		FROM (VALUES (1)) AS one (x)
-		LEFT JOIN LATERAL (
-			SELECT u.id, u.state FROM {jobs} u WHERE u.resource = r.resource AND u.state IN {unfinished}
-			ORDER BY u.seq LIMIT 1
-		) u ON true
-		WHERE r.rn = 1 OR coalesce(nullif(r.policy, ''), k.policy) <> 'queue'
-		OFFSET 0
+		SELECT u.id, u.state FROM {jobs} u WHERE u.resource = r.resource AND u.state IN {unfinished}
+			AND (r.rn = 1 OR coalesce(nullif(r.policy, ''), kk.policies[array_position(kk.names, r.kind)]) <> 'queue')
+		ORDER BY u.seq LIMIT 1
 	) h ON true
 ), plan AS (
 	SELECT p.*, p.cool_until IS NOT NULL OR p.busy AND p.policy = 'skip' AS skipped,
@@ -251,39 +261,38 @@ var submitNoKeysSQL = `WITH req AS (
 ), firsts AS (
 	-- When the batch's first job on a resource is the head a later one names: its start.
 	SELECT array_agg(p.at1 ORDER BY p.idx) AS at1s FROM plan p
-), named AS (
-	-- The head a skipped or refused job names: the resource's before the batch, else the
-	-- batch's first job on it (not busy: available or scheduled, by its start).
-	SELECT p.idx, coalesce(p.h0_id, p.first_id) AS h_id, coalesce(p.h0_state,
-		CASE WHEN (SELECT at1s FROM firsts)[p.first] > now() THEN 'scheduled' ELSE 'available' END) AS h_state
-	FROM plan p
-	WHERE p.rejected
 ), bad AS (
-	SELECT p.idx, 'kind' AS why, 0::bigint AS h_id, '' AS h_state FROM plan p WHERE NOT p.kind_known
-	UNION ALL
-	SELECT n.idx, 'busy', n.h_id, n.h_state FROM named n
-	ORDER BY 1 LIMIT 1
+	-- The first job that cannot be submitted, and the head a refused job names: the
+	-- resource's before the batch, else the batch's first job on it (not busy: available or
+	-- scheduled, by its start).
+	SELECT p.idx, CASE WHEN p.kind_known THEN 'busy' ELSE 'kind' END AS why,
+		CASE WHEN p.kind_known THEN coalesce(p.h0_id, p.first_id) ELSE 0 END AS h_id,
+		CASE WHEN NOT p.kind_known THEN ''
+			ELSE coalesce(p.h0_state, CASE WHEN (SELECT at1s FROM firsts)[p.first] > now() THEN 'scheduled' ELSE 'available' END)
+			END AS h_state
+	FROM plan p WHERE NOT p.kind_known OR p.rejected
+	ORDER BY p.idx LIMIT 1
 ), verdict AS (
 	SELECT CASE WHEN b.idx IS NULL THEN true
 		ELSE CAST('baton-batch-refused:' || b.why || ':' || b.idx || ':' || b.h_id || ':' || b.h_state AS int) > 0
 		END AS ok
 	FROM (VALUES (1)) AS one (x) LEFT JOIN bad b ON true
-), ins AS (
-	INSERT INTO {jobs} AS j (id, seq, kind, resource, args, state, head, max_attempts, priority,
-		scheduled_at, finished_at, errors)
-	SELECT p.id, p.seq, p.kind, p.resource, p.args::jsonb,
-		CASE WHEN p.skipped THEN 'skipped' WHEN p.at1 > now() THEN 'scheduled' ELSE 'available' END,
-		NOT p.busy AND p.cool_until IS NULL, p.max_attempts, p.priority, p.at1, CASE WHEN p.skipped THEN now() END,
-		CASE WHEN p.cool_until IS NOT NULL THEN ` + coolError + `
-		WHEN p.skipped THEN jsonb_build_array(jsonb_build_object('attempt', 0, 'at', now(),
-			'code', 'resource_busy', 'message', format('resource busy: job %s is %s', coalesce(p.h0_id, p.first_id),
-				coalesce(p.h0_state, CASE WHEN (SELECT at1s FROM firsts)[p.first] > now() THEN 'scheduled' ELSE 'available' END))))
-			ELSE '[]'::jsonb END
-	FROM plan p
-	WHERE (SELECT ok FROM verdict)
-	RETURNING ` + jobCols + `
 ), woken AS (
+	-- The kinds of the new heads (every job of plan is inserted, or the statement fails).
 	SELECT pg_notify({channel}, {jobkey} || k.name) FROM {kinds} k
-	WHERE k.name = ANY (ARRAY(SELECT DISTINCT kind FROM ins WHERE head)) AND k.waiting_until > now()
+	WHERE k.name = ANY (ARRAY(SELECT DISTINCT p.kind FROM plan p WHERE NOT p.busy AND p.cool_until IS NULL))
+		AND k.waiting_until > now()
 )
-SELECT false, (SELECT count(*) FROM woken)::int, i.* FROM ins i`
+INSERT INTO {jobs} AS j (id, seq, kind, resource, args, state, head, max_attempts, priority,
+	scheduled_at, finished_at, errors)
+SELECT p.id, p.seq, p.kind, p.resource, p.args::jsonb,
+	CASE WHEN p.skipped THEN 'skipped' WHEN p.at1 > now() THEN 'scheduled' ELSE 'available' END,
+	NOT p.busy AND p.cool_until IS NULL, p.max_attempts, p.priority, p.at1, CASE WHEN p.skipped THEN now() END,
+	CASE WHEN p.cool_until IS NOT NULL THEN ` + coolError + `
+	WHEN p.skipped THEN jsonb_build_array(jsonb_build_object('attempt', 0, 'at', now(),
+		'code', 'resource_busy', 'message', format('resource busy: job %s is %s', coalesce(p.h0_id, p.first_id),
+			coalesce(p.h0_state, CASE WHEN (SELECT at1s FROM firsts)[p.first] > now() THEN 'scheduled' ELSE 'available' END))))
+		ELSE '[]'::jsonb END
+FROM plan p
+WHERE (SELECT ok FROM verdict)
+RETURNING false, (SELECT count(*) FROM woken)::int, ` + jobCols

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -233,4 +234,27 @@ func testJobCooldown(t *testing.T, h JobHarness) {
 			show(c), done.FinishedAt.Format(time.RFC3339Nano))
 	}
 	e.claimNone("cool/1 is cooling down again", "cool")
+
+	// So does the first job of a batch on a cooling resource (a batch without keys, and one
+	// with: separate statements in the SQL stores); the next one is queued behind it, and a job
+	// on another resource is a head.
+	ended := map[int]*store.Job{}
+	for i := range 2 {
+		ended[i] = e.complete(e.claimOne(e.sub("cool", fmt.Sprintf("cool/batch%d", i)).ID, "cool"))
+	}
+	for i, key := range []string{"", "cool-batch-key"} {
+		res := fmt.Sprintf("cool/batch%d", i)
+		out := e.submitMany(store.SubmitParams{Kind: "cool", Resource: res, IdempotencyKey: key},
+			store.SubmitParams{Kind: "cool", Resource: res}, store.SubmitParams{Kind: "cool", Resource: res + "/other"})
+		if j := out[0].Job; !j.Head || j.ScheduledAt.Before(ended[i].FinishedAt.Add(cooldown-clockSlack)) {
+			t.Fatalf("batch %d, first job during the cooldown: %s, previous finished %s; want head, scheduled after the cooldown",
+				i, show(j), ended[i].FinishedAt.Format(time.RFC3339Nano))
+		}
+		if j := out[1].Job; j.Head || j.State == store.JobSkipped {
+			t.Fatalf("batch %d, second job: %s; want queued behind the first", i, show(j))
+		}
+		if j := out[2].Job; !j.Head {
+			t.Fatalf("batch %d, job on another resource: %s; want a head", i, show(j))
+		}
+	}
 }
