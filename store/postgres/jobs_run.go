@@ -105,8 +105,8 @@ func (s *Store) finish(ctx context.Context, op string, id int64, token uint64, o
 			}
 			return err
 		})
-	// finishSQL updated the resource row whenever it ended the attempt, so the resource is
-	// locked before promoteFinished takes its snapshot.
+	// finishSQL updated or locked the resource row whenever it ended the attempt, so the
+	// resource is locked before promoteFinished takes its snapshot.
 	b.Queue(s.jq.promoteFinished, id)
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return nil, s.jobErr(op, err)

@@ -316,7 +316,12 @@ SELECT * FROM started`
 // missing (the reaper). It locks the job row, then the resource row (the order every statement
 // keeps), applies the kind's success or failure state and cooldown, and returns the job. (A
 // data-modifying WITH runs to completion whether or not the main statement reads it.)
-// lockFinished and promoteFinished follow in the same transaction.
+// promoteFinished follows in the same transaction.
+//
+// As in completeManySQL, the resource row is rewritten (res) only when the outcome changes it (a
+// state, a cooldown) and otherwise only locked (lk), in the mode of that update. Which of the two
+// applies depends on the job and its kind only, never on the resource row, so that a concurrent
+// change to the row (re-checked by both) cannot leave it neither updated nor locked.
 const finishSQL = `WITH j0 AS (
 	SELECT j.id, j.kind, j.resource, j.attempt, j.max_attempts, j.cancel_requested,
 		k.success_state, k.failure_state, k.cooldown_ms, k.resource_cooldown_ms
@@ -331,6 +336,11 @@ const finishSQL = `WITH j0 AS (
 		WHEN $6::bool OR j0.attempt >= j0.max_attempts THEN 'discarded'
 		ELSE 'retryable' END AS next
 	FROM j0
+), s AS (
+	SELECT nx.*, CASE nx.next WHEN 'succeeded' THEN nx.success_state WHEN 'retryable' THEN ''
+		ELSE nx.failure_state END AS ns,
+		nx.next <> 'retryable' AND (nx.cooldown_ms > 0 OR nx.resource_cooldown_ms > 0) AS cools
+	FROM nx
 ), res AS (
 	UPDATE {resources} r SET
 		state = CASE WHEN s.ns <> '' THEN s.ns ELSE r.state END,
@@ -345,10 +355,13 @@ const finishSQL = `WITH j0 AS (
 		cooldown_job = CASE WHEN s.next <> 'retryable' AND s.resource_cooldown_ms > 0
 			AND now() + s.resource_cooldown_ms * interval '1 millisecond' > coalesce(r.cooldown_until, '-infinity')
 			THEN s.id ELSE r.cooldown_job END
-	FROM (SELECT nx.*, CASE nx.next WHEN 'succeeded' THEN nx.success_state WHEN 'retryable' THEN ''
-		ELSE nx.failure_state END AS ns FROM nx) s
-	WHERE r.key = s.resource
+	FROM s
+	WHERE r.key = s.resource AND (s.ns <> '' OR s.cools)
 	RETURNING r.key
+), lk AS (
+	SELECT r.key FROM {resources} r JOIN s ON r.key = s.resource
+	WHERE s.ns = '' AND NOT s.cools
+	FOR NO KEY UPDATE OF r
 )
 UPDATE {jobs} j SET state = nx.next, head = (nx.next = 'retryable'), lease_expires_at = NULL,
 	finished_at = CASE WHEN nx.next = 'retryable' THEN NULL ELSE now() END,
@@ -357,7 +370,7 @@ UPDATE {jobs} j SET state = nx.next, head = (nx.next = 'retryable'), lease_expir
 	errors = CASE WHEN $3::bool THEN j.errors ELSE j.errors || jsonb_build_array(jsonb_build_object(
 		'attempt', j.attempt, 'at', now(), 'code', $4::text, 'message', $5::text)) END
 FROM nx
-WHERE j.id = nx.id
+WHERE j.id = nx.id AND (SELECT count(*) FROM lk) >= 0
 RETURNING ` + jobCols
 
 // cancelSQL cancels job $1, which the caller locked and found neither running nor finished;

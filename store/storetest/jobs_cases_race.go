@@ -15,13 +15,23 @@ import (
 // must then see that job and promote it. If a completion decided the successor without holding
 // the resource as submits do, a job could commit behind a head that is gone: unfinished, never
 // the head, never claimable. Each round submits while the resource's job completes, then claims
-// until nothing is unfinished.
+// until nothing is unfinished. A store that batches is run both ways: its single CompleteJob
+// (the HTTP API's path) has a statement of its own.
 func testJobSubmitRacesCompletion(t *testing.T, h JobHarness) {
+	if _, batched := h.NewJobStore(t).(store.BatchCompleter); batched {
+		t.Run("CompleteJobs", func(t *testing.T) { submitRacesCompletion(t, h, true) })
+		t.Run("CompleteJob", func(t *testing.T) { submitRacesCompletion(t, h, false) })
+		return
+	}
+	submitRacesCompletion(t, h, false)
+}
+
+func submitRacesCompletion(t *testing.T, h JobHarness, batch bool) {
 	e := newJobEnv(t, h, store.Kind{Name: "race"})
 	const resources, rounds = 4, 40
-	bc, batched := e.s.(store.BatchCompleter)
+	bc, _ := e.s.(store.BatchCompleter)
 	complete := func(js []*store.Job) error {
-		if batched {
+		if batch {
 			ps := make([]*store.CompleteParams, len(js))
 			for i, j := range js {
 				ps[i] = &store.CompleteParams{ID: j.ID, Token: j.Token}
