@@ -21,6 +21,9 @@ import (
 // their releases, with the stats read around each phase: "acq-usec" and "rel-usec" per script
 // call, "cycle-usec" their sum. A first block, not counted, writes every key's record, so the
 // measured grants are of keys whose last lease was released (the steady state of a lock).
+// "acq-cpu-us" and "rel-cpu-us" are the server's CPU time (INFO cpu, user + sys) per grant and
+// per release over the same phases: it includes reading the requests and writing the replies,
+// and, unlike usec, is not inflated when the server is preempted mid-script on busy cores.
 func BenchmarkRedisScriptUsec(b *testing.B) {
 	addr := startRedis(b)
 	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 16})
@@ -75,7 +78,7 @@ func scriptUsec(b *testing.B, c *redis.Client, acquire stepFunc) {
 		keys[i] = fmt.Sprintf("bench/usec/%d", i)
 	}
 	releases := make([]func(context.Context) error, block)
-	var acqUsec, relUsec float64
+	var acqUsec, relUsec, acqCPU, relCPU float64
 	var acqCalls, relCalls int64
 	for round := -1; round < (b.N+block-1)/block; round++ {
 		n := block
@@ -83,15 +86,20 @@ func scriptUsec(b *testing.B, c *redis.Client, acquire stepFunc) {
 			n = min(block, b.N-round*block)
 		}
 		u0, c0 := scriptStats(b, c)
+		p0 := cpuSeconds(b, c)
 		inParallel(b, n, func(i int) error {
 			var err error
 			releases[i], err = acquire(ctx, keys[i])
 			return err
 		})
+		p1 := cpuSeconds(b, c)
 		u1, c1 := scriptStats(b, c)
+		p2 := cpuSeconds(b, c)
 		inParallel(b, n, func(i int) error { return releases[i](ctx) })
+		p3 := cpuSeconds(b, c)
 		u2, c2 := scriptStats(b, c)
 		if round >= 0 {
+			acqCPU, relCPU = acqCPU+p1-p0, relCPU+p3-p2
 			acqUsec, acqCalls = acqUsec+u1-u0, acqCalls+c1-c0
 			relUsec, relCalls = relUsec+u2-u1, relCalls+c2-c1
 		}
@@ -101,6 +109,8 @@ func scriptUsec(b *testing.B, c *redis.Client, acquire stepFunc) {
 		b.ReportMetric(relUsec/float64(b.N), "rel-usec")
 		b.ReportMetric((acqUsec+relUsec)/float64(b.N), "cycle-usec")
 		b.ReportMetric(float64(acqCalls+relCalls)/float64(b.N), "scripts/op")
+		b.ReportMetric(acqCPU*1e6/float64(b.N), "acq-cpu-us")
+		b.ReportMetric(relCPU*1e6/float64(b.N), "rel-cpu-us")
 	}
 }
 
