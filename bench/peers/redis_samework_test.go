@@ -6,9 +6,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"testing"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/batonhq/baton/store"
+	batonredis "github.com/batonhq/baton/store/redis"
 	"github.com/batonhq/baton/store/storetest"
 )
 
@@ -89,5 +92,26 @@ func sameWorkCycle(c *redis.Client) storetest.CycleFunc {
 			return fmt.Errorf("same-work release of %s: %d", key, r)
 		}
 		return nil
+	}
+}
+
+// batonStoreCycle is Baton's store alone, without the Locker (no lease object, keepalive or
+// local deadline): Store.Acquire and Store.Release with the parameters TryAcquire passes by
+// default, to tell the store's share of the cycle from the Locker's.
+func batonStoreCycle(b *testing.B, addr string) storetest.CycleFunc {
+	st, err := batonredis.Open(context.Background(), batonredis.Config{Addr: addr, KeyPrefix: "baton-store-bench:"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	return func(ctx context.Context, key string) error {
+		var r [16]byte
+		_, _ = rand.Read(r[:])
+		id := hex.EncodeToString(r[:])
+		if _, err := st.Acquire(ctx, &store.AcquireParams{Key: key, LeaseID: id, Holder: "bench-holder:" + id[:12], TTL: benchTTL}); err != nil {
+			return err
+		}
+		_, err := st.Release(ctx, &store.ReleaseParams{Key: key, LeaseID: id})
+		return err
 	}
 }
