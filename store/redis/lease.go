@@ -20,7 +20,11 @@ type node struct {
 	rdb       *goredis.Client
 	prefix    string
 	channel   string
-	retention int64 // Config.ShadowRetention, ms: how long a lease record outlives its lease
+	token     string // the token counter's key
+	retention int64  // Config.ShadowRetention, ms: how long a lease record outlives its lease
+	// retArg is retention as a script argument, boxed once (an int64 in an interface is an
+	// allocation per call).
+	retArg any
 	// always: release and force-release publish even if no waiter marked the lease (Redlock:
 	// a waiter may have been marked on other nodes only, which may be down at the release).
 	always string
@@ -30,7 +34,9 @@ type node struct {
 }
 
 func newNode(rdb *goredis.Client, prefix string, retention time.Duration) *node {
-	return &node{rdb: rdb, prefix: prefix, channel: prefix + "released", retention: retention.Milliseconds(), always: "0", events: "0"}
+	ms := retention.Milliseconds()
+	return &node{rdb: rdb, prefix: prefix, channel: prefix + "released", token: prefix + "token",
+		retention: ms, retArg: ms, always: "0", events: "0"}
 }
 
 func flag(b bool) string {
@@ -42,7 +48,7 @@ func flag(b bool) string {
 
 func (n *node) leaseKey(key string) string { return n.prefix + "lease:" + key }
 func (n *node) wakeKey(key string) string  { return n.prefix + "wake:" + key }
-func (n *node) tokenKey() string           { return n.prefix + "token" }
+func (n *node) tokenKey() string           { return n.token }
 
 // shadowKey and restKey are the earlier key layout's (see scripts.go): read, and deleted, only
 // while a key still has them.
@@ -63,10 +69,35 @@ type reply struct {
 }
 
 func (n *node) acquire(ctx context.Context, p *store.AcquireParams, floor, raise uint64) (*reply, error) {
-	v, err := acquireScript.Run(ctx, n.rdb,
-		[]string{n.leaseKey(p.Key), n.shadowKey(p.Key), n.restKey(p.Key), n.tokenKey(), n.wakeKey(p.Key)},
-		p.LeaseID, p.Holder, p.TTL.Milliseconds(), string(p.Metadata), p.Cooldown.Milliseconds(),
-		p.LockDelay.Milliseconds(), floor, n.retention, raise, flag(p.Wait), n.events).Slice()
+	// The optional arguments are trimmed from the end while they have their defaults (see
+	// acquireScript).
+	var args [11]any
+	args[0], args[1], args[2], args[3], args[4] = p.LeaseID, p.Holder, p.TTL.Milliseconds(), floor, n.retArg
+	opt := args[5:]
+	last := -1
+	if len(p.Metadata) > 0 {
+		opt[0], last = string(p.Metadata), 0
+	}
+	if p.Cooldown > 0 || p.LockDelay > 0 {
+		last = 2
+	}
+	if p.Wait {
+		last = 3
+	}
+	if n.events != "0" {
+		last = 4
+	}
+	if raise > 0 {
+		last = 5
+	}
+	if last >= 1 {
+		if opt[0] == nil {
+			opt[0] = ""
+		}
+		opt[1], opt[2] = p.Cooldown.Milliseconds(), p.LockDelay.Milliseconds()
+		opt[3], opt[4], opt[5] = flag(p.Wait), n.events, raise
+	}
+	v, err := acquireScript.Run(ctx, n.rdb, []string{n.leaseKey(p.Key), n.token}, args[:6+last]...).Slice()
 	if err != nil {
 		return nil, err
 	}
@@ -144,9 +175,11 @@ func (n *node) restore(ctx context.Context, src *reply, ttl time.Duration) (*rep
 }
 
 func (n *node) release(ctx context.Context, p *store.ReleaseParams) (*reply, error) {
-	v, err := releaseScript.Run(ctx, n.rdb,
-		[]string{n.leaseKey(p.Key), n.shadowKey(p.Key), n.restKey(p.Key), n.channel, n.wakeKey(p.Key)},
-		p.LeaseID, p.Key, n.retention, n.always).Slice()
+	args := []any{p.LeaseID, p.Key, n.retArg, n.always}
+	if n.always == "0" {
+		args = args[:3] // see releaseScript
+	}
+	v, err := releaseScript.Run(ctx, n.rdb, []string{n.leaseKey(p.Key)}, args...).Slice()
 	if err != nil {
 		return nil, err
 	}

@@ -66,25 +66,31 @@ if found then
 end
 `
 
-// legacy reads, if KEYS[1] has no record, the earlier layout's shadow (KEYS[2]) and rest
-// (KEYS[3]) keys into the record's locals (and sets old): an expiry resting until avail becomes
-// st = 0, exp = now, ld = avail - now; a release or force-release st = 1 or 2 with the rest key's
-// pause as ru, rr. One EXISTS when neither key exists.
-const legacy = `
-local old = false
-if not found and redis.call('EXISTS', KEYS[2], KEYS[3]) > 0 then
+// legacy reads, if KEYS[1] has no record, the earlier layout's shadow and rest keys (named by
+// the Lua expressions sk and rk, evaluated only then, into locals sk and rk) into the record's
+// locals (and sets old): an expiry resting until avail becomes st = 0, exp = now, ld = avail -
+// now; a release or force-release st = 1 or 2 with the rest key's pause as ru, rr. One EXISTS
+// when neither key exists.
+func legacy(sk, rk string) string {
+	return `
+local old, sk, rk = false
+if not found then
+  sk, rk = ` + sk + `, ` + rk + `
+end
+if not found and redis.call('EXISTS', sk, rk) > 0 then
   old, found = true, true
-  local sh = redis.call('HMGET', KEYS[2], 'id', 'ended', 'avail')
+  local sh = redis.call('HMGET', sk, 'id', 'ended', 'avail')
   id, st, exp, ld, ru, rr, w = sh[1] or '', tonumber(sh[2] or '1'), now, 0, 0, '', 0
   if st == 0 then
     ld = math.max(0, tonumber(sh[3] or '0') - now)
   end
-  local rest = redis.call('GET', KEYS[3])
+  local rest = redis.call('GET', rk)
   if rest then
-    ru, rr = now + redis.call('PTTL', KEYS[3]), rest
+    ru, rr = now + redis.call('PTTL', rk), rest
   end
 end
 `
+}
 
 // acqMS is the record's acquisition time in ms.
 const acqMS = `(acqs * 1000 + (acqu - acqu % 1000) / 1000)`
@@ -95,12 +101,17 @@ func put(px string) string {
 `
 }
 
-// acquireScript: KEYS lease, shadow, rest (the earlier layout's), token, wake. ARGV id, holder,
-// ttl ms, metadata, cooldown ms, lock-delay ms, token floor (refuse with "reset" if the counter is
-// below it), retention ms, raise (first raise the counter to at least this; Redlock's
-// write-back, 0 for a single node), wait ("1": the caller will wait if refused; a refusal by
-// another holder's live lease then sets the lease's w mark, so that its end publishes), events
-// ("1": the server publishes expiry events; a mark then also writes the wake key).
+// acquireScript: KEYS lease, token. ARGV id, holder, ttl ms, token floor (refuse with "reset" if
+// the counter is below it), retention ms, and then, each left out when it and every one after
+// it have their default (node.acquire trims them: fewer arguments cost less on both ends):
+// metadata (""), cooldown ms (0), lock-delay ms (0), wait ("1": the caller will wait if refused;
+// a refusal by another holder's live lease then sets the lease's w mark, so that its end
+// publishes; '0'), events ("1": the server publishes expiry events; a mark then also writes the
+// wake key; '0'), raise (first raise the counter to at least this; Redlock's write-back; 0).
+//
+// The other keys of the lock are named from these two (the prefix is KEYS[2] without "token",
+// the lock's key KEYS[1] after the prefix and "lease:"), and only on the paths that touch them:
+// the earlier layout's shadow and rest keys, and the wake key.
 //
 // The counter is read before INCR only when there is something to raise. Otherwise INCR runs
 // first and is undone (DECR, in the same atomic script, so no one sees it) if the counter was
@@ -112,19 +123,20 @@ func put(px string) string {
 // {"reset", counter}.
 var acquireScript = goredis.NewScript(prelude + `
 local ttl = tonumber(ARGV[3])
-local ret = tonumber(ARGV[8])
+local ret = tonumber(ARGV[5])
 if hash then
   local cur = redis.call('HMGET', KEYS[1], 'id', 'holder', 'token', 'acq', 'md', 'ld', 'w')
   if cur[1] then
     -- A live lease of the earlier layout: served in that layout.
     if cur[2] == ARGV[2] then
       local cld = tonumber(cur[6] or '0')
+      local sk = ` + sibling("shadow") + `
       redis.call('PEXPIRE', KEYS[1], ttl)
-      redis.call('HSET', KEYS[2], 'id', cur[1], 'ended', '0', 'avail', now + ttl + cld)
-      redis.call('PEXPIRE', KEYS[2], ttl + cld + ret)
+      redis.call('HSET', sk, 'id', cur[1], 'ended', '0', 'avail', now + ttl + cld)
+      redis.call('PEXPIRE', sk, ttl + cld + ret)
       return {'ok', cur[1], cur[2], cur[3], cur[4], now + ttl, ttl, cur[5] or '', '0', '1'}
     end
-    if ARGV[10] == '1' and not cur[7] then
+    if ARGV[9] == '1' and not cur[7] then
       redis.call('HSET', KEYS[1], 'w', '1')
     end
     local pttl = redis.call('PTTL', KEYS[1])
@@ -132,21 +144,21 @@ if hash then
   end
   -- a stray hash without an id: overwritten below
 end
-` + legacy + `
+` + legacy(sibling("shadow"), sibling("rest")) + `
 if found and st == 0 and exp > now then
   if holder == ARGV[2] then
     exp = now + ttl
     ` + put("ttl + ld + ret") + `
-    if w == 1 and ARGV[11] == '1' then
-      redis.call('SET', KEYS[5], '', 'PX', ttl)
+    if w == 1 and ARGV[10] == '1' then
+      redis.call('SET', ` + sibling("wake") + `, '', 'PX', ttl)
     end
     return {'ok', id, holder, tok, ` + acqMS + `, exp, ttl, md, '0', '1'}
   end
-  if ARGV[10] == '1' and w ~= 1 then
+  if ARGV[9] == '1' and w ~= 1 then
     w = 1
     ` + put("exp + ld + ret - now") + `
-    if ARGV[11] == '1' then
-      redis.call('SET', KEYS[5], '', 'PX', exp - now)
+    if ARGV[10] == '1' then
+      redis.call('SET', ` + sibling("wake") + `, '', 'PX', exp - now)
     end
   end
   return {'held', id, holder, tok, ` + acqMS + `, exp, exp - now, md}
@@ -162,32 +174,42 @@ if found then
     return {'rest', rr, ru - now}
   end
 end
-local floor = tonumber(ARGV[7])
-if ARGV[9] ~= '0' then
-  local c = tonumber(redis.call('GET', KEYS[4]) or '0')
-  if tonumber(ARGV[9]) > c then
-    redis.call('SET', KEYS[4], ARGV[9])
-    c = tonumber(ARGV[9])
+local floor = tonumber(ARGV[4])
+if ARGV[11] and ARGV[11] ~= '0' then
+  local c = tonumber(redis.call('GET', KEYS[2]) or '0')
+  if tonumber(ARGV[11]) > c then
+    redis.call('SET', KEYS[2], ARGV[11])
+    c = tonumber(ARGV[11])
   end
   if c < floor then
     return {'reset', c}
   end
-  tok = redis.call('INCR', KEYS[4])
+  tok = redis.call('INCR', KEYS[2])
 else
-  tok = redis.call('INCR', KEYS[4])
+  tok = redis.call('INCR', KEYS[2])
   if tok - 1 < floor then
-    redis.call('DECR', KEYS[4])
+    redis.call('DECR', KEYS[2])
     return {'reset', tok - 1}
   end
 end
-id, holder, acqs, acqu, md, cd, ld = ARGV[1], ARGV[2], tonumber(t[1]), tonumber(t[2]), ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
+id, holder, acqs, acqu, md, cd, ld = ARGV[1], ARGV[2], tonumber(t[1]), tonumber(t[2]), ARGV[6] or '', 0, 0
+if ARGV[7] then
+  cd, ld = tonumber(ARGV[7]), tonumber(ARGV[8] or '0')
+end
 w, exp, st, ru, rr = 0, now + ttl, 0, 0, ''
 ` + put("ttl + ld + ret") + `
 if old then
-  redis.call('DEL', KEYS[2], KEYS[3])
+  redis.call('DEL', sk, rk)
 end
 return {'new', tok, now, took}
 `)
+
+// sibling is the Lua expression of the name of the acquire script's lock's key of the given
+// kind ("shadow", "rest", "wake"), from KEYS[1] (prefix .. "lease:" .. key) and KEYS[2] (prefix
+// .. "token").
+func sibling(kind string) string {
+	return `(string.sub(KEYS[2], 1, -6) .. '` + kind + `:' .. string.sub(KEYS[1], #KEYS[2] + 2))`
+}
 
 // renewScript: KEYS lease, shadow (the earlier layout's), wake. ARGV id, ttl ms, retention ms,
 // events. Replies: {"ok", id, holder, token, acq, exp, ttlLeft, md, cd, ld} or {"nothld"}. cd and
@@ -249,7 +271,7 @@ if hash then
     return {'held', cur[1], cur[2], cur[3], cur[4], now + pttl, pttl, cur[5] or ''}
   end
 end
-` + legacy + `
+` + legacy("KEYS[2]", "KEYS[3]") + `
 if found then
   if st == 0 and exp > now then
     if id == ARGV[1] then
@@ -276,37 +298,40 @@ id, holder, tok, acqs, acqu, md, cd, ld = ARGV[1], ARGV[2], tonumber(ARGV[4]), t
 w, exp, st, ru, rr = 0, now + ttl, 0, 0, ''
 ` + put("ttl + ld + ret") + `
 if old then
-  redis.call('DEL', KEYS[2], KEYS[3])
+  redis.call('DEL', sk, rk)
 end
 return {'ok', ARGV[1], ARGV[2], ARGV[4], ARGV[5], now + ttl, ttl, ARGV[8]}
 `)
 
-// releaseScript: KEYS lease, shadow, rest (the earlier layout's), channel, wake. ARGV id, key,
-// retention ms, always ("1": publish even if no waiter marked the lease; Redlock, whose waiters
-// may have been marked on other nodes only).
+// releaseScript: KEYS lease. ARGV id, key, retention ms, and, left out if '0', always ("1":
+// publish even if no waiter marked the lease; Redlock, whose waiters may have been marked on
+// other nodes only). The lock's other keys (the channel, the wake key, the earlier layout's
+// shadow and rest) are named from KEYS[1] and the key, only on the paths that touch them.
 // Replies: {"ok", held µs}, {"already"}, {"nothld"}.
 var releaseScript = goredis.NewScript(prelude + `
 if hash then
   local cur = redis.call('HMGET', KEYS[1], 'id', 'acqs', 'acqu', 'cd', 'w')
   if cur[1] == ARGV[1] then
+    local pre = ` + releasePrefix + `
+    local sk = pre .. 'shadow:' .. ARGV[2]
     redis.call('DEL', KEYS[1])
     local ccd = tonumber(cur[4] or '0')
     local rs = '0'
     if ccd > 0 then
-      redis.call('SET', KEYS[3], 'cooldown', 'PX', ccd)
+      redis.call('SET', pre .. 'rest:' .. ARGV[2], 'cooldown', 'PX', ccd)
       rs = '1'
     end
-    redis.call('HSET', KEYS[2], 'id', ARGV[1], 'ended', '1', 'r', rs)
-    redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[3]))
+    redis.call('HSET', sk, 'id', ARGV[1], 'ended', '1', 'r', rs)
+    redis.call('PEXPIRE', sk, tonumber(ARGV[3]))
     if cur[5] or ARGV[4] == '1' then
-      redis.call('PUBLISH', KEYS[4], ARGV[2])
+      redis.call('PUBLISH', pre .. 'released', ARGV[2])
     end
     local held = (tonumber(t[1]) - tonumber(cur[2] or t[1])) * 1000000 + (tonumber(t[2]) - tonumber(cur[3] or t[2]))
     return {'ok', held}
   end
 end
 if not found then
-  local sh = redis.call('HMGET', KEYS[2], 'id', 'ended')
+  local sh = redis.call('HMGET', ` + releasePrefix + ` .. 'shadow:' .. ARGV[2], 'id', 'ended')
   if sh[1] == ARGV[1] and sh[2] == '1' then
     return {'already'}
   end
@@ -328,13 +353,17 @@ if cd > 0 then
 end
 ` + put("cd + tonumber(ARGV[3])") + `
 if marked then
-  redis.call('DEL', KEYS[5])
+  redis.call('DEL', ` + releasePrefix + ` .. 'wake:' .. ARGV[2])
 end
 if marked or ARGV[4] == '1' then
-  redis.call('PUBLISH', KEYS[4], ARGV[2])
+  redis.call('PUBLISH', ` + releasePrefix + ` .. 'released', ARGV[2])
 end
 return {'ok', (tonumber(t[1]) - acqs) * 1000000 + (tonumber(t[2]) - acqu)}
 `)
+
+// releasePrefix is the release script's Lua expression of the store's key prefix: KEYS[1]
+// without "lease:" and the key (ARGV[2]).
+const releasePrefix = `string.sub(KEYS[1], 1, #KEYS[1] - #ARGV[2] - 6)`
 
 // forceReleaseScript: KEYS lease, shadow, rest (the earlier layout's), channel, wake. ARGV key,
 // retention ms, always (as for releaseScript).
