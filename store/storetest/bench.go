@@ -20,8 +20,24 @@ type CycleFunc func(ctx context.Context, key string) error
 // (checkpoints, autovacuum, WAL growth) weighs on both alike. ns/op is cycle's; the baseline's
 // ns/op and the throughput ratio baseline/cycle ("x-baseline", 1.0 = as fast) are reported too.
 func BenchPaired(b *testing.B, clients int, baseline, cycle CycleFunc) {
+	BenchAgainst(b, clients, cycle, Baseline{Cycle: baseline})
+}
+
+// Baseline is a cycle that BenchAgainst measures another against.
+type Baseline struct {
+	// Name labels the baseline's metrics: "<Name>-ns/op" and "x-<Name>". The first baseline's
+	// are always "baseline-ns/op" and "x-baseline", whatever its name.
+	Name  string
+	Cycle CycleFunc
+}
+
+// BenchAgainst is BenchPaired against several baselines at once: in each of the 10 blocks every
+// baseline runs its b.N/10 cycles, then cycle (timed). For each baseline it reports its ns/op and
+// the throughput ratio baseline/cycle.
+func BenchAgainst(b *testing.B, clients int, cycle CycleFunc, baselines ...Baseline) {
 	const blocks = 10
-	var cycleTime, baseTime time.Duration
+	var cycleTime time.Duration
+	baseTime := make([]time.Duration, len(baselines))
 	var cycleN, baseN int
 	b.ResetTimer()
 	for i := range blocks {
@@ -30,18 +46,27 @@ func BenchPaired(b *testing.B, clients int, baseline, cycle CycleFunc) {
 			n = b.N - (blocks-1)*(b.N/blocks)
 		}
 		b.StopTimer()
-		baseTime += runCycles(b, clients, n, baseline)
+		for j, base := range baselines {
+			baseTime[j] += runCycles(b, clients, n, base.Cycle)
+		}
 		baseN += n
 		b.StartTimer()
 		cycleTime += runCycles(b, clients, n, cycle)
 		cycleN += n
 	}
 	b.StopTimer()
-	if cycleN > 0 && baseN > 0 && cycleTime > 0 {
-		baseNs := float64(baseTime.Nanoseconds()) / float64(baseN)
-		cycleNs := float64(cycleTime.Nanoseconds()) / float64(cycleN)
-		b.ReportMetric(baseNs, "baseline-ns/op")
-		b.ReportMetric(baseNs/cycleNs, "x-baseline")
+	if cycleN == 0 || baseN == 0 || cycleTime <= 0 {
+		return
+	}
+	cycleNs := float64(cycleTime.Nanoseconds()) / float64(cycleN)
+	for j, base := range baselines {
+		name := base.Name
+		if j == 0 {
+			name = "baseline"
+		}
+		baseNs := float64(baseTime[j].Nanoseconds()) / float64(baseN)
+		b.ReportMetric(baseNs, name+"-ns/op")
+		b.ReportMetric(baseNs/cycleNs, "x-"+name)
 	}
 }
 
