@@ -37,9 +37,21 @@ type sameWorkKey struct {
 //     leases/<key> and writing last/<key>.
 //
 // The keepalive is overlapped with the grant Txn as Baton does, but without a goroutine: one
-// stream per key, sent before the Txn and read after it.
+// stream per key, sent before the Txn and read after it. Baton's store also keeps a watch on its
+// prefix (wake-ups of waiters), which this client does not.
 func sameWorkCycle(b *testing.B, c *clientv3.Client) storetest.CycleFunc {
-	const prefix = "floor-bench/" // as long as Baton's "baton-bench/"
+	return sameWorkParts(b, c, "floor-bench/", cycleParts{keepalive: true, last: true, restGuards: true})
+}
+
+// cycleParts selects what sameWorkParts sends. Only all three together keep Baton's guarantees;
+// the others exist to price each part (BenchmarkEtcdSameWorkParts).
+type cycleParts struct {
+	keepalive  bool // restart the reused etcd lease's TTL at each grant
+	last       bool // read and write last/<key> in the grant, write it in the release
+	restGuards bool // the grant also requires rest/<key> and delay/<key> to be absent
+}
+
+func sameWorkParts(b *testing.B, c *clientv3.Client, prefix string, parts cycleParts) storetest.CycleFunc {
 	var mu sync.Mutex
 	keys := map[string]*sameWorkKey{}
 	var holderSuffix [6]byte
@@ -47,11 +59,15 @@ func sameWorkCycle(b *testing.B, c *clientv3.Client) storetest.CycleFunc {
 	holder := "bench-host:1234:" + hex.EncodeToString(holderSuffix[:])
 	ctxKA, cancelKA := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
 	b.Cleanup(cancelKA)
+	ttl := int64(15)
+	if !parts.keepalive {
+		ttl = 3600 // never restarted: it must outlive the benchmark
+	}
 	return func(ctx context.Context, key string) error {
 		mu.Lock()
 		k := keys[key]
 		if k == nil {
-			g, err := c.Grant(ctx, 15)
+			g, err := c.Grant(ctx, ttl)
 			if err != nil {
 				mu.Unlock()
 				return err
@@ -72,43 +88,56 @@ func sameWorkCycle(b *testing.B, c *clientv3.Client) storetest.CycleFunc {
 		id := hex.EncodeToString(idb[:])
 		rec := `{"lease_id":"` + id + `","holder":"` + holder + `","ttl_s":15,"acquired_at":"` +
 			time.Now().UTC().Format(time.RFC3339Nano) + `"}`
-		if err := k.ka.Send(&pb.LeaseKeepAliveRequest{ID: int64(k.lease)}); err != nil {
-			return err
+		if parts.keepalive {
+			if err := k.ka.Send(&pb.LeaseKeepAliveRequest{ID: int64(k.lease)}); err != nil {
+				return err
+			}
 		}
-		resp, err := c.Txn(ctx).If(
-			clientv3.Compare(clientv3.CreateRevision(leaseKey), "=", 0),
-			clientv3.Compare(clientv3.CreateRevision(restKey), "=", 0),
-			clientv3.Compare(clientv3.CreateRevision(delayKey), "=", 0),
-		).Then(
-			clientv3.OpGet(lastKey),
-			clientv3.OpPut(leaseKey, rec, clientv3.WithLease(k.lease)),
-			clientv3.OpPut(lastKey, `{"lease_id":"`+id+`","state":"held"}`),
-		).Else(
-			clientv3.OpGet(leaseKey), clientv3.OpGet(restKey), clientv3.OpGet(delayKey), clientv3.OpGet(lastKey),
-		).Commit()
-		kaResp, kaErr := k.ka.Recv()
+		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(leaseKey), "=", 0)}
+		elseOps := []clientv3.Op{clientv3.OpGet(leaseKey)}
+		if parts.restGuards {
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(restKey), "=", 0),
+				clientv3.Compare(clientv3.CreateRevision(delayKey), "=", 0))
+			elseOps = append(elseOps, clientv3.OpGet(restKey), clientv3.OpGet(delayKey))
+		}
+		var then []clientv3.Op
+		if parts.last {
+			then = append(then, clientv3.OpGet(lastKey))
+			elseOps = append(elseOps, clientv3.OpGet(lastKey))
+		}
+		then = append(then, clientv3.OpPut(leaseKey, rec, clientv3.WithLease(k.lease)))
+		if parts.last {
+			then = append(then, clientv3.OpPut(lastKey, `{"lease_id":"`+id+`","state":"held"}`))
+		}
+		resp, err := c.Txn(ctx).If(cmps...).Then(then...).Else(elseOps...).Commit()
+		if parts.keepalive {
+			kaResp, kaErr := k.ka.Recv()
+			if err == nil && kaErr != nil {
+				err = kaErr
+			}
+			if err == nil && kaResp.TTL <= 0 {
+				err = errors.New("same-work cycle: etcd lease expired")
+			}
+		}
 		if err != nil {
 			return err
-		}
-		if kaErr != nil {
-			return kaErr
-		}
-		if kaResp.TTL <= 0 {
-			return errors.New("same-work cycle: etcd lease expired")
 		}
 		if !resp.Succeeded {
 			return fmt.Errorf("same-work cycle: %s is taken", key)
 		}
-		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 && bytes.Contains(kvs[0].Value, []byte(`"state":"held"`)) {
-			return fmt.Errorf("same-work cycle: %s taken over", key) // never, uncontended
+		if parts.last {
+			if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 && bytes.Contains(kvs[0].Value, []byte(`"state":"held"`)) {
+				return fmt.Errorf("same-work cycle: %s taken over", key) // never, uncontended
+			}
+		}
+		relOps := []clientv3.Op{clientv3.OpDelete(leaseKey)}
+		if parts.last {
+			relOps = append(relOps, clientv3.OpPut(lastKey, `{"lease_id":"`+id+`","state":"released"}`))
 		}
 		rel, err := c.Txn(ctx).If(
 			clientv3.Compare(clientv3.CreateRevision(leaseKey), "=", resp.Header.Revision),
 			clientv3.Compare(clientv3.LeaseValue(leaseKey), "=", int64(k.lease)),
-		).Then(
-			clientv3.OpDelete(leaseKey),
-			clientv3.OpPut(lastKey, `{"lease_id":"`+id+`","state":"released"}`),
-		).Commit()
+		).Then(relOps...).Commit()
 		if err != nil {
 			return err
 		}
@@ -117,4 +146,22 @@ func sameWorkCycle(b *testing.B, c *clientv3.Client) storetest.CycleFunc {
 		}
 		return nil
 	}
+}
+
+// BenchmarkEtcdSameWorkParts prices each part of the same-work cycle: the whole floor (ns/op,
+// cpu-us/op) against the Mutex and against the floor without each part (x-<variant> = that
+// variant's time / the floor's). "bare" is one compare and one put on the grant, one guarded
+// delete on the release: about the Mutex's work, on an etcd lease of its own. The variants
+// without a part give up a guarantee (no keepalive: the TTL does not restart at the grant; no
+// last/<key>: no TookOver or AlreadyReleased); they are measures, not designs.
+func BenchmarkEtcdSameWorkParts(b *testing.B) {
+	ep := startEtcd(b)
+	c := etcdClient(b, ep)
+	storetest.BenchAgainst(b, 8, sameWorkCycle(b, etcdClient(b, ep)),
+		storetest.Baseline{Name: "mutex", Cycle: mutexCycle(b, etcdClient(b, ep))},
+		storetest.Baseline{Name: "noKeepalive", Cycle: sameWorkParts(b, c, "v1/", cycleParts{last: true, restGuards: true})},
+		storetest.Baseline{Name: "noLast", Cycle: sameWorkParts(b, c, "v2/", cycleParts{keepalive: true, restGuards: true})},
+		storetest.Baseline{Name: "noRestGuards", Cycle: sameWorkParts(b, c, "v3/", cycleParts{keepalive: true, last: true})},
+		storetest.Baseline{Name: "bare", Cycle: sameWorkParts(b, c, "v4/", cycleParts{})},
+	)
 }
