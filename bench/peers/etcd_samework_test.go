@@ -49,6 +49,9 @@ type cycleParts struct {
 	keepalive  bool // restart the reused etcd lease's TTL at each grant
 	last       bool // read and write last/<key> in the grant, write it in the release
 	restGuards bool // the grant also requires rest/<key> and delay/<key> to be absent
+	// watch keeps a watch on the prefix for deletions, as Baton's store does to wake waiters
+	// (not a request per cycle, but each release's deletion is sent to it).
+	watch bool
 }
 
 func sameWorkParts(b *testing.B, c *clientv3.Client, prefix string, parts cycleParts) storetest.CycleFunc {
@@ -59,6 +62,13 @@ func sameWorkParts(b *testing.B, c *clientv3.Client, prefix string, parts cycleP
 	holder := "bench-host:1234:" + hex.EncodeToString(holderSuffix[:])
 	ctxKA, cancelKA := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
 	b.Cleanup(cancelKA)
+	if parts.watch {
+		wch := c.Watch(ctxKA, prefix, clientv3.WithPrefix(), clientv3.WithFilterPut())
+		go func() {
+			for range wch { // drained until the benchmark ends
+			}
+		}()
+	}
 	ttl := int64(15)
 	if !parts.keepalive {
 		ttl = 3600 // never restarted: it must outlive the benchmark
@@ -149,8 +159,8 @@ func sameWorkParts(b *testing.B, c *clientv3.Client, prefix string, parts cycleP
 }
 
 // BenchmarkEtcdSameWorkParts prices each part of the same-work cycle: the whole floor (ns/op,
-// cpu-us/op) against the Mutex and against the floor without each part (x-<variant> = that
-// variant's time / the floor's). "bare" is one compare and one put on the grant, one guarded
+// cpu-us/op) against the Mutex, the floor without each part and the floor with a watch on its
+// prefix as Baton's store keeps (x-<variant> = that variant's time / the floor's). "bare" is one compare and one put on the grant, one guarded
 // delete on the release: about the Mutex's work, on an etcd lease of its own. The variants
 // without a part give up a guarantee (no keepalive: the TTL does not restart at the grant; no
 // last/<key>: no TookOver or AlreadyReleased); they are measures, not designs.
@@ -162,6 +172,7 @@ func BenchmarkEtcdSameWorkParts(b *testing.B) {
 		storetest.Baseline{Name: "noKeepalive", Cycle: sameWorkParts(b, c, "v1/", cycleParts{last: true, restGuards: true})},
 		storetest.Baseline{Name: "noLast", Cycle: sameWorkParts(b, c, "v2/", cycleParts{keepalive: true, restGuards: true})},
 		storetest.Baseline{Name: "noRestGuards", Cycle: sameWorkParts(b, c, "v3/", cycleParts{keepalive: true, last: true})},
+		storetest.Baseline{Name: "withWatch", Cycle: sameWorkParts(b, c, "v5/", cycleParts{keepalive: true, last: true, restGuards: true, watch: true})},
 		storetest.Baseline{Name: "bare", Cycle: sameWorkParts(b, c, "v4/", cycleParts{})},
 	)
 }
