@@ -29,10 +29,10 @@ type sameWorkKey struct {
 // exactly the requests Baton's etcd store sends per uncontended cycle for its guarantees, with
 // none of the Locker or store code around them:
 //
-//   - grant: one Txn, if leases/<key>, rest/<key> and delay/<key> do not exist then read
-//     last/<key> (TookOver, AlreadyReleased), put leases/<key> (a record of the size of
-//     Baton's) on the key's etcd lease and put last/<key>, else read all four; alongside it a
-//     keepalive of that reused etcd lease, so the key lives its TTL from the grant;
+//   - grant: one Txn, if leases/<key>, rest/<key> and delay/<key> do not exist then put
+//     leases/<key> (a record of the size of Baton's) on the key's etcd lease and put last/<key>
+//     returning its previous value (TookOver), else read the three; alongside it a keepalive of
+//     that reused etcd lease, so the key lives its TTL from the grant;
 //   - release: one Txn guarded by the grant's CreateRevision and the etcd lease, deleting
 //     leases/<key> and writing last/<key>.
 //
@@ -43,11 +43,11 @@ func sameWorkCycle(b *testing.B, c *clientv3.Client) storetest.CycleFunc {
 	return sameWorkParts(b, c, "floor-bench/", cycleParts{keepalive: true, last: true, restGuards: true})
 }
 
-// cycleParts selects what sameWorkParts sends. Only all three together keep Baton's guarantees;
-// the others exist to price each part (BenchmarkEtcdSameWorkParts).
+// cycleParts selects what sameWorkParts sends. Only keepalive, last and restGuards together keep
+// Baton's guarantees; the others exist to price each part (BenchmarkEtcdSameWorkParts).
 type cycleParts struct {
 	keepalive  bool // restart the reused etcd lease's TTL at each grant
-	last       bool // read and write last/<key> in the grant, write it in the release
+	last       bool // write last/<key> (reading its previous value) in the grant and in the release
 	restGuards bool // the grant also requires rest/<key> and delay/<key> to be absent
 	// watch keeps a watch on the prefix for deletions, as Baton's store does to wake waiters
 	// (not a request per cycle, but each release's deletion is sent to it).
@@ -110,14 +110,9 @@ func sameWorkParts(b *testing.B, c *clientv3.Client, prefix string, parts cycleP
 				clientv3.Compare(clientv3.CreateRevision(delayKey), "=", 0))
 			elseOps = append(elseOps, clientv3.OpGet(restKey), clientv3.OpGet(delayKey))
 		}
-		var then []clientv3.Op
+		then := []clientv3.Op{clientv3.OpPut(leaseKey, rec, clientv3.WithLease(k.lease))}
 		if parts.last {
-			then = append(then, clientv3.OpGet(lastKey))
-			elseOps = append(elseOps, clientv3.OpGet(lastKey))
-		}
-		then = append(then, clientv3.OpPut(leaseKey, rec, clientv3.WithLease(k.lease)))
-		if parts.last {
-			then = append(then, clientv3.OpPut(lastKey, `{"lease_id":"`+id+`","state":"held"}`))
+			then = append(then, clientv3.OpPut(lastKey, `{"lease_id":"`+id+`","state":"held"}`, clientv3.WithPrevKV()))
 		}
 		resp, err := c.Txn(ctx).If(cmps...).Then(then...).Else(elseOps...).Commit()
 		if parts.keepalive {
@@ -136,7 +131,7 @@ func sameWorkParts(b *testing.B, c *clientv3.Client, prefix string, parts cycleP
 			return fmt.Errorf("same-work cycle: %s is taken", key)
 		}
 		if parts.last {
-			if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 && bytes.Contains(kvs[0].Value, []byte(`"state":"held"`)) {
+			if kv := resp.Responses[1].GetResponsePut().GetPrevKv(); kv != nil && bytes.Contains(kv.Value, []byte(`"state":"held"`)) {
 				return fmt.Errorf("same-work cycle: %s taken over", key) // never, uncontended
 			}
 		}
