@@ -101,11 +101,21 @@ func mutexCycle(b *testing.B, c *clientv3.Client) storetest.CycleFunc {
 }
 
 // BenchmarkEtcdCycle: uncontended acquire + release at 8 clients, Baton paired against
-// concurrency.Mutex (x-baseline = Mutex time / Baton time).
+// concurrency.Mutex ("mutex": x-baseline = Mutex time / Baton time) and, in "sameWork", against
+// a raw client doing the same requests as Baton's store (etcd_samework_test.go; x-baseline =
+// its time / Baton's) and the Mutex again (x-mutex), all three alternating in one run. The
+// floor's own ratio to the Mutex (x-mutex / x-baseline) is the cost of the design; Baton's to
+// the floor (x-baseline) that of its code.
 func BenchmarkEtcdCycle(b *testing.B) {
 	ep := startEtcd(b)
-	c := etcdClient(b, ep)
-	storetest.BenchPaired(b, 8, mutexCycle(b, c), storetest.LockerCycle(batonEtcdLocker(b, ep)))
+	mutex := mutexCycle(b, etcdClient(b, ep))
+	baton := storetest.LockerCycle(batonEtcdLocker(b, ep))
+	floor := sameWorkCycle(b, etcdClient(b, ep))
+	b.Run("mutex", func(b *testing.B) { storetest.BenchPaired(b, 8, mutex, baton) })
+	b.Run("sameWork", func(b *testing.B) {
+		storetest.BenchAgainst(b, 8, baton, storetest.Baseline{Name: "sameWork", Cycle: floor},
+			storetest.Baseline{Name: "mutex", Cycle: mutex})
+	})
 }
 
 // BenchmarkEtcdHandoff16: 16 waiters on one key, release to next acquire.

@@ -207,20 +207,17 @@ func (s *Store) grantWith(ctx context.Context, p *store.AcquireParams, ttl int64
 		delayID = d.ID
 		rec.DelayLease = int64(d.ID)
 	}
-	var restarted chan error
+	var restarted <-chan error
 	restartSent := time.Now()
 	if fromPool {
-		restarted = make(chan error, 1)
-		go func() {
-			restarted <- s.restarts.restart(ctx, main.id)
-		}()
+		restarted = s.restarts.begin(main.id) // answered while the Txn runs
 	}
 	val, _ := json.Marshal(rec)
 	lastVal, _ := json.Marshal(last{LeaseID: p.LeaseID, State: "held"})
+	// last/<key>'s previous value (TookOver) comes back with its put.
 	then := []clientv3.Op{
-		clientv3.OpGet(s.lastKey(p.Key)),
 		clientv3.OpPut(s.LeaseKey(p.Key), string(val), clientv3.WithLease(main.id)),
-		clientv3.OpPut(s.lastKey(p.Key), string(lastVal)),
+		clientv3.OpPut(s.lastKey(p.Key), string(lastVal), clientv3.WithPrevKV()),
 	}
 	if delayID != 0 {
 		then = append(then, clientv3.OpPut(s.delayKey(p.Key), p.LeaseID, clientv3.WithLease(delayID)))
@@ -229,13 +226,12 @@ func (s *Store) grantWith(ctx context.Context, p *store.AcquireParams, ttl int64
 		clientv3.Compare(clientv3.CreateRevision(s.LeaseKey(p.Key)), "=", 0),
 		clientv3.Compare(clientv3.CreateRevision(s.restKey(p.Key)), "=", 0),
 		clientv3.Compare(clientv3.CreateRevision(s.delayKey(p.Key)), "=", 0),
-	).Then(then...).Else(
-		clientv3.OpGet(s.LeaseKey(p.Key)), clientv3.OpGet(s.restKey(p.Key)),
-		clientv3.OpGet(s.delayKey(p.Key)), clientv3.OpGet(s.lastKey(p.Key)),
+	).Then(then...).Else( // what refuse needs; not last/<key>
+		clientv3.OpGet(s.LeaseKey(p.Key)), clientv3.OpGet(s.restKey(p.Key)), clientv3.OpGet(s.delayKey(p.Key)),
 	).Commit()
 	var restartErr error
 	if restarted != nil {
-		if restartErr = <-restarted; restartErr == nil {
+		if restartErr = s.restarts.wait(ctx, restarted); restartErr == nil {
 			main.alive = restartSent.Add(ttlD)
 		}
 	}
@@ -260,7 +256,7 @@ func (s *Store) grantWith(ctx context.Context, p *store.AcquireParams, ttl int64
 	rev := resp.Header.Revision
 	s.held.set(p.Key, &heldLease{leaseID: p.LeaseID, rev: rev, etcd: main, ttl: ttl, rec: rec})
 	tookOver := false
-	if kv := first((*clientv3.GetResponse)(resp.Responses[0].GetResponseRange())); kv != nil {
+	if kv := resp.Responses[1].GetResponsePut().GetPrevKv(); kv != nil {
 		var l last
 		tookOver = json.Unmarshal(kv.Value, &l) == nil && l.State == "held" && l.LeaseID != p.LeaseID
 	}
@@ -274,12 +270,17 @@ func (s *Store) grantWith(ctx context.Context, p *store.AcquireParams, ttl int64
 
 // revoke ends etcd leases, best effort: a lease that is not revoked expires on its own.
 func (s *Store) revoke(ids ...clientv3.LeaseID) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
+	var ctx context.Context // only made when there is something to revoke (not on a release's hot path)
 	for _, id := range ids {
-		if id != 0 {
-			_, _ = s.cli.Revoke(ctx, id)
+		if id == 0 {
+			continue
 		}
+		if ctx == nil {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+		}
+		_, _ = s.cli.Revoke(ctx, id)
 	}
 }
 

@@ -24,22 +24,24 @@ type restarter struct {
 	wg      sync.WaitGroup
 }
 
-// restart sends one keepalive for id and waits for its answer: nil if etcd restarted its TTL,
+// begin sends one keepalive for id from the caller's goroutine and returns the channel its
+// answer arrives on (read it with wait): nil if etcd restarted the lease's TTL,
 // rpctypes.ErrLeaseNotFound if the lease is gone.
-func (r *restarter) restart(ctx context.Context, id clientv3.LeaseID) error {
+func (r *restarter) begin(id clientv3.LeaseID) <-chan error {
 	ch := make(chan error, 1)
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.closed {
-		r.mu.Unlock()
-		return context.Canceled
+		ch <- context.Canceled
+		return ch
 	}
 	if r.stream == nil {
 		sctx, cancel := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
 		stream, err := pb.NewLeaseClient(r.cli.ActiveConnection()).LeaseKeepAlive(sctx)
 		if err != nil {
 			cancel()
-			r.mu.Unlock()
-			return err
+			ch <- err
+			return ch
 		}
 		r.stream, r.cancel = stream, cancel
 		r.wg.Add(1)
@@ -52,12 +54,17 @@ func (r *restarter) restart(ctx context.Context, id clientv3.LeaseID) error {
 	if err := r.stream.Send(&pb.LeaseKeepAliveRequest{ID: int64(id)}); err != nil {
 		r.reset(r.stream, err) // fails ch too
 	}
-	r.mu.Unlock()
+	return ch
+}
+
+// wait returns begin's answer, or ctx's error if ctx ends first (the request stays queued, so
+// that later answers still match their requests).
+func (r *restarter) wait(ctx context.Context, answer <-chan error) error {
 	select {
-	case err := <-ch:
+	case err := <-answer:
 		return err
 	case <-ctx.Done():
-		return ctx.Err() // ch stays queued, so that later answers still match their requests
+		return ctx.Err()
 	}
 }
 

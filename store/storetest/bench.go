@@ -20,8 +20,42 @@ type CycleFunc func(ctx context.Context, key string) error
 // (checkpoints, autovacuum, WAL growth) weighs on both alike. ns/op is cycle's; the baseline's
 // ns/op and the throughput ratio baseline/cycle ("x-baseline", 1.0 = as fast) are reported too.
 func BenchPaired(b *testing.B, clients int, baseline, cycle CycleFunc) {
+	benchAgainst(b, clients, false, cycle, Baseline{Cycle: baseline})
+}
+
+// Baseline is a cycle that BenchAgainst measures another against.
+type Baseline struct {
+	// Name labels the baseline's metrics: "<Name>-ns/op", "x-<Name>" and "<Name>-cpu-us/op".
+	// The first baseline's are "baseline-ns/op", "x-baseline" and "baseline-cpu-us/op",
+	// whatever its name.
+	Name  string
+	Cycle CycleFunc
+}
+
+// BenchAgainst is BenchPaired against several baselines at once: in each of the 10 blocks every
+// baseline runs its b.N/10 cycles, then cycle (timed). For each baseline it reports its ns/op and
+// the throughput ratio baseline/cycle. It also reports the CPU time this process spent per
+// cycle ("cpu-us/op", and per baseline cycle): for a database server running in the benchmark
+// process (an embedded etcd), that is client and server together, a steadier measure than
+// wall time on a shared machine.
+func BenchAgainst(b *testing.B, clients int, cycle CycleFunc, baselines ...Baseline) {
+	benchAgainst(b, clients, true, cycle, baselines...)
+}
+
+func benchAgainst(b *testing.B, clients int, cpu bool, cycle CycleFunc, baselines ...Baseline) {
 	const blocks = 10
-	var cycleTime, baseTime time.Duration
+	var cycleTime, cycleCPU time.Duration
+	baseTime := make([]time.Duration, len(baselines))
+	baseCPU := make([]time.Duration, len(baselines))
+	_, cpuOK := processCPU()
+	cpuOK = cpu && cpuOK
+	// timed runs n cycles and adds their wall and CPU time.
+	timed := func(n int, c CycleFunc, wall, used *time.Duration) {
+		before, _ := processCPU()
+		*wall += runCycles(b, clients, n, c)
+		after, _ := processCPU()
+		*used += after - before
+	}
 	var cycleN, baseN int
 	b.ResetTimer()
 	for i := range blocks {
@@ -30,18 +64,33 @@ func BenchPaired(b *testing.B, clients int, baseline, cycle CycleFunc) {
 			n = b.N - (blocks-1)*(b.N/blocks)
 		}
 		b.StopTimer()
-		baseTime += runCycles(b, clients, n, baseline)
+		for j, base := range baselines {
+			timed(n, base.Cycle, &baseTime[j], &baseCPU[j])
+		}
 		baseN += n
 		b.StartTimer()
-		cycleTime += runCycles(b, clients, n, cycle)
+		timed(n, cycle, &cycleTime, &cycleCPU)
 		cycleN += n
 	}
 	b.StopTimer()
-	if cycleN > 0 && baseN > 0 && cycleTime > 0 {
-		baseNs := float64(baseTime.Nanoseconds()) / float64(baseN)
-		cycleNs := float64(cycleTime.Nanoseconds()) / float64(cycleN)
-		b.ReportMetric(baseNs, "baseline-ns/op")
-		b.ReportMetric(baseNs/cycleNs, "x-baseline")
+	if cycleN == 0 || baseN == 0 || cycleTime <= 0 {
+		return
+	}
+	cycleNs := float64(cycleTime.Nanoseconds()) / float64(cycleN)
+	if cpuOK {
+		b.ReportMetric(float64(cycleCPU.Microseconds())/float64(cycleN), "cpu-us/op")
+	}
+	for j, base := range baselines {
+		name := base.Name
+		if j == 0 {
+			name = "baseline"
+		}
+		baseNs := float64(baseTime[j].Nanoseconds()) / float64(baseN)
+		b.ReportMetric(baseNs, name+"-ns/op")
+		b.ReportMetric(baseNs/cycleNs, "x-"+name)
+		if cpuOK {
+			b.ReportMetric(float64(baseCPU[j].Microseconds())/float64(baseN), name+"-cpu-us/op")
+		}
 	}
 }
 
