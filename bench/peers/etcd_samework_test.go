@@ -25,7 +25,7 @@ type sameWorkKey struct {
 	ka    pb.Lease_LeaseKeepAliveClient
 }
 
-// sameWorkCycle is the floor under Baton's etcd lock cycle: a raw clientv3 client sending
+// etcdSameWorkCycle is the floor under Baton's etcd lock cycle: a raw clientv3 client sending
 // exactly the requests Baton's etcd store sends per uncontended cycle for its guarantees, with
 // none of the Locker or store code around them:
 //
@@ -39,7 +39,7 @@ type sameWorkKey struct {
 // The keepalive is overlapped with the grant Txn as Baton does, but without a goroutine: one
 // stream per key, sent before the Txn and read after it. Baton's store also keeps a watch on its
 // prefix (wake-ups of waiters), which this client does not.
-func sameWorkCycle(b *testing.B, c *clientv3.Client) storetest.CycleFunc {
+func etcdSameWorkCycle(b *testing.B, c *clientv3.Client) storetest.CycleFunc {
 	return sameWorkParts(b, c, "floor-bench/", cycleParts{keepalive: true, last: true, restGuards: true})
 }
 
@@ -162,7 +162,7 @@ func sameWorkParts(b *testing.B, c *clientv3.Client, prefix string, parts cycleP
 func BenchmarkEtcdSameWorkParts(b *testing.B) {
 	ep := startEtcd(b)
 	c := etcdClient(b, ep)
-	storetest.BenchAgainst(b, 8, sameWorkCycle(b, etcdClient(b, ep)),
+	storetest.BenchAgainst(b, 8, etcdSameWorkCycle(b, etcdClient(b, ep)),
 		storetest.Baseline{Name: "mutex", Cycle: mutexCycle(b, etcdClient(b, ep))},
 		storetest.Baseline{Name: "noKeepalive", Cycle: sameWorkParts(b, c, "v1/", cycleParts{last: true, restGuards: true})},
 		storetest.Baseline{Name: "noLast", Cycle: sameWorkParts(b, c, "v2/", cycleParts{keepalive: true, restGuards: true})},

@@ -110,7 +110,7 @@ func BenchmarkEtcdCycle(b *testing.B) {
 	ep := startEtcd(b)
 	mutex := mutexCycle(b, etcdClient(b, ep))
 	baton := storetest.LockerCycle(batonEtcdLocker(b, ep))
-	floor := sameWorkCycle(b, etcdClient(b, ep))
+	floor := etcdSameWorkCycle(b, etcdClient(b, ep))
 	b.Run("mutex", func(b *testing.B) { storetest.BenchPaired(b, 8, mutex, baton) })
 	b.Run("sameWork", func(b *testing.B) {
 		storetest.BenchAgainst(b, 8, baton, storetest.Baseline{Name: "sameWork", Cycle: floor},

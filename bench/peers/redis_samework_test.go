@@ -68,9 +68,9 @@ return 2
 `)
 )
 
-// sameWorkCycle runs the two same-work scripts; each cycle uses a new random lease ID of
+// redisSameWorkCycle runs the two same-work scripts; each cycle uses a new random lease ID of
 // Baton's size (32 hex digits).
-func sameWorkCycle(c *redis.Client) storetest.CycleFunc {
+func redisSameWorkCycle(c *redis.Client) storetest.CycleFunc {
 	ttl := strconv.FormatInt(benchTTL.Milliseconds(), 10)
 	return func(ctx context.Context, key string) error {
 		var b [16]byte

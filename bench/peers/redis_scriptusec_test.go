@@ -44,7 +44,7 @@ func BenchmarkRedisScriptUsec(b *testing.B) {
 	})
 }
 
-// sameWorkSteps is sameWorkCycle split into its grant and its release.
+// sameWorkSteps is redisSameWorkCycle split into its grant and its release.
 func sameWorkSteps(c *redis.Client) func(ctx context.Context, key string) (func(context.Context) error, error) {
 	ttl := strconv.FormatInt(benchTTL.Milliseconds(), 10)
 	var seq atomic.Int64

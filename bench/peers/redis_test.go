@@ -74,7 +74,7 @@ func BenchmarkRedisCycle(b *testing.B) {
 		{"redsync", func(*testing.B) storetest.CycleFunc { return redsyncCycle(c) }},
 		{"redislock", func(*testing.B) storetest.CycleFunc { return redislockCycle(c) }},
 		{"batonStore", func(b *testing.B) storetest.CycleFunc { return batonStoreCycle(b, addr) }},
-		{"sameWork", func(*testing.B) storetest.CycleFunc { return sameWorkCycle(c) }},
+		{"sameWork", func(*testing.B) storetest.CycleFunc { return redisSameWorkCycle(c) }},
 		{"raw", func(*testing.B) storetest.CycleFunc { return raw }},
 	} {
 		b.Run(p.name+"/clients=8", func(b *testing.B) {

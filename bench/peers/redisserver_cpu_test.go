@@ -32,7 +32,7 @@ func BenchmarkRedisServerCPU(b *testing.B) {
 		{"baton", func(b *testing.B) storetest.CycleFunc { return storetest.LockerCycle(batonRedisLocker(b, addr)) }},
 		{"redsync", func(*testing.B) storetest.CycleFunc { return redsyncCycle(c) }},
 		{"redislock", func(*testing.B) storetest.CycleFunc { return redislockCycle(c) }},
-		{"sameWork", func(*testing.B) storetest.CycleFunc { return sameWorkCycle(c) }},
+		{"sameWork", func(*testing.B) storetest.CycleFunc { return redisSameWorkCycle(c) }},
 	} {
 		b.Run(p.name+"/clients=8", func(b *testing.B) {
 			cycle := p.cycle(b)
