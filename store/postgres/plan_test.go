@@ -52,45 +52,21 @@ func TestListPlansReadOneIndexRange(t *testing.T) {
 		{"ListJobs finished state and resource", postgres.ListJobsSQL(schema, 2, store.JobSucceeded), "(0, 'r/000001', 100)",
 			[]string{"jobs_finished_by_resource"}},
 	} {
-		withConn(t, func(ctx context.Context, conn *pgx.Conn) error {
-			if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
-				return err
+		lines, plan := genericPlan(t, c.name, c.sql, c.args)
+		t.Logf("%s:\n%s", c.name, plan)
+		// The outer scan is the first plan line (the subqueries of ListResources follow).
+		sorts := strings.Count(plan, "Sort  (") // a Sort node, not a Merge Append's key
+		if strings.Contains(plan, "jobs_unfinished_by_resource") {
+			sorts-- // the resource's queue, sorted by ID
+		}
+		if strings.Contains(lines[0], "Seq Scan") || strings.Contains(plan, "Seq Scan on jobs") || sorts > 0 {
+			t.Errorf("%s: the plan scans or sorts:\n%s", c.name, plan)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(plan, w) {
+				t.Errorf("%s: plan lacks %q:\n%s", c.name, w, plan)
 			}
-			if _, err := conn.Exec(ctx, `PREPARE p AS `+c.sql); err != nil {
-				return fmt.Errorf("%s: prepare: %w", c.name, err)
-			}
-			rows, err := conn.Query(ctx, `EXPLAIN EXECUTE p `+c.args)
-			if err != nil {
-				return fmt.Errorf("%s: explain: %w", c.name, err)
-			}
-			var lines []string
-			for rows.Next() {
-				var l string
-				if err := rows.Scan(&l); err != nil {
-					return err
-				}
-				lines = append(lines, l)
-			}
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			plan := strings.Join(lines, "\n")
-			t.Logf("%s:\n%s", c.name, plan)
-			// The outer scan is the first plan line (the subqueries of ListResources follow).
-			sorts := strings.Count(plan, "Sort  (") // a Sort node, not a Merge Append's key
-			if strings.Contains(plan, "jobs_unfinished_by_resource") {
-				sorts-- // the resource's queue, sorted by ID
-			}
-			if strings.Contains(lines[0], "Seq Scan") || strings.Contains(plan, "Seq Scan on jobs") || sorts > 0 {
-				t.Errorf("%s: the plan scans or sorts:\n%s", c.name, plan)
-			}
-			for _, w := range c.want {
-				if !strings.Contains(plan, w) {
-					t.Errorf("%s: plan lacks %q:\n%s", c.name, w, plan)
-				}
-			}
-			return nil
-		})
+		}
 	}
 }
 
@@ -112,34 +88,32 @@ func TestRunningJobsReadThroughAnIndex(t *testing.T) {
 		{"reap candidates", reap, "(100)"},
 		{"kind stats", stats, ""},
 	} {
-		withConn(t, func(ctx context.Context, conn *pgx.Conn) error {
-			if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
-				return err
-			}
-			if _, err := conn.Exec(ctx, `PREPARE p AS `+c.sql); err != nil {
-				return fmt.Errorf("%s: prepare: %w", c.name, err)
-			}
-			var lines []string
-			rows, err := conn.Query(ctx, `EXPLAIN EXECUTE p `+c.args)
-			if err != nil {
-				return fmt.Errorf("%s: explain: %w", c.name, err)
-			}
-			for rows.Next() {
-				var l string
-				if err := rows.Scan(&l); err != nil {
-					return err
-				}
-				lines = append(lines, l)
-			}
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			plan := strings.Join(lines, "\n")
-			t.Logf("%s:\n%s", c.name, plan)
-			if strings.Contains(plan, "Seq Scan on jobs") || !strings.Contains(plan, "jobs_one_running_per_resource") {
-				t.Errorf("%s: the plan does not read the running jobs through jobs_one_running_per_resource:\n%s", c.name, plan)
-			}
-			return nil
-		})
+		_, plan := genericPlan(t, c.name, c.sql, c.args)
+		t.Logf("%s:\n%s", c.name, plan)
+		if strings.Contains(plan, "Seq Scan on jobs") || !strings.Contains(plan, "jobs_one_running_per_resource") {
+			t.Errorf("%s: the plan does not read the running jobs through jobs_one_running_per_resource:\n%s", c.name, plan)
+		}
 	}
+}
+
+// genericPlan EXPLAINs sql's generic plan (the one a connection's cached statement settles on)
+// with the arguments args (a parenthesized list, or "" for none), and returns its lines and the
+// whole plan.
+func genericPlan(t *testing.T, name, sql, args string) (lines []string, plan string) {
+	t.Helper()
+	withConn(t, func(ctx context.Context, conn *pgx.Conn) error {
+		if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+			return err
+		}
+		if _, err := conn.Exec(ctx, `PREPARE p AS `+sql); err != nil {
+			return fmt.Errorf("%s: prepare: %w", name, err)
+		}
+		rows, err := conn.Query(ctx, `EXPLAIN EXECUTE p `+args)
+		if err != nil {
+			return fmt.Errorf("%s: explain: %w", name, err)
+		}
+		lines, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	return lines, strings.Join(lines, "\n")
 }
