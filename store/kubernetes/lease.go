@@ -16,8 +16,17 @@ import (
 	"github.com/batonhq/baton/store"
 )
 
-// maxAttempts bounds the read-and-update rounds of one call under contention.
+// maxAttempts bounds the read-and-update rounds of a renew, release or admin call under
+// contention (on a lease that is the caller's own, or by hand: conflicts are rare there).
 const maxAttempts = 16
+
+// acquireAttempts bounds an Acquire's rounds. A round is lost only when another write to the
+// key won between the read and the update (a grant, or the release that followed it), so others
+// make progress meanwhile; on a key that contenders grant and release back to back, a caller
+// can lose many rounds in a row. With 16, eight goroutines cycling one key under -race on a
+// loaded 2-core machine once got "too much contention" from a try-acquire, which should answer
+// granted or held. Backoff is capped (see backoff), so 64 rounds wait at most ~5 s in all.
+const acquireAttempts = 64
 
 // writtenCache keeps the object this store last wrote for each lease it granted, so that a
 // renewal or release can be one update guarded by that resourceVersion instead of a read and
@@ -184,7 +193,7 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	for attempt := range maxAttempts {
+	for attempt := range acquireAttempts {
 		v, ok, err := s.read(ctx, p.Key)
 		if err != nil {
 			return nil, err
@@ -387,9 +396,9 @@ func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (
 	return v.lease(), nil
 }
 
-// backoff waits a random time below attempt+1 times 10 ms, or until ctx ends.
+// backoff waits a random time below attempt+1 times 10 ms, at most 80 ms, or until ctx ends.
 func backoff(ctx context.Context, attempt int) error {
-	t := time.NewTimer(rand.N(time.Duration(attempt+1) * 10 * time.Millisecond))
+	t := time.NewTimer(rand.N(time.Duration(min(attempt, 7)+1) * 10 * time.Millisecond))
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
