@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -80,8 +79,7 @@ func insertResource(i int) string { return fmt.Sprintf("r%d", i%insertResources)
 func pairedInsert(b *testing.B, sides insertSides) {
 	ctx := context.Background()
 	const blocks = 4
-	var batonTime, riverTime time.Duration
-	var batonWAL, riverWAL, batonCPU, riverCPU, batonPG, riverPG float64
+	var baton, river sideCost
 	b.ResetTimer()
 	b.StopTimer()
 	next := 0
@@ -95,45 +93,21 @@ func pairedInsert(b *testing.B, sides insertSides) {
 		}
 		from := next
 		next += n
-		run := func(f func(context.Context, int, int) error, into *time.Duration, wal, cpu, pg *float64) {
-			lsn := walLSN(b, sides.pool)
-			self0, pg0 := sides.meter.read()
-			start := time.Now()
-			if err := f(ctx, from, from+n); err != nil {
-				b.Fatal(err)
-			}
-			*into += time.Since(start)
-			self1, pg1 := sides.meter.read()
-			*wal += walSince(b, sides.pool, lsn)
-			*cpu += self1 - self0
-			*pg += pg1 - pg0
+		run := func(f func(context.Context, int, int) error, cost *sideCost) {
+			cost.measure(b, sides.pool, sides.meter, func() error { return f(ctx, from, from+n) })
 		}
 		if i%2 == 0 {
-			run(sides.river, &riverTime, &riverWAL, &riverCPU, &riverPG)
-			run(sides.baton, &batonTime, &batonWAL, &batonCPU, &batonPG)
+			run(sides.river, &river)
+			run(sides.baton, &baton)
 		} else {
-			run(sides.baton, &batonTime, &batonWAL, &batonCPU, &batonPG)
-			run(sides.river, &riverTime, &riverWAL, &riverCPU, &riverPG)
+			run(sides.baton, &baton)
+			run(sides.river, &river)
 		}
 	}
-	if batonTime > 0 && riverTime > 0 {
+	if baton.time > 0 && river.time > 0 {
 		jobs := float64(b.N)
-		b.ReportMetric(jobs/batonTime.Seconds(), "jobs/s")
-		b.ReportMetric(jobs/riverTime.Seconds(), "river-jobs/s")
-		b.ReportMetric(riverTime.Seconds()/batonTime.Seconds(), "x-river")
-		b.ReportMetric(float64(batonTime.Nanoseconds())/jobs, "ns/job")
-		// As in BenchmarkRiverJobs: WAL and CPU time per job (this process; the PostgreSQL
-		// server, attributable only on a server the benchmark has to itself), steadier than
-		// jobs/s on a loaded machine.
-		b.ReportMetric(batonWAL/jobs, "wal-B/job")
-		b.ReportMetric(riverWAL/jobs, "river-wal-B/job")
-		b.ReportMetric(batonCPU*1e6/jobs, "go-cpu-us/job")
-		b.ReportMetric(batonPG*1e6/jobs, "pg-cpu-us/job")
-		b.ReportMetric(riverCPU*1e6/jobs, "river-go-cpu-us/job")
-		b.ReportMetric(riverPG*1e6/jobs, "river-pg-cpu-us/job")
-		if batonCPU+batonPG > 0 {
-			b.ReportMetric((riverCPU+riverPG)/(batonCPU+batonPG), "x-river-cpu")
-		}
+		reportVsRiver(b, jobs, baton, river)
+		b.ReportMetric(float64(baton.time.Nanoseconds())/jobs, "ns/job")
 	}
 }
 

@@ -193,56 +193,23 @@ func BenchmarkRiverJobs(b *testing.B) {
 			rs, bs := riverSide(b, pool), batonSide(b, pool)
 			ctx := context.Background()
 			n := max(b.N, 100)
-			var riverTime, batonTime time.Duration
-			var riverWAL, batonWAL float64
-			var riverCPU, batonCPU, riverPG, batonPG float64
+			var river, baton sideCost
 			meter := newCPUMeter(b, pool)
 			b.ResetTimer()
 			b.StopTimer()
 			const rounds = 2
 			for range rounds {
 				for _, side := range []struct {
-					jb  storetest.JobBench
-					sum *time.Duration
-					wal *float64
-					cpu *float64
-					pg  *float64
-				}{{rs, &riverTime, &riverWAL, &riverCPU, &riverPG}, {bs, &batonTime, &batonWAL, &batonCPU, &batonPG}} {
+					jb   storetest.JobBench
+					cost *sideCost
+				}{{rs, &river}, {bs, &baton}} {
 					if err := side.jb.Load(ctx, n); err != nil {
 						b.Fatal(err)
 					}
-					lsn := walLSN(b, pool)
-					self0, pg0 := meter.read()
-					start := time.Now()
-					if err := side.jb.Drain(ctx, c, n); err != nil {
-						b.Fatal(err)
-					}
-					*side.sum += time.Since(start)
-					self1, pg1 := meter.read()
-					*side.wal += walSince(b, pool, lsn)
-					*side.cpu += self1 - self0
-					*side.pg += pg1 - pg0
+					side.cost.measure(b, pool, meter, func() error { return side.jb.Drain(ctx, c, n) })
 				}
 			}
-			jobs := float64(rounds * n)
-			b.ReportMetric(jobs/batonTime.Seconds(), "jobs/s")
-			b.ReportMetric(jobs/riverTime.Seconds(), "river-jobs/s")
-			b.ReportMetric(riverTime.Seconds()/batonTime.Seconds(), "x-river")
-			// WAL written per job while draining: what each side asks PostgreSQL to write, which,
-			// unlike jobs/s, other load on the machine does not move (other writers on the same
-			// server do: use a server of the benchmark's own).
-			b.ReportMetric(batonWAL/jobs, "wal-B/job")
-			b.ReportMetric(riverWAL/jobs, "river-wal-B/job")
-			// CPU time per job, this process (the worker and its driver) and the PostgreSQL
-			// server, and River's over Baton's (>1: Baton costs less): steadier than jobs/s on
-			// a loaded machine, and where the wall-time gap comes from.
-			b.ReportMetric(batonCPU*1e6/jobs, "go-cpu-us/job")
-			b.ReportMetric(batonPG*1e6/jobs, "pg-cpu-us/job")
-			b.ReportMetric(riverCPU*1e6/jobs, "river-go-cpu-us/job")
-			b.ReportMetric(riverPG*1e6/jobs, "river-pg-cpu-us/job")
-			if batonCPU+batonPG > 0 {
-				b.ReportMetric((riverCPU+riverPG)/(batonCPU+batonPG), "x-river-cpu")
-			}
+			reportVsRiver(b, float64(rounds*n), baton, river)
 			b.ReportMetric(0, "ns/op")
 		})
 	}
