@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/batonhq/baton/internal/dashboard"
 )
@@ -25,4 +26,9 @@ func (s *Server) dashboard() http.Handler {
 		}
 		ui.ServeHTTP(w, r)
 	})
+}
+
+// isDashboardPath reports whether path is the dashboard's page or one of its assets.
+func isDashboardPath(path string) bool {
+	return path == "/" || strings.HasPrefix(path, "/ui/")
 }

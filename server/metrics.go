@@ -72,14 +72,26 @@ func (m *metrics) handler() http.Handler {
 }
 
 // observeRoute times a handler under a fixed route label (never the raw path: keys would make
-// the label set unbounded).
+// the label set unbounded) and a method label from a fixed set.
 func (m *metrics) observeRoute(route string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		start := time.Now()
 		h(sw, r)
-		m.httpDuration.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Observe(time.Since(start).Seconds())
+		m.httpDuration.WithLabelValues(route, methodLabel(r.Method), strconv.Itoa(sw.status)).Observe(time.Since(start).Seconds())
 	}
+}
+
+// methodLabel is the method label of a request: a standard method, or "other". net/http accepts
+// any token as a method, and every label value is a series kept for the life of the process, so
+// a raw method would let anyone, without a token, grow the server's memory without bound.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete,
+		http.MethodPatch, http.MethodOptions:
+		return method
+	}
+	return "other"
 }
 
 type statusWriter struct {

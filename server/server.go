@@ -184,7 +184,15 @@ func (s *Server) routes() http.Handler {
 				fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, strings.Join(methods, " or "))))
 		}))
 	}
-	mux.Handle("/", s.dashboard())
+	// The dashboard's page and assets, and every unknown path, under two fixed route labels.
+	dash := s.dashboard()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		route := "no_such_route"
+		if isDashboardPath(r.URL.Path) {
+			route = "dashboard"
+		}
+		s.metrics.observeRoute(route, dash.ServeHTTP)(w, r)
+	})
 	return s.recoverPanics(mux)
 }
 
