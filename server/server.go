@@ -53,11 +53,20 @@ type Config struct {
 	// Revision is the VCS revision the server was built from, exported with Version and the Go
 	// version in the baton_build_info gauge.
 	Revision string
+	// AllowedHosts are host names or IP addresses (without a port) that requests may name in
+	// their Host header besides loopback addresses, localhost and *.localhost (host.go): without
+	// Auth, every other Host is refused with 403, against DNS rebinding. With Auth, the Host is
+	// checked only if AllowedHosts is set.
+	AllowedHosts []string
+	// ListenAddr is the address the server listens on (host:port); its host, unless it is an
+	// unspecified address (0.0.0.0, ::), is an allowed Host too.
+	ListenAddr string
 }
 
 // Server serves the HTTP API. Close it before closing its store.
 type Server struct {
-	cfg Config
+	cfg   Config
+	hosts *hostCheck // nil: no Host check
 	// st is cfg.Store behind the admission gate: the API's lease calls go through it.
 	st      store.Store
 	gate    *gate
@@ -110,6 +119,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxQueueWait == 0 {
 		cfg.MaxQueueWait = DefaultMaxQueueWait
 	}
+	hosts, err := newHostCheck(cfg.Auth != nil, cfg.AllowedHosts, cfg.ListenAddr)
+	if err != nil {
+		return nil, err
+	}
 	m := newMetrics()
 	m.registry.MustRegister(buildInfo(cfg.Version, cfg.Revision))
 	g := newGate(cfg.MaxInflight, cfg.MaxQueue, cfg.MaxQueueWait, m.registry)
@@ -120,7 +133,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, st: st, gate: g, log: cfg.Logger, locker: locker, metrics: m, ctx: ctx, cancel: cancel,
+	s := &Server{cfg: cfg, hosts: hosts, st: st, gate: g, log: cfg.Logger, locker: locker, metrics: m, ctx: ctx, cancel: cancel,
 		claimPoll: defaultClaimPoll, acquires: newAcquireTracker(2*cfg.MaxWait + time.Minute)}
 	if js, ok := cfg.Store.(store.JobStore); ok {
 		s.jobs = &gatedJobs{JobStore: js, g: g}
@@ -193,7 +206,7 @@ func (s *Server) routes() http.Handler {
 		}
 		s.metrics.observeRoute(route, dash.ServeHTTP)(w, r)
 	})
-	return s.recoverPanics(mux)
+	return s.checkHost(s.recoverPanics(mux))
 }
 
 // routeTable lists every endpoint. server/openapi.json describes exactly these (a test checks

@@ -23,6 +23,9 @@ func (l *listFlag) String() string {
 	return strings.Join(l.vals, ",")
 }
 
+// Get is the values as given, comma-separated (flag.Getter: serve reads flags' types through it).
+func (l *listFlag) Get() any { return l.String() }
+
 func (l *listFlag) Set(v string) error {
 	parts := []string{v}
 	if l.split {

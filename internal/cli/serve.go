@@ -56,6 +56,7 @@ type serveFlags struct {
 	// periodicFile names the periodic jobs file; periodic is what it holds.
 	periodicFile string
 	periodic     []baton.PeriodicJob
+	allowedHosts listFlag
 }
 
 // newServeCommand is the serve command's flag set, its flags not yet read from the environment
@@ -80,6 +81,8 @@ func newServeCommand(stdout, stderr io.Writer) (*command, *serveFlags) {
 	fs.DurationVar(&f.jobRetention, "job-retention", baton.DefaultRetention, "how long finished jobs are kept before the cleaner deletes them")
 	fs.StringVar(&f.periodicFile, "periodic-file", "", "periodic jobs (JSON: {\"periodic\": [{\"name\", \"schedule\", \"kind\", \"resource\", \"args\"}]}) that the maintenance leader submits, one job per period")
 	fs.DurationVar(&f.deadLetterRetention, "dead-letter-retention", 0, "how long dead letters (discarded jobs) are kept before the cleaner deletes them, apart from --job-retention; 0 keeps them until purged")
+	f.allowedHosts.split = true
+	fs.Var(&f.allowedHosts, "allowed-host", "a host name or IP address clients reach the server by, besides loopback names and the --listen host; repeatable or comma-separated. Without --auth-file every other Host header is refused with 403 (DNS rebinding); with it, the Host is checked only if this is given")
 	// Every flag has its variable, named in its help: one rule, so none is forgotten.
 	fs.VisitAll(func(fl *flag.Flag) { fl.Usage += " (env " + serveEnvName(fl.Name) + ")" })
 	return c, &f
@@ -200,6 +203,9 @@ func serve(ctx context.Context, f serveFlags, log *slog.Logger) error {
 			return fmt.Errorf("refusing to listen on %s without --auth-file: anyone could force-release locks (use a loopback address, --auth-file, or --insecure-no-auth)", f.listen)
 		}
 		log.Warn("no --auth-file: every caller is admin", "listen", ln.Addr().String())
+		if !isLoopback(ln.Addr()) && len(f.allowedHosts.vals) == 0 {
+			log.Warn("no --auth-file and no --allowed-host: requests are answered only if they name a loopback host or the --listen host", "listen", f.listen)
+		}
 	}
 	st, storeName, err := storeurl.OpenLogged(ctx, f.store, log)
 	if err != nil {
@@ -209,7 +215,7 @@ func serve(ctx context.Context, f serveFlags, log *slog.Logger) error {
 	defer st.Close()
 	srv, err := server.New(server.Config{Store: st, Auth: auth, Logger: log, MaxWait: f.maxWait,
 		MaxInflight: f.maxInflight, MaxQueue: f.maxQueue, MaxQueueWait: f.maxQueueWait, Version: versionString(), StoreName: storeName,
-		Periodic: f.periodic, Revision: readBuildDetails().Revision})
+		Periodic: f.periodic, Revision: readBuildDetails().Revision, AllowedHosts: f.allowedHosts.vals, ListenAddr: f.listen})
 	if err != nil {
 		ln.Close()
 		return err
