@@ -66,6 +66,8 @@ func decodeBody(w http.ResponseWriter, r *http.Request, dst any, locate bool, li
 	var typeErr *json.UnmarshalTypeError
 	var syntaxErr *json.SyntaxError
 	switch {
+	case errors.Is(err, errBodyTimeout):
+		writeProblem(w, newProblem(http.StatusRequestTimeout, "request_timeout", "the request body did not arrive in time; send the body with the headers"))
 	case errors.As(err, &tooBig):
 		writeProblem(w, newProblem(http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the body must be at most %d bytes", limit)))
 	case errors.As(err, &typeErr):

@@ -32,6 +32,7 @@ var titles = map[string]string{
 	"lock_held":              "Lock held",
 	"not_held":               "Lease not held",
 	"body_too_large":         "Request body too large",
+	"request_timeout":        "Request timeout",
 	"unsupported_media_type": "Unsupported media type",
 	"cooldown":               "Key resting",
 	"unavailable":            "Store unavailable",

@@ -61,12 +61,20 @@ type Config struct {
 	// ListenAddr is the address the server listens on (host:port); its host, unless it is an
 	// unspecified address (0.0.0.0, ::), is an allowed Host too.
 	ListenAddr string
+	// BodyTimeout bounds the reading of a request's body, from the end of its headers
+	// (DefaultBodyTimeout if zero; negative: no bound). A body late past it is answered 408.
+	BodyTimeout time.Duration
+	// MaxConns bounds the client connections open at once on the listeners of HTTPServer; one
+	// over it is answered 503 and closed at once. Zero means DefaultMaxConns, or half the
+	// process's open-file limit if that is lower; negative: no bound.
+	MaxConns int
 }
 
 // Server serves the HTTP API. Close it before closing its store.
 type Server struct {
 	cfg   Config
 	hosts *hostCheck // nil: no Host check
+	conns *connCap   // the listeners' bound (HTTPServer)
 	// st is cfg.Store behind the admission gate: the API's lease calls go through it.
 	st      store.Store
 	gate    *gate
@@ -119,6 +127,15 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxQueueWait == 0 {
 		cfg.MaxQueueWait = DefaultMaxQueueWait
 	}
+	if cfg.BodyTimeout == 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
+	}
+	if cfg.BodyTimeout > 10*time.Minute {
+		return nil, &store.InvalidArgumentError{Field: "body_timeout", Rule: "must be at most 10m (negative: no bound)"}
+	}
+	if cfg.MaxConns == 0 {
+		cfg.MaxConns = defaultMaxConns()
+	}
 	hosts, err := newHostCheck(cfg.Auth != nil, cfg.AllowedHosts, cfg.ListenAddr)
 	if err != nil {
 		return nil, err
@@ -133,7 +150,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, hosts: hosts, st: st, gate: g, log: cfg.Logger, locker: locker, metrics: m, ctx: ctx, cancel: cancel,
+	s := &Server{cfg: cfg, hosts: hosts, conns: newConnCap(cfg.MaxConns, m.registry), st: st, gate: g, log: cfg.Logger, locker: locker, metrics: m, ctx: ctx, cancel: cancel,
 		claimPoll: defaultClaimPoll, acquires: newAcquireTracker(2*cfg.MaxWait + time.Minute)}
 	if js, ok := cfg.Store.(store.JobStore); ok {
 		s.jobs = &gatedJobs{JobStore: js, g: g}
@@ -206,7 +223,7 @@ func (s *Server) routes() http.Handler {
 		}
 		s.metrics.observeRoute(route, dash.ServeHTTP)(w, r)
 	})
-	return s.checkHost(s.recoverPanics(mux))
+	return s.bodyDeadline(s.checkHost(s.recoverPanics(mux)))
 }
 
 // routeTable lists every endpoint. server/openapi.json describes exactly these (a test checks

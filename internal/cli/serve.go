@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -51,8 +50,8 @@ type serveFlags struct {
 	insecureNoAuth                                      bool
 	maxWait, shutdownGrace                              time.Duration
 	reapInterval, jobRetention, maxQueueWait            time.Duration
-	deadLetterRetention                                 time.Duration
-	maxInflight, maxQueue                               int
+	deadLetterRetention, bodyTimeout                    time.Duration
+	maxInflight, maxQueue, maxConns                     int
 	// periodicFile names the periodic jobs file; periodic is what it holds.
 	periodicFile string
 	periodic     []baton.PeriodicJob
@@ -81,6 +80,8 @@ func newServeCommand(stdout, stderr io.Writer) (*command, *serveFlags) {
 	fs.DurationVar(&f.jobRetention, "job-retention", baton.DefaultRetention, "how long finished jobs are kept before the cleaner deletes them")
 	fs.StringVar(&f.periodicFile, "periodic-file", "", "periodic jobs (JSON: {\"periodic\": [{\"name\", \"schedule\", \"kind\", \"resource\", \"args\"}]}) that the maintenance leader submits, one job per period")
 	fs.DurationVar(&f.deadLetterRetention, "dead-letter-retention", 0, "how long dead letters (discarded jobs) are kept before the cleaner deletes them, apart from --job-retention; 0 keeps them until purged")
+	fs.DurationVar(&f.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "how long a request's body may take to arrive after its headers; later, 408 and the connection is closed (answers, long-polls included, are not bounded by it; -1s: no bound)")
+	fs.IntVar(&f.maxConns, "max-conns", 0, "client connections open at once; one more is answered 503 and closed (0: 1024, or half the open-file limit if lower; -1: no bound)")
 	f.allowedHosts.split = true
 	fs.Var(&f.allowedHosts, "allowed-host", "a host name or IP address clients reach the server by, besides loopback names and the --listen host; repeatable or comma-separated. Without --auth-file every other Host header is refused with 403 (DNS rebinding); with it, the Host is checked only if this is given")
 	// Every flag has its variable, named in its help: one rule, so none is forgotten.
@@ -215,7 +216,8 @@ func serve(ctx context.Context, f serveFlags, log *slog.Logger) error {
 	defer st.Close()
 	srv, err := server.New(server.Config{Store: st, Auth: auth, Logger: log, MaxWait: f.maxWait,
 		MaxInflight: f.maxInflight, MaxQueue: f.maxQueue, MaxQueueWait: f.maxQueueWait, Version: versionString(), StoreName: storeName,
-		Periodic: f.periodic, Revision: readBuildDetails().Revision, AllowedHosts: f.allowedHosts.vals, ListenAddr: f.listen})
+		Periodic: f.periodic, Revision: readBuildDetails().Revision, AllowedHosts: f.allowedHosts.vals, ListenAddr: f.listen,
+		BodyTimeout: f.bodyTimeout, MaxConns: f.maxConns})
 	if err != nil {
 		ln.Close()
 		return err
@@ -233,7 +235,7 @@ func serve(ctx context.Context, f serveFlags, log *slog.Logger) error {
 		}
 		defer stopMaintenance()
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	var tlsConfig *tls.Config
 	scheme := "http"
 	if f.tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
@@ -241,10 +243,10 @@ func serve(ctx context.Context, f serveFlags, log *slog.Logger) error {
 			ln.Close()
 			return fmt.Errorf("TLS: %w", err)
 		}
-		hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-		ln = tls.NewListener(ln, hs.TLSConfig)
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 		scheme = "https"
 	}
+	hs, ln := srv.HTTPServer(ln, tlsConfig)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	log.Info("baton serving", "url", scheme+"://"+ln.Addr().String(), "store", storeName, "auth", auth != nil, "version", versionString())

@@ -135,7 +135,7 @@ export interface Problem {
   title: string;
   status: number;
   /** stable machine-readable code */
-  code: "invalid_argument" | "unauthorized" | "forbidden" | "not_found" | "no_such_route" | "method_not_allowed" | "lock_held" | "not_held" | "resource_busy" | "job_state" | "version_mismatch" | "body_too_large" | "unsupported_media_type" | "cooldown" | "overloaded" | "unavailable" | "internal" | "not_implemented" | "stale_token";
+  code: "invalid_argument" | "unauthorized" | "forbidden" | "not_found" | "no_such_route" | "method_not_allowed" | "lock_held" | "not_held" | "resource_busy" | "job_state" | "version_mismatch" | "body_too_large" | "request_timeout" | "unsupported_media_type" | "cooldown" | "overloaded" | "unavailable" | "internal" | "not_implemented" | "stale_token";
   detail?: string;
   /** invalid_argument: the field or parameter */
   field?: string;
