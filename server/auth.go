@@ -144,17 +144,20 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, need Role) (p
 	}
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || token == "" {
+		s.refusals.refused(r, reasonMissing, "")
 		w.Header().Set("WWW-Authenticate", `Bearer realm="baton"`)
 		writeProblem(w, newProblem(http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <token>"))
 		return principal{}, false
 	}
 	name, role := s.cfg.Auth.authenticate(token)
 	if role == RoleNone {
+		s.refusals.refused(r, reasonUnknown, "")
 		w.Header().Set("WWW-Authenticate", `Bearer realm="baton", error="invalid_token"`)
 		writeProblem(w, newProblem(http.StatusUnauthorized, "unauthorized", "unknown token"))
 		return principal{}, false
 	}
 	if role < need {
+		s.refusals.refused(r, reasonForbidden, name)
 		p := newProblem(http.StatusForbidden, "forbidden", fmt.Sprintf("this call needs the %s role; token %q has %s", need, name, role))
 		p.RequiredRole = need.String()
 		writeProblem(w, p)

@@ -97,6 +97,7 @@ func (hc *hostCheck) allows(host string) bool {
 func (s *Server) checkHost(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.hosts.allows(r.Host) {
+			s.refusals.refused(r, reasonHost, "")
 			rule := "a server without --auth-file answers only loopback names (localhost, 127.0.0.1, [::1]) and its listen address, so that a web page cannot reach it by DNS rebinding"
 			if s.cfg.Auth != nil {
 				rule = "this server answers only loopback names, its listen address and its allowed hosts"

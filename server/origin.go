@@ -11,8 +11,9 @@ import "net/http"
 var crossOrigin = http.NewCrossOriginProtection()
 
 // sameOrigin answers 403 and returns false for a cross-origin browser request.
-func sameOrigin(w http.ResponseWriter, r *http.Request) bool {
+func (s *Server) sameOrigin(w http.ResponseWriter, r *http.Request) bool {
 	if err := crossOrigin.Check(r); err != nil {
+		s.refusals.refused(r, reasonCrossOrigin, "")
 		writeProblem(w, newProblem(http.StatusForbidden, "forbidden",
 			"cross-origin request refused: a page of another site may not change Baton's state"))
 		return false

@@ -75,6 +75,8 @@ type Server struct {
 	cfg   Config
 	hosts *hostCheck // nil: no Host check
 	conns *connCap   // the listeners' bound (HTTPServer)
+	// refusals counts and logs requests refused for who sent them (refusals.go).
+	refusals *refusals
 	// st is cfg.Store behind the admission gate: the API's lease calls go through it.
 	st      store.Store
 	gate    *gate
@@ -150,7 +152,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, hosts: hosts, conns: newConnCap(cfg.MaxConns, m.registry), st: st, gate: g, log: cfg.Logger, locker: locker, metrics: m, ctx: ctx, cancel: cancel,
+	s := &Server{cfg: cfg, hosts: hosts, conns: newConnCap(cfg.MaxConns, m.registry), refusals: newRefusals(m.registry, cfg.Logger),
+		st: st, gate: g, log: cfg.Logger, locker: locker, metrics: m, ctx: ctx, cancel: cancel,
 		claimPoll: defaultClaimPoll, acquires: newAcquireTracker(2*cfg.MaxWait + time.Minute)}
 	if js, ok := cfg.Store.(store.JobStore); ok {
 		s.jobs = &gatedJobs{JobStore: js, g: g}
@@ -188,7 +191,7 @@ func (s *Server) routes() http.Handler {
 		mux.HandleFunc(path, s.metrics.observeRoute(rts[0].name, func(w http.ResponseWriter, r *http.Request) {
 			for _, rt := range rts {
 				if r.Method == rt.method || (rt.method == http.MethodGet && r.Method == http.MethodHead) {
-					if !sameOrigin(w, r) {
+					if !s.sameOrigin(w, r) {
 						return
 					}
 					if p, ok := s.authorize(w, r, rt.role); ok {
