@@ -41,6 +41,7 @@ Usage:
                                            run CMD once per job of KIND
   baton fence check [--resource R] [--fencing-token T]
                                            refuse a stale fencing token (exit 76)
+  baton token new [--name N] [--role R]    print a new token and its --auth-file line
   baton version                            print the version
   baton completion bash|zsh|fish           print a shell completion script
 
@@ -112,6 +113,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return fenceCommand(rest[1:], g, stdout, stderr)
 	case "periodic":
 		return periodicCommand(rest[1:], g, stdout, stderr)
+	case "token":
+		return tokenCommand(rest[1:], g, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "baton: unknown command %q%s\n\n%s", rest[0], didYouMean(rest[0], topCommands(), quoted), usage)
 		return exitUsage

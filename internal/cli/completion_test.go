@@ -34,6 +34,8 @@ func TestBashCompletion(t *testing.T) {
 		{"baton completion f", "fish"},
 		{"baton help jo", "jobs"},
 		{"baton dlq p", "purge"},
+		{"baton token n", "new"},
+		{"baton token new --ro", "--role"},
 	}
 	for _, c := range cases {
 		words := strings.Fields(c.line)
