@@ -37,20 +37,12 @@ func decodeLocating(w http.ResponseWriter, r *http.Request, dst any) bool {
 }
 
 func decodeBody(w http.ResponseWriter, r *http.Request, dst any, locate bool, limit int64) bool {
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		writeProblem(w, newProblem(http.StatusUnsupportedMediaType, "unsupported_media_type", "the body must be application/json"))
+	if !jsonBody(w, r) {
 		return false
 	}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err == nil {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		err = dec.Decode(dst)
-		if err == nil {
-			if _, extra := dec.Token(); extra != io.EOF {
-				err = errors.New("trailing data after the JSON object")
-			}
-		}
+		err = decodeStrict(raw, dst)
 	}
 	if err == nil {
 		// encoding/json turns invalid UTF-8 and escapes of unpaired surrogates into U+FFFD, so
@@ -62,35 +54,64 @@ func decodeBody(w http.ResponseWriter, r *http.Request, dst any, locate bool, li
 		}
 		return true
 	}
+	writeProblem(w, bodyProblem(err, raw, locate, limit))
+	return false
+}
+
+// jsonBody answers 415 and returns false unless the request's body is application/json.
+func jsonBody(w http.ResponseWriter, r *http.Request) bool {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		writeProblem(w, newProblem(http.StatusUnsupportedMediaType, "unsupported_media_type", "the body must be application/json"))
+		return false
+	}
+	return true
+}
+
+// decodeStrict decodes raw, one JSON value, into dst, refusing unknown fields and trailing data.
+func decodeStrict(raw []byte, dst any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(dst)
+	if err == nil {
+		if _, extra := dec.Token(); extra != io.EOF {
+			err = errors.New("trailing data after the JSON object")
+		}
+	}
+	return err
+}
+
+// bodyProblem is the problem of a body that could not be read or decoded (err) into a value of
+// at most limit bytes; raw is what was read. With locate, a syntax error inside the value of a
+// top-level member is reported on that member.
+func bodyProblem(err error, raw []byte, locate bool, limit int64) *problem {
 	var tooBig *http.MaxBytesError
 	var typeErr *json.UnmarshalTypeError
 	var syntaxErr *json.SyntaxError
 	switch {
 	case errors.Is(err, errBodyTimeout):
-		writeProblem(w, newProblem(http.StatusRequestTimeout, "request_timeout", "the request body did not arrive in time; send the body with the headers"))
+		return newProblem(http.StatusRequestTimeout, "request_timeout", "the request body did not arrive in time; send the body with the headers")
 	case errors.As(err, &tooBig):
-		writeProblem(w, newProblem(http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the body must be at most %d bytes", limit)))
+		return newProblem(http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the body must be at most %d bytes", limit))
 	case errors.As(err, &typeErr):
 		field := typeErr.Field
 		if field == "" {
 			field = "body"
 		}
-		writeProblem(w, invalidArg(field, "must be a JSON "+jsonKind(typeErr.Type.Kind().String())))
+		return invalidArg(field, "must be a JSON "+jsonKind(typeErr.Type.Kind().String()))
 	case errors.As(err, &syntaxErr), errors.Is(err, io.ErrUnexpectedEOF):
 		field := "body"
 		if locate {
 			field = memberAt(raw)
 		}
-		writeProblem(w, invalidArg(field, "must be valid JSON ("+err.Error()+")"))
+		return invalidArg(field, "must be valid JSON ("+err.Error()+")")
 	case errors.Is(err, io.EOF):
-		writeProblem(w, invalidArg("body", "must be a JSON object, not empty"))
+		return invalidArg("body", "must be a JSON object, not empty")
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		writeProblem(w, invalidArg(field, "is not a known field"))
+		return invalidArg(field, "is not a known field")
 	default:
-		writeProblem(w, invalidArg("body", err.Error()))
+		return invalidArg("body", err.Error())
 	}
-	return false
 }
 
 func jsonKind(goKind string) string {

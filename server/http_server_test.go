@@ -200,3 +200,65 @@ func TestConnectionCap(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// Job batch bodies are read under a budget: while a largest batch is being read (here its body
+// stalls), others wait without reading theirs, up to 16; the next is answered 503 overloaded
+// with Retry-After at once. A batch whose body is larger than the limit is 413 and closed.
+func TestBatchBodiesWaitForBudget(t *testing.T) {
+	s := serveHTTP(t, false, func(c *server.Config) { c.BodyTimeout = -1 })
+	stallBatch := func() net.Conn {
+		c, err := net.Dial("tcp", s.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		fmt.Fprintf(c, "POST /v1/jobs/batch HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", s.addr, server.MaxJobBatchBodyBytes)
+		return c
+	}
+	stallBatch() // holds the whole budget while its body does not come
+	for range 16 {
+		stallBatch()
+	}
+	hc := &http.Client{}
+	metrics := func() string {
+		resp, err := hc.Get("http://" + s.addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		return string(raw)
+	}
+	for i := 0; ; i++ {
+		if v, _ := metricValue(metrics(), "baton_http_batch_bodies_waiting"); v == 16 {
+			break
+		}
+		if i == 1000 {
+			t.Fatalf("16 batches never waited:\n%s", metrics())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	resp, err := hc.Post("http://"+s.addr+"/v1/jobs/batch", "application/json", strings.NewReader(`{"jobs":[{"kind":"k","resource":"r"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(raw), `"overloaded"`) {
+		t.Fatalf("a batch past the queue: %d %v %s; want 503 overloaded with Retry-After", resp.StatusCode, resp.Header, raw)
+	}
+
+	s = serveHTTP(t, false, nil)
+	c, err := net.Dial("tcp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	body := `{"jobs":[{"kind":"k","resource":"r","args":{"pad":"` + strings.Repeat("x", server.MaxJobBatchBodyBytes) + `"}}]}`
+	go func() {
+		fmt.Fprintf(c, "POST /v1/jobs/batch HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", s.addr, len(body), body)
+	}()
+	if resp := answerThenClose(t, c, "a batch over the limit"); resp.StatusCode != 413 {
+		t.Fatalf("a batch over the limit: %d, want 413", resp.StatusCode)
+	}
+}

@@ -1,7 +1,8 @@
 package server
 
 import (
-	"fmt"
+	"encoding/json"
+	"io"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 // MaxJobBatchBodyBytes bounds the body of POST /v1/jobs/batch: up to store.MaxSubmitBatch jobs,
 // each with its args (MaxBodyBytes bounds single calls, MaxBatchBodyBytes the other batches).
+// Such bodies are read under a budget (body_budget.go).
 const MaxJobBatchBodyBytes = 8 << 20
 
 // submitJobs is POST /v1/jobs/batch: every job is checked as a single submit's body is, then the
@@ -22,20 +24,21 @@ func (s *Server) submitJobs(w http.ResponseWriter, r *http.Request, _ principal)
 		writeProblem(w, invalidArg("Idempotency-Key", "must not be sent with a batch: give each job its idempotency_key"))
 		return
 	}
-	var req wire.SubmitBatchRequest
-	if !decodeBody(w, r, &req, true, MaxJobBatchBodyBytes) {
+	release, ok := s.admitBody(w, r, s.batchBudget, MaxJobBatchBodyBytes)
+	if !ok {
 		return
 	}
-	switch {
-	case len(req.Jobs) == 0:
+	defer release()
+	jobs, ok := decodeSubmitBatch(w, r)
+	if !ok {
+		return
+	}
+	if len(jobs) == 0 {
 		writeProblem(w, invalidArg("jobs", "must hold at least one job"))
 		return
-	case len(req.Jobs) > store.MaxSubmitBatch:
-		writeProblem(w, invalidArg("jobs", fmt.Sprintf("must hold at most %d jobs (got %d)", store.MaxSubmitBatch, len(req.Jobs))))
-		return
 	}
-	ps := make([]*store.SubmitParams, len(req.Jobs))
-	for i, j := range req.Jobs {
+	ps := make([]*store.SubmitParams, len(jobs))
+	for i, j := range jobs {
 		if j == nil {
 			writeProblem(w, batchProblem(i, invalidArg("", "must be a job object, not null")))
 			return
@@ -52,16 +55,29 @@ func (s *Server) submitJobs(w http.ResponseWriter, r *http.Request, _ principal)
 		s.writeJobError(w, r, err, "not found")
 		return
 	}
-	out := wire.SubmitBatchResponse{Results: make([]wire.SubmitResult, len(res))}
+	jobs, ps = nil, nil // the store has what it needs: let the collector have the rest
 	status := http.StatusOK
-	for i, sr := range res {
-		out.Results[i] = wire.SubmitResult{Existing: sr.Existing, Job: wire.JobFrom(sr.Job)}
+	for _, sr := range res {
 		if !sr.Existing {
 			s.jobMetrics.entered(sr.Job)
 			status = http.StatusCreated
 		}
 	}
-	writeJSON(w, status, out)
+	// The answer (wire.SubmitBatchResponse) is written one result at a time, rather than
+	// encoded whole in memory first: it holds every job's args, as large as the request.
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	_, _ = io.WriteString(w, `{"results":[`)
+	for i, sr := range res {
+		if i > 0 {
+			_, _ = io.WriteString(w, ",")
+		}
+		if enc.Encode(wire.SubmitResult{Existing: sr.Existing, Job: wire.JobFrom(sr.Job)}) != nil {
+			return // the client went away
+		}
+	}
+	_, _ = io.WriteString(w, "]}\n")
 }
 
 // batchProblem places an invalid_argument problem of job i: its field becomes jobs[i].field.

@@ -77,6 +77,8 @@ type Server struct {
 	conns *connCap   // the listeners' bound (HTTPServer)
 	// refusals counts and logs requests refused for who sent them (refusals.go).
 	refusals *refusals
+	// batchBudget bounds the job batch bodies decoded at once (body_budget.go).
+	batchBudget *bodyBudget
 	// st is cfg.Store behind the admission gate: the API's lease calls go through it.
 	st      store.Store
 	gate    *gate
@@ -153,7 +155,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, hosts: hosts, conns: newConnCap(cfg.MaxConns, m.registry), refusals: newRefusals(m.registry, cfg.Logger),
-		st: st, gate: g, log: cfg.Logger, locker: locker, metrics: m, ctx: ctx, cancel: cancel,
+		batchBudget: newBodyBudget(batchBudget, batchQueue, m.registry),
+		st:          st, gate: g, log: cfg.Logger, locker: locker, metrics: m, ctx: ctx, cancel: cancel,
 		claimPoll: defaultClaimPoll, acquires: newAcquireTracker(2*cfg.MaxWait + time.Minute)}
 	if js, ok := cfg.Store.(store.JobStore); ok {
 		s.jobs = &gatedJobs{JobStore: js, g: g}

@@ -40,6 +40,7 @@ func Build(t testing.TB, ldflags string) string {
 // Server is a running `baton serve`.
 type Server struct {
 	URL string // http://127.0.0.1:PORT
+	PID int    // the process's ID (of the program bin execs, if it is a script that execs)
 	log *syncBuffer
 }
 
@@ -64,7 +65,7 @@ func Serve(t testing.TB, bin string, env []string, args ...string) *Server {
 		cancel()
 		t.Fatal(err)
 	}
-	s := &Server{log: &syncBuffer{}}
+	s := &Server{PID: cmd.Process.Pid, log: &syncBuffer{}}
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
