@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // Fencer is a store that keeps fences for resources outside it: per resource, the greatest
 // fencing token a holder has presented (`baton fence check`, POST /v1/fences/check). It lets a
@@ -11,6 +14,13 @@ type Fencer interface {
 	// and returns the token stored afterwards: token if the check passed (equal tokens pass),
 	// a greater one if token is stale. An empty or over-long resource (MaxKeyLen), or a token of
 	// 0 or above 2^63-1, is an *InvalidArgumentError naming the field.
+	//
+	// A token greater than every token the store has drawn so far for a lease or a job attempt
+	// is refused with an *InvalidArgumentError naming "token" (UnissuedToken), and the fence
+	// is left as it was: such a token belongs to no holder, and once stored it would refuse
+	// every real holder. The comparison is with what has been drawn, committed or not, in the
+	// same atomic step as the raise, so a holder that presents its token at once after the
+	// grant is never refused.
 	CheckFence(ctx context.Context, resource string, token uint64) (stored uint64, err error)
 }
 
@@ -27,4 +37,11 @@ func ValidateFence(resource string, token uint64) error {
 		return invalid("token", "must be between 1 and %d (got %d)", uint64(MaxFenceToken), token)
 	}
 	return nil
+}
+
+// UnissuedToken is the error of CheckFence for a token above issued, the greatest token the
+// store has drawn.
+func UnissuedToken(token, issued uint64) error {
+	return &InvalidArgumentError{Field: "token",
+		Rule: fmt.Sprintf("must not exceed the greatest token this store has issued (%d; got %d)", issued, token)}
 }

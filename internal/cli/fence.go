@@ -43,6 +43,9 @@ Examples:
   baton fence check --resource db/orders --fencing-token 42
 
 Output: "fence db/orders: token 42 ok" on stdout; with -o json {"resource", "token"}.
+A token greater than every token the store has issued belongs to no holder, and is refused
+(exit 2) without touching the fence.
+
 Exit codes: 0 the token passed; 76 the token is stale (a greater one was presented: the lease
 was lost); 2 usage error or invalid resource/token; 1 error (server unreachable, or its store
 keeps no fences); 77 unauthorized or forbidden.

@@ -13,8 +13,17 @@ import (
 
 var _ store.Fencer = (*Store)(nil)
 
+// fenceBeginSQL points the transaction's search_path at the store's schema (fence.Check names
+// its table without one) and reads the greatest fencing token drawn so far, $2 the token
+// sequence. pg_sequence_last_value reads the sequence itself, outside transactions: it counts
+// a value as soon as nextval returned it, before the grant that drew it commits, so a holder
+// that presents its token right after its grant is never refused. It is NULL until the first
+// nextval. It needs only USAGE or SELECT on the sequence, as nextval needs USAGE.
+const fenceBeginSQL = `SELECT set_config('search_path', $1, true), coalesce(pg_sequence_last_value($2::regclass), 0)`
+
 // CheckFence implements store.Fencer on the fence table of package fence in the store's schema
-// (migration 0004).
+// (migration 0004). The sequence never goes back, so a token at most its value when read stays
+// issued for the rest of the transaction.
 func (s *Store) CheckFence(ctx context.Context, resource string, token uint64) (uint64, error) {
 	if err := store.ValidateFence(resource, token); err != nil {
 		return 0, err
@@ -27,9 +36,15 @@ func (s *Store) CheckFence(ctx context.Context, resource string, token uint64) (
 		return 0, fmt.Errorf("postgres: check fence: %w", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	// fence.Check names the table without a schema.
-	if _, err := tx.Exec(ctx, "SET LOCAL search_path TO "+pgx.Identifier{s.schema}.Sanitize()); err != nil {
+	var path string
+	var issued int64
+	err = tx.QueryRow(ctx, fenceBeginSQL, pgx.Identifier{s.schema}.Sanitize(),
+		pgx.Identifier{s.schema, "token_seq"}.Sanitize()).Scan(&path, &issued)
+	if err != nil {
 		return 0, fmt.Errorf("postgres: check fence: %w", err)
+	}
+	if token > uint64(issued) {
+		return 0, store.UnissuedToken(token, uint64(issued))
 	}
 	var stale *fence.StaleTokenError
 	switch err := fence.Check(ctx, tx, resource, token); {

@@ -11,7 +11,10 @@ import (
 
 var _ store.Fencer = (*Store)(nil)
 
-// CheckFence implements store.Fencer on the fence table of package fence (migration 0003).
+// CheckFence implements store.Fencer on the fence table of package fence (migration 0003). The
+// transaction is immediate (see DSN): it holds the database's write lock from its start, so
+// the token counter it reads is the one every grant has advanced, and no grant can come between
+// the read and the raise.
 func (s *Store) CheckFence(ctx context.Context, resource string, token uint64) (uint64, error) {
 	if err := store.ValidateFence(resource, token); err != nil {
 		return 0, err
@@ -24,6 +27,13 @@ func (s *Store) CheckFence(ctx context.Context, resource string, token uint64) (
 		return 0, fmt.Errorf("sqlite: check fence: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
+	var issued int64
+	if err := tx.QueryRowContext(ctx, `SELECT value FROM counters WHERE name = 'token'`).Scan(&issued); err != nil {
+		return 0, fmt.Errorf("sqlite: check fence: read the token counter: %w", err)
+	}
+	if token > uint64(issued) {
+		return 0, store.UnissuedToken(token, uint64(issued))
+	}
 	var stale *fence.StaleTokenError
 	switch err := fence.Check(ctx, tx, resource, token); {
 	case errors.As(err, &stale):
