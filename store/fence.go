@@ -22,6 +22,29 @@ type Fencer interface {
 	// same atomic step as the raise, so a holder that presents its token at once after the
 	// grant is never refused.
 	CheckFence(ctx context.Context, resource string, token uint64) (stored uint64, err error)
+
+	// ResetFence deletes resource's fence and returns the token it held, so that the next
+	// CheckFence accepts any token the store has issued: the way out for a fence raised by a
+	// token that no holder should have had. ErrNotFound if the resource has no fence. A store
+	// with an audit log records it as EventFenceReset (key: the resource, token: the fence's
+	// token before the reset) with p.Actor and p.Reason, in the same atomic step.
+	ResetFence(ctx context.Context, p *ResetFenceParams) (token uint64, err error)
+}
+
+// ResetFenceParams are the inputs of ResetFence.
+type ResetFenceParams struct {
+	Resource string
+	Reason   string
+	Actor    string // who reset it, for the audit log; "unknown" if empty
+}
+
+// Validate checks the resource with the rules of a key, and the actor and reason of an admin's
+// change (defaulting the actor to "unknown").
+func (p *ResetFenceParams) Validate() error {
+	if err := validateName("resource", p.Resource, MaxKeyLen); err != nil {
+		return err
+	}
+	return validateAdminAction(&p.Actor, p.Reason)
 }
 
 // MaxFenceToken is the greatest token a fence keeps (they are stored as signed 64-bit integers).

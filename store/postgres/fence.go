@@ -58,3 +58,38 @@ func (s *Store) CheckFence(ctx context.Context, resource string, token uint64) (
 	}
 	return token, nil
 }
+
+// resetFenceSQL deletes resource $1's fence and, if the schema is audited (its audit triggers
+// exist: audit is a property of the schema), records the reset with actor $2 and reason $3, in
+// one statement; it returns the token the fence held, and no row if there was none.
+func resetFenceSQL(schema string) string {
+	id := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
+	// The schema is [a-z0-9_] (Config.Schema's rule), so the quoted names hold no quote to escape.
+	return `WITH d AS (
+	DELETE FROM ` + id(fence.Table) + ` WHERE resource = $1 RETURNING resource, token
+), ev AS (
+	INSERT INTO ` + id("events") + ` (kind, key, lease_id, holder, token, actor, reason)
+	SELECT '` + store.EventFenceReset + `', d.resource, '', '', d.token, $2, $3 FROM d
+	WHERE EXISTS (SELECT FROM pg_trigger WHERE tgrelid = '` + id("leases") + `'::regclass AND tgname = 'leases_audit_update')
+)
+SELECT token FROM d`
+}
+
+// ResetFence implements store.Fencer.
+func (s *Store) ResetFence(ctx context.Context, p *store.ResetFenceParams) (uint64, error) {
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
+	if s.closed.Load() {
+		return 0, store.ErrClosed
+	}
+	var token int64
+	err := s.pool.QueryRow(ctx, resetFenceSQL(s.schema), p.Resource, p.Actor, p.Reason).Scan(&token)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("postgres: resource %q has no fence: %w", p.Resource, store.ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("postgres: reset fence: %w", err)
+	}
+	return uint64(token), nil
+}

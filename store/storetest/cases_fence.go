@@ -157,3 +157,89 @@ func testFenceUnissuedTokens(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 }
+
+// testFenceReset checks ResetFence: it deletes one resource's fence (the next check accepts any
+// issued token) and returns the token it held; a resource without a fence is ErrNotFound; bad
+// input names the field and deletes nothing; a store with an audit log records each reset
+// (resource, token before, actor, reason).
+func testFenceReset(t *testing.T, h Harness) {
+	e := newEnv(t, h, nil)
+	f, ok := e.store.(store.Fencer)
+	if !ok {
+		t.Skip("the store keeps no fences")
+	}
+	ctx := e.ctx
+	issued := e.issueTokens(3)
+	check := func(resource string, token, want uint64) {
+		t.Helper()
+		got, err := f.CheckFence(ctx, resource, token)
+		if err != nil || got != want {
+			t.Fatalf("CheckFence(%q, %d) = %d, %v; want %d", resource, token, got, err, want)
+		}
+	}
+	reset := func(resource, reason string) (uint64, error) {
+		return f.ResetFence(ctx, &store.ResetFenceParams{Resource: resource, Reason: reason, Actor: "ops"})
+	}
+	if got, err := reset("fence/reset", "nothing to reset"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("ResetFence of a resource without a fence = %d, %v; want ErrNotFound", got, err)
+	}
+	check("fence/reset", issued, issued)
+	check("fence/reset", issued-1, issued) // stale
+	check("fence/kept", issued, issued)
+
+	for _, c := range []struct {
+		p     store.ResetFenceParams
+		field string
+	}{
+		{store.ResetFenceParams{Reason: "r"}, "resource"},
+		{store.ResetFenceParams{Resource: "a\x00b", Reason: "r"}, "resource"},
+		{store.ResetFenceParams{Resource: "fence/reset"}, "reason"},
+		{store.ResetFenceParams{Resource: "fence/reset", Reason: strings.Repeat("r", store.MaxReasonLen+1)}, "reason"},
+		{store.ResetFenceParams{Resource: "fence/reset", Reason: "r", Actor: strings.Repeat("a", store.MaxHolderLen+1)}, "actor"},
+	} {
+		_, err := f.ResetFence(ctx, &c.p)
+		var inv *store.InvalidArgumentError
+		if !errors.As(err, &inv) || inv.Field != c.field {
+			t.Errorf("ResetFence(%+.20v) = %v, want an invalid %s", c.p, err, c.field)
+		}
+	}
+	check("fence/reset", issued-1, issued) // the refused resets deleted nothing
+
+	if got, err := reset("fence/reset", "fenced by a token of the old store"); err != nil || got != issued {
+		t.Fatalf("ResetFence(fence/reset) = %d, %v; want the fence's token %d", got, err, issued)
+	}
+	check("fence/reset", issued-1, issued-1) // any issued token passes again
+	check("fence/kept", issued-1, issued)    // another resource's fence stays
+	if got, err := reset("fence/reset", "again"); err != nil || got != issued-1 {
+		t.Fatalf("second ResetFence(fence/reset) = %d, %v; want %d", got, err, issued-1)
+	}
+	if got, err := reset("fence/reset", "once more"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("ResetFence of a fence already reset = %d, %v; want ErrNotFound", got, err)
+	}
+
+	if !e.store.Capabilities().Audit {
+		return
+	}
+	events, err := e.store.Events(ctx, &store.EventsParams{Key: "fence/reset"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		kind, actor, reason string
+		token               uint64
+	}
+	var got []row
+	for _, ev := range events {
+		got = append(got, row{ev.Kind, ev.Actor, ev.Reason, ev.Token})
+		if ev.At.IsZero() || ev.LeaseID != "" {
+			t.Errorf("event %+v: want a time and no lease ID", ev)
+		}
+	}
+	want := []row{
+		{store.EventFenceReset, "ops", "fenced by a token of the old store", issued},
+		{store.EventFenceReset, "ops", "again", issued - 1},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("audit log of fence/reset:\n got %v\nwant %v", got, want)
+	}
+}

@@ -55,6 +55,7 @@ func Run(t *testing.T, h Harness) {
 		{"AuditTrail", testAuditTrail},
 		{"Fences", testFences},
 		{"FencesRefuseUnissuedTokens", testFenceUnissuedTokens},
+		{"FenceReset", testFenceReset},
 	}
 	for _, c := range parallel {
 		t.Run(c.name, func(t *testing.T) {
