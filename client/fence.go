@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 
 	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
@@ -35,6 +36,20 @@ func (s *Store) CheckFence(ctx context.Context, resource string, token uint64) (
 		return 0, fmt.Errorf("baton client: the server passed token %d as %d", token, resp.Token)
 	}
 	return token, nil
+}
+
+// ResetFence implements store.Fencer with DELETE /v1/fences/{resource} (admin role). Without
+// auth on the server, p.Actor is the actor the audit log names; with auth, the token's name is.
+func (s *Store) ResetFence(ctx context.Context, p *store.ResetFenceParams) (uint64, error) {
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
+	q := url.Values{"reason": {p.Reason}, "actor": {p.Actor}}
+	var resp wire.FenceResetResponse
+	if err := s.do(ctx, http.MethodDelete, "/v1/fences/"+keyPath(p.Resource), q, nil, &resp); err != nil {
+		return 0, err
+	}
+	return resp.Token, nil
 }
 
 // staleFenceError carries a stale_token answer's current token to CheckFence.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -8,13 +9,21 @@ import (
 	"github.com/batonhq/baton/store"
 )
 
-// checkFence raises a resource's fence to the token presented, or refuses a stale token with
-// 409 stale_token (resource, token, current_token): `baton fence check`.
-func (s *Server) checkFence(w http.ResponseWriter, r *http.Request, _ principal) {
+// fencer is the server's store as a store.Fencer, or false after answering 501.
+func (s *Server) fencer(w http.ResponseWriter) (store.Fencer, bool) {
 	f, ok := s.cfg.Store.(store.Fencer)
 	if !ok {
 		writeProblem(w, newProblem(http.StatusNotImplemented, "not_implemented",
 			fmt.Sprintf("this server's store (%s) keeps no fences", s.cfg.StoreName)))
+	}
+	return f, ok
+}
+
+// checkFence raises a resource's fence to the token presented, or refuses a stale token with
+// 409 stale_token (resource, token, current_token): `baton fence check`.
+func (s *Server) checkFence(w http.ResponseWriter, r *http.Request, _ principal) {
+	f, ok := s.fencer(w)
+	if !ok {
 		return
 	}
 	var req wire.FenceCheckRequest
@@ -37,4 +46,46 @@ func (s *Server) checkFence(w http.ResponseWriter, r *http.Request, _ principal)
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.FenceCheckResponse{Resource: req.Resource, Token: stored})
+}
+
+// resetFence is DELETE /v1/fences/{resource}?reason=TEXT (admin): it deletes the resource's
+// fence, so that the next check accepts any token the store has issued, and answers the token
+// the fence held; 404 if the resource has no fence. The audit log names the token (or, without
+// auth, the caller's actor parameter) and the reason.
+func (s *Server) resetFence(w http.ResponseWriter, r *http.Request, who principal) {
+	s.resetFenceOf(w, r, r.PathValue("resource"), who)
+}
+
+func (s *Server) resetFenceOf(w http.ResponseWriter, r *http.Request, resource string, who principal) {
+	f, ok := s.fencer(w)
+	if !ok {
+		return
+	}
+	q, ok := query(w, r)
+	if !ok {
+		return
+	}
+	for k := range q {
+		if k != "reason" && k != "actor" {
+			writeProblem(w, invalidArg(k, "is not a parameter of a fence reset (reason, actor)"))
+			return
+		}
+	}
+	p := &store.ResetFenceParams{Resource: resource, Reason: q.Get("reason"), Actor: s.adminActor(who, q.Get("actor"))}
+	if err := p.Validate(); err != nil {
+		writeProblem(w, invalid(err))
+		return
+	}
+	// An admin's repair, like a force-release: never shed for time.
+	token, err := do(s.gate, r.Context(), classKeep, func() (uint64, error) { return f.ResetFence(r.Context(), p) })
+	if errors.Is(err, store.ErrNotFound) {
+		writeProblem(w, newProblem(http.StatusNotFound, "not_found", fmt.Sprintf("resource %q has no fence", resource)))
+		return
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.Info("fence reset", "resource", resource, "token", token, "actor", p.Actor, "reason", p.Reason)
+	writeJSON(w, http.StatusOK, wire.FenceResetResponse{Resource: resource, Token: token})
 }

@@ -160,12 +160,13 @@ func specOps(doc *openapi3.T) []specOp {
 	var ops []specOp
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
-			// A key is the rest of the path (slashes included); other parameters are a segment.
+			// A key or a resource is the rest of the path (slashes included); other parameters
+			// are a segment.
 			re := "^"
 			last := 0
 			for _, m := range paramRE.FindAllStringIndex(path, -1) {
 				re += regexp.QuoteMeta(path[last:m[0]])
-				if path[m[0]:m[1]] == "{key}" {
+				if p := path[m[0]:m[1]]; p == "{key}" || p == "{resource}" {
 					re += ".+"
 				} else {
 					re += "[^/]+"

@@ -210,6 +210,16 @@ func (s *Server) routes() http.Handler {
 				}
 				return
 			}
+			// … and DELETE /v1/fences/check names the fence of a resource called "check".
+			if r.Method == http.MethodDelete && r.URL.Path == "/v1/fences/check" {
+				if !s.sameOrigin(w, r) {
+					return
+				}
+				if p, ok := s.authorize(w, r, RoleAdmin); ok {
+					s.resetFenceOf(w, r, "check", p)
+				}
+				return
+			}
 			methods := make([]string, len(rts))
 			for i, rt := range rts {
 				methods[i] = rt.method
@@ -273,6 +283,7 @@ func (s *Server) routeTable() []route {
 		{"/v1/resources/{key...}", http.MethodPost, "resource_cooldown", RoleAdmin, s.jobRoute(s.clearResourceCooldown)}, // resource_cooldown.go
 		// Fences for resources outside the store (fences.go).
 		{"/v1/fences/check", http.MethodPost, "fence_check", RoleWrite, s.checkFence},
+		{"/v1/fences/{resource...}", http.MethodDelete, "fence_reset", RoleAdmin, s.resetFence},
 		{"/healthz", http.MethodGet, "healthz", RoleNone, s.healthz},
 		{"/readyz", http.MethodGet, "readyz", RoleNone, s.readyz},
 		{"/metrics", http.MethodGet, "metrics", RoleNone, func(w http.ResponseWriter, r *http.Request, _ principal) {

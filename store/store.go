@@ -186,6 +186,9 @@ const (
 	// EventResourceCooldownCleared: an admin ended a job resource's cooldown early; Key is the
 	// resource, Token the job whose end had started the cooldown.
 	EventResourceCooldownCleared = "resource_cooldown_cleared"
+	// EventFenceReset: an admin deleted a resource's fence (Fencer.ResetFence); Key is the
+	// resource, Token the fence's token before the reset.
+	EventFenceReset = "fence_reset"
 )
 
 // Event is one entry of the audit log.

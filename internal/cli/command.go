@@ -41,6 +41,7 @@ Usage:
                                            run CMD once per job of KIND
   baton fence check [--resource R] [--fencing-token T]
                                            refuse a stale fencing token (exit 76)
+  baton fence reset RESOURCE --reason TEXT delete a resource's fence (admin)
   baton token new [--name N] [--role R]    print a new token and its --auth-file line
   baton version                            print the version
   baton completion bash|zsh|fish           print a shell completion script

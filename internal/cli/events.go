@@ -20,7 +20,8 @@ func eventsCommand(args []string, g *globals, stdout, stderr io.Writer) int {
 Print the audit log, newest first: every acquire, release, expiry takeover (a lock taken over
 from a crashed holder) and force-release, with who did it and why; and every job claim
 (job_claim), the first lease renewal of each attempt (job_renew) and the attempt's end
-(job_complete, with its OUTCOME), where KEY is the job's resource and JOB is id#attempt.
+(job_complete, with its OUTCOME), where KEY is the job's resource and JOB is id#attempt; and
+an admin's fence reset (fence_reset: KEY is the fence's resource, TOKEN the token it held).
 Needs an admin token.
 --limit N prints the newest N (one request; a server older than this one is read whole);
 --oldest-first prints in the order they happened, and then --limit N is the oldest N.

@@ -11,6 +11,7 @@ import (
 )
 
 const fenceUsage = `Usage: baton fence check [--resource R] [--fencing-token T] [-o table|json]
+       baton fence reset RESOURCE --reason TEXT [-o table|json]
 
 Fences for resources that cannot check a fencing token themselves: the server keeps, per
 resource, the greatest token presented, and refuses a lower one. A script run by 'baton run' or
@@ -18,13 +19,15 @@ resource, the greatest token presented, and refuses a lower one. A script run by
 its lease was lost (it was paused past its TTL, say) and a later holder has written.
 
   baton fence check   check the token (env BATON_FENCING_TOKEN) for the resource
+  baton fence reset   delete a resource's fence (admin, audited)
 
-Run 'baton fence check --help' for its flags.
+Run 'baton fence COMMAND --help' for its flags.
 `
 
 func fenceCommand(args []string, g *globals, stdout, stderr io.Writer) int {
 	return runGroup("baton fence", fenceUsage, map[string]subcommand{
 		"check": fenceCheck,
+		"reset": fenceReset,
 	}, args, g, stdout, stderr)
 }
 
@@ -43,6 +46,9 @@ Examples:
   baton fence check --resource db/orders --fencing-token 42
 
 Output: "fence db/orders: token 42 ok" on stdout; with -o json {"resource", "token"}.
+A token greater than every token the store has issued belongs to no holder, and is refused
+(exit 2) without touching the fence.
+
 Exit codes: 0 the token passed; 76 the token is stale (a greater one was presented: the lease
 was lost); 2 usage error or invalid resource/token; 1 error (server unreachable, or its store
 keeps no fences); 77 unauthorized or forbidden.

@@ -1,14 +1,36 @@
 package cli
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/batonhq/baton/internal/wire"
+	"github.com/batonhq/baton/store"
 )
+
+// issueTokens grants and releases a lease n times on st, so that it has issued fencing tokens
+// up to n: fences refuse tokens the store never issued.
+func issueTokens(t *testing.T, st store.Store, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("issuer-%d", i)
+		l, err := st.Acquire(ctx, &store.AcquireParams{Key: "fence/issuer", LeaseID: id, Holder: "h", TTL: time.Minute})
+		if err != nil || l.Token != uint64(i) {
+			t.Fatalf("grant %d: %+v, %v; want token %d", i, l, err, i)
+		}
+		if _, err := st.Release(ctx, &store.ReleaseParams{Key: "fence/issuer", LeaseID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
 
 func TestFenceCheck(t *testing.T) {
 	f := newJobsFixture(t)
+	issueTokens(t, f.store, 8)
 	t.Setenv("BATON_RESOURCE", "")
 	t.Setenv("BATON_LOCK_KEY", "db/orders") // as under baton run
 	t.Setenv("BATON_FENCING_TOKEN", "7")
@@ -52,6 +74,11 @@ func TestFenceCheck(t *testing.T) {
 				t.Errorf("%v: %s, want exit 2 and %q", c.args, r, c.want)
 			}
 		})
+	}
+	// A token the store never issued would refuse every real holder: invalid, nothing stored.
+	if r := f.cli(t, "fence", "check", "--resource", "db/orders", "--fencing-token", "9223372036854775807"); r.code != exitUsage ||
+		!strings.Contains(r.stderr, "greatest token this store has issued (8") {
+		t.Errorf("an unissued token: %s, want exit 2 naming the rule", r)
 	}
 	// Nothing refused above moved the fence.
 	if r := f.cli(t, "fence", "check", "--resource", "db/orders", "--fencing-token", "8"); r.code != 0 {

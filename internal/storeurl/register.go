@@ -11,7 +11,9 @@ import (
 )
 
 // Opener opens a store from the part of a store URL after "scheme://". It returns the store and a
-// description of it that is safe to log (no password or secret).
+// description of it that is safe to log (no password or secret). OpenLogged masks the URL's
+// secrets (see redact) in that description and in the opener's errors as well, in case either
+// quotes the URL.
 type Opener func(ctx context.Context, rest string, log *slog.Logger) (st store.Store, name string, err error)
 
 var (

@@ -20,10 +20,14 @@
 //	                               fencing tokens (see docs/guarantees.md)
 //
 // Backends in modules of their own register further schemes with Register (cmd/baton-full).
+//
+// The name Open returns and its errors never show a secret of the URL: passwords and
+// secret-named parameters are replaced by xxxxx (redact.go).
 package storeurl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -46,7 +50,18 @@ func Open(ctx context.Context, raw string) (st store.Store, name string, err err
 
 // OpenLogged is Open with the logger that receives warnings about the store (such as a Redis
 // server without durable persistence); slog.Default() if nil.
+//
+// Neither name nor the message of err shows a secret of raw (see redact): the name is what GET
+// /v1/info and the start-up log show, and a driver's error may quote the URL it was given.
 func OpenLogged(ctx context.Context, raw string, log *slog.Logger) (st store.Store, name string, err error) {
+	st, name, err = open(ctx, raw, log)
+	if err != nil {
+		return nil, "", scrubError(err, raw)
+	}
+	return st, name, nil
+}
+
+func open(ctx context.Context, raw string, log *slog.Logger) (st store.Store, name string, err error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		return nil, "", fmt.Errorf("store URL %q: want scheme://…, e.g. sqlite://./baton.db or postgres://host/db", redact(raw))
@@ -64,7 +79,7 @@ func OpenLogged(ctx context.Context, raw string, log *slog.Logger) (st store.Sto
 	case "postgres", "postgresql":
 		u, err := url.Parse(raw)
 		if err != nil {
-			return nil, "", fmt.Errorf("store URL: %w", err)
+			return nil, "", fmt.Errorf("store URL %s: %w", redact(raw), errUnparsable)
 		}
 		q := u.Query()
 		schema := q.Get("baton_schema")
@@ -83,11 +98,11 @@ func OpenLogged(ctx context.Context, raw string, log *slog.Logger) (st store.Sto
 		if err != nil {
 			return nil, "", fmt.Errorf("postgres store %s: %w", redact(raw), err)
 		}
-		return s, "postgres:" + u.Redacted(), nil
+		return s, "postgres:" + redact(u.String()), nil
 	case "redis", "rediss":
 		u, err := url.Parse(raw)
 		if err != nil {
-			return nil, "", fmt.Errorf("store URL: %w", err)
+			return nil, "", fmt.Errorf("store URL %s: %w", redact(raw), errUnparsable)
 		}
 		q := u.Query()
 		prefix := q.Get("baton_prefix")
@@ -109,9 +124,9 @@ func OpenLogged(ctx context.Context, raw string, log *slog.Logger) (st store.Sto
 			return nil, "", fmt.Errorf("redis store %s: refusing a server that cannot keep fencing tokens across a restart (%s): "+
 				"restarted without its data, it lets stores opened afterwards hand out tokens that repeat earlier ones; "+
 				"run Redis with appendonly yes and appendfsync always, or accept the risk with baton_allow_volatile=true in the store URL (docs/guarantees.md)",
-				u.Redacted(), p)
+				redact(u.String()), p)
 		}
-		return s, "redis:" + u.Redacted(), nil
+		return s, "redis:" + redact(u.String()), nil
 	case "redis+redlock":
 		cfg, name, err := redlockConfig(rest)
 		if err != nil {
@@ -127,7 +142,10 @@ func OpenLogged(ctx context.Context, raw string, log *slog.Logger) (st store.Sto
 			if log == nil {
 				log = slog.Default()
 			}
-			return open(ctx, rest, log)
+			// An opener of another module names its store itself: whatever of the URL it
+			// quotes is masked here, once for every scheme.
+			st, name, err := open(ctx, rest, log)
+			return st, scrub(name, raw), err
 		}
 		return nil, "", fmt.Errorf("store URL %q: unknown scheme %q (%s)", redact(raw), scheme, strings.Join(schemes(), ", "))
 	}
@@ -145,12 +163,13 @@ func redlockConfig(rest string) (batonredis.RedlockConfig, string, error) {
 		hosts = hosts[at+1:]
 		user, pass, hasPass := strings.Cut(info, ":")
 		var err error
+		// The unescaping errors quote the bad escape, which may be part of the password.
 		if opts.Username, err = url.PathUnescape(user); err != nil {
-			return cfg, "", err
+			return cfg, "", errors.New("user: invalid percent-encoding")
 		}
 		if hasPass {
 			if opts.Password, err = url.PathUnescape(pass); err != nil {
-				return cfg, "", err
+				return cfg, "", errors.New("password: invalid percent-encoding")
 			}
 		}
 	}
@@ -172,12 +191,4 @@ func redlockConfig(rest string) (batonredis.RedlockConfig, string, error) {
 	cfg.KeyPrefix = q.Get("baton_prefix")
 	cfg.Options = opts
 	return cfg, "redis+redlock:" + strings.Join(cfg.Addrs, ","), nil
-}
-
-// redact hides a password in a URL for messages.
-func redact(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Redacted()
-	}
-	return "(unparsable URL)"
 }

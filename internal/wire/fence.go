@@ -11,3 +11,10 @@ type FenceCheckResponse struct {
 	Resource string `json:"resource"`
 	Token    uint64 `json:"token"`
 }
+
+// FenceResetResponse answers DELETE /v1/fences/{resource}: the resource's fence is gone, and
+// Token is the token it held.
+type FenceResetResponse struct {
+	Resource string `json:"resource"`
+	Token    uint64 `json:"token"`
+}

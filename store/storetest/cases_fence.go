@@ -2,11 +2,13 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/store"
 )
 
@@ -21,6 +23,10 @@ func testFences(t *testing.T, h Harness) {
 		t.Skip("the store keeps no fences")
 	}
 	ctx := e.ctx
+	const n = 40
+	if issued := e.issueTokens(n); issued < n {
+		t.Fatalf("%d grants drew tokens up to %d", n, issued)
+	}
 	check := func(resource string, token, want uint64) {
 		t.Helper()
 		got, err := f.CheckFence(ctx, resource, token)
@@ -34,7 +40,6 @@ func testFences(t *testing.T, h Harness) {
 	check("fence/b", 1, 1) // another resource
 	check("fence/a", 6, 6)
 
-	const n = 40
 	tokens := rand.Perm(n)
 	got := make([]uint64, n)
 	errs := make([]error, n)
@@ -74,5 +79,167 @@ func testFences(t *testing.T, h Harness) {
 		if !errors.As(err, &inv) || inv.Field != c.field {
 			t.Errorf("CheckFence(%.12q, %d) = %v, want an invalid %s", c.resource, c.token, err, c.field)
 		}
+	}
+}
+
+// issueTokens draws n fencing tokens from the store, by granting and releasing a lease n times,
+// and returns the last (the greatest): fences refuse tokens the store never issued.
+func (e *env) issueTokens(n int) uint64 {
+	e.t.Helper()
+	var last uint64
+	for range n {
+		l, err := e.locker.TryAcquire(e.ctx, "fence/issuer", baton.WithKeepalive(false))
+		if err != nil {
+			e.t.Fatalf("TryAcquire(fence/issuer): %v", err)
+		}
+		last = l.Token
+		if err := l.Release(e.ctx); err != nil {
+			e.t.Fatalf("release fence/issuer: %v", err)
+		}
+	}
+	return last
+}
+
+// testFenceUnissuedTokens checks that a fence refuses a token greater than every token the
+// store has drawn (it belongs to no holder, and once stored it would refuse every real holder
+// of the resource), naming the field and leaving the fence as it was; and that a token drawn
+// for a lease passes as soon as its holder has it, also while other grants draw tokens at the
+// same time (job attempts: testJobFenceTokens).
+func testFenceUnissuedTokens(t *testing.T, h Harness) {
+	e := newEnv(t, h, nil)
+	f, ok := e.store.(store.Fencer)
+	if !ok {
+		t.Skip("the store keeps no fences")
+	}
+	ctx := e.ctx
+	refused := func(resource string, token uint64) {
+		t.Helper()
+		got, err := f.CheckFence(ctx, resource, token)
+		var inv *store.InvalidArgumentError
+		if !errors.As(err, &inv) || inv.Field != "token" || !strings.Contains(inv.Rule, "greatest token this store has issued") {
+			t.Fatalf("CheckFence(%q, %d) = %d, %v; want an invalid token, above the greatest issued", resource, token, got, err)
+		}
+	}
+	passes := func(resource string, token uint64) {
+		t.Helper()
+		if got, err := f.CheckFence(ctx, resource, token); err != nil || got != token {
+			t.Fatalf("CheckFence(%q, %d) = %d, %v; want it to pass", resource, token, got, err)
+		}
+	}
+	refused("fence/poison", 1) // nothing issued yet
+	l := e.acquire("fence/poison", baton.WithKeepalive(false))
+	refused("fence/poison", l.Token+1)
+	refused("fence/poison", store.MaxFenceToken)
+	passes("fence/poison", l.Token) // the refusals stored nothing
+	next := e.acquire("fence/other", baton.WithKeepalive(false))
+	passes("fence/poison", next.Token) // a later grant's token is issued
+
+	// Holders check their token as soon as they have it while others are being granted.
+	const holders = 16
+	errs := make([]error, holders)
+	var wg sync.WaitGroup
+	for i := range holders {
+		wg.Go(func() {
+			key := fmt.Sprintf("fence/race/%d", i)
+			l, err := e.locker.TryAcquire(ctx, key, baton.WithKeepalive(false))
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer func() { _ = l.Release(ctx) }()
+			if got, err := f.CheckFence(ctx, key, l.Token); err != nil || got != l.Token {
+				errs[i] = fmt.Errorf("CheckFence(%q, %d) just after the grant = %d, %v", key, l.Token, got, err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testFenceReset checks ResetFence: it deletes one resource's fence (the next check accepts any
+// issued token) and returns the token it held; a resource without a fence is ErrNotFound; bad
+// input names the field and deletes nothing; a store with an audit log records each reset
+// (resource, token before, actor, reason).
+func testFenceReset(t *testing.T, h Harness) {
+	e := newEnv(t, h, nil)
+	f, ok := e.store.(store.Fencer)
+	if !ok {
+		t.Skip("the store keeps no fences")
+	}
+	ctx := e.ctx
+	issued := e.issueTokens(3)
+	check := func(resource string, token, want uint64) {
+		t.Helper()
+		got, err := f.CheckFence(ctx, resource, token)
+		if err != nil || got != want {
+			t.Fatalf("CheckFence(%q, %d) = %d, %v; want %d", resource, token, got, err, want)
+		}
+	}
+	reset := func(resource, reason string) (uint64, error) {
+		return f.ResetFence(ctx, &store.ResetFenceParams{Resource: resource, Reason: reason, Actor: "ops"})
+	}
+	if got, err := reset("fence/reset", "nothing to reset"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("ResetFence of a resource without a fence = %d, %v; want ErrNotFound", got, err)
+	}
+	check("fence/reset", issued, issued)
+	check("fence/reset", issued-1, issued) // stale
+	check("fence/kept", issued, issued)
+
+	for _, c := range []struct {
+		p     store.ResetFenceParams
+		field string
+	}{
+		{store.ResetFenceParams{Reason: "r"}, "resource"},
+		{store.ResetFenceParams{Resource: "a\x00b", Reason: "r"}, "resource"},
+		{store.ResetFenceParams{Resource: "fence/reset"}, "reason"},
+		{store.ResetFenceParams{Resource: "fence/reset", Reason: strings.Repeat("r", store.MaxReasonLen+1)}, "reason"},
+		{store.ResetFenceParams{Resource: "fence/reset", Reason: "r", Actor: strings.Repeat("a", store.MaxHolderLen+1)}, "actor"},
+	} {
+		_, err := f.ResetFence(ctx, &c.p)
+		var inv *store.InvalidArgumentError
+		if !errors.As(err, &inv) || inv.Field != c.field {
+			t.Errorf("ResetFence(%+.20v) = %v, want an invalid %s", c.p, err, c.field)
+		}
+	}
+	check("fence/reset", issued-1, issued) // the refused resets deleted nothing
+
+	if got, err := reset("fence/reset", "fenced by a token of the old store"); err != nil || got != issued {
+		t.Fatalf("ResetFence(fence/reset) = %d, %v; want the fence's token %d", got, err, issued)
+	}
+	check("fence/reset", issued-1, issued-1) // any issued token passes again
+	check("fence/kept", issued-1, issued)    // another resource's fence stays
+	if got, err := reset("fence/reset", "again"); err != nil || got != issued-1 {
+		t.Fatalf("second ResetFence(fence/reset) = %d, %v; want %d", got, err, issued-1)
+	}
+	if got, err := reset("fence/reset", "once more"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("ResetFence of a fence already reset = %d, %v; want ErrNotFound", got, err)
+	}
+
+	if !e.store.Capabilities().Audit {
+		return
+	}
+	events, err := e.store.Events(ctx, &store.EventsParams{Key: "fence/reset"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		kind, actor, reason string
+		token               uint64
+	}
+	var got []row
+	for _, ev := range events {
+		got = append(got, row{ev.Kind, ev.Actor, ev.Reason, ev.Token})
+		if ev.At.IsZero() || ev.LeaseID != "" {
+			t.Errorf("event %+v: want a time and no lease ID", ev)
+		}
+	}
+	want := []row{
+		{store.EventFenceReset, "ops", "fenced by a token of the old store", issued},
+		{store.EventFenceReset, "ops", "again", issued - 1},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("audit log of fence/reset:\n got %v\nwant %v", got, want)
 	}
 }

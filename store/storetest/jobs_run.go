@@ -54,6 +54,7 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"PerResourceFIFO", testJobFIFO},
 		{"PriorityAcrossResources", testJobPriority},
 		{"TokensIncreasePerResource", testJobTokens},
+		{"AttemptTokensPassFences", testJobFenceTokens},
 		{"SubscribeWakes", testJobSubscribe},
 		// Policies and guards.
 		{"PolicyReject", testJobPolicyReject},

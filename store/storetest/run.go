@@ -54,6 +54,8 @@ func Run(t *testing.T, h Harness) {
 		{"ClosedStore", testClosedStore},
 		{"AuditTrail", testAuditTrail},
 		{"Fences", testFences},
+		{"FencesRefuseUnissuedTokens", testFenceUnissuedTokens},
+		{"FenceReset", testFenceReset},
 	}
 	for _, c := range parallel {
 		t.Run(c.name, func(t *testing.T) {

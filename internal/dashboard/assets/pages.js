@@ -66,6 +66,9 @@ export function locks(route) {
 // the job whose end had started the cooldown: it is shown as that job.
 const cleared = (e) => e.kind === 'resource_cooldown_cleared';
 const resourceEvent = (e) => e.job_id || e.kind.startsWith('job_') || cleared(e);
+// A reset fence's key names a resource outside the store (a fence), neither a lock nor a job
+// resource: it links nowhere.
+const fenceEvent = (e) => e.kind === 'fence_reset';
 
 function eventJob(e) {
   if (cleared(e)) return h('a', { href: jobHref(e.token), title: `the cooldown began when job ${e.token} ended` }, String(e.token));
@@ -80,7 +83,8 @@ function eventsTable(evs) {
     { label: 'At', class: 't', cell: (e) => fmtTime(e.at) },
     { label: 'Event', cell: (e) => e.kind },
     { label: 'Key', class: 'key', cell: (e) => resourceEvent(e)
-      ? (session.info.jobs ? link(resourceHref(e.key), e.key) : e.key) : link(lockHref(e.key), e.key) },
+      ? (session.info.jobs ? link(resourceHref(e.key), e.key) : e.key)
+      : fenceEvent(e) ? e.key : link(lockHref(e.key), e.key) },
     { label: 'Holder', class: 'key', cell: (e) => e.holder },
     { label: 'Token', class: 'num', cell: (e) => cleared(e) ? '' : e.token },
     { label: 'Job', class: 't', cell: eventJob },
