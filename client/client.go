@@ -62,6 +62,7 @@ type Config struct {
 	// call is bounded by its context) whose transport keeps enough idle connections for many
 	// concurrent holders. A client given here must not have a Timeout shorter than MaxWait plus
 	// a few seconds, or waiting acquires fail; nor shorter than ClaimWait plus a few seconds.
+	// The Store uses a copy that follows no redirect (Baton's API never redirects).
 	HTTPClient *http.Client
 	// MaxWait is the longest server-side wait per acquire request (default DefaultMaxWait).
 	// A longer wait is the Locker's loop of such requests.
@@ -137,14 +138,20 @@ func NewStore(cfg Config) (*Store, error) {
 	case cfg.ClaimWait < 0:
 		cfg.ClaimWait = 0
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
+	hc := &http.Client{}
+	if cfg.HTTPClient != nil {
+		*hc = *cfg.HTTPClient
+	} else {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		// The default of 2 idle connections per host would make many concurrent holders open
 		// and close a connection per request.
 		t.MaxIdleConnsPerHost = 64
-		hc = &http.Client{Transport: t}
+		hc.Transport = t
 	}
+	// Baton's API never redirects, and a followed redirect would send the request, bearer
+	// token included, wherever it points (net/http keeps the token for another port of the
+	// same host): a 3xx is answered as an error instead (see doHeader).
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Store{
 		base:      strings.TrimRight(u.Scheme+"://"+u.Host+u.EscapedPath(), "/"),
@@ -505,6 +512,14 @@ func (s *Store) doHeader(ctx context.Context, method, path string, query url.Val
 		return 0, fmt.Errorf("baton client: %s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		where := resp.Header.Get("Location")
+		if where == "" {
+			where = "(no Location)"
+		}
+		return 0, fmt.Errorf("baton client: %s %s: %w", method, path, &ProblemError{Status: resp.StatusCode, URL: s.base + path,
+			Detail: "redirect to " + where + " not followed: Baton's API never redirects (is BaseURL that of the Baton server?)"})
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return 0, s.problemError(method, path, resp)
 	}

@@ -545,3 +545,51 @@ func TestNoSuchRouteIsNotNotFound(t *testing.T) {
 		}
 	}
 }
+
+// A redirect is an error naming where it pointed, and is not followed: Baton's API never
+// redirects, and following one would send the request, bearer token included, there. A client
+// given in Config.HTTPClient refuses them too.
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	ctx := testContext(t)
+	var reached atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"lease":{"key":"k","lease_id":"x","holder":"h","token":1,"acquired_at":"2026-01-01T00:00:00Z","expires_at":"2026-01-01T00:00:15Z","ttl_left_ms":15000}}`)
+	}))
+	defer other.Close()
+	var status atomic.Int32
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.Path, int(status.Load()))
+	}))
+	defer redirector.Close()
+	for _, hc := range []*http.Client{nil, {}} {
+		s, err := client.NewStore(client.Config{BaseURL: redirector.URL, Token: "go-secret-token", HTTPClient: hc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		calls := map[string]func() error{
+			"GET": func() error { _, err := s.Get(ctx, "team/db"); return err },
+			"POST": func() error {
+				_, err := s.ForceRelease(ctx, &store.ForceReleaseParams{Key: "team/db", Reason: "redirect test"})
+				return err
+			},
+		}
+		for _, code := range []int{301, 302, 303, 307, 308} {
+			status.Store(int32(code))
+			for method, call := range calls {
+				err := call()
+				pe := &client.ProblemError{}
+				if !errors.As(err, &pe) || pe.Status != code || pe.Retryable() || !strings.Contains(err.Error(), "redirect") ||
+					!strings.Contains(err.Error(), other.URL+"/v1/locks/") {
+					t.Errorf("%d %s (own client %v): %v, want a ProblemError of status %d naming %s, not retryable",
+						code, method, hc != nil, err, code, other.URL)
+				}
+			}
+		}
+	}
+	if n := reached.Load(); n != 0 {
+		t.Fatalf("the client followed %d redirects to another host", n)
+	}
+}

@@ -167,8 +167,8 @@ func storeError(p *problemJSON) error {
 		return store.ErrNotFound
 	case "invalid_argument":
 		field, prefix := p.Field, ""
-		if i := strings.Index(field, "]."); strings.HasPrefix(field, "jobs[") && i > 0 {
-			prefix, field = field[:i+2], field[i+2:] // a job of a batch: jobs[i].field
+		if i := strings.LastIndex(field, "]."); i > 0 {
+			prefix, field = field[:i+2], field[i+2:] // one of a batch: jobs[i].field, kinds[i].field
 		}
 		if f, ok := apiFields[field]; ok {
 			field = f

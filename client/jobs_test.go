@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -129,6 +130,55 @@ func TestJobErrorsMapToStoreErrors(t *testing.T) {
 		}
 		if r, err := reader.GetResource(ctx, key); err != nil || r.Key != key || r.State != "S" {
 			t.Fatalf("GetResource(%q) = %+v, %v", key, r, err)
+		}
+	}
+}
+
+// Resources whose keys have ".", ".." or empty segments are each their own through every
+// resource route: "evil/../victim" is never "victim" (the path escapes them as %2E and %2F).
+func TestResourceKeysWithDotSegmentsRoundTrip(t *testing.T) {
+	b := newJobBackend(t, false)
+	ctx := testContext(t)
+	s := b.open(t, client.Config{ClaimWait: -1})
+	keys := []string{"victim", "evil/../victim", "evil/./victim", "evil//victim", ".", "..", "./x", "x/..", "../x", "x/.", "x/", "/x"}
+	for i, key := range keys {
+		state := "S" + strconv.Itoa(i)
+		if r, err := s.SetResourceState(ctx, &store.SetResourceStateParams{Key: key, State: state}); err != nil || r.Key != key || r.State != state {
+			t.Fatalf("SetResourceState(%q) = %+v, %v", key, r, err)
+		}
+	}
+	for i, key := range keys {
+		if r, err := s.GetResource(ctx, key); err != nil || r.Key != key || r.State != "S"+strconv.Itoa(i) {
+			t.Errorf("GetResource(%q) = %+v, %v; want state S%d", key, r, err, i)
+		}
+	}
+	// Each resource cools down after a job of a kind with a resource cooldown; clearing one
+	// leaves the others.
+	if err := s.RegisterKinds(ctx, []store.Kind{{Name: "cool", ResourceCooldown: time.Hour}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range keys {
+		if _, err := s.SubmitJob(ctx, &store.SubmitParams{Kind: "cool", Resource: key}); err != nil {
+			t.Fatal(err)
+		}
+		jobs, err := s.ClaimJobs(ctx, &store.ClaimParams{Worker: "w", Kinds: []string{"cool"}, Limit: 1, TTL: time.Minute})
+		if err != nil || len(jobs) != 1 || jobs[0].Resource != key {
+			t.Fatalf("claim on %q: %v, %v", key, jobs, err)
+		}
+		if _, err := s.CompleteJob(ctx, &store.CompleteParams{ID: jobs[0].ID, Token: jobs[0].Token}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, key := range keys {
+		c, err := s.ClearResourceCooldown(ctx, &store.ClearCooldownParams{Resource: key, Reason: "test"})
+		if err != nil || c.Resource != key {
+			t.Fatalf("ClearResourceCooldown(%q) = %+v, %v", key, c, err)
+		}
+		for j, other := range keys {
+			r, err := s.GetResource(ctx, other)
+			if err != nil || (r.Cooldown == nil) != (j <= i) {
+				t.Fatalf("after clearing %q: %q cools down: %v (%v), want %v", key, other, r.Cooldown != nil, err, j > i)
+			}
 		}
 	}
 }

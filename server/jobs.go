@@ -382,6 +382,11 @@ func (s *Server) registerKinds(w http.ResponseWriter, r *http.Request, _ princip
 	for i := range req.Kinds {
 		k, prob := storeKind(&req.Kinds[i])
 		if prob != nil {
+			// Which kind of the request, as a batch submit names jobs[i].
+			if prob.Code == "invalid_argument" {
+				prob.Field = fmt.Sprintf("kinds[%d].%s", i, prob.Field)
+				prob.Detail = prob.Field + " " + prob.Rule
+			}
 			writeProblem(w, prob)
 			return
 		}

@@ -201,7 +201,7 @@ func TestBadSubmitsGetProblemsAndWriteNothing(t *testing.T) {
 		{"kind with a huge cooldown", "PUT", "/v1/kinds/x", adminToken, `{"cooldown_ms":9223372036854775807}`, 400, "invalid_argument", "cooldown_ms"},
 		{"kind named twice differently", "PUT", "/v1/kinds/x", adminToken, `{"name":"y"}`, 400, "invalid_argument", "name"},
 		{"kind with a bad name", "PUT", "/v1/kinds/a%20b", adminToken, `{}`, 400, "invalid_argument", "kind"},
-		{"kinds batch with a bad one", "POST", "/v1/kinds", adminToken, `{"kinds":[{"name":"ok"},{"name":"bad","max_attempts":-1}]}`, 400, "invalid_argument", "max_attempts"},
+		{"kinds batch with a bad one", "POST", "/v1/kinds", adminToken, `{"kinds":[{"name":"ok"},{"name":"bad","max_attempts":-1}]}`, 400, "invalid_argument", "kinds[1].max_attempts"},
 		{"empty state", "PUT", "/v1/resources/r/state", adminToken, `{"state":""}`, 400, "invalid_argument", "state"},
 		{"state not a string", "PUT", "/v1/resources/r/state", adminToken, `{"state":1}`, 400, "invalid_argument", "state"},
 		{"state without the /state suffix", "PUT", "/v1/resources/r", adminToken, `{"state":"S"}`, 404, "not_found", ""},

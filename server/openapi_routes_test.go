@@ -35,9 +35,19 @@ func TestClearRestAnswersMatchTheDocument(t *testing.T) {
 	if rest["key"] != "deploy/web" || rest["reason"] != "cooldown" {
 		t.Fatalf("clear-rest answered %s, want the cooldown of deploy/web", r.raw)
 	}
-	// Nothing left to clear: the documented problem.
-	if r := f.post("/v1/locks/clear-rest", "", `{"key":"deploy/web","reason":"again"}`); r.status == http.StatusOK {
-		t.Fatalf("second clear-rest: %d %s, want a problem", r.status, r.raw)
+	// Nothing left to clear: 404, saying why: the key is free, or held (by whom, and what to do).
+	r = f.post("/v1/locks/clear-rest", "", `{"key":"deploy/web","reason":"again"}`)
+	if d, _ := r.body["detail"].(string); r.status != http.StatusNotFound || !strings.Contains(d, `"deploy/web" is not resting`) ||
+		!strings.Contains(d, "free") || strings.Contains(d, "lease") {
+		t.Fatalf("clear-rest of a free key: %d %s, want 404 saying it is free and not resting", r.status, r.raw)
+	}
+	if r := f.post("/v1/locks/acquire", "", `{"key":"deploy/web","holder":"ci-9","ttl_ms":15000}`); r.status != http.StatusOK {
+		t.Fatalf("acquire: %d %s", r.status, r.raw)
+	}
+	r = f.post("/v1/locks/clear-rest", "", `{"key":"deploy/web","reason":"held"}`)
+	if d, _ := r.body["detail"].(string); r.status != http.StatusNotFound || !strings.Contains(d, `"deploy/web" is not resting`) ||
+		!strings.Contains(d, "held by ci-9") || !strings.Contains(d, "force-release") {
+		t.Fatalf("clear-rest of a held key: %d %s, want 404 naming the holder and force-release", r.status, r.raw)
 	}
 	if r := f.post("/v1/locks/clear-rest", "", `{"reason":"no key"}`); r.status != http.StatusBadRequest {
 		t.Fatalf("clear-rest without a key: %d %s, want 400", r.status, r.raw)

@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"regexp"
 	"slices"
 	"sort"
@@ -197,17 +198,19 @@ func findOp(ops []specOp, method, path string) *specOp {
 }
 
 // checkResponse validates one answer against the document.
-func checkResponse(doc *openapi3.T, ops []specOp, method, path string, status int, header http.Header, body []byte) error {
+func checkResponse(doc *openapi3.T, ops []specOp, method, reqPath string, status int, header http.Header, body []byte) error {
 	if method == http.MethodHead {
 		return nil
 	}
 	ct, _, _ := mime.ParseMediaType(header.Get("Content-Type"))
-	o := findOp(ops, method, path)
+	o := findOp(ops, method, reqPath)
 	var resp *openapi3.Response
-	what := method + " " + path + " " + strconv.Itoa(status)
+	what := method + " " + reqPath + " " + strconv.Itoa(status)
 	if o == nil {
-		// No operation: the answer must be the not-found or wrong-method problem.
-		if status != http.StatusNotFound && status != http.StatusMethodNotAllowed {
+		// No operation: the answer must be the not-found or wrong-method problem, or the
+		// refusal of a path with an empty or dot segment.
+		unclean := status == http.StatusBadRequest && path.Clean(reqPath) != strings.TrimSuffix(reqPath, "/")
+		if status != http.StatusNotFound && status != http.StatusMethodNotAllowed && !unclean {
 			return fmt.Errorf("%s: undocumented path answered", what)
 		}
 		resp = doc.Components.Responses["Problem"].Value

@@ -239,7 +239,36 @@ func (s *Server) routes() http.Handler {
 		}
 		s.metrics.observeRoute(route, dash.ServeHTTP)(w, r)
 	})
-	return s.bodyDeadline(s.checkHost(s.recoverPanics(mux)))
+	return s.bodyDeadline(s.checkHost(s.recoverPanics(refuseUncleanPaths(mux))))
+}
+
+// refuseUncleanPaths answers 400 to an API path with an empty, "." or ".." segment. ServeMux
+// would redirect it to the cleaned path, which names another key ("/v1/resources/evil/../victim"
+// becomes "/v1/resources/victim"), and a client that follows redirects (net/http resends a
+// POST's body on a 307) would then act on a key it did not name. Escaped (%2F, %2E), such keys
+// are reachable: ServeMux cleans the escaped path and unescapes wildcards after matching.
+func refuseUncleanPaths(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.EscapedPath()
+		if strings.HasPrefix(p, "/v1/") && hasUncleanSegment(p) {
+			writeProblem(w, invalidArg("path", `must not contain empty, "." or ".." segments, which would name another path: `+
+				`escape a key's "/" there as %2F, or its "." and ".." segments as %2E and %2E%2E`))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// hasUncleanSegment reports whether path.Clean would change p (a trailing slash aside, which it
+// keeps: a key may end in "/").
+func hasUncleanSegment(p string) bool {
+	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	for i, seg := range segs {
+		if seg == "." || seg == ".." || (seg == "" && i < len(segs)-1) {
+			return true
+		}
+	}
+	return false
 }
 
 // routeTable lists every endpoint. server/openapi.json describes exactly these (a test checks

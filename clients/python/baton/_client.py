@@ -16,12 +16,24 @@ from ._lease import Lease, _ms
 from ._resources import ResourceMethods
 from ._timing import granted_after, jitter, now
 from ._unsettled import Unsettled, settled
-from .errors import BatonError, CooldownError, LockHeldError, NotFoundError, error_for
+from .errors import BatonError, CooldownError, LockHeldError, NotFoundError, RedirectError, error_for
 
 # The shortest server-side wait worth a long-poll (seconds); a shorter one is sent as no wait.
 _MIN_WAIT = 0.1
 # How long past a request's server-side wait its answer may take to come back.
 _ANSWER_MARGIN = 10.0
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """Leaves every 3xx answer unfollowed (urlopen then raises it as an HTTPError): Baton's API
+    never redirects, and urllib would resend the request, bearer token included, to any host the
+    Location names."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+_opener = urllib.request.build_opener(_NoRedirects)
 
 
 class Client(ResourceMethods):
@@ -94,11 +106,16 @@ class Client(ResourceMethods):
         what = f"{method} {path}"
         req = urllib.request.Request(url, data=data, headers=h, method=method)
         try:
-            with urllib.request.urlopen(req, timeout=timeout or self.timeout) as resp:
+            with _opener.open(req, timeout=timeout or self.timeout) as resp:
                 raw = resp.read()
                 status = resp.status
         except urllib.error.HTTPError as e:
             raw = e.read()
+            if 300 <= e.code <= 399:
+                location = e.headers.get("Location") or ""
+                raise RedirectError(f"baton: {what}: the server answered {e.code} redirecting to "
+                                    f"{location or '(no Location)'}: not followed, since Baton's API never redirects "
+                                    "(is the base URL that of the Baton server?)", status=e.code, location=location) from None
             problem = None
             if "json" in (e.headers.get("Content-Type") or ""):
                 try:

@@ -113,6 +113,16 @@ class StaleTokenError(BatonError):
         self.current_token = self.problem.get("current_token", 0)
 
 
+class RedirectError(BatonError):
+    """A 3xx answer, not followed: Baton's API never redirects, so a redirect comes from something
+    else at the base URL, and following it would send the request, token included, where it points.
+    location is where it pointed."""
+
+    def __init__(self, *a, location: str = "", **kw):
+        super().__init__(*a, **kw)
+        self.location = location
+
+
 class LeaseLostError(Exception):
     """The holder must stop: no renew succeeded before the local deadline, or the server said the
     lease is not held (__cause__ is then the NotHeldError)."""

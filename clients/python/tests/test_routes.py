@@ -112,6 +112,19 @@ class ResourceRoutesTest(unittest.TestCase):
         with self.assertRaises(baton.NotFoundError):
             C.clear_resource_cooldown("env/cool", "nothing to clear")
 
+    def test_clear_cooldown_of_keys_with_dot_segments(self):
+        C.put_kind("cool.dots", resource_cooldown_ms=600_000)
+        for key in ["victim", "evil/../victim", ".."]:
+            C.submit_job("cool.dots", key)
+            [claimed] = C.claim_jobs("py-test", ["cool.dots"], ttl=10)["jobs"]
+            self.assertEqual(claimed["resource"], key)
+            C.complete_job(claimed["id"], claimed["token"])
+        self.assertEqual(C.clear_resource_cooldown("evil/../victim", "test")["resource"], "evil/../victim")
+        self.assertNotIn("cooldown", C.get_resource("evil/../victim"))
+        self.assertEqual(C.clear_resource_cooldown("..", "test")["resource"], "..")
+        self.assertNotIn("cooldown", C.get_resource(".."))
+        self.assertIn("cooldown", C.get_resource("victim"), "victim still cools down")
+
 
 class LockAndFenceRoutesTest(unittest.TestCase):
     def test_clear_rest(self):

@@ -25,13 +25,15 @@ export interface LeaseResponse {
 
 export interface AcquireRequest {
   key: string;
+  /** empty or absent: the server picks one */
   lease_id?: string;
+  /** empty or absent: the server picks one (http-…) */
   holder?: string;
   /** lease TTL in milliseconds (default 15000 for locks, 30000 for jobs) */
   ttl_ms?: number;
   /** how long the server may wait for the key (capped by its max_wait_ms); 0: never wait */
   wait_ms?: number;
-  /** a JSON object */
+  /** a JSON object of at most 4096 bytes, without \u0000 */
   metadata?: Record<string, unknown>;
   /** after a clean release the key rests this long */
   cooldown_ms?: number;
@@ -222,9 +224,10 @@ export interface JobsResponse {
 export interface SubmitRequest {
   kind: string;
   resource: string;
-  /** a JSON object */
+  /** a JSON object of at most 32768 bytes, without \u0000 */
   args?: Record<string, unknown>;
   policy?: "queue" | "skip" | "reject";
+  /** 0 or absent: the kind's */
   max_attempts?: number;
   priority?: number;
   /** on the client's clock */
@@ -250,6 +253,7 @@ export interface SubmitBatchResponse {
 export interface ClaimRequest {
   worker: string;
   kinds: string[];
+  /** 0 or absent: 1 */
   limit?: number;
   /** lease TTL in milliseconds (default 15000 for locks, 30000 for jobs) */
   ttl_ms?: number;
@@ -274,7 +278,9 @@ export interface CompleteRequest {
 
 export interface FailRequest {
   token: number;
+  /** empty or absent: handler_error */
   code?: string;
+  /** cut to 2048 bytes when stored */
   message?: string;
   permanent?: boolean;
   retry_after_ms?: number;
@@ -295,6 +301,7 @@ export interface PurgeResponse {
 }
 
 export interface ReapRequest {
+  /** 0 or absent: 100 */
   limit?: number;
   retry_after_ms?: number;
 }
@@ -312,6 +319,7 @@ export interface CleanRequest {
   age_ms?: number;
   discarded?: boolean;
   discarded_age_ms?: number;
+  /** 0 or absent: 1000 */
   limit?: number;
 }
 

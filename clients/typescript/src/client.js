@@ -1,4 +1,4 @@
-import { BatonError, CooldownError, LockHeldError, NotFoundError, errorFor } from './errors.js';
+import { BatonError, CooldownError, LockHeldError, NotFoundError, RedirectError, errorFor } from './errors.js';
 import { Lease } from './lease.js';
 import { Unsettled, settledRelease } from './unsettled.js';
 import { anySignal, grantedAfter, jitter, now, randomHex, sleep } from './timing.js';
@@ -85,10 +85,20 @@ export class BatonClient {
       // Called as a plain function: a browser's fetch refuses any other `this` than the window
       // ("Illegal invocation"), and this.#fetch(...) would pass the client.
       const f = this.#fetch;
-      resp = await f(url, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body), signal });
+      // redirect 'manual': Baton's API never redirects, and fetch would follow a redirect to any
+      // host the Location names, sending the request there again.
+      resp = await f(url, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body), signal, redirect: 'manual' });
     } catch (err) {
       if (signal?.aborted) throw signal.reason;
       throw new BatonError(`baton: ${what}: ${err?.cause?.code ?? err?.message ?? err}`, { cause: err });
+    }
+    // A browser hides a manual redirect's status and Location (an 'opaqueredirect' of status 0).
+    if (resp.type === 'opaqueredirect' || (resp.status >= 300 && resp.status <= 399)) {
+      const location = resp.headers.get('location');
+      await resp.body?.cancel().catch(() => {});
+      throw new RedirectError(`baton: ${what}: the server answered ${resp.status || 'a redirect'} redirecting to ` +
+        `${location ?? '(a Location the browser does not show)'}: not followed, since Baton's API never redirects ` +
+        '(is the base URL that of the Baton server?)', { status: resp.status, location });
     }
     let text;
     try {

@@ -97,6 +97,23 @@ export class StaleTokenError extends BatonError {
   }
 }
 
+/**
+ * A 3xx answer, not followed: Baton's API never redirects, so a redirect comes from something
+ * else at the base URL, and following it would send the request, token included, where it points.
+ */
+export class RedirectError extends BatonError {
+  constructor(message, o) {
+    super(message, o);
+    /** Where the redirect pointed; null in a browser, which does not show it. */
+    this.location = o.location ?? null;
+  }
+
+  /** Asking again gets the same redirect (a browser reports its status as 0, which would read as unreachable). */
+  get retryable() {
+    return false;
+  }
+}
+
 /** A reason to stop that is not an answer of the server; named after its class. */
 class StopError extends Error {
   constructor(message, cause) {

@@ -181,6 +181,11 @@ export declare class InvalidArgumentError extends BatonError {
   readonly field: string;
   readonly rule: string;
 }
+/** A 3xx answer, not followed: Baton's API never redirects. Never retryable. */
+export declare class RedirectError extends BatonError {
+  /** Where the redirect pointed; null in a browser, which does not show it. */
+  readonly location: string | null;
+}
 export declare class NotHeldError extends BatonError {}
 export declare class NotFoundError extends BatonError {}
 export declare class AuthError extends BatonError {}

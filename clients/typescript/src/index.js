@@ -15,6 +15,7 @@ export {
   NotFoundError,
   NotHeldError,
   PermanentError,
+  RedirectError,
   ResourceBusyError,
   StaleTokenError,
   VersionMismatchError,

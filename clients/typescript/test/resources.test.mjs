@@ -64,6 +64,22 @@ test('a resource cooldown after a job is cleared early, once', async () => {
   await assert.rejects(c.clearResourceCooldown('app/web', 'again'), NotFoundError);
 });
 
+test('clearing the cooldown of evil/../victim, or of .., leaves victim\'s', async () => {
+  await c.putKind('cool-dots', { resource_cooldown_ms: 600000 });
+  const keys = ['victim', 'evil/../victim', '..'];
+  for (const key of keys) {
+    const { job } = await c.submitJob({ kind: 'cool-dots', resource: key });
+    const claimed = await c.claimJobs({ worker: 'ts-test', kinds: ['cool-dots'], ttl_ms: 30000 });
+    assert.deepEqual(claimed.jobs.map((j) => j.resource), [key]);
+    await c.completeJob(job.id, claimed.jobs[0].token);
+  }
+  assert.equal((await c.clearResourceCooldown('evil/../victim', 'ts test')).resource, 'evil/../victim');
+  assert.equal((await c.getResource('evil/../victim')).cooldown, undefined);
+  assert.equal((await c.clearResourceCooldown('..', 'ts test')).resource, '..');
+  assert.equal((await c.getResource('..')).cooldown, undefined);
+  assert.ok((await c.getResource('victim')).cooldown, 'victim still cools down');
+});
+
 test('checkFence raises the fence and refuses an older token with StaleTokenError', async () => {
   assert.deepEqual(await c.checkFence('db/main', 5), { resource: 'db/main', token: 5 });
   assert.deepEqual(await c.checkFence('db/main', 5), { resource: 'db/main', token: 5 }, 'equal tokens pass');

@@ -76,6 +76,43 @@ export function h(tag, attrs, ...kids) {
 export const link = (href, text) => h('a', { href }, text);
 export const enc = encodeURIComponent;
 
+// keyPath escapes a key for the API's /v1/locks/{key} and /v1/resources/{key} paths as the
+// TypeScript client's keyPath does: each "/"-separated segment escaped and the slashes kept.
+// Where a slash would leave an empty, "." or ".." segment, which the browser's URL parser (for
+// dots, even escaped as %2E) or the server would clean away, so that the path named another key
+// ("evil/../victim" would be "victim"), the slash is sent as %2F, joining the segment to its
+// neighbour. A key that is only "." or ".." cannot be a path: byKey lists it instead.
+export function keyPath(key) {
+  const segs = key.split('/');
+  const dot = (s) => s === '.' || s === '..';
+  let out = '';
+  segs.forEach((seg, i) => {
+    if (i > 0) {
+      const joined = segs[i - 1] === '' || (seg === '' && i < segs.length - 1) || dot(seg) || (i === 1 && dot(segs[0]));
+      out += joined ? '%2F' : '/';
+    }
+    out += dot(seg) ? seg : enc(seg);
+  });
+  return out;
+}
+
+// byKey reads the lock ({lease}) or the resource of key: what is 'locks' or 'resources'. A key
+// that no path can name ("." or "..") is read from the listing instead.
+export async function byKey(what, key) {
+  if (key !== '.' && key !== '..') return api('GET', `v1/${what}/` + keyPath(key));
+  const page = await api('GET', `v1/${what}` + q({ prefix: key, limit: 1 }));
+  const found = (what === 'locks' ? page.leases : page.resources)[0];
+  if (!found || found.key !== key) throw new ApiError(404, 'not_found', `no ${what === 'locks' ? 'live lease on' : 'resource'} ${key}`);
+  return what === 'locks' ? { lease: found } : found;
+}
+
+// jobPath is the API path of a job (and of its action, if given). An ID that is not a number is
+// refused here: "." or ".." would be cleaned away by the browser into another path.
+export function jobPath(id, action) {
+  if (!/^[1-9][0-9]*$/.test(String(id))) throw new ApiError(400, 'invalid_argument', `no job ${JSON.stringify(String(id))}: a job ID is a positive number`);
+  return 'v1/jobs/' + id + (action ? '/' + action : '');
+}
+
 // Links to the dashboard's own pages.
 export const lockHref = (key) => '#/locks/' + enc(key);
 export const jobHref = (id) => '#/jobs/' + id;

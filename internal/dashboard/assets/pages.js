@@ -2,7 +2,7 @@
 // API (at most two requests) and redraws the data. The app calls refresh on a timer.
 import {
   session, api, q, h, link, enc, can, lockHref, jobHref, resourceHref, fmtTime, fmtMs, fmtJSON, badge, ttl,
-  table, fields, replace, confirmDialog, action, filterForm, pager, markRendered, serverClock,
+  table, fields, replace, confirmDialog, action, filterForm, pager, markRendered, serverClock, keyPath, byKey, jobPath,
 } from './core.js';
 
 const PAGE = 50;
@@ -117,7 +117,7 @@ export function lock(route) {
   const refresh = paged(f, async () => {
     // A store without an audit log (Redis, etcd, …) has no history to show.
     const [cur, evs] = await Promise.all([
-      api('GET', 'v1/locks/' + key.split('/').map(enc).join('/')).catch((e) => { if (e.status === 404) return null; throw e; }),
+      byKey('locks', key).catch((e) => { if (e.status === 404) return null; throw e; }),
       session.info.audit && can('admin') ? api('GET', 'v1/events' + eventsQuery(p, key)) : null,
     ]);
     const l = cur && cur.lease;
@@ -149,12 +149,12 @@ function jobActions(j, refresh, fk) {
     out.push(h('button', { type: 'button', class: 'danger act', 'data-fk': fk + 'c' + j.id, onclick: async () => {
       const ok = await confirmDialog({ title: `Cancel job ${j.id}?`, confirm: 'Cancel job',
         text: j.state === 'running' ? 'The job runs: its worker is asked to stop, and the job ends cancelled.' : 'The job will not run.' });
-      if (ok) await action(() => api('POST', `v1/jobs/${j.id}/cancel`), `Job ${j.id}: cancel sent`, refresh);
+      if (ok) await action(() => api('POST', jobPath(j.id, 'cancel')), `Job ${j.id}: cancel sent`, refresh);
     } }, 'Cancel'));
   }
   if (['discarded', 'cancelled', 'skipped', 'retryable'].includes(j.state)) {
     out.push(h('button', { type: 'button', class: 'act', 'data-fk': fk + 'r' + j.id,
-      onclick: () => action(() => api('POST', `v1/jobs/${j.id}/retry`), `Job ${j.id} retried`, refresh) }, 'Retry'));
+      onclick: () => action(() => api('POST', jobPath(j.id, 'retry')), `Job ${j.id} retried`, refresh) }, 'Retry'));
   }
   return out;
 }
@@ -208,7 +208,7 @@ export function job(route) {
   const id = route.arg;
   const f = frame('Job ' + id);
   const refresh = paged(f, async () => {
-    const j = await api('GET', 'v1/jobs/' + enc(id));
+    const j = await api('GET', jobPath(id));
     replace(f.data,
       h('div', { class: 'actions' }, jobActions(j, refresh, 'd')),
       fields([['Kind', j.kind], ['Resource', link(resourceHref(j.resource), j.resource)],
@@ -267,7 +267,8 @@ function clearCooldown(key, fk, refresh) {
     const ok = await confirmDialog({ title: 'Clear the cooldown of ' + key + '?', reason: true, confirm: 'Clear cooldown',
       text: 'Submits to the resource are accepted again at once, and a job waiting for the cooldown to end may start now.' });
     if (ok) {
-      await action(() => api('POST', 'v1/resources/' + key.split('/').map(enc).join('/') + '/clear-cooldown', { reason: ok.reason }),
+      // keyPath of the whole path, so that a key ending in "/" keeps its slash escaped.
+      await action(() => api('POST', 'v1/resources/' + keyPath(key + '/clear-cooldown'), { reason: ok.reason }),
         'Cleared the cooldown of ' + key, refresh);
     }
   } }, 'Clear cooldown…');
@@ -302,7 +303,7 @@ export function resource(route) {
   const base = '#/resources/' + enc(key);
   const f = frame('Resource ' + key);
   const refresh = paged(f, async () => {
-    const [x, r] = await Promise.all([api('GET', 'v1/resources/' + key.split('/').map(enc).join('/')),
+    const [x, r] = await Promise.all([byKey('resources', key),
       api('GET', 'v1/jobs' + q({ resource: key, state, after: p.get('after'), limit: PAGE }))]);
     replace(f.data,
       fields([['State', x.state || '(never set)'], ['Version', String(x.version)], ['Updated', fmtTime(x.updated_at)],
