@@ -384,12 +384,18 @@ export interface SetResourceStateRequest {
 export interface FenceCheckRequest {
   /** the resource the token fences (the rules of a key) */
   resource: string;
-  /** the holder's fencing token */
+  /** the holder's fencing token; a token greater than the greatest this store has issued is refused (400), so that no one can raise a fence past every real holder */
   token: number;
 }
 
 export interface FenceCheckResponse {
   resource: string;
+  token: number;
+}
+
+export interface FenceResetResponse {
+  resource: string;
+  /** the fence's token before the reset */
   token: number;
 }
 
