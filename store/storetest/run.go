@@ -39,6 +39,7 @@ func Run(t *testing.T, h Harness) {
 		{"WaiterWokenByPushFromOtherStore", testWaiterPushOtherStore},
 		{"WaitTimeoutNamesHolder", testWaitTimeout},
 		{"IdempotentReacquire", testIdempotentReacquire},
+		{"OwnerKeepsLease", testOwnerKeepsLease},
 		{"ReleaseOutcomeUnknown", testReleaseOutcomeUnknown},
 		{"Cooldown", testCooldown},
 		{"LockDelayAfterExpiry", testLockDelayAfterExpiry},
@@ -53,6 +54,7 @@ func Run(t *testing.T, h Harness) {
 		{"InvalidArguments", testInvalidArguments},
 		{"ClosedStore", testClosedStore},
 		{"AuditTrail", testAuditTrail},
+		{"AuditPrincipal", testAuditPrincipal},
 		{"Fences", testFences},
 	}
 	for _, c := range parallel {
