@@ -332,10 +332,12 @@ return {'ok', ARGV[1], ARGV[2], ARGV[4], ARGV[5], now + ttl, ttl, ARGV[8], ow}
 
 // releaseScript: KEYS lease. ARGV id, key, retention ms, and, each left out when it and the one
 // after it have their default: always ("1": publish even if no waiter marked the lease; Redlock,
-// whose waiters may have been marked on other nodes only; '0'), owner (none; the lease's must be
-// the same, else "nothld", for a released lease too). The lock's other keys (the channel, the
-// wake key, the earlier layout's shadow and rest) are named from KEYS[1] and the key, only on
-// the paths that touch them. Replies: {"ok", held µs}, {"already"}, {"nothld"}.
+// whose waiters may have been marked on other nodes only; '0'), owner (none; a live lease's must
+// be the same, else "nothld"; a released lease is "already" whoever asks, as the contract says
+// only of live leases, and the previous version's release drops the owner). The lock's other
+// keys (the channel, the wake key, the earlier layout's shadow and rest) are named from KEYS[1]
+// and the key, only on the paths that touch them. Replies: {"ok", held µs}, {"already"},
+// {"nothld"}.
 var releaseScript = goredis.NewScript(prelude + `
 if hash then
   local cur = redis.call('HMGET', KEYS[1], 'id', 'acqs', 'acqu', 'cd', 'w')
@@ -363,18 +365,18 @@ if hash then
 end
 if not found then
   local sh = redis.call('HMGET', ` + releasePrefix + ` .. 'shadow:' .. ARGV[2], 'id', 'ended')
-  if sh[1] == ARGV[1] and sh[2] == '1' and not ARGV[5] then
+  if sh[1] == ARGV[1] and sh[2] == '1' then
     return {'already'}
   end
   return {'nothld'}
 end
-if id ~= ARGV[1] or ow ~= ARGV[5] then
+if id ~= ARGV[1] then
   return {'nothld'}
 end
 if st == 1 then
   return {'already'}
 end
-if st ~= 0 or exp <= now then
+if st ~= 0 or exp <= now or ow ~= ARGV[5] then
   return {'nothld'}
 end
 local marked = w == 1
