@@ -39,6 +39,11 @@ func RunJobAudit(t *testing.T, s AuditedJobStore) {
 		if err != nil || len(jobs) != 1 || jobs[0].ID != sub.Job.ID {
 			t.Fatalf("ClaimJobs(%s) = %v, %v; want job %d", worker, jobs, err, sub.Job.ID)
 		}
+		// The events are compared with the owner the claim returned: a store that dropped it
+		// would record no principal and still match.
+		if s.Capabilities().Owners && jobs[0].Owner != "team-"+worker {
+			t.Fatalf("ClaimJobs(%s) returned owner %q, want %q", worker, jobs[0].Owner, "team-"+worker)
+		}
 		return jobs[0]
 	}
 	heartbeat := func(j *store.Job) {
