@@ -32,9 +32,9 @@ func ownersAuth(t *testing.T) *server.Auth {
 	return a
 }
 
-// serveStore serves st with auth (or without, if auth is nil), checking every answer against
+// serveWithAuth serves st with auth (or without, if auth is nil), checking every answer against
 // the OpenAPI document.
-func serveStore(t *testing.T, st store.Store, auth *server.Auth) *fixture {
+func serveWithAuth(t *testing.T, st store.Store, auth *server.Auth) *fixture {
 	t.Helper()
 	srv, err := server.New(server.Config{Store: st, Auth: auth, MaxWait: 5 * time.Second, Version: "test", StoreName: "test"})
 	if err != nil {
@@ -80,7 +80,7 @@ func TestLeaseBelongsToItsPrincipal(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			st := open(t)
-			f := serveStore(t, st, ownersAuth(t))
+			f := serveWithAuth(t, st, ownersAuth(t))
 			acq := f.post("/v1/locks/acquire", aliceToken, `{"key":"deploy/api","holder":"deployer","ttl_ms":60000}`)
 			if acq.status != http.StatusOK {
 				t.Fatalf("alice's acquire: %d %s", acq.status, acq.raw)
@@ -170,7 +170,7 @@ func TestJobAttemptBelongsToItsPrincipal(t *testing.T) {
 	for name, open := range map[string]func(*testing.T) store.Store{"sqlite": openSQLiteStore, "postgres": openPostgres} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			f := serveStore(t, open(t), ownersAuth(t))
+			f := serveWithAuth(t, open(t), ownersAuth(t))
 			if r := f.do("PUT", "/v1/kinds/own.apply", adminToken, "application/json", `{}`); r.status != http.StatusOK {
 				t.Fatalf("kind: %d %s", r.status, r.raw)
 			}
@@ -229,7 +229,7 @@ func TestReservedKeys(t *testing.T) {
 				a = ownersAuth(t)
 			}
 			st := openSQLiteStore(t)
-			f := serveStore(t, st, a)
+			f := serveWithAuth(t, st, a)
 			// The server's maintenance lease, as a server on this store holds it.
 			held, err := st.Acquire(context.Background(), &store.AcquireParams{Key: "baton/maintenance", LeaseID: "srv", Holder: "srv", TTL: time.Minute})
 			if err != nil {
@@ -267,7 +267,7 @@ func TestReservedKeys(t *testing.T) {
 // Without auth, nothing is owned: any caller may renew or release a lease with its ID, as
 // before (every caller is the same anonymous admin).
 func TestWithoutAuthNothingIsOwned(t *testing.T) {
-	f := serveStore(t, openSQLiteStore(t), nil)
+	f := serveWithAuth(t, openSQLiteStore(t), nil)
 	acq := f.post("/v1/locks/acquire", "", `{"key":"k","holder":"h"}`)
 	id := acq.body["lease"].(map[string]any)["lease_id"].(string)
 	if r := f.post("/v1/locks/acquire", "", `{"key":"k","holder":"h"}`); r.status != http.StatusOK || r.body["lease"].(map[string]any)["lease_id"] != id {
