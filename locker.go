@@ -127,6 +127,10 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, attempt func(
 		var held *LockHeldError
 		var cool *CooldownError
 		switch {
+		case errors.As(err, &held) && p.Owner != "" && held.Holder == p.Holder:
+			// A lease of this holder string under another owner (store.AcquireParams.Owner):
+			// the caller is not its owner, and waiting would not make it so.
+			return nil, time.Time{}, err
 		case errors.As(err, &held):
 			wait = min(wait, held.RetryAfter+time.Millisecond)
 			failures = 0

@@ -71,7 +71,7 @@ func (s *Server) resetFenceOf(w http.ResponseWriter, r *http.Request, resource s
 			return
 		}
 	}
-	p := &store.ResetFenceParams{Resource: resource, Reason: q.Get("reason"), Actor: s.adminActor(who, q.Get("actor"))}
+	p := &store.ResetFenceParams{Resource: resource, Reason: q.Get("reason"), Actor: s.adminActor(who, q.Get("actor")), Principal: s.owner(who)}
 	if err := p.Validate(); err != nil {
 		writeProblem(w, invalid(err))
 		return

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/batonhq/baton/internal/wire"
@@ -152,6 +153,9 @@ func submitParams(req *wire.SubmitRequest, headerKey string) (*store.SubmitParam
 	}
 	if err := p.Validate(); err != nil {
 		return nil, invalid(err)
+	}
+	if strings.HasPrefix(p.Resource, ReservedPrefix) {
+		return nil, reservedProblem("resource", p.Resource)
 	}
 	return p, nil
 }

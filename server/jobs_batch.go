@@ -85,6 +85,8 @@ func batchProblem(i int, p *problem) *problem {
 	if p.Code == "invalid_argument" {
 		p.Field = store.BatchField(i, p.Field)
 		p.Detail = p.Field + " " + p.Rule
+	} else if p.Field != "" {
+		p.Field = store.BatchField(i, p.Field)
 	}
 	p.Index = &i
 	return p

@@ -25,7 +25,7 @@ const DefaultJobLeaseTTL = 30 * time.Second
 // several servers) makes a job claimable, or when a job becomes due (a delay, a backoff).
 const defaultClaimPoll = time.Second
 
-func (s *Server) claimJobs(w http.ResponseWriter, r *http.Request, _ principal) {
+func (s *Server) claimJobs(w http.ResponseWriter, r *http.Request, who principal) {
 	received := time.Now() // see acquire: the lower bound of the wait the worker may add
 	var req wire.ClaimRequest
 	if !decode(w, r, &req) {
@@ -49,7 +49,7 @@ func (s *Server) claimJobs(w http.ResponseWriter, r *http.Request, _ principal) 
 		writeProblem(w, invalidArg("limit", fmt.Sprintf("must be between 1 and %d (got %d)", wire.MaxClaimLimit, limit)))
 		return
 	}
-	p := &store.ClaimParams{Worker: req.Worker, Kinds: req.Kinds, Limit: limit, TTL: ttl}
+	p := &store.ClaimParams{Worker: req.Worker, Owner: s.owner(who), Kinds: req.Kinds, Limit: limit, TTL: ttl}
 	if err := p.Validate(); err != nil {
 		writeProblem(w, invalid(err))
 		return
@@ -136,7 +136,7 @@ func jitter(d time.Duration) time.Duration {
 	return d*4/5 + rand.N(d*2/5+1)
 }
 
-func (s *Server) heartbeatJob(w http.ResponseWriter, r *http.Request, _ principal) {
+func (s *Server) heartbeatJob(w http.ResponseWriter, r *http.Request, who principal) {
 	id, ok := jobID(w, r)
 	if !ok {
 		return
@@ -150,20 +150,20 @@ func (s *Server) heartbeatJob(w http.ResponseWriter, r *http.Request, _ principa
 		writeProblem(w, prob)
 		return
 	}
-	p := &store.HeartbeatParams{ID: id, Token: req.Token, TTL: ttl}
+	p := &store.HeartbeatParams{ID: id, Token: req.Token, Owner: s.owner(who), TTL: ttl}
 	if err := p.Validate(); err != nil {
 		writeProblem(w, invalid(err))
 		return
 	}
 	res, err := s.jobs.HeartbeatJob(r.Context(), p)
 	if err != nil {
-		s.writeJobError(w, r, err, noJob(id))
+		s.writeAttemptError(w, r, err, id, p.Token, p.Owner)
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.HeartbeatResponse{CancelRequested: res.CancelRequested, TTLLeftMs: res.TTLLeft.Milliseconds()})
 }
 
-func (s *Server) completeJob(w http.ResponseWriter, r *http.Request, _ principal) {
+func (s *Server) completeJob(w http.ResponseWriter, r *http.Request, who principal) {
 	id, ok := jobID(w, r)
 	if !ok {
 		return
@@ -172,21 +172,21 @@ func (s *Server) completeJob(w http.ResponseWriter, r *http.Request, _ principal
 	if !decode(w, r, &req) {
 		return
 	}
-	p := &store.CompleteParams{ID: id, Token: req.Token}
+	p := &store.CompleteParams{ID: id, Token: req.Token, Owner: s.owner(who)}
 	if err := p.Validate(); err != nil {
 		writeProblem(w, invalid(err))
 		return
 	}
 	j, err := s.jobs.CompleteJob(r.Context(), p)
 	if err != nil {
-		s.writeJobError(w, r, err, noJob(id))
+		s.writeAttemptError(w, r, err, id, p.Token, p.Owner)
 		return
 	}
 	s.jobMetrics.attemptEnded(j)
 	writeJSON(w, http.StatusOK, wire.JobFrom(j))
 }
 
-func (s *Server) failJob(w http.ResponseWriter, r *http.Request, _ principal) {
+func (s *Server) failJob(w http.ResponseWriter, r *http.Request, who principal) {
 	id, ok := jobID(w, r)
 	if !ok {
 		return
@@ -200,7 +200,7 @@ func (s *Server) failJob(w http.ResponseWriter, r *http.Request, _ principal) {
 		writeProblem(w, prob)
 		return
 	}
-	p := &store.FailParams{ID: id, Token: req.Token, Code: req.Code, Message: req.Message,
+	p := &store.FailParams{ID: id, Token: req.Token, Owner: s.owner(who), Code: req.Code, Message: req.Message,
 		Permanent: req.Permanent, RetryAfter: retryAfter}
 	if err := p.Validate(); err != nil {
 		writeProblem(w, invalid(err))
@@ -208,7 +208,7 @@ func (s *Server) failJob(w http.ResponseWriter, r *http.Request, _ principal) {
 	}
 	j, err := s.jobs.FailJob(r.Context(), p)
 	if err != nil {
-		s.writeJobError(w, r, err, noJob(id))
+		s.writeAttemptError(w, r, err, id, p.Token, p.Owner)
 		return
 	}
 	s.jobMetrics.attemptEnded(j)

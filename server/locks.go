@@ -5,9 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/batonhq/baton/internal/wire"
@@ -29,7 +31,7 @@ func newLeaseID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func (s *Server) acquire(w http.ResponseWriter, r *http.Request, _ principal) {
+func (s *Server) acquire(w http.ResponseWriter, r *http.Request, who principal) {
 	// The client measures the lease's local deadline from the start of its request plus
 	// waited_ms: received is after that start, so the time from here to the granting attempt
 	// is a lower bound of the wait the client may add.
@@ -39,7 +41,7 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request, _ principal) {
 		s.metrics.failures.WithLabelValues("invalid").Inc()
 		return
 	}
-	p, wait, prob := s.acquireParams(&req)
+	p, wait, prob := s.acquireParams(&req, s.owner(who))
 	if prob != nil {
 		s.metrics.failures.WithLabelValues("invalid").Inc()
 		s.metrics.acquisitions.WithLabelValues("failed").Inc()
@@ -79,6 +81,12 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request, _ principal) {
 		if !contended || req.LeaseID == "" || s.acquires.refused(p.Key, p.LeaseID, received) {
 			s.countFailure(err)
 		}
+		// The store refuses a re-acquire by holder of another owner's lease as a conflict.
+		var held *store.LockHeldError
+		if p.Owner != "" && errors.As(err, &held) && held.Holder == p.Holder {
+			writeProblem(w, notOwner(fmt.Sprintf("the lease of holder %q on %q belongs to another principal", p.Holder, p.Key)))
+			return
+		}
 		s.writeError(w, r, err)
 		return
 	}
@@ -117,11 +125,11 @@ func (s *Server) afterWait(ctx context.Context, p *store.AcquireParams, received
 	defer cancel()
 	l, err := s.st.Get(ctx, p.Key)
 	switch {
-	case err == nil && l.ID == p.LeaseID:
+	case err == nil && l.ID == p.LeaseID && l.Owner == p.Owner:
 		// Granted after the attempt began: called bounds the grant time from below.
 		l.Waited = called.Sub(received)
 		return l, nil
-	case err == nil && l.Holder != p.Holder:
+	case err == nil && (l.Holder != p.Holder || l.Owner != p.Owner):
 		return nil, &store.LockHeldError{Key: l.Key, Holder: l.Holder, Token: l.Token, ExpiresAt: l.ExpiresAt,
 			RetryAfter: max(l.TTLLeft, 0)}
 	case err == nil, errors.Is(err, store.ErrNotFound):
@@ -153,7 +161,10 @@ func ttlParam(field string, ms *int64, def time.Duration) (time.Duration, *probl
 	return time.Duration(*ms) * time.Millisecond, nil
 }
 
-func (s *Server) acquireParams(req *wire.AcquireRequest) (*store.AcquireParams, time.Duration, *problem) {
+func (s *Server) acquireParams(req *wire.AcquireRequest, owner string) (*store.AcquireParams, time.Duration, *problem) {
+	if strings.HasPrefix(req.Key, ReservedPrefix) {
+		return nil, 0, reservedProblem("key", req.Key)
+	}
 	ttl, prob := ttlParam("ttl_ms", req.TTLMs, store.DefaultTTLForServer)
 	if prob != nil {
 		return nil, 0, prob
@@ -182,7 +193,7 @@ func (s *Server) acquireParams(req *wire.AcquireRequest) (*store.AcquireParams, 
 	if leaseID == "" {
 		leaseID = newLeaseID()
 	}
-	p := &store.AcquireParams{Key: req.Key, LeaseID: leaseID, Holder: holder, TTL: ttl,
+	p := &store.AcquireParams{Key: req.Key, LeaseID: leaseID, Holder: holder, Owner: owner, TTL: ttl,
 		Metadata: md, Cooldown: cooldown, LockDelay: lockDelay}
 	if err := p.Validate(); err != nil {
 		prob, _ := problemFor(err)
@@ -207,9 +218,9 @@ func (s *Server) countFailure(err error) {
 	s.metrics.acquisitions.WithLabelValues("failed").Inc()
 }
 
-func (s *Server) renew(w http.ResponseWriter, r *http.Request, _ principal) {
+func (s *Server) renew(w http.ResponseWriter, r *http.Request, who principal) {
 	var req wire.RenewRequest
-	if !decode(w, r, &req) {
+	if !decode(w, r, &req) || reserved(w, "key", req.Key) {
 		return
 	}
 	ttl, prob := ttlParam("ttl_ms", req.TTLMs, store.DefaultTTLForServer)
@@ -217,8 +228,13 @@ func (s *Server) renew(w http.ResponseWriter, r *http.Request, _ principal) {
 		writeProblem(w, prob)
 		return
 	}
-	sl, err := s.st.Renew(r.Context(), &store.RenewParams{Key: req.Key, LeaseID: req.LeaseID, TTL: ttl})
+	owner := s.owner(who)
+	sl, err := s.st.Renew(r.Context(), &store.RenewParams{Key: req.Key, LeaseID: req.LeaseID, Owner: owner, TTL: ttl})
 	if err != nil {
+		if other, ok := s.leaseOfAnother(r.Context(), req.Key, req.LeaseID, owner); ok && errors.Is(err, store.ErrNotHeld) {
+			writeProblem(w, leaseNotOwned(req.Key, other))
+			return
+		}
 		s.writeError(w, r, err)
 		return
 	}
@@ -228,7 +244,7 @@ func (s *Server) renew(w http.ResponseWriter, r *http.Request, _ principal) {
 // renewBatch renews many leases in one store call (group commit on the SQL stores): a holder of
 // many leases sends one request instead of one per lease. Bad input anywhere rejects the whole
 // batch; otherwise each renewal gets its own answer.
-func (s *Server) renewBatch(w http.ResponseWriter, r *http.Request, _ principal) {
+func (s *Server) renewBatch(w http.ResponseWriter, r *http.Request, who principal) {
 	var req wire.RenewBatchRequest
 	if !decodeBatch(w, r, &req) {
 		return
@@ -244,7 +260,11 @@ func (s *Server) renewBatch(w http.ResponseWriter, r *http.Request, _ principal)
 			writeProblem(w, prob)
 			return
 		}
-		ps[i] = &store.RenewParams{Key: it.Key, LeaseID: it.LeaseID, TTL: ttl}
+		if strings.HasPrefix(it.Key, ReservedPrefix) {
+			writeProblem(w, reservedProblem("leases["+strconv.Itoa(i)+"].key", it.Key))
+			return
+		}
+		ps[i] = &store.RenewParams{Key: it.Key, LeaseID: it.LeaseID, Owner: s.owner(who), TTL: ttl}
 	}
 	res, err := store.RenewMany(r.Context(), s.st, ps)
 	if err != nil {
@@ -254,6 +274,10 @@ func (s *Server) renewBatch(w http.ResponseWriter, r *http.Request, _ principal)
 	out := wire.RenewBatchResponse{Results: make([]wire.RenewBatchResult, len(res))}
 	for i, rr := range res {
 		if rr.Err != nil {
+			if other, mine := s.leaseOfAnother(r.Context(), ps[i].Key, ps[i].LeaseID, ps[i].Owner); mine && errors.Is(rr.Err, store.ErrNotHeld) {
+				out.Results[i].Error = &leaseNotOwned(ps[i].Key, other).Problem
+				continue
+			}
 			p, ok := problemFor(rr.Err)
 			if !ok {
 				s.log.LogAttrs(r.Context(), slog.LevelError, "store error", slog.String("path", r.URL.Path), slog.String("err", rr.Err.Error()))
@@ -267,13 +291,18 @@ func (s *Server) renewBatch(w http.ResponseWriter, r *http.Request, _ principal)
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) release(w http.ResponseWriter, r *http.Request, _ principal) {
+func (s *Server) release(w http.ResponseWriter, r *http.Request, who principal) {
 	var req wire.ReleaseRequest
-	if !decode(w, r, &req) {
+	if !decode(w, r, &req) || reserved(w, "key", req.Key) {
 		return
 	}
-	res, err := s.st.Release(r.Context(), &store.ReleaseParams{Key: req.Key, LeaseID: req.LeaseID})
+	owner := s.owner(who)
+	res, err := s.st.Release(r.Context(), &store.ReleaseParams{Key: req.Key, LeaseID: req.LeaseID, Owner: owner})
 	if err != nil {
+		if other, ok := s.leaseOfAnother(r.Context(), req.Key, req.LeaseID, owner); ok && errors.Is(err, store.ErrNotHeld) {
+			writeProblem(w, leaseNotOwned(req.Key, other))
+			return
+		}
 		s.writeError(w, r, err)
 		return
 	}
@@ -290,7 +319,7 @@ func (s *Server) forceRelease(w http.ResponseWriter, r *http.Request, who princi
 		return
 	}
 	actor := s.adminActor(who, req.Actor)
-	sl, err := s.st.ForceRelease(r.Context(), &store.ForceReleaseParams{Key: req.Key, Reason: req.Reason, Actor: actor})
+	sl, err := s.st.ForceRelease(r.Context(), &store.ForceReleaseParams{Key: req.Key, Reason: req.Reason, Actor: actor, Principal: s.owner(who)})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -313,16 +342,16 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, who principal) {
 	s.getKey(w, r, r.PathValue("key"), who)
 }
 
-func (s *Server) getKey(w http.ResponseWriter, r *http.Request, key string, _ principal) {
+func (s *Server) getKey(w http.ResponseWriter, r *http.Request, key string, who principal) {
 	sl, err := s.st.Get(r.Context(), key)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.LeaseResponse{Lease: wire.LeaseFrom(sl)})
+	writeJSON(w, http.StatusOK, wire.LeaseResponse{Lease: s.leaseFor(sl, who)})
 }
 
-func (s *Server) list(w http.ResponseWriter, r *http.Request, _ principal) {
+func (s *Server) list(w http.ResponseWriter, r *http.Request, who principal) {
 	q, ok := query(w, r)
 	if !ok {
 		return
@@ -347,7 +376,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, _ principal) {
 	}
 	resp := wire.ListResponse{Leases: make([]wire.Lease, 0, len(leases))}
 	for _, l := range leases {
-		resp.Leases = append(resp.Leases, wire.LeaseFrom(l))
+		resp.Leases = append(resp.Leases, s.leaseFor(l, who))
 	}
 	if len(leases) == p.Limit {
 		resp.NextCursor = leases[len(leases)-1].Key

@@ -18,11 +18,11 @@ func (s *Server) clearResourceCooldown(w http.ResponseWriter, r *http.Request, w
 		return
 	}
 	var req wire.ClearCooldownRequest
-	if !decode(w, r, &req) {
+	if !decode(w, r, &req) || reserved(w, "key", key) {
 		return
 	}
 	actor := s.adminActor(who, req.Actor)
-	p := &store.ClearCooldownParams{Resource: key, Reason: req.Reason, Actor: actor}
+	p := &store.ClearCooldownParams{Resource: key, Reason: req.Reason, Actor: actor, Principal: s.owner(who)}
 	if err := p.Validate(); err != nil {
 		writeProblem(w, invalid(err))
 		return

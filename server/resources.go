@@ -80,7 +80,7 @@ func (s *Server) setResourceState(w http.ResponseWriter, r *http.Request, _ prin
 		return
 	}
 	var req wire.SetResourceStateRequest
-	if !decode(w, r, &req) {
+	if !decode(w, r, &req) || reserved(w, "key", key) {
 		return
 	}
 	p := &store.SetResourceStateParams{Key: key, State: req.State, IfVersion: req.IfVersion}

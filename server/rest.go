@@ -15,11 +15,11 @@ import (
 // force-release: the actor is the token's name, or the caller's word without auth).
 func (s *Server) clearRest(w http.ResponseWriter, r *http.Request, who principal) {
 	var req wire.ForceReleaseRequest
-	if !decode(w, r, &req) {
+	if !decode(w, r, &req) || reserved(w, "key", req.Key) {
 		return
 	}
 	actor := s.adminActor(who, req.Actor)
-	rest, err := s.st.ClearRest(r.Context(), &store.ForceReleaseParams{Key: req.Key, Reason: req.Reason, Actor: actor})
+	rest, err := s.st.ClearRest(r.Context(), &store.ForceReleaseParams{Key: req.Key, Reason: req.Reason, Actor: actor, Principal: s.owner(who)})
 	if errors.Is(err, store.ErrNotFound) {
 		writeProblem(w, newProblem(http.StatusNotFound, "not_found", s.notResting(r.Context(), req.Key)))
 		return

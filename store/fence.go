@@ -36,12 +36,15 @@ type ResetFenceParams struct {
 	Resource string
 	Reason   string
 	Actor    string // who reset it, for the audit log; "unknown" if empty
+	// Principal is the authenticated admin, recorded as the event's Principal (see
+	// ForceReleaseParams.Principal).
+	Principal string
 }
 
 // Validate checks the resource with the rules of a key, and the actor and reason of an admin's
 // change (defaulting the actor to "unknown").
 func (p *ResetFenceParams) Validate() error {
-	if err := validateName("resource", p.Resource, MaxKeyLen); err != nil {
+	if err := firstError(validateName("resource", p.Resource, MaxKeyLen), validateFilter("principal", p.Principal, MaxHolderLen)); err != nil {
 		return err
 	}
 	return validateAdminAction(&p.Actor, p.Reason)

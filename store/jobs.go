@@ -214,7 +214,9 @@ type Job struct {
 	// Head: the oldest unfinished job of its resource, the only one that may be claimed.
 	Head bool
 	// The latest attempt's lease: who runs it, its fencing token, when the lease expires.
-	Worker          string
+	Worker string
+	// Owner is the principal the latest attempt belongs to (ClaimParams.Owner); empty if none.
+	Owner           string
 	Token           uint64
 	LeaseExpiresAt  time.Time
 	CancelRequested bool
@@ -261,16 +263,22 @@ type JobListParams struct {
 
 // ClaimParams are the inputs of ClaimJobs.
 type ClaimParams struct {
-	Worker string        // the holder name recorded on the job
-	Kinds  []string      // claim only these kinds (at least one)
-	Limit  int           // 1..MaxClaimLimit
-	TTL    time.Duration // the job lease's TTL
+	Worker string // the holder name recorded on the job
+	// Owner is the authenticated principal that claims (a server with authentication sets it to
+	// the caller's token name; library workers leave it empty). An attempt belongs to its owner:
+	// HeartbeatJob, CompleteJob and FailJob of another owner are refused with ErrNotHeld and
+	// change nothing.
+	Owner string
+	Kinds []string      // claim only these kinds (at least one)
+	Limit int           // 1..MaxClaimLimit
+	TTL   time.Duration // the job lease's TTL
 }
 
 // HeartbeatParams are the inputs of HeartbeatJob.
 type HeartbeatParams struct {
 	ID    int64
 	Token uint64
+	Owner string // the attempt's owner (ClaimParams.Owner)
 	TTL   time.Duration
 }
 
@@ -284,12 +292,14 @@ type HeartbeatResult struct {
 type CompleteParams struct {
 	ID    int64
 	Token uint64
+	Owner string // the attempt's owner (ClaimParams.Owner)
 }
 
 // FailParams are the inputs of FailJob.
 type FailParams struct {
 	ID         int64
 	Token      uint64
+	Owner      string // the attempt's owner (ClaimParams.Owner)
 	Code       string // CodeHandlerError if empty
 	Message    string
 	Permanent  bool
@@ -367,6 +377,9 @@ type ClearCooldownParams struct {
 	Resource string
 	Reason   string
 	Actor    string // who, for the audit log; "unknown" if empty
+	// Principal is the authenticated admin, recorded as the event's Principal (see
+	// ForceReleaseParams.Principal).
+	Principal string
 }
 
 // ResourceListParams filter ListResources.

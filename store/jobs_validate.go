@@ -173,6 +173,9 @@ func (p *ClaimParams) Validate() error {
 	if err := ValidateHolder(p.Worker); err != nil {
 		return &InvalidArgumentError{Field: "worker", Rule: err.(*InvalidArgumentError).Rule}
 	}
+	if err := ValidateOwner(p.Owner); err != nil {
+		return err
+	}
 	if len(p.Kinds) == 0 {
 		return invalid("kinds", "must name at least one kind")
 	}
@@ -189,17 +192,17 @@ func (p *ClaimParams) Validate() error {
 
 // Validate checks every field.
 func (p *HeartbeatParams) Validate() error {
-	return firstError(validateJobID(p.ID), validateToken(p.Token), ValidateTTL(p.TTL))
+	return firstError(validateJobID(p.ID), validateToken(p.Token), ValidateOwner(p.Owner), ValidateTTL(p.TTL))
 }
 
 // Validate checks every field.
 func (p *CompleteParams) Validate() error {
-	return firstError(validateJobID(p.ID), validateToken(p.Token))
+	return firstError(validateJobID(p.ID), validateToken(p.Token), ValidateOwner(p.Owner))
 }
 
 // Validate checks every field, applies the default code and cuts a long message.
 func (p *FailParams) Validate() error {
-	if err := firstError(validateJobID(p.ID), validateToken(p.Token)); err != nil {
+	if err := firstError(validateJobID(p.ID), validateToken(p.Token), ValidateOwner(p.Owner)); err != nil {
 		return err
 	}
 	if p.Code == "" {
@@ -319,7 +322,7 @@ func validateLimit(limit *int, max int) error {
 
 // Validate checks every field and names an unknown actor.
 func (p *ClearCooldownParams) Validate() error {
-	if err := ValidateResource(p.Resource); err != nil {
+	if err := firstError(ValidateResource(p.Resource), validateFilter("principal", p.Principal, MaxHolderLen)); err != nil {
 		return err
 	}
 	return validateAdminAction(&p.Actor, p.Reason)

@@ -79,13 +79,20 @@ type Capabilities struct {
 	PushWakeup bool
 	// Audit is true when the store records the audit log (Events).
 	Audit bool
+	// Owners is true when the store keeps each lease's owner and enforces it (AcquireParams.Owner,
+	// RenewParams.Owner, ReleaseParams.Owner; for a JobStore, the attempt's owner too). Every
+	// database backend does; the HTTP client does not take an owner from its caller: its server
+	// sets it from the caller's token.
+	Owners bool
 }
 
 // Lease is a lease as the store sees it. Times are on the store's clock.
 type Lease struct {
-	Key        string
-	ID         string
-	Holder     string
+	Key    string
+	ID     string
+	Holder string
+	// Owner is the principal the lease belongs to (see AcquireParams.Owner); empty if none.
+	Owner      string
 	Token      uint64
 	AcquiredAt time.Time
 	ExpiresAt  time.Time
@@ -109,7 +116,13 @@ type AcquireParams struct {
 	Key     string
 	LeaseID string // chosen by the caller, unique per acquisition
 	Holder  string
-	TTL     time.Duration
+	// Owner is the authenticated principal that takes the lease: a server with authentication
+	// sets it to the caller's token name; library callers leave it empty. A lease belongs to its
+	// owner: the idempotent re-acquire applies only to a lease of the same Holder and the same
+	// Owner (a live lease of the same holder and another owner refuses the key with
+	// *LockHeldError, unchanged), and Renew and Release name the owner too.
+	Owner string
+	TTL   time.Duration
 	// Metadata is a JSON object (or empty) stored with the lease.
 	Metadata json.RawMessage
 	// Cooldown keeps the key unavailable for this long after this lease is cleanly released.
@@ -127,13 +140,19 @@ type AcquireParams struct {
 type RenewParams struct {
 	Key     string
 	LeaseID string
-	TTL     time.Duration
+	// Owner must be the lease's owner (AcquireParams.Owner): a live lease of another owner is
+	// not renewed (ErrNotHeld, nothing changed).
+	Owner string
+	TTL   time.Duration
 }
 
 // ReleaseParams are the inputs of Store.Release.
 type ReleaseParams struct {
 	Key     string
 	LeaseID string
+	// Owner must be the lease's owner (AcquireParams.Owner): a live lease of another owner is
+	// not released (ErrNotHeld, nothing changed).
+	Owner string
 }
 
 // ReleaseResult reports what Release did.
@@ -158,6 +177,10 @@ type ForceReleaseParams struct {
 	Key    string
 	Reason string
 	Actor  string // who forced it, for the audit log; "unknown" if empty
+	// Principal is the authenticated principal that forced it (a server with authentication
+	// sets it to the admin's token name), recorded as the event's Principal; empty without
+	// authentication, when Actor is only the caller's word.
+	Principal string
 }
 
 // Rest is a cooldown or lock-delay that ClearRest ended.
@@ -201,7 +224,13 @@ type Event struct {
 	Holder  string
 	Token   uint64
 	Actor   string // the holder, or the admin who forced a release
-	Reason  string // of a force-release; of a failed job attempt, its error code
+	// Principal is the authenticated principal that made the change, apart from the holder
+	// string that anyone may choose: the owner of the lease or job attempt (Lease.Owner,
+	// Job.Owner) for a grant, release, takeover or an attempt's claim, renewal and end; the
+	// admin (ForceReleaseParams.Principal, ...) for an admin's change. Empty without
+	// authentication and for the store's own changes (a reaped attempt).
+	Principal string
+	Reason    string // of a force-release; of a failed job attempt, its error code
 	// Job events only (zero for lease events).
 	JobID   int64
 	JobKind string

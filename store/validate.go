@@ -33,6 +33,10 @@ func ValidateKey(key string) error { return validateName("key", key, MaxKeyLen) 
 // ValidateHolder checks a holder name with the same rules as a key, 1..MaxHolderLen bytes.
 func ValidateHolder(holder string) error { return validateName("holder", holder, MaxHolderLen) }
 
+// ValidateOwner checks a lease's or job attempt's owner: empty (none), or a name with the rules
+// of a holder.
+func ValidateOwner(owner string) error { return validateFilter("owner", owner, MaxHolderLen) }
+
 // ValidateLeaseID checks a lease ID, 1..MaxIDLen bytes, printable.
 func ValidateLeaseID(id string) error { return validateName("lease_id", id, MaxIDLen) }
 
@@ -95,23 +99,23 @@ func validatePause(field string, d time.Duration) error {
 // Validate checks every field; backends call it before writing.
 func (p *AcquireParams) Validate() error {
 	return firstError(
-		ValidateKey(p.Key), ValidateLeaseID(p.LeaseID), ValidateHolder(p.Holder), ValidateTTL(p.TTL),
+		ValidateKey(p.Key), ValidateLeaseID(p.LeaseID), ValidateHolder(p.Holder), ValidateOwner(p.Owner), ValidateTTL(p.TTL),
 		ValidateMetadata(p.Metadata), validatePause("cooldown", p.Cooldown), validatePause("lock_delay", p.LockDelay))
 }
 
 // Validate checks every field.
 func (p *RenewParams) Validate() error {
-	return firstError(ValidateKey(p.Key), ValidateLeaseID(p.LeaseID), ValidateTTL(p.TTL))
+	return firstError(ValidateKey(p.Key), ValidateLeaseID(p.LeaseID), ValidateOwner(p.Owner), ValidateTTL(p.TTL))
 }
 
 // Validate checks every field.
 func (p *ReleaseParams) Validate() error {
-	return firstError(ValidateKey(p.Key), ValidateLeaseID(p.LeaseID))
+	return firstError(ValidateKey(p.Key), ValidateLeaseID(p.LeaseID), ValidateOwner(p.Owner))
 }
 
 // Validate checks every field and names an unknown actor.
 func (p *ForceReleaseParams) Validate() error {
-	if err := ValidateKey(p.Key); err != nil {
+	if err := firstError(ValidateKey(p.Key), validateFilter("principal", p.Principal, MaxHolderLen)); err != nil {
 		return err
 	}
 	return validateAdminAction(&p.Actor, p.Reason)

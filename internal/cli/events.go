@@ -22,7 +22,9 @@ from a crashed holder) and force-release, with who did it and why; and every job
 (job_claim), the first lease renewal of each attempt (job_renew) and the attempt's end
 (job_complete, with its OUTCOME), where KEY is the job's resource and JOB is id#attempt; and
 an admin's fence reset (fence_reset: KEY is the fence's resource, TOKEN the token it held).
-Needs an admin token.
+ACTOR is who made the change: the token name the server authenticated (-o json: principal), or
+on a server without --auth-file the holder, or the admin's --actor for a forced change. Needs
+an admin token.
 --limit N prints the newest N (one request; a server older than this one is read whole);
 --oldest-first prints in the order they happened, and then --limit N is the oldest N.
 
@@ -191,6 +193,15 @@ func writeEvents(w io.Writer, g *globals, evs []*store.Event) error {
 	return writeEventRows(w, evs, true)
 }
 
+// eventActor is who made the change: the principal the server authenticated, or without one
+// the event's actor (the holder, or the word of the admin who forced a change).
+func eventActor(e *store.Event) string {
+	if e.Principal != "" {
+		return e.Principal
+	}
+	return e.Actor
+}
+
 // writeEventRows prints events as aligned columns, with the header line if header.
 func writeEventRows(w io.Writer, evs []*store.Event, header bool) error {
 	tw := newTable(w)
@@ -203,7 +214,7 @@ func writeEventRows(w io.Writer, evs []*store.Event, header bool) error {
 			job = fmt.Sprintf("%d#%d", e.JobID, e.Attempt)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", e.ID, e.At.UTC().Format(time.RFC3339), e.Kind,
-			printable(e.Key), printable(e.Holder), e.Token, printable(e.Actor), job, e.Outcome, blankOr(e.Reason))
+			printable(e.Key), printable(e.Holder), e.Token, printable(eventActor(e)), job, e.Outcome, blankOr(e.Reason))
 	}
 	return tw.Flush()
 }

@@ -88,16 +88,18 @@ type Job struct {
 	Errors         []JobError      `json:"errors"`
 	// LastError is the latest attempt's error, if that attempt failed: it belongs to the attempt,
 	// not to a later cancel (see Cancel).
-	LastError       *JobError `json:"last_error,omitempty"`
-	CreatedAt       Time      `json:"created_at,omitzero"`
-	ScheduledAt     Time      `json:"scheduled_at,omitzero"`
-	AttemptedAt     Time      `json:"attempted_at,omitzero"`
-	FinishedAt      Time      `json:"finished_at,omitzero"`
-	Head            bool      `json:"head"`
-	Worker          string    `json:"worker,omitempty"`
-	Token           uint64    `json:"token"`
-	LeaseExpiresAt  Time      `json:"lease_expires_at,omitzero"`
-	CancelRequested bool      `json:"cancel_requested"`
+	LastError   *JobError `json:"last_error,omitempty"`
+	CreatedAt   Time      `json:"created_at,omitzero"`
+	ScheduledAt Time      `json:"scheduled_at,omitzero"`
+	AttemptedAt Time      `json:"attempted_at,omitzero"`
+	FinishedAt  Time      `json:"finished_at,omitzero"`
+	Head        bool      `json:"head"`
+	Worker      string    `json:"worker,omitempty"`
+	// Owner is the principal the latest attempt belongs to (the token name that claimed it).
+	Owner           string `json:"owner,omitempty"`
+	Token           uint64 `json:"token"`
+	LeaseExpiresAt  Time   `json:"lease_expires_at,omitzero"`
+	CancelRequested bool   `json:"cancel_requested"`
 	// Cancel is set on a cancelled job.
 	Cancel    *JobCancel `json:"cancel,omitempty"`
 	TimeoutMs int64      `json:"timeout_ms"`
@@ -144,7 +146,7 @@ func JobFrom(j *store.Job) Job {
 	return Job{ID: j.ID, Seq: j.Seq, Kind: j.Kind, Resource: j.Resource, Args: args, State: j.State,
 		Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, Priority: j.Priority, IdempotencyKey: j.IdempotencyKey,
 		Errors: errs, CreatedAt: T(j.CreatedAt), ScheduledAt: T(j.ScheduledAt), AttemptedAt: T(j.AttemptedAt),
-		FinishedAt: T(j.FinishedAt), Head: j.Head, Worker: j.Worker, Token: j.Token,
+		FinishedAt: T(j.FinishedAt), Head: j.Head, Worker: j.Worker, Owner: j.Owner, Token: j.Token,
 		LeaseExpiresAt: T(j.LeaseExpiresAt), CancelRequested: j.CancelRequested, TimeoutMs: ms(j.Timeout),
 		LastError: lastErr, Cancel: cancel}
 }
@@ -171,7 +173,7 @@ func (j *Job) Store() *store.Job {
 	return &store.Job{ID: j.ID, Seq: j.Seq, Kind: j.Kind, Resource: j.Resource, Args: args, State: j.State,
 		Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, Priority: j.Priority, IdempotencyKey: j.IdempotencyKey,
 		Errors: errs, CreatedAt: j.CreatedAt.Time, ScheduledAt: j.ScheduledAt.Time, AttemptedAt: j.AttemptedAt.Time,
-		FinishedAt: j.FinishedAt.Time, Head: j.Head, Worker: j.Worker, Token: j.Token,
+		FinishedAt: j.FinishedAt.Time, Head: j.Head, Worker: j.Worker, Owner: j.Owner, Token: j.Token,
 		LeaseExpiresAt: j.LeaseExpiresAt.Time, CancelRequested: j.CancelRequested, Timeout: dur(j.TimeoutMs)}
 }
 

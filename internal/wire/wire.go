@@ -12,9 +12,13 @@ import (
 // Lease is the lease object. Its times, like every time of the API, are RFC 3339 in UTC with
 // milliseconds (Time).
 type Lease struct {
-	Key        string          `json:"key"`
-	LeaseID    string          `json:"lease_id"`
-	Holder     string          `json:"holder"`
+	Key string `json:"key"`
+	// LeaseID is shown only to an admin and to the lease's owner: with it, one can renew and
+	// release the lease.
+	LeaseID string `json:"lease_id,omitempty"`
+	Holder  string `json:"holder"`
+	// Owner is the principal the lease belongs to (the token name that took it), if any.
+	Owner      string          `json:"owner,omitempty"`
 	Token      uint64          `json:"token"`
 	AcquiredAt Time            `json:"acquired_at"`
 	ExpiresAt  Time            `json:"expires_at"`
@@ -28,7 +32,7 @@ type Lease struct {
 
 // LeaseFrom converts a store lease.
 func LeaseFrom(l *store.Lease) Lease {
-	return Lease{Key: l.Key, LeaseID: l.ID, Holder: l.Holder, Token: l.Token,
+	return Lease{Key: l.Key, LeaseID: l.ID, Holder: l.Holder, Owner: l.Owner, Token: l.Token,
 		AcquiredAt: T(l.AcquiredAt), ExpiresAt: T(l.ExpiresAt), TTLLeftMs: l.TTLLeft.Milliseconds(),
 		Metadata: l.Metadata, TookOver: l.TookOver, WaitedMs: l.Waited.Milliseconds()}
 }
@@ -39,7 +43,7 @@ func (l *Lease) Store() *store.Lease {
 	if len(md) == 0 || string(md) == "null" {
 		md = nil
 	}
-	return &store.Lease{Key: l.Key, ID: l.LeaseID, Holder: l.Holder, Token: l.Token,
+	return &store.Lease{Key: l.Key, ID: l.LeaseID, Holder: l.Holder, Owner: l.Owner, Token: l.Token,
 		AcquiredAt: l.AcquiredAt.UTC(), ExpiresAt: l.ExpiresAt.UTC(),
 		TTLLeft: time.Duration(l.TTLLeftMs) * time.Millisecond, Metadata: md, TookOver: l.TookOver,
 		Waited: time.Duration(max(l.WaitedMs, 0)) * time.Millisecond}
@@ -136,17 +140,19 @@ type Event struct {
 	Holder  string `json:"holder"`
 	Token   uint64 `json:"token"`
 	Actor   string `json:"actor"`
-	Reason  string `json:"reason,omitempty"`
-	JobID   int64  `json:"job_id,omitempty"`
-	JobKind string `json:"job_kind,omitempty"`
-	Attempt int    `json:"attempt,omitempty"`
-	Outcome string `json:"outcome,omitempty"`
+	// Principal is the authenticated principal that made the change (store.Event.Principal).
+	Principal string `json:"principal,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	JobID     int64  `json:"job_id,omitempty"`
+	JobKind   string `json:"job_kind,omitempty"`
+	Attempt   int    `json:"attempt,omitempty"`
+	Outcome   string `json:"outcome,omitempty"`
 }
 
 // EventFrom converts a store event.
 func EventFrom(e *store.Event) Event {
 	return Event{ID: e.ID, At: T(e.At), Kind: e.Kind, Key: e.Key, LeaseID: e.LeaseID, Holder: e.Holder,
-		Token: e.Token, Actor: e.Actor, Reason: e.Reason, JobID: e.JobID, JobKind: e.JobKind, Attempt: e.Attempt,
+		Token: e.Token, Actor: e.Actor, Principal: e.Principal, Reason: e.Reason, JobID: e.JobID, JobKind: e.JobKind, Attempt: e.Attempt,
 		Outcome: e.Outcome}
 }
 

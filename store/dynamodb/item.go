@@ -22,6 +22,7 @@ import (
 //	st   S  held | released | forced: the last two are tombstones
 //	lid  S  lease ID of the current or last lease
 //	hold S  its holder
+//	own  S  its owner (AcquireParams.Owner), absent if none: items of earlier versions have none
 //	tok  N  fencing token: incremented (ADD) by every grant, kept on tombstones
 //	rvn  S  record version number: random, new on every write (grant, renew, release)
 //	dur  N  the lease's TTL in ns
@@ -39,6 +40,7 @@ const (
 // item is a decoded lease item.
 type item struct {
 	key, state, leaseID, holder, rvn string
+	owner                            string // "" if none
 	token                            uint64
 	ttl, cooldown, lockDelay, pause  time.Duration
 	metadata                         json.RawMessage
@@ -49,7 +51,7 @@ func decodeItem(m map[string]types.AttributeValue) (*item, error) {
 	if len(m) == 0 {
 		return nil, nil
 	}
-	it := &item{key: str(m, "k"), state: str(m, "st"), leaseID: str(m, "lid"), holder: str(m, "hold"), rvn: str(m, "rvn")}
+	it := &item{key: str(m, "k"), state: str(m, "st"), leaseID: str(m, "lid"), holder: str(m, "hold"), owner: str(m, "own"), rvn: str(m, "rvn")}
 	var nums [6]int64
 	for i, name := range []string{"tok", "dur", "cd", "ld", "pn", "acq"} {
 		v, ok := m[name].(*types.AttributeValueMemberN)

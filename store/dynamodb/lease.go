@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -21,9 +22,21 @@ const condFree = "attribute_not_exists(#k) OR (#st <> :held AND #pn = :zero)"
 // condSeen is the condition of a write decided on a read: the item is still the version read.
 const condSeen = "#rvn = :seen"
 
+// condHeldBy is the condition of a write to a held lease named by its ID (a renewal, a release,
+// a re-acquire): still held, under that ID, by that owner. A lease written without an owner (by
+// a library caller, or by an earlier version) has no own attribute: it is owner "" and only
+// that. The owner's value, if any, is added to vals.
+func condHeldBy(owner string, vals map[string]types.AttributeValue) string {
+	if owner == "" {
+		return "#st = :held AND #lid = :lid AND attribute_not_exists(#own)"
+	}
+	vals[":own"] = sv(owner)
+	return "#st = :held AND #lid = :lid AND #own = :own"
+}
+
 func (s *Store) lease(it *item, ttlLeft time.Duration) *store.Lease {
 	return &store.Lease{
-		Key: it.key, ID: it.leaseID, Holder: it.holder, Token: it.token, AcquiredAt: it.acquiredAt,
+		Key: it.key, ID: it.leaseID, Holder: it.holder, Owner: it.owner, Token: it.token, AcquiredAt: it.acquiredAt,
 		ExpiresAt: s.wall().Add(ttlLeft), TTLLeft: ttlLeft, Metadata: it.metadata,
 	}
 }
@@ -49,11 +62,21 @@ func (s *Store) grant(ctx context.Context, p *store.AcquireParams, cond, seen st
 		":dur": nv(int64(p.TTL)), ":cd": nv(int64(p.Cooldown)), ":ld": nv(int64(p.LockDelay)),
 		":acq": nv(s.wall().UnixNano()), ":zero": nv(0), ":one": nv(1), ":seen": sv(seen),
 	}
+	var remove []string // what an earlier lease of the item may have left
 	if len(p.Metadata) > 0 {
 		set += ", #md = :md"
 		vals[":md"] = sv(string(p.Metadata))
 	} else {
-		set += " REMOVE #md"
+		remove = append(remove, "#md")
+	}
+	if p.Owner != "" {
+		set += ", #own = :own"
+		vals[":own"] = sv(p.Owner)
+	} else {
+		remove = append(remove, "#own")
+	}
+	if len(remove) > 0 {
+		set += " REMOVE " + strings.Join(remove, ", ")
 	}
 	set += " ADD #tok :one"
 	attrs, err := s.run(ctx, update{key: p.Key, set: set, cond: cond, vals: vals, returnVals: types.ReturnValueAllNew})
@@ -124,12 +147,13 @@ func (s *Store) decide(ctx context.Context, p *store.AcquireParams, it *item, at
 	elapsed := s.seen.see(p.Key, it.rvn, it.state == stHeld || it.pause > 0, at)
 	ttl := s.wait(it.ttl)
 	if it.state == stHeld {
-		if it.holder == p.Holder || it.leaseID == p.LeaseID {
-			// The same holder (or a retried grant that had succeeded): keep the lease, new TTL,
-			// as long as it is still that lease; guarded by its ID rather than the version read,
-			// so that the SDK's retry of an extension whose reply was lost still succeeds.
-			return s.extend(ctx, p.Key, "#st = :held AND #lid = :lid",
-				map[string]types.AttributeValue{":held": sv(stHeld), ":lid": sv(it.leaseID)}, p.TTL)
+		if it.owner == p.Owner && (it.holder == p.Holder || it.leaseID == p.LeaseID) {
+			// The same holder and owner (or a retried grant that had succeeded): keep the lease,
+			// new TTL, as long as it is still that lease; guarded by its ID and owner rather
+			// than the version read, so that the SDK's retry of an extension whose reply was
+			// lost still succeeds. A lease of another owner is refused below like any other.
+			vals := map[string]types.AttributeValue{":held": sv(stHeld), ":lid": sv(it.leaseID)}
+			return s.extend(ctx, p.Key, condHeldBy(p.Owner, vals), vals, p.TTL)
 		}
 		if elapsed < ttl {
 			left := ttl - elapsed
@@ -172,7 +196,8 @@ func pause(ctx context.Context, attempt int) error {
 	}
 }
 
-// Renew gives the lease a new TTL and record version, if it is still the key's lease. A lease
+// Renew gives the lease a new TTL and record version, if it is still the key's lease and
+// p.Owner's (in the write's condition: another owner's renewal changes nothing). A lease
 // that no contender has taken over is still the key's, even past its TTL: like dynamolock,
 // expiry is what contenders observe. The holder stops trusting it at its own deadline anyway.
 func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, error) {
@@ -182,8 +207,8 @@ func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, 
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	l, err := s.extend(ctx, p.Key, "#st = :held AND #lid = :lid",
-		map[string]types.AttributeValue{":held": sv(stHeld), ":lid": sv(p.LeaseID)}, p.TTL)
+	vals := map[string]types.AttributeValue{":held": sv(stHeld), ":lid": sv(p.LeaseID)}
+	l, err := s.extend(ctx, p.Key, condHeldBy(p.Owner, vals), vals, p.TTL)
 	if conditionFailed(err) {
 		return nil, store.ErrNotHeld
 	}
@@ -191,8 +216,8 @@ func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, 
 }
 
 // Release turns the lease's item into a tombstone whose rest is the lease's cooldown, in one
-// write guarded by the lease ID; only when that is refused does it read, to tell "already
-// released" from "not held".
+// write guarded by the lease ID and owner; only when that is refused does it read, to tell
+// "already released" (whoever asks: nothing changes) from "not held".
 func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.ReleaseResult, error) {
 	if err := s.closed.Check(); err != nil {
 		return nil, err
@@ -201,10 +226,11 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 		return nil, err
 	}
 	rvn := newRVN()
+	vals := map[string]types.AttributeValue{":released": sv(stReleased), ":rvn": sv(rvn), ":held": sv(stHeld), ":lid": sv(p.LeaseID)}
 	attrs, err := s.run(ctx, update{key: p.Key,
 		set:        "SET #st = :released, #rvn = :rvn, #pn = #cd",
-		cond:       "#st = :held AND #lid = :lid",
-		vals:       map[string]types.AttributeValue{":released": sv(stReleased), ":rvn": sv(rvn), ":held": sv(stHeld), ":lid": sv(p.LeaseID)},
+		cond:       condHeldBy(p.Owner, vals),
+		vals:       vals,
 		returnVals: types.ReturnValueAllOld})
 	if conditionFailed(err) {
 		it, _, err := s.read(ctx, p.Key)

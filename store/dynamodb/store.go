@@ -146,7 +146,7 @@ func (s *Store) Table() string { return s.table }
 // Capabilities: tokens are a per-key counter on an item never deleted; no push across
 // processes (DynamoDB Streams would need another permission and a poller); no audit log.
 func (s *Store) Capabilities() store.Capabilities {
-	return store.Capabilities{FencingTokens: true, PushWakeup: false, Audit: false}
+	return store.Capabilities{FencingTokens: true, PushWakeup: false, Audit: false, Owners: true}
 }
 
 // Events returns nothing: this backend keeps no audit log.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/goleak"
 
@@ -353,5 +354,56 @@ func TestRenewWithOtherTTL(t *testing.T) {
 			t.Fatalf("first answer after expiry: %v, want the lock-delay", err)
 		}
 		break
+	}
+}
+
+// A rolling upgrade: a lease record written by an earlier version has no owner field, and is
+// served as owner "": its library holder renews, re-acquires and releases it as before, and an
+// owner is refused. A grant without an owner still writes no owner field.
+func TestRecordWithoutOwner(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := open(t, shared, fmt.Sprintf("test-%d/", prefixes.Add(1)))
+	cli := s.Client()
+	g, err := cli.Grant(ctx, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As an earlier version wrote it (store.go's record without Owner).
+	old := `{"lease_id":"old-1","holder":"h","ttl_s":30,"acquired_at":"2026-01-02T03:04:05Z"}`
+	put, err := cli.Put(ctx, s.LeaseKey("k"), old, clientv3.WithLease(g.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, "k")
+	if err != nil || got.ID != "old-1" || got.Owner != "" || got.Token != uint64(put.Header.Revision) {
+		t.Fatalf("Get of a record without owner = %+v, %v", got, err)
+	}
+	var held *store.LockHeldError
+	if _, err := s.Acquire(ctx, &store.AcquireParams{Key: "k", LeaseID: "x", Holder: "h", Owner: "alice", TTL: time.Minute}); !errors.As(err, &held) {
+		t.Fatalf("re-acquire by an owner: %v; want *LockHeldError", err)
+	}
+	if _, err := s.Renew(ctx, &store.RenewParams{Key: "k", LeaseID: "old-1", Owner: "alice", TTL: time.Minute}); !errors.Is(err, store.ErrNotHeld) {
+		t.Fatalf("renew by an owner: %v; want ErrNotHeld", err)
+	}
+	if r, err := s.Renew(ctx, &store.RenewParams{Key: "k", LeaseID: "old-1", TTL: 30 * time.Second}); err != nil || r.Owner != "" {
+		t.Fatalf("renew by its holder = %+v, %v", r, err)
+	}
+	if r, err := s.Acquire(ctx, &store.AcquireParams{Key: "k", LeaseID: "old-2", Holder: "h", TTL: 30 * time.Second}); err != nil || r.ID != "old-1" {
+		t.Fatalf("re-acquire by its holder = %+v, %v; want lease old-1", r, err)
+	}
+	if _, err := s.Release(ctx, &store.ReleaseParams{Key: "k", LeaseID: "old-1"}); err != nil {
+		t.Fatalf("release by its holder: %v", err)
+	}
+	if _, err := s.Acquire(ctx, &store.AcquireParams{Key: "lib", LeaseID: "lib-1", Holder: "h", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cli.Get(ctx, s.LeaseKey("lib"))
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("read the record: %v", err)
+	}
+	if v := string(resp.Kvs[0].Value); strings.Contains(v, `"owner"`) {
+		t.Fatalf("a grant without owner wrote %s; want no owner field, as earlier versions", v)
 	}
 }

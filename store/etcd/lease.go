@@ -65,14 +65,17 @@ func decode(kv *mvccKV) (*record, error) {
 }
 
 // refuse turns a non-free state into the error Acquire returns, or reacquires for the same
-// holder. done is false if the key turned out to be free after all.
+// holder and owner: a live lease of the same holder and another owner is refused like any
+// other, unchanged. extend's Txn is guarded by the ModRevision of the record whose owner was
+// compared here, so the re-acquire applies to that record only. done is false if the key
+// turned out to be free after all.
 func (s *Store) refuse(ctx context.Context, p *store.AcquireParams, st *state) (*store.Lease, bool, error) {
 	if st.lease != nil {
 		rec, err := decode(st.lease)
 		if err != nil {
 			return nil, true, err
 		}
-		if rec.Holder == p.Holder {
+		if rec.Holder == p.Holder && rec.Owner == p.Owner {
 			l, err := s.extend(ctx, p.Key, st.lease, rec, p.TTL)
 			if errors.Is(err, store.ErrNotHeld) {
 				// It ended or changed meanwhile (or expired and etcd is about to delete it):
@@ -192,7 +195,7 @@ func (s *Store) grantWith(ctx context.Context, p *store.AcquireParams, ttl int64
 		}
 		main = pooled{id: g.ID, alive: sent.Add(ttlD)}
 	}
-	rec := &record{LeaseID: p.LeaseID, Holder: p.Holder, Metadata: p.Metadata, TTLSeconds: ttl,
+	rec := &record{LeaseID: p.LeaseID, Holder: p.Holder, Owner: p.Owner, Metadata: p.Metadata, TTLSeconds: ttl,
 		CooldownNs: int64(p.Cooldown), LockDelayNs: int64(p.LockDelay), AcquiredAt: time.Now().UTC().Round(0)}
 	if len(rec.Metadata) == 0 {
 		rec.Metadata = nil
@@ -262,7 +265,7 @@ func (s *Store) grantWith(ctx context.Context, p *store.AcquireParams, ttl int64
 	}
 	now := time.Now()
 	return &store.Lease{
-		Key: p.Key, ID: p.LeaseID, Holder: p.Holder, Token: uint64(rev),
+		Key: p.Key, ID: p.LeaseID, Holder: p.Holder, Owner: p.Owner, Token: uint64(rev),
 		AcquiredAt: rec.AcquiredAt, ExpiresAt: now.Add(p.TTL), TTLLeft: p.TTL, Metadata: rec.Metadata,
 		TookOver: tookOver,
 	}, nil, nil
@@ -364,7 +367,8 @@ func (s *Store) extend(ctx context.Context, key string, kv *mvccKV, rec *record,
 	return s.lease(key, kv, &nrec, ttl), nil
 }
 
-// Renew extends the lease (Key, LeaseID) by p.TTL.
+// Renew extends the lease (Key, LeaseID) by p.TTL if it is p.Owner's. The owner is compared on
+// the record read, and extend's Txn is guarded by that record's ModRevision.
 func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, error) {
 	if err := s.closed.Check(); err != nil {
 		return nil, err
@@ -388,7 +392,7 @@ func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, 
 		if err != nil {
 			return nil, err
 		}
-		if rec.LeaseID != p.LeaseID {
+		if rec.LeaseID != p.LeaseID || rec.Owner != p.Owner {
 			return nil, store.ErrNotHeld
 		}
 		l, err := s.extend(ctx, p.Key, kv, rec, p.TTL)
@@ -400,7 +404,9 @@ func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, 
 }
 
 // Release deletes the lease key in a Txn guarded by its ModRevision, records the release and
-// starts the cooldown, then revokes the etcd leases.
+// starts the cooldown, then revokes the etcd leases. Only p.Owner's lease is released: the owner
+// is compared on the record read (or the one granted here, whose CreateRevision guards the
+// Txn), and a lease of another owner is ErrNotHeld.
 func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.ReleaseResult, error) {
 	if err := s.closed.Check(); err != nil {
 		return nil, err
@@ -408,7 +414,7 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if h := s.held.take(p.Key, p.LeaseID); h != nil {
+	if h := s.held.take(p.Key, p.LeaseID, p.Owner); h != nil {
 		// Granted here: one Txn guarded by the grant's revision and etcd lease, no read first.
 		ok, err := s.endHeld(ctx, p.Key, h, "released", store.ReasonCooldown, time.Duration(h.rec.CooldownNs))
 		if err != nil {
@@ -430,10 +436,15 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 			}
 		}
 		if rec == nil || rec.LeaseID != p.LeaseID {
+			// Already released answers whoever names the ID: a lease that ended has no
+			// owner left to protect, and nothing changes.
 			var l last
 			if st.last != nil && json.Unmarshal(st.last.Value, &l) == nil && l.LeaseID == p.LeaseID && l.State == "released" {
 				return &store.ReleaseResult{AlreadyReleased: true}, nil
 			}
+			return nil, store.ErrNotHeld
+		}
+		if rec.Owner != p.Owner {
 			return nil, store.ErrNotHeld
 		}
 		ok, err := s.end(ctx, p.Key, st.lease, rec, "released", store.ReasonCooldown, time.Duration(rec.CooldownNs))

@@ -108,12 +108,13 @@ func (c *heldCache) get(key string) *heldLease {
 	return c.m[key]
 }
 
-// take removes and returns the entry of key if it is lease leaseID's.
-func (c *heldCache) take(key, leaseID string) *heldLease {
+// take removes and returns the entry of key if it is lease leaseID's, granted to owner. An entry
+// of another owner stays: the caller then reads the key, which refuses it.
+func (c *heldCache) take(key, leaseID, owner string) *heldLease {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h := c.m[key]
-	if h == nil || h.leaseID != leaseID {
+	if h == nil || h.leaseID != leaseID || h.rec.Owner != owner {
 		return nil
 	}
 	delete(c.m, key)

@@ -138,6 +138,7 @@ func (s *Store) lastKey(key string) string  { return s.prefix + "last/" + key }
 type record struct {
 	LeaseID     string          `json:"lease_id"`
 	Holder      string          `json:"holder"`
+	Owner       string          `json:"owner,omitempty"` // none: "" (as in records of earlier versions)
 	Metadata    json.RawMessage `json:"metadata,omitempty"`
 	TTLSeconds  int64           `json:"ttl_s"`
 	CooldownNs  int64           `json:"cooldown_ns,omitempty"`
@@ -187,13 +188,13 @@ func (s *Store) remaining(ctx context.Context, id clientv3.LeaseID) (time.Durati
 func (s *Store) lease(key string, kv *mvccKV, rec *record, ttlLeft time.Duration) *store.Lease {
 	now := time.Now()
 	return &store.Lease{
-		Key: key, ID: rec.LeaseID, Holder: rec.Holder, Token: uint64(kv.CreateRevision),
+		Key: key, ID: rec.LeaseID, Holder: rec.Holder, Owner: rec.Owner, Token: uint64(kv.CreateRevision),
 		AcquiredAt: rec.AcquiredAt, ExpiresAt: now.Add(ttlLeft), TTLLeft: ttlLeft, Metadata: rec.Metadata,
 	}
 }
 
 func (s *Store) Capabilities() store.Capabilities {
-	return store.Capabilities{FencingTokens: true, PushWakeup: true, Audit: false}
+	return store.Capabilities{FencingTokens: true, PushWakeup: true, Audit: false, Owners: true}
 }
 
 // Events returns nothing: this backend keeps no audit log.

@@ -111,7 +111,7 @@ func (v *view) lease() *store.Lease {
 }
 
 func leaseOf(rec *record, left time.Duration, now time.Time) *store.Lease {
-	return &store.Lease{Key: rec.Key, ID: rec.LeaseID, Holder: rec.Holder, Token: rec.Token,
+	return &store.Lease{Key: rec.Key, ID: rec.LeaseID, Holder: rec.Holder, Owner: rec.Owner, Token: rec.Token,
 		AcquiredAt: rec.AcquiredAt, ExpiresAt: now.Add(left), TTLLeft: left, Metadata: rec.Metadata}
 }
 
@@ -223,8 +223,9 @@ func (s *Store) acquireOn(ctx context.Context, p *store.AcquireParams, v *view) 
 	rec := v.rec
 	tookOver := false
 	switch {
-	case v.live() && rec.Holder == p.Holder:
-		// Idempotent re-acquire: the same lease, renewed.
+	case v.live() && rec.Holder == p.Holder && rec.Owner == p.Owner:
+		// Idempotent re-acquire: the same lease, renewed. A live lease of the same holder and
+		// another owner is refused below like any other, unchanged.
 		next := *rec
 		next.TTL = p.TTL
 		if _, conflict, err := s.write(ctx, v.obj, &next); conflict || err != nil {
@@ -259,28 +260,33 @@ func (s *Store) acquireOn(ctx context.Context, p *store.AcquireParams, v *view) 
 }
 
 // heldView returns a view of the lease (key, id) for a renewal or release: the object this
-// store last wrote for it if any (cached: no read), else a read. ok is false if the object is
-// gone.
-func (s *Store) heldView(ctx context.Context, key, id string, cached bool) (*view, bool, error) {
-	if cached {
+// store last wrote for it if any and useCache (then cached is true: no read), else a read. ok
+// is false if the object is gone.
+func (s *Store) heldView(ctx context.Context, key, id string, useCache bool) (v *view, ok, cached bool, err error) {
+	if useCache {
 		if obj := s.written.get(ObjectName(key), id); obj != nil {
 			v, err := s.viewOf(obj, key)
-			return v, err == nil, err
+			return v, err == nil, true, err
 		}
 	}
-	return s.read(ctx, key)
+	v, ok, err = s.read(ctx, key)
+	return v, ok, false, err
 }
 
 // change updates the object of lease (key, id): on the object this store last wrote for it
 // first (no read), then on fresh reads after each conflict. decide returns the record to write,
-// or an error to return as is.
+// or an error to return as is; a refusal decided on the cached object, which may be stale (a
+// lease ID reused by another owner), is decided again on a read.
 func (s *Store) change(ctx context.Context, op, key, id string, decide func(v *view, ok bool) (*record, error)) (*view, *record, error) {
 	for attempt := range maxAttempts {
-		v, ok, err := s.heldView(ctx, key, id, attempt == 0)
+		v, ok, cached, err := s.heldView(ctx, key, id, attempt == 0)
 		if err != nil {
 			return nil, nil, err
 		}
 		next, err := decide(v, ok)
+		if err != nil && cached {
+			continue
+		}
 		if err != nil {
 			return nil, nil, err
 		}
@@ -300,7 +306,8 @@ func (s *Store) change(ctx context.Context, op, key, id string, decide func(v *v
 	return nil, nil, fmt.Errorf("kubernetes: %s %q: too much contention", op, key)
 }
 
-// Renew extends the lease if it is still the key's and this store has not seen it expire.
+// Renew extends the lease if it is still the key's, p.Owner's, and this store has not seen it
+// expire.
 func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, error) {
 	if err := s.closed.Check(); err != nil {
 		return nil, err
@@ -309,7 +316,7 @@ func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, 
 		return nil, err
 	}
 	_, next, err := s.change(ctx, "renew", p.Key, p.LeaseID, func(v *view, ok bool) (*record, error) {
-		if !ok || !v.live() || v.rec.LeaseID != p.LeaseID {
+		if !ok || !v.live() || v.rec.LeaseID != p.LeaseID || v.rec.Owner != p.Owner {
 			return nil, store.ErrNotHeld
 		}
 		next := *v.rec
@@ -325,7 +332,8 @@ func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, 
 // errAlreadyReleased ends a Release that finds its lease released before.
 var errAlreadyReleased = errors.New("already released")
 
-// Release marks the lease released, keeping the object and its token.
+// Release marks the lease released, keeping the object and its token, if it is p.Owner's.
+// Already released answers whoever names the lease's ID: nothing changes.
 func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.ReleaseResult, error) {
 	if err := s.closed.Check(); err != nil {
 		return nil, err
@@ -341,6 +349,8 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 			return nil, errAlreadyReleased
 		case !v.live():
 			return nil, store.ErrNotHeld // forced, or expired for this store
+		case v.rec.Owner != p.Owner:
+			return nil, store.ErrNotHeld
 		}
 		next := *v.rec
 		next.State = stateReleased

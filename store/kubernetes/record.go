@@ -27,6 +27,7 @@ const (
 	annPrefix    = "baton.batonhq.dev/"
 	annKey       = annPrefix + "key"
 	annLeaseID   = annPrefix + "lease-id"
+	annOwner     = annPrefix + "owner" // only when set: Leases of earlier versions have none
 	annState     = annPrefix + "state"
 	annToken     = annPrefix + "token"
 	annTTL       = annPrefix + "ttl"
@@ -77,6 +78,7 @@ type record struct {
 	Key        string
 	LeaseID    string
 	Holder     string
+	Owner      string // AcquireParams.Owner; "" if none
 	State      string
 	Token      uint64
 	TTL        time.Duration
@@ -107,7 +109,7 @@ func decode(l *coordv1.Lease, key string) (*record, error) {
 		return nil, fmt.Errorf("kubernetes: Lease %s/%s holds key %q, not %q (a hash collision or a foreign object)",
 			l.Namespace, l.Name, got, key)
 	}
-	rec := &record{Key: key, LeaseID: a[annLeaseID], State: a[annState]}
+	rec := &record{Key: key, LeaseID: a[annLeaseID], Owner: a[annOwner], State: a[annState]}
 	switch rec.State {
 	case stateHeld, stateReleased, stateForced:
 	default:
@@ -163,6 +165,11 @@ func (rec *record) encode(l *coordv1.Lease, now time.Time) {
 	a := l.Annotations
 	a[annKey] = rec.Key
 	a[annLeaseID] = rec.LeaseID
+	if rec.Owner != "" {
+		a[annOwner] = rec.Owner
+	} else {
+		delete(a, annOwner)
+	}
 	a[annState] = rec.State
 	a[annToken] = strconv.FormatUint(rec.Token, 10)
 	setAnn(a, annTTL, rec.TTL)
@@ -198,7 +205,7 @@ func grantRecord(p *store.AcquireParams, token uint64, now time.Time) *record {
 	if len(md) == 0 {
 		md = nil
 	}
-	return &record{Key: p.Key, LeaseID: p.LeaseID, Holder: p.Holder, State: stateHeld, Token: token,
+	return &record{Key: p.Key, LeaseID: p.LeaseID, Holder: p.Holder, Owner: p.Owner, State: stateHeld, Token: token,
 		TTL: p.TTL, Cooldown: p.Cooldown, LockDelay: p.LockDelay, Metadata: md,
 		AcquiredAt: now.UTC().Truncate(time.Microsecond)} // a MicroTime round-trips microseconds
 }

@@ -133,7 +133,7 @@ func (s *Store) Namespace() string { return s.namespace }
 // Capabilities: tokens are kept on objects that are never deleted; wake-up comes from a watch.
 // No audit log.
 func (s *Store) Capabilities() store.Capabilities {
-	return store.Capabilities{FencingTokens: true, PushWakeup: true, Audit: false}
+	return store.Capabilities{FencingTokens: true, PushWakeup: true, Audit: false, Owners: true}
 }
 
 // Events returns nothing: this backend keeps no audit log.

@@ -1,9 +1,11 @@
 package postgres
 
 import (
+	"context"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/batonhq/baton/store"
 )
@@ -48,3 +50,19 @@ func SubmitBatchSQL(schema string) (lock, noKeys, keys string) {
 	q := buildSubmitQueries(schema, "c")
 	return q.lock, q.insertNoKeys, q.insert
 }
+
+// MigrateTo brings schema up to version and no further, as a binary of that version would.
+func MigrateTo(ctx context.Context, pool *pgxpool.Pool, schema string, version int) error {
+	for _, m := range migrations {
+		if m.version > version {
+			break
+		}
+		if err := apply(ctx, pool, schema, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EnableAudit creates the audit triggers of schema.
+var EnableAudit = enableAudit

@@ -60,7 +60,8 @@ func (s *Store) CheckFence(ctx context.Context, resource string, token uint64) (
 }
 
 // resetFenceSQL deletes resource $1's fence and, if the schema is audited (its audit triggers
-// exist: audit is a property of the schema), records the reset with actor $2 and reason $3, in
+// exist: audit is a property of the schema), records the reset with actor $2, reason $3 and
+// principal $4, in
 // one statement; it returns the token the fence held, and no row if there was none.
 func resetFenceSQL(schema string) string {
 	id := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
@@ -68,8 +69,8 @@ func resetFenceSQL(schema string) string {
 	return `WITH d AS (
 	DELETE FROM ` + id(fence.Table) + ` WHERE resource = $1 RETURNING resource, token
 ), ev AS (
-	INSERT INTO ` + id("events") + ` (kind, key, lease_id, holder, token, actor, reason)
-	SELECT '` + store.EventFenceReset + `', d.resource, '', '', d.token, $2, $3 FROM d
+	INSERT INTO ` + id("events") + ` (kind, key, lease_id, holder, token, actor, reason, principal)
+	SELECT '` + store.EventFenceReset + `', d.resource, '', '', d.token, $2, $3, $4 FROM d
 	WHERE EXISTS (SELECT FROM pg_trigger WHERE tgrelid = '` + id("leases") + `'::regclass AND tgname = 'leases_audit_update')
 )
 SELECT token FROM d`
@@ -84,7 +85,7 @@ func (s *Store) ResetFence(ctx context.Context, p *store.ResetFenceParams) (uint
 		return 0, store.ErrClosed
 	}
 	var token int64
-	err := s.pool.QueryRow(ctx, resetFenceSQL(s.schema), p.Resource, p.Actor, p.Reason).Scan(&token)
+	err := s.pool.QueryRow(ctx, resetFenceSQL(s.schema), p.Resource, p.Actor, p.Reason, p.Principal).Scan(&token)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, fmt.Errorf("postgres: resource %q has no fence: %w", p.Resource, store.ErrNotFound)
 	}

@@ -276,7 +276,7 @@ func scanJobAfter(r pgx.Row, lead ...any) (*store.Job, error) {
 	var args []byte
 	err := r.Scan(append(lead, &j.ID, &j.Seq, &j.Kind, &j.Resource, &args, &state, &j.Attempt, &j.MaxAttempts, &j.Priority,
 		&j.IdempotencyKey, &errs, &j.CreatedAt, &j.ScheduledAt, &attemptedAt, &finishedAt,
-		&j.Head, &j.Worker, &token, &leaseExp, &j.CancelRequested, &timeoutMS)...)
+		&j.Head, &j.Worker, &token, &leaseExp, &j.CancelRequested, &timeoutMS, &j.Owner)...)
 	if err != nil {
 		return nil, err
 	}

@@ -135,7 +135,7 @@ func (s *Store) ReapJobs(ctx context.Context, p *store.ReapParams) ([]*store.Rea
 		if c.noLease {
 			reason, msg = store.CodeLockStateLost, "the job was running without a lease"
 		}
-		j, err := s.finish(ctx, "reap job", c.id, uint64(c.token), false, reason, msg, false, p.RetryAfter, true)
+		j, err := s.finish(ctx, "reap job", c.id, uint64(c.token), "", false, reason, msg, false, p.RetryAfter, true)
 		if errors.Is(err, store.ErrNotHeld) {
 			continue // completed, failed or reaped by someone else meanwhile
 		}

@@ -43,7 +43,7 @@ func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.J
 func (s *Store) claim(ctx context.Context, p *store.ClaimParams, limit int) ([]*store.Job, error) {
 	b := &pgx.Batch{}
 	var jobs []*store.Job
-	b.Queue(s.jq.claim, p.Kinds, limit, p.Worker, p.TTL.Milliseconds()).Query(func(rows pgx.Rows) error {
+	b.Queue(s.jq.claim, p.Kinds, limit, p.Worker, p.TTL.Milliseconds(), p.Owner).Query(func(rows pgx.Rows) error {
 		var err error
 		jobs, err = collectJobs(rows)
 		return err
@@ -56,14 +56,14 @@ func (s *Store) claim(ctx context.Context, p *store.ClaimParams, limit int) ([]*
 	return jobs, nil
 }
 
-// HeartbeatJob extends the running attempt's lease.
+// HeartbeatJob extends the running attempt's lease, if the attempt is p.Owner's.
 func (s *Store) HeartbeatJob(ctx context.Context, p *store.HeartbeatParams) (*store.HeartbeatResult, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	var res store.HeartbeatResult
 	var leftUS int64
-	err := s.pool.QueryRow(ctx, s.jq.heartbeat, p.ID, int64(p.Token), p.TTL.Milliseconds()).Scan(&res.CancelRequested, &leftUS)
+	err := s.pool.QueryRow(ctx, s.jq.heartbeat, p.ID, int64(p.Token), p.TTL.Milliseconds(), p.Owner).Scan(&res.CancelRequested, &leftUS)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("postgres: heartbeat job %d token %d: %w", p.ID, p.Token, store.ErrNotHeld)
 	}
@@ -79,7 +79,7 @@ func (s *Store) CompleteJob(ctx context.Context, p *store.CompleteParams) (*stor
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	return s.finish(ctx, "complete job", p.ID, p.Token, true, "", "", false, 0, false)
+	return s.finish(ctx, "complete job", p.ID, p.Token, p.Owner, true, "", "", false, 0, false)
 }
 
 // FailJob ends the running attempt with an error.
@@ -87,17 +87,17 @@ func (s *Store) FailJob(ctx context.Context, p *store.FailParams) (*store.Job, e
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	return s.finish(ctx, "fail job", p.ID, p.Token, false, p.Code, p.Message, p.Permanent, p.RetryAfter, false)
+	return s.finish(ctx, "fail job", p.ID, p.Token, p.Owner, false, p.Code, p.Message, p.Permanent, p.RetryAfter, false)
 }
 
 // finish runs finishSQL, then locks the job's resource and promotes its next job, in one batch
 // (one implicit transaction, one round trip). The resource lock comes after the job lock, the
-// order claims keep too.
-func (s *Store) finish(ctx context.Context, op string, id int64, token uint64, ok bool, code, msg string,
+// order claims keep too. The attempt must be owner's, unless reap.
+func (s *Store) finish(ctx context.Context, op string, id int64, token uint64, owner string, ok bool, code, msg string,
 	permanent bool, retryAfter time.Duration, reap bool) (*store.Job, error) {
 	b := &pgx.Batch{}
 	var j *store.Job
-	b.Queue(s.jq.finish, id, int64(token), ok, code, msg, permanent, retryAfter.Milliseconds(), reap).
+	b.Queue(s.jq.finish, id, int64(token), ok, code, msg, permanent, retryAfter.Milliseconds(), reap, owner).
 		Query(func(rows pgx.Rows) error {
 			js, err := collectJobs(rows)
 			if len(js) == 1 {
@@ -126,7 +126,7 @@ func (s *Store) wakeLocal(j *store.Job) {
 
 // CompleteJobs completes many attempts in one round trip (one statement, one promotion, one
 // commit): the result is aligned with ps, nil where the attempt was no longer running with that
-// token (ErrNotHeld for CompleteJob). A worker pool calls it with the attempts that ended while
+// token or is another owner's (ErrNotHeld for CompleteJob). A worker pool calls it with the attempts that ended while
 // its previous completion was in flight.
 func (s *Store) CompleteJobs(ctx context.Context, ps []*store.CompleteParams) ([]*store.Job, error) {
 	done, _, err := s.completeAndClaim(ctx, ps, nil)
@@ -146,11 +146,12 @@ func (s *Store) CompleteJobsAndClaim(ctx context.Context, ps []*store.CompletePa
 func (s *Store) completeAndClaim(ctx context.Context, ps []*store.CompleteParams, claim *store.ClaimParams) ([]*store.Job, []*store.Job, error) {
 	ids := make([]int64, len(ps))
 	tokens := make([]int64, len(ps))
+	owners := make([]string, len(ps))
 	for i, p := range ps {
 		if err := p.Validate(); err != nil {
 			return nil, nil, err
 		}
-		ids[i], tokens[i] = p.ID, int64(p.Token)
+		ids[i], tokens[i], owners[i] = p.ID, int64(p.Token), p.Owner
 	}
 	out := make([]*store.Job, len(ps))
 	if len(ps) == 0 && claim == nil {
@@ -159,7 +160,7 @@ func (s *Store) completeAndClaim(ctx context.Context, ps []*store.CompleteParams
 	var done, claimed []*store.Job
 	b := &pgx.Batch{}
 	if len(ps) > 0 {
-		b.Queue(s.jq.completeMany, ids, tokens).Query(func(rows pgx.Rows) error {
+		b.Queue(s.jq.completeMany, ids, tokens, owners).Query(func(rows pgx.Rows) error {
 			var err error
 			done, err = collectJobs(rows)
 			return err
@@ -167,7 +168,7 @@ func (s *Store) completeAndClaim(ctx context.Context, ps []*store.CompleteParams
 		b.Queue(s.jq.promoteMany, ids)
 	}
 	if claim != nil {
-		b.Queue(s.jq.claim, claim.Kinds, claim.Limit, claim.Worker, claim.TTL.Milliseconds()).Query(func(rows pgx.Rows) error {
+		b.Queue(s.jq.claim, claim.Kinds, claim.Limit, claim.Worker, claim.TTL.Milliseconds(), claim.Owner).Query(func(rows pgx.Rows) error {
 			var err error
 			claimed, err = collectJobs(rows)
 			return err
@@ -183,7 +184,7 @@ func (s *Store) completeAndClaim(ctx context.Context, ps []*store.CompleteParams
 		byID[j.ID] = j
 	}
 	for i, p := range ps {
-		if j := byID[p.ID]; j != nil && j.Token == p.Token {
+		if j := byID[p.ID]; j != nil && j.Token == p.Token && j.Owner == p.Owner {
 			out[i] = j
 			s.wakeLocal(j)
 		}

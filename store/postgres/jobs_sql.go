@@ -30,7 +30,7 @@ type jobQueries struct {
 // jobCols is what every job-returning statement yields, in scanJob's order.
 const jobCols = `j.id, j.seq, j.kind, j.resource, j.args, j.state, j.attempt, j.max_attempts, j.priority,
 	coalesce(j.idempotency_key, ''), j.errors, j.created_at, j.scheduled_at, j.attempted_at, j.finished_at,
-	j.head, j.worker, j.token, j.lease_expires_at, j.cancel_requested, j.timeout_ms`
+	j.head, j.worker, j.token, j.lease_expires_at, j.cancel_requested, j.timeout_ms, j.owner`
 
 const unfinished = `('scheduled', 'available', 'running', 'retryable')`
 
@@ -119,8 +119,9 @@ WHERE k.name = $1 AND k.waiting_until > now()`),
 		lockRejected:    q(`SELECT 1 FROM {resources} WHERE key IN (` + rejectedSet + `) ORDER BY key FOR UPDATE`),
 		promoteRejected: q(strings.ReplaceAll(promote, "{set}", rejectedSet)),
 
+		// $1 id, $2 token, $3 ttl ms, $4 owner.
 		heartbeat: q(`UPDATE {jobs} j SET lease_expires_at = now() + $3::bigint * interval '1 millisecond'
-WHERE j.id = $1 AND j.token = $2 AND j.state = 'running' AND j.lease_expires_at > now()
+WHERE j.id = $1 AND j.token = $2 AND j.owner = $4 AND j.state = 'running' AND j.lease_expires_at > now()
 RETURNING j.cancel_requested, (extract(epoch FROM j.lease_expires_at - now()) * 1000000)::bigint`),
 		finish:          q(finishSQL),
 		completeMany:    q(completeManySQL),
@@ -248,7 +249,8 @@ func listJobsSQL(filters int, state store.JobState) string {
 // another transaction would only make promote re-check a resource, which is always correct).
 const rejectedSet = `SELECT resource FROM {jobs} WHERE state = 'discarded' AND finished_at = now()`
 
-// claimSQL starts up to $2 claimable heads of kinds $1 for worker $3 with a lease of $4 ms.
+// claimSQL starts up to $2 claimable heads of kinds $1 for worker $3 with a lease of $4 ms, as
+// attempts of owner $5.
 //
 // picked walks, per kind, the claimable-heads index in (priority, seq) order and locks heads
 // with SKIP LOCKED, so workers never wait for each other and claiming costs O(limit · log n)
@@ -292,6 +294,7 @@ const claimSQL = `WITH picked AS (
 	RETURNING r.key
 ), started AS (
 	UPDATE {jobs} j SET state = 'running', attempt = j.attempt + 1, attempted_at = now(), worker = $3,
+		owner = $5, reaped = false,
 		token = nextval({token_seq}), lease_expires_at = now() + $4::bigint * interval '1 millisecond',
 		timeout_ms = c.timeout_ms, cancel_requested = false
 	FROM cand c
@@ -311,12 +314,13 @@ const claimSQL = `WITH picked AS (
 )
 SELECT * FROM started`
 
-// finishSQL ends the running attempt $1 with token $2: $3 true = success; else failure with
-// code $4, message $5, permanent $6, backoff $7 ms. $8 true = only if its lease has expired or is
-// missing (the reaper). It locks the job row, then the resource row (the order every statement
-// keeps), applies the kind's success or failure state and cooldown, and returns the job. (A
-// data-modifying WITH runs to completion whether or not the main statement reads it.)
-// promoteFinished follows in the same transaction.
+// finishSQL ends the running attempt $1 with token $2 of owner $9: $3 true = success; else
+// failure with code $4, message $5, permanent $6, backoff $7 ms. $8 true = the reaper: whoever
+// owns the attempt, only if its lease has expired or is missing, and marked reaped (the audit
+// log records the end as the store's own, with no principal). It locks the job row, then the
+// resource row (the order every statement keeps), applies the kind's success or failure state
+// and cooldown, and returns the job. (A data-modifying WITH runs to completion whether or not
+// the main statement reads it.) promoteFinished follows in the same transaction.
 //
 // As in completeManySQL, the resource row is rewritten (res) only when the outcome changes it (a
 // state, a cooldown) and otherwise only locked (lk), in the mode of that update. Which of the two
@@ -327,7 +331,7 @@ const finishSQL = `WITH j0 AS (
 		k.success_state, k.failure_state, k.cooldown_ms, k.resource_cooldown_ms
 	FROM {jobs} j JOIN {kinds} k ON k.name = j.kind
 	WHERE j.id = $1 AND j.token = $2 AND j.state = 'running'
-		AND (NOT $8::bool OR j.lease_expires_at IS NULL OR j.lease_expires_at <= now())
+		AND CASE WHEN $8::bool THEN j.lease_expires_at IS NULL OR j.lease_expires_at <= now() ELSE j.owner = $9 END
 	FOR UPDATE OF j
 ), nx AS (
 	SELECT j0.*, CASE
@@ -363,7 +367,7 @@ const finishSQL = `WITH j0 AS (
 	WHERE s.ns = '' AND NOT s.cools
 	FOR NO KEY UPDATE OF r
 )
-UPDATE {jobs} j SET state = nx.next, head = (nx.next = 'retryable'), lease_expires_at = NULL,
+UPDATE {jobs} j SET state = nx.next, head = (nx.next = 'retryable'), lease_expires_at = NULL, reaped = $8,
 	finished_at = CASE WHEN nx.next = 'retryable' THEN NULL ELSE now() END,
 	scheduled_at = CASE WHEN nx.next = 'retryable' THEN now() + $7::bigint * interval '1 millisecond'
 		ELSE j.scheduled_at END,
@@ -387,11 +391,11 @@ UPDATE {jobs} j SET state = 'cancelled', head = false, finished_at = now()
 WHERE j.id = $1
 RETURNING ` + jobCols
 
-// completeManySQL is finishSQL's success path for many attempts at once: $1 ids, $2 tokens.
-// Attempts that are no longer running with that token are left out of the result. Running jobs
-// are on distinct resources, so the rows it locks are disjoint from any other completion's. The
-// job rows are updated (and so locked) before their resources' rows, the order every statement
-// keeps.
+// completeManySQL is finishSQL's success path for many attempts at once: $1 ids, $2 tokens,
+// $3 owners. Attempts that are no longer running with that token, or are another owner's, are
+// left out of the result. Running jobs are on distinct resources, so the rows it locks are
+// disjoint from any other completion's. The job rows are updated (and so locked) before their
+// resources' rows, the order every statement keeps.
 //
 // The rows are found by id alone: "coalesce(j.state, ”) = 'running'" is that condition written
 // so that no index can serve it. With a plain "state = 'running'" beside the ids, the cached
@@ -408,9 +412,10 @@ RETURNING ` + jobCols
 // version: the lock is what the promotion after this statement needs (see promote). lk runs
 // because the final SELECT reads it.
 const completeManySQL = `WITH j AS (
-	UPDATE {jobs} j SET state = 'succeeded', head = false, lease_expires_at = NULL, finished_at = now()
-	FROM unnest($1::bigint[], $2::bigint[]) AS req (id, token)
-	WHERE j.id = req.id AND j.token = req.token AND coalesce(j.state, '') = 'running'
+	UPDATE {jobs} j SET state = 'succeeded', head = false, lease_expires_at = NULL, finished_at = now(),
+		reaped = false
+	FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS req (id, token, owner)
+	WHERE j.id = req.id AND j.token = req.token AND j.owner = req.owner AND coalesce(j.state, '') = 'running'
 	RETURNING j.*
 ), res AS (
 	UPDATE {resources} r SET

@@ -23,7 +23,7 @@ type queries struct {
 
 // leaseCols is what every lease-returning statement yields, in scanLease's order. The remaining
 // TTL is computed by the database in microseconds so the caller never compares clocks.
-const leaseCols = `key, lease_id, holder, token, acquired_at, expires_at,
+const leaseCols = `key, lease_id, holder, owner, token, acquired_at, expires_at,
 	(extract(epoch FROM expires_at - now()) * 1000000)::bigint, metadata`
 
 // live is the predicate of a lease that holds its key.
@@ -34,8 +34,9 @@ func buildQueries(schema string) queries {
 	// The schema name is [a-z0-9_], so the quoted identifier cannot contain a single quote.
 	seq := "'" + pgx.Identifier{schema, "token_seq"}.Sanitize() + "'"
 	return queries{
-		// acquire grants a free key, or renews the caller's own live lease, in one statement,
-		// and when it grants nothing it returns the row that refused it instead.
+		// acquire grants a free key, or renews the caller's own live lease (same holder and same
+		// owner), in one statement, and when it grants nothing it returns the row that refused it
+		// instead.
 		//
 		// Fencing: a token must exceed every token granted before on the key, in real time. A
 		// value drawn from the sequence before the grant can be overtaken (draw 5, stall; another
@@ -53,10 +54,12 @@ func buildQueries(schema string) queries {
 		//   - CASE evaluates lazily and nextval is volatile, so a renewal draws nothing.
 		// The WHERE branches are disjoint. free ("a.available_at <= now()") is the takeover: a row
 		// with ended = 0 has available_at = expires_at + lock delay, so a free row is never live.
-		// mine is the holder's own live lease, which keeps its ID, token, acquisition time,
-		// metadata and pauses and only gets a new expiry. mark ($8, a waiting caller, refused by
-		// a live lease of another holder) changes only waiters, so that the release of that
-		// lease sends a NOTIFY; it is done at most once per lease.
+		// mine is the live lease of the holder and owner ($9), which keeps its ID, token,
+		// acquisition time, metadata and pauses and only gets a new expiry; a live lease of the
+		// same holder and another owner is not mine, and refuses the key like any other holder's.
+		// mark ($8, a waiting caller, refused by a live lease of another holder or owner) changes
+		// only waiters, so that the release of that lease sends a NOTIFY; it is done at most once
+		// per lease.
 		//
 		// Refusal: DO UPDATE keeps its lock on the row even when WHERE rejects it, so the row
 		// cannot change before the statement ends. cur reads it FOR SHARE, which under READ
@@ -74,37 +77,40 @@ func buildQueries(schema string) queries {
 		// Columns: granted, then leaseCols, then ended, microseconds until available, live,
 		// freed (available by the clock at the end of the wait), took over an expired lease.
 		// $1 key, $2 lease_id, $3 holder, $4 ttl ms, $5 metadata, $6 cooldown ms, $7 lock delay ms,
-		// $8 wait.
+		// $8 wait, $9 owner.
 		acquire: `WITH ins AS (
 INSERT INTO ` + t + ` AS a
-	(key, lease_id, holder, token, acquired_at, expires_at, ended, available_at, cooldown_ms, lock_delay_ms, metadata)
-VALUES ($1, $2, $3, coalesce((SELECT k.token FROM ` + t + ` k WHERE k.key = $1), nextval(` + seq + `)),
+	(key, lease_id, holder, owner, token, acquired_at, expires_at, ended, available_at, cooldown_ms, lock_delay_ms, metadata)
+VALUES ($1, $2, $3, $9, coalesce((SELECT k.token FROM ` + t + ` k WHERE k.key = $1), nextval(` + seq + `)),
 	now(), now() + $4::bigint * interval '1 millisecond', 0,
 	now() + ($4::bigint + $7::bigint) * interval '1 millisecond', $6, $7, $5)
 ON CONFLICT (key) DO UPDATE SET
 	lease_id      = CASE WHEN a.available_at <= now() THEN excluded.lease_id ELSE a.lease_id END,
 	holder        = CASE WHEN a.available_at <= now() THEN excluded.holder ELSE a.holder END,
+	owner         = CASE WHEN a.available_at <= now() THEN excluded.owner ELSE a.owner END,
 	token         = CASE WHEN a.available_at <= now() THEN nextval(` + seq + `) ELSE a.token END,
 	acquired_at   = CASE WHEN a.available_at <= now() THEN now() ELSE a.acquired_at END,
 	metadata      = CASE WHEN a.available_at <= now() THEN excluded.metadata ELSE a.metadata END,
 	cooldown_ms   = CASE WHEN a.available_at <= now() THEN excluded.cooldown_ms ELSE a.cooldown_ms END,
 	lock_delay_ms = CASE WHEN a.available_at <= now() THEN excluded.lock_delay_ms ELSE a.lock_delay_ms END,
 	available_at  = CASE WHEN a.available_at <= now() THEN excluded.available_at
-		WHEN a.holder = excluded.holder THEN excluded.expires_at + a.lock_delay_ms * interval '1 millisecond'
+		WHEN a.holder = excluded.holder AND a.owner = excluded.owner
+			THEN excluded.expires_at + a.lock_delay_ms * interval '1 millisecond'
 		ELSE a.available_at END,
-	expires_at    = CASE WHEN a.available_at <= now() OR a.holder = excluded.holder THEN excluded.expires_at
-		ELSE a.expires_at END,
+	expires_at    = CASE WHEN a.available_at <= now() OR (a.holder = excluded.holder AND a.owner = excluded.owner)
+		THEN excluded.expires_at ELSE a.expires_at END,
 	took_over     = CASE WHEN a.available_at <= now() THEN a.ended = 0 ELSE a.took_over END,
 	ended         = 0,
 	waiters       = CASE WHEN a.available_at <= now() THEN false
-		WHEN a.holder = excluded.holder THEN a.waiters ELSE true END
+		WHEN a.holder = excluded.holder AND a.owner = excluded.owner THEN a.waiters ELSE true END
 WHERE a.available_at <= now()
-	OR (a.ended = 0 AND a.expires_at > now() AND (a.holder = excluded.holder OR ($8::boolean AND NOT a.waiters)))
+	OR (a.ended = 0 AND a.expires_at > now()
+		AND ((a.holder = excluded.holder AND a.owner = excluded.owner) OR ($8::boolean AND NOT a.waiters)))
 RETURNING a.*
 ), cur AS (
 	SELECT * FROM ` + t + ` WHERE key = $1 FOR SHARE
 )
-SELECT holder = $3, ` + leaseCols + `, ended,
+SELECT holder = $3 AND owner = $9, ` + leaseCols + `, ended,
 	(extract(epoch FROM available_at - now()) * 1000000)::bigint, ` + live + `, false, took_over FROM ins
 UNION ALL
 SELECT false, ` + leaseCols + `, ended,
@@ -112,34 +118,36 @@ SELECT false, ` + leaseCols + `, ended,
 	` + live + `, available_at <= clock_timestamp(), false
 FROM cur WHERE NOT EXISTS (SELECT FROM ins)`,
 
-		// $1 key, $2 lease_id, $3 ttl ms.
+		// $1 key, $2 lease_id, $3 ttl ms, $4 owner.
 		renewMany: renewManyQuery(schema),
 		renew: `UPDATE ` + t + ` SET
 	expires_at   = now() + $3::bigint * interval '1 millisecond',
 	available_at = now() + ($3::bigint + lock_delay_ms) * interval '1 millisecond'
-WHERE key = $1 AND lease_id = $2 AND ` + live + `
+WHERE key = $1 AND lease_id = $2 AND owner = $4 AND ` + live + `
 RETURNING ` + leaseCols,
 
 		// The NOTIFY is part of the releasing transaction: it is delivered iff the release
 		// commits, and sent only if a waiter marked the lease. Exec reports one row per release.
-		// $1 key, $2 lease_id, $3 channel.
+		// $1 key, $2 lease_id, $3 channel, $4 owner.
 		release: `WITH u AS (
 	UPDATE ` + t + ` SET ended = 1, available_at = now() + cooldown_ms * interval '1 millisecond'
-	WHERE key = $1 AND lease_id = $2 AND ` + live + `
+	WHERE key = $1 AND lease_id = $2 AND owner = $4 AND ` + live + `
 	RETURNING key, waiters, (extract(epoch FROM now() - acquired_at) * 1000000)::bigint AS held_us
 )
 SELECT held_us, CASE WHEN waiters THEN pg_notify($3, key)::text END FROM u`,
 
-		released: `SELECT EXISTS (SELECT 1 FROM ` + t + ` WHERE key = $1 AND lease_id = $2 AND ended = 1)`,
+		// Only the owner learns that its lease was released already. $1 key, $2 lease_id, $3 owner.
+		released: `SELECT EXISTS (SELECT 1 FROM ` + t + ` WHERE key = $1 AND lease_id = $2 AND owner = $3 AND ended = 1)`,
 
 		// The CTE locks the live row and keeps its values as they were, so the caller gets the
-		// lease that was ended, with its original expiry. $1 key, $2 channel.
+		// lease that was ended, with its original expiry. $1 key, $2 channel, $3 actor, $4 reason,
+		// $5 principal.
 		forceRelease: `WITH old AS (
-	SELECT key, lease_id, holder, token, acquired_at, expires_at, metadata, waiters
+	SELECT key, lease_id, holder, owner, token, acquired_at, expires_at, metadata, waiters
 	FROM ` + t + ` WHERE key = $1 AND ` + live + `
 	FOR UPDATE
 ), u AS (
-	UPDATE ` + t + ` l SET ended = 2, end_actor = $3, end_reason = $4,
+	UPDATE ` + t + ` l SET ended = 2, end_actor = $3, end_reason = $4, end_principal = $5,
 		expires_at = least(l.expires_at, now()),
 		available_at = now() + l.lock_delay_ms * interval '1 millisecond'
 	FROM old WHERE l.key = old.key
@@ -150,9 +158,9 @@ SELECT ` + leaseCols + `, CASE WHEN waiters THEN pg_notify($2, key)::text END IS
 		get: `SELECT ` + leaseCols + ` FROM ` + t + ` WHERE key = $1 AND ` + live,
 
 		// $1 after (the cursor), $2 key or '', $3 limit.
-		events: `SELECT id, at, kind, key, lease_id, holder, token, actor, reason, job_id, job_kind, attempt, outcome FROM ` + pgx.Identifier{schema, "events"}.Sanitize() + `
+		events: `SELECT id, at, kind, key, lease_id, holder, token, actor, principal, reason, job_id, job_kind, attempt, outcome FROM ` + pgx.Identifier{schema, "events"}.Sanitize() + `
 WHERE id > $1 AND ($2 = '' OR key = $2) ORDER BY id LIMIT $3`,
-		eventsDesc: `SELECT id, at, kind, key, lease_id, holder, token, actor, reason, job_id, job_kind, attempt, outcome FROM ` + pgx.Identifier{schema, "events"}.Sanitize() + `
+		eventsDesc: `SELECT id, at, kind, key, lease_id, holder, token, actor, principal, reason, job_id, job_kind, attempt, outcome FROM ` + pgx.Identifier{schema, "events"}.Sanitize() + `
 WHERE id < $1 AND ($2 = '' OR key = $2) ORDER BY id DESC LIMIT $3`,
 
 		// key >= $2 and, in listBounded, key < $5 (the end of the prefix's range) bound the index
@@ -198,7 +206,8 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 			untilAvailable                   int64
 		)
 		l, err := scanLease(s.pool.QueryRow(ctx, s.q.acquire,
-			p.Key, p.LeaseID, p.Holder, p.TTL.Milliseconds(), md, p.Cooldown.Milliseconds(), p.LockDelay.Milliseconds(), p.Wait),
+			p.Key, p.LeaseID, p.Holder, p.TTL.Milliseconds(), md, p.Cooldown.Milliseconds(), p.LockDelay.Milliseconds(), p.Wait,
+			p.Owner),
 			[]any{&granted}, &ended, &untilAvailable, &isLive, &freed, &tookOver)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
@@ -215,7 +224,7 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 		case granted:
 			l.TookOver = tookOver
 			return l, nil
-		case freed || isLive && l.Holder == p.Holder:
+		case freed || isLive && l.Holder == p.Holder && l.Owner == p.Owner:
 			// Available by the clock once the statement had the row (it came free while the
 			// statement waited), or, which the statement rules out, ours: try again.
 			lastHolder = l
@@ -238,7 +247,8 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	return nil, fmt.Errorf("postgres: acquire %q: the key's row kept changing; retry", p.Key)
 }
 
-// Renew extends the live lease (p.Key, p.LeaseID) to now() + p.TTL; its lock delay is kept.
+// Renew extends the live lease (p.Key, p.LeaseID) of p.Owner to now() + p.TTL; its lock delay is
+// kept.
 func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -251,7 +261,7 @@ func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, 
 
 // renewOne renews one lease with the single-row statement.
 func (s *Store) renewOne(ctx context.Context, p *store.RenewParams) (*store.Lease, error) {
-	l, err := scanLease(s.pool.QueryRow(ctx, s.q.renew, p.Key, p.LeaseID, p.TTL.Milliseconds()), nil)
+	l, err := scanLease(s.pool.QueryRow(ctx, s.q.renew, p.Key, p.LeaseID, p.TTL.Milliseconds(), p.Owner), nil)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.ErrNotHeld
 	}
@@ -261,7 +271,8 @@ func (s *Store) renewOne(ctx context.Context, p *store.RenewParams) (*store.Leas
 	return l, nil
 }
 
-// Release ends the live lease (p.Key, p.LeaseID); the key then rests for the lease's cooldown.
+// Release ends the live lease (p.Key, p.LeaseID) of p.Owner; the key then rests for the lease's
+// cooldown.
 //
 // AlreadyReleased can only be told while the released lease is still the key's latest: once
 // another lease has taken the key, the earlier ID is unknown and the answer is ErrNotHeld.
@@ -274,7 +285,7 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 	}
 	var heldUs int64
 	var notified *string
-	err := s.pool.QueryRow(ctx, s.q.release, p.Key, p.LeaseID, s.channel).Scan(&heldUs, &notified)
+	err := s.pool.QueryRow(ctx, s.q.release, p.Key, p.LeaseID, s.channel, p.Owner).Scan(&heldUs, &notified)
 	if err == nil {
 		s.hub.Notify(p.Key)
 		return &store.ReleaseResult{Held: micros(heldUs)}, nil
@@ -283,7 +294,7 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 		return nil, s.fail("release", p.Key, err)
 	}
 	var already bool
-	if err := s.pool.QueryRow(ctx, s.q.released, p.Key, p.LeaseID).Scan(&already); err != nil {
+	if err := s.pool.QueryRow(ctx, s.q.released, p.Key, p.LeaseID, p.Owner).Scan(&already); err != nil {
 		return nil, s.fail("release", p.Key, err)
 	}
 	if already {
@@ -345,7 +356,7 @@ func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (
 		return nil, store.ErrClosed
 	}
 	var notified bool // pg_notify returns void; scanned only to keep the call in the select list
-	l, err := scanLease(s.pool.QueryRow(ctx, s.q.forceRelease, p.Key, s.channel, p.Actor, p.Reason), nil, &notified)
+	l, err := scanLease(s.pool.QueryRow(ctx, s.q.forceRelease, p.Key, s.channel, p.Actor, p.Reason, p.Principal), nil, &notified)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -364,9 +375,9 @@ func scanLease(row pgx.Row, lead []any, extra ...any) (*store.Lease, error) {
 		ttlUs int64
 		md    []byte
 	)
-	dest := make([]any, 0, len(lead)+8+len(extra))
+	dest := make([]any, 0, len(lead)+9+len(extra))
 	dest = append(dest, lead...)
-	dest = append(dest, &l.Key, &l.ID, &l.Holder, &token, &l.AcquiredAt, &l.ExpiresAt, &ttlUs, &md)
+	dest = append(dest, &l.Key, &l.ID, &l.Holder, &l.Owner, &token, &l.AcquiredAt, &l.ExpiresAt, &ttlUs, &md)
 	dest = append(dest, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
@@ -402,7 +413,7 @@ func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Eve
 	for rows.Next() {
 		var e store.Event
 		var id, token int64
-		if err := rows.Scan(&id, &e.At, &e.Kind, &e.Key, &e.LeaseID, &e.Holder, &token, &e.Actor, &e.Reason, &e.JobID, &e.JobKind, &e.Attempt, &e.Outcome); err != nil {
+		if err := rows.Scan(&id, &e.At, &e.Kind, &e.Key, &e.LeaseID, &e.Holder, &token, &e.Actor, &e.Principal, &e.Reason, &e.JobID, &e.JobKind, &e.Attempt, &e.Outcome); err != nil {
 			return nil, s.fail("events", p.Key, err)
 		}
 		e.ID, e.Token = uint64(id), uint64(token)

@@ -19,18 +19,18 @@ import (
 // Each renewal keeps its own answer, and none is answered before the statement that contains
 // it committed.
 
-// renewManyQuery renews the live leases among ($1 keys, $2 lease IDs, $3 TTLs in ms). The rows
-// are locked in key order before the update, so that two batches with keys in common cannot
-// deadlock. A key given twice is renewed once.
+// renewManyQuery renews the live leases among ($1 keys, $2 lease IDs, $3 TTLs in ms, $4 owners),
+// each only if the owner is its own. The rows are locked in key order before the update, so that
+// two batches with keys in common cannot deadlock. A key given twice is renewed once.
 func renewManyQuery(schema string) string {
 	t := pgx.Identifier{schema, "leases"}.Sanitize()
 	return `WITH b AS (
-	SELECT DISTINCT ON (k, lid) k, lid, ttl_ms
-	FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(k, lid, ttl_ms)
-	ORDER BY k, lid, ttl_ms DESC
+	SELECT DISTINCT ON (k, lid, o) k, lid, o, ttl_ms
+	FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) AS u(k, lid, ttl_ms, o)
+	ORDER BY k, lid, o, ttl_ms DESC
 ), locked AS (
 	SELECT t.key AS lk, b.ttl_ms AS lttl
-	FROM ` + t + ` t JOIN b ON t.key = b.k AND t.lease_id = b.lid
+	FROM ` + t + ` t JOIN b ON t.key = b.k AND t.lease_id = b.lid AND t.owner = b.o
 	WHERE t.ended = 0 AND t.expires_at > now()
 	ORDER BY t.key
 	FOR UPDATE OF t
@@ -86,10 +86,11 @@ func (s *Store) renewMany(ctx context.Context, ps []*store.RenewParams) ([]store
 	keys := make([]string, len(ps))
 	ids := make([]string, len(ps))
 	ttls := make([]int64, len(ps))
+	owners := make([]string, len(ps))
 	for i, p := range ps {
-		keys[i], ids[i], ttls[i] = p.Key, p.LeaseID, p.TTL.Milliseconds()
+		keys[i], ids[i], ttls[i], owners[i] = p.Key, p.LeaseID, p.TTL.Milliseconds(), p.Owner
 	}
-	rows, err := s.pool.Query(ctx, s.q.renewMany, keys, ids, ttls)
+	rows, err := s.pool.Query(ctx, s.q.renewMany, keys, ids, ttls, owners)
 	if err != nil {
 		return nil, s.fail("renew", batchName(keys), err)
 	}
@@ -107,7 +108,7 @@ func (s *Store) renewMany(ctx context.Context, ps []*store.RenewParams) ([]store
 	}
 	out := make([]store.RenewResult, len(ps))
 	for i, p := range ps {
-		if l := renewed[p.Key]; l != nil && l.ID == p.LeaseID {
+		if l := renewed[p.Key]; l != nil && l.ID == p.LeaseID && l.Owner == p.Owner {
 			out[i].Lease = l
 		} else {
 			out[i].Err = store.ErrNotHeld

@@ -17,7 +17,7 @@ import (
 // (then its head's, the order of submits and promotions), clears the cooldown, makes the head
 // claimable now if the cooldown had postponed it, records the clear in the audit log if the
 // schema is audited (its audit triggers exist: audit is a property of the schema) and NOTIFYs
-// workers of the head's kind that may be waiting. $2 actor, $3 reason.
+// workers of the head's kind that may be waiting. $2 actor, $3 reason, $4 principal.
 const clearCooldownSQL = `WITH r0 AS (
 	SELECT key, cooldown_until, cooldown_job FROM {resources} WHERE key = $1 AND cooldown_until > now() FOR UPDATE
 ), u AS (
@@ -29,8 +29,8 @@ const clearCooldownSQL = `WITH r0 AS (
 		AND j.scheduled_at = u.cooldown_until
 	RETURNING j.kind
 ), ev AS (
-	INSERT INTO {events} (kind, key, lease_id, holder, token, actor, reason)
-	SELECT '` + store.EventResourceCooldownCleared + `', u.key, '', '', u.cooldown_job, $2, $3 FROM u
+	INSERT INTO {events} (kind, key, lease_id, holder, token, actor, reason, principal)
+	SELECT '` + store.EventResourceCooldownCleared + `', u.key, '', '', u.cooldown_job, $2, $3, $4 FROM u
 	WHERE EXISTS (SELECT FROM pg_trigger WHERE tgrelid = '{leases}'::regclass AND tgname = 'leases_audit_update')
 ), woken AS (
 	SELECT pg_notify({channel}, {jobkey} || k.name) FROM {kinds} k
@@ -57,7 +57,7 @@ func (s *Store) ClearResourceCooldown(ctx context.Context, p *store.ClearCooldow
 	var leftUs int64
 	var kind string
 	var woken int
-	err := s.pool.QueryRow(ctx, s.clearCooldown, p.Resource, p.Actor, p.Reason).Scan(&out.Until, &out.Job, &leftUs, &kind, &woken)
+	err := s.pool.QueryRow(ctx, s.clearCooldown, p.Resource, p.Actor, p.Reason, p.Principal).Scan(&out.Until, &out.Job, &leftUs, &kind, &woken)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("postgres: resource %q is not cooling down: %w", p.Resource, store.ErrNotFound)
 	}

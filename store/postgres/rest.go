@@ -14,7 +14,7 @@ import (
 // audit triggers exist: audit is a property of the schema) and wakes waiters. It returns the
 // ended column (1: a cooldown after a release) and what was left of the rest in µs. The schema
 // name is [a-z0-9_], so the quoted identifiers cannot contain a single quote.
-// $1 key, $2 channel, $3 actor, $4 reason.
+// $1 key, $2 channel, $3 actor, $4 reason, $5 principal.
 func clearRestQuery(schema string) string {
 	t := pgx.Identifier{schema, "leases"}.Sanitize()
 	return `WITH old AS (
@@ -22,12 +22,12 @@ func clearRestQuery(schema string) string {
 	WHERE key = $1 AND available_at > now() AND NOT (` + live + `)
 	FOR UPDATE
 ), u AS (
-	UPDATE ` + t + ` l SET available_at = now(), end_actor = $3, end_reason = $4
+	UPDATE ` + t + ` l SET available_at = now(), end_actor = $3, end_reason = $4, end_principal = $5
 	FROM old WHERE l.key = old.key
 	RETURNING old.*
 ), ev AS (
-	INSERT INTO ` + pgx.Identifier{schema, "events"}.Sanitize() + ` (kind, key, lease_id, holder, token, actor, reason)
-	SELECT '` + store.EventClearRest + `', key, lease_id, holder, token, $3, $4 FROM u
+	INSERT INTO ` + pgx.Identifier{schema, "events"}.Sanitize() + ` (kind, key, lease_id, holder, token, actor, reason, principal)
+	SELECT '` + store.EventClearRest + `', key, lease_id, holder, token, $3, $4, $5 FROM u
 	WHERE EXISTS (SELECT FROM pg_trigger WHERE tgrelid = '` + t + `'::regclass AND tgname = 'leases_audit_update')
 )
 SELECT ended, (extract(epoch FROM available_at - now()) * 1000000)::bigint,
@@ -47,7 +47,7 @@ func (s *Store) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*st
 		leftUs   int64
 		notified bool
 	)
-	err := s.pool.QueryRow(ctx, s.clearRest, p.Key, s.channel, p.Actor, p.Reason).Scan(&ended, &leftUs, &notified)
+	err := s.pool.QueryRow(ctx, s.clearRest, p.Key, s.channel, p.Actor, p.Reason, p.Principal).Scan(&ended, &leftUs, &notified)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}

@@ -202,9 +202,9 @@ func (s *Store) Close() error {
 }
 
 // Capabilities reports fencing tokens (one database sequence, drawn under the row lock of the
-// grant) and cross-process wake-ups (LISTEN/NOTIFY).
+// grant), cross-process wake-ups (LISTEN/NOTIFY) and owners.
 func (s *Store) Capabilities() store.Capabilities {
-	return store.Capabilities{FencingTokens: true, PushWakeup: true, Audit: s.audit}
+	return store.Capabilities{FencingTokens: true, PushWakeup: true, Audit: s.audit, Owners: true}
 }
 
 // Subscribe registers interest in key. Wake-ups come from releases in this process at once and

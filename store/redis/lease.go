@@ -70,8 +70,8 @@ type reply struct {
 
 func (n *node) acquire(ctx context.Context, p *store.AcquireParams, floor, raise uint64) (*reply, error) {
 	// The optional arguments are trimmed from the end while they have their defaults (see
-	// acquireScript).
-	var args [11]any
+	// acquireScript): a lease without an owner (a library caller's) passes none of the owner's.
+	var args [12]any
 	args[0], args[1], args[2], args[3], args[4] = p.LeaseID, p.Holder, p.TTL.Milliseconds(), floor, n.retArg
 	opt := args[5:]
 	last := -1
@@ -89,6 +89,9 @@ func (n *node) acquire(ctx context.Context, p *store.AcquireParams, floor, raise
 	}
 	if raise > 0 {
 		last = 5
+	}
+	if p.Owner != "" {
+		opt[6], last = p.Owner, 6
 	}
 	if last >= 1 {
 		if opt[0] == nil {
@@ -108,6 +111,7 @@ func (n *node) acquire(ctx context.Context, p *store.AcquireParams, floor, raise
 			Key:        p.Key,
 			ID:         p.LeaseID,
 			Holder:     p.Holder,
+			Owner:      p.Owner,
 			Token:      uint64(num(v, 1)),
 			AcquiredAt: time.UnixMilli(acq),
 			ExpiresAt:  time.UnixMilli(acq + p.TTL.Milliseconds()),
@@ -118,7 +122,7 @@ func (n *node) acquire(ctx context.Context, p *store.AcquireParams, floor, raise
 		}
 		return &reply{status: "ok", lease: l, took: str(v, 3) == "1"}, nil
 	}
-	r, err := parseReply(p.Key, v)
+	r, err := parseReply(p.Key, v, 10)
 	if err != nil {
 		return nil, err
 	}
@@ -136,12 +140,15 @@ func (n *node) acquire(ctx context.Context, p *store.AcquireParams, floor, raise
 }
 
 func (n *node) renew(ctx context.Context, p *store.RenewParams) (*reply, error) {
-	v, err := renewScript.Run(ctx, n.rdb, []string{n.leaseKey(p.Key), n.shadowKey(p.Key), n.wakeKey(p.Key)},
-		p.LeaseID, p.TTL.Milliseconds(), n.retention, n.events).Slice()
+	args := []any{p.LeaseID, p.TTL.Milliseconds(), n.retention, n.events, p.Owner}
+	if p.Owner == "" {
+		args = args[:4] // see renewScript
+	}
+	v, err := renewScript.Run(ctx, n.rdb, []string{n.leaseKey(p.Key), n.shadowKey(p.Key), n.wakeKey(p.Key)}, args...).Slice()
 	if err != nil {
 		return nil, err
 	}
-	r, err := parseReply(p.Key, v)
+	r, err := parseReply(p.Key, v, 10)
 	if err != nil {
 		return nil, err
 	}
@@ -156,14 +163,17 @@ func (n *node) renew(ctx context.Context, p *store.RenewParams) (*reply, error) 
 func (n *node) restore(ctx context.Context, src *reply, ttl time.Duration) (*reply, error) {
 	l := src.lease
 	acq := l.AcquiredAt.UnixMilli()
+	args := []any{l.ID, l.Holder, ttl.Milliseconds(), l.Token, acq, acq / 1000, acq % 1000 * 1000, string(l.Metadata),
+		src.cd, src.ld, n.retention, l.Owner}
+	if l.Owner == "" {
+		args = args[:11] // see restoreScript
+	}
 	v, err := restoreScript.Run(ctx, n.rdb,
-		[]string{n.leaseKey(l.Key), n.shadowKey(l.Key), n.restKey(l.Key), n.tokenKey()},
-		l.ID, l.Holder, ttl.Milliseconds(), l.Token, acq, acq/1000, acq%1000*1000, string(l.Metadata),
-		src.cd, src.ld, n.retention).Slice()
+		[]string{n.leaseKey(l.Key), n.shadowKey(l.Key), n.restKey(l.Key), n.tokenKey()}, args...).Slice()
 	if err != nil {
 		return nil, err
 	}
-	r, err := parseReply(l.Key, v)
+	r, err := parseReply(l.Key, v, 8)
 	if err != nil {
 		return nil, err
 	}
@@ -175,9 +185,13 @@ func (n *node) restore(ctx context.Context, src *reply, ttl time.Duration) (*rep
 }
 
 func (n *node) release(ctx context.Context, p *store.ReleaseParams) (*reply, error) {
-	args := []any{p.LeaseID, p.Key, n.retArg, n.always}
-	if n.always == "0" {
+	args := []any{p.LeaseID, p.Key, n.retArg, n.always, p.Owner}
+	switch {
+	case p.Owner != "":
+	case n.always == "0":
 		args = args[:3] // see releaseScript
+	default:
+		args = args[:4]
 	}
 	v, err := releaseScript.Run(ctx, n.rdb, []string{n.leaseKey(p.Key)}, args...).Slice()
 	if err != nil {
@@ -197,7 +211,7 @@ func (n *node) forceRelease(ctx context.Context, key string) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseReply(key, v)
+	return parseReply(key, v, 8)
 }
 
 func (n *node) rollback(ctx context.Context, key, id string) error {
@@ -209,7 +223,7 @@ func (n *node) get(ctx context.Context, key string) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseReply(key, v)
+	return parseReply(key, v, 8)
 }
 
 // getMany runs getScript for keys in one pipeline (one round trip).
@@ -235,7 +249,7 @@ func (n *node) getMany(ctx context.Context, keys []string) ([]*reply, error) {
 		if err != nil {
 			return nil, err
 		}
-		if out[i], err = parseReply(keys[i], v); err != nil {
+		if out[i], err = parseReply(keys[i], v, 8); err != nil {
 			return nil, err
 		}
 	}
@@ -272,8 +286,10 @@ func globEscape(s string) string {
 	return b.String()
 }
 
-// parseReply reads the common shapes: {status, id, holder, token, acq, exp, ttlLeft, md, ...}.
-func parseReply(key string, v []any) (*reply, error) {
+// parseReply reads the common shapes: {status, id, holder, token, acq, exp, ttlLeft, md, ...},
+// with the lease's owner at index owner of an "ok" reply ("" if the reply is shorter: the
+// scripts leave out an empty owner).
+func parseReply(key string, v []any, owner int) (*reply, error) {
 	if len(v) == 0 {
 		return nil, errors.New("redis: empty script reply")
 	}
@@ -290,6 +306,9 @@ func parseReply(key string, v []any) (*reply, error) {
 		}
 		if md := str(v, 7); md != "" {
 			l.Metadata = json.RawMessage(md)
+		}
+		if r.status == "ok" {
+			l.Owner = str(v, owner)
 		}
 		r.lease = l
 	} else if r.status == "ok" || r.status == "held" {

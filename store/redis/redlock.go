@@ -559,9 +559,10 @@ func (s *RedlockStore) Subscribe(key string) (<-chan struct{}, func()) {
 	return s.hub.Subscribe(key)
 }
 
-// Capabilities: no fencing tokens (see RedlockStore), cross-process wake-ups, no audit.
+// Capabilities: no fencing tokens (see RedlockStore), cross-process wake-ups, owners (each node
+// checks them, and a restore writes the owner with the lease), no audit.
 func (s *RedlockStore) Capabilities() store.Capabilities {
-	return store.Capabilities{FencingTokens: false, PushWakeup: true}
+	return store.Capabilities{FencingTokens: false, PushWakeup: true, Owners: true}
 }
 
 // Close stops the listeners, wakes every subscriber and closes the clients.

@@ -171,7 +171,7 @@ func renewRetrying(t *testing.T, s store.Store, p *store.RenewParams) (*store.Le
 // the renewals go on and put the lease back on node 0. Node 1 restarts empty more than a TTL
 // later: nodes 0 and 2 still hold the lease, so a contender is refused while the holder's lease
 // is live. Before renewals restored lost nodes, only node 2 held it at that point and the
-// contender was granted the key.
+// contender was granted the key. The lease has an owner, which the restored copies keep.
 func TestRedlockRenewRestoresLostNode(t *testing.T) {
 	srvs, addrs := startServers(t, 3)
 	a := openRedlock(t, addrs, "baton:")
@@ -179,12 +179,12 @@ func TestRedlockRenewRestoresLostNode(t *testing.T) {
 	ctx := testCtx(t)
 	const ttl = 2 * time.Second
 
-	first, err := a.Acquire(ctx, &store.AcquireParams{Key: "k", LeaseID: "a-1", Holder: "a", TTL: ttl,
+	first, err := a.Acquire(ctx, &store.AcquireParams{Key: "k", LeaseID: "a-1", Holder: "a", Owner: "alice", TTL: ttl,
 		Metadata: []byte(`{"job":7}`), LockDelay: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	renew := &store.RenewParams{Key: "k", LeaseID: first.ID, TTL: ttl}
+	renew := &store.RenewParams{Key: "k", LeaseID: first.ID, Owner: "alice", TTL: ttl}
 	// keepalive renews every interval for longer than span; every renew must succeed before the
 	// lease's validity runs out.
 	last := first
@@ -226,22 +226,29 @@ func TestRedlockRenewRestoresLostNode(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // the contender's client reconnecting to node 1
 	}
-	// The next renew heals node 1 too, with the same lease: ID, holder, token, metadata.
+	// The next renew heals node 1 too, with the same lease: ID, holder, owner, token, metadata.
 	l, err := renewRetrying(t, a, renew)
 	if err != nil {
 		t.Fatalf("renew after node 1 restarted: %v", err)
 	}
-	if l.ID != first.ID || l.Holder != first.Holder || l.Token != first.Token || string(l.Metadata) != `{"job":7}` {
+	if l.ID != first.ID || l.Holder != first.Holder || l.Owner != "alice" || l.Token != first.Token || string(l.Metadata) != `{"job":7}` {
 		t.Fatalf("renewed lease %+v, want %+v", l, first)
 	}
 	for i, addr := range addrs {
-		if id := nodeLease(t, addr, "k"); id != first.ID {
-			t.Fatalf("node %d holds %q, want %s", i, id, first.ID)
+		rdb := goredis.NewClient(&goredis.Options{Addr: addr})
+		nl, err := batonredis.LiveLease(ctx, rdb, "baton:", "k")
+		_ = rdb.Close()
+		if err != nil || nl == nil || nl.ID != first.ID || nl.Owner != "alice" {
+			t.Fatalf("node %d holds %+v, %v; want %s owned by alice", i, nl, err, first.ID)
 		}
+	}
+	// A renewal by another owner restores nothing and is refused.
+	if _, err := a.Renew(ctx, &store.RenewParams{Key: "k", LeaseID: first.ID, Owner: "bob", TTL: ttl}); !errors.Is(err, store.ErrNotHeld) {
+		t.Fatalf("renew by another owner: %v, want ErrNotHeld", err)
 	}
 	// The restored copy is a full lease: released everywhere, its cooldown-free release frees
 	// the key on every node for the contender.
-	if _, err := a.Release(ctx, &store.ReleaseParams{Key: "k", LeaseID: first.ID}); err != nil {
+	if _, err := a.Release(ctx, &store.ReleaseParams{Key: "k", LeaseID: first.ID, Owner: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	for i, addr := range addrs {

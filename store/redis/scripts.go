@@ -16,7 +16,9 @@ import goredis "github.com/redis/go-redis/v9"
 //	              w (1: a waiting acquire was refused by this lease: its end publishes),
 //	              exp (ms: the lease's expiry), st (0 granted, 1 released by its ID, 2
 //	              force-released), ru (ms: the cooldown or lock-delay after the end runs until
-//	              ru, 0 if none), rr (its reason: "cooldown" or "lock-delay").
+//	              ru, 0 if none), rr (its reason: "cooldown" or "lock-delay"), and, only if the
+//	              lease has one, ow (its owner, AcquireParams.Owner; never ''). A record of 14
+//	              values has no owner: its owner is "" (see "Owners and the previous version").
 //	            The lease is live while st = 0 and exp > now (the server's TIME): liveness is
 //	            checked by the scripts, not by the key's existence. st = 0 and exp <= now: it
 //	            expired without a release, the key rests until exp + ld and the next grant is a
@@ -49,20 +51,32 @@ import goredis "github.com/redis/go-redis/v9"
 // token counter is the same key in both layouts, so tokens keep increasing across the upgrade.
 // A process of the earlier version that meets a record fails (WRONGTYPE: its scripts read the
 // key as a hash first) without writing anything: it never grants over a record.
+//
+// Owners and the previous version (since 2026-11-26). The owner is the record's last value,
+// written only when set, so a lease without an owner is the same 14-value record as before, and
+// both versions read every record: cmsgpack.unpack returns every value of the record, and the
+// previous version's scripts assign the first 14 (Lua drops the rest). Those scripts know no
+// owners: they enforce none, and when they rewrite a live lease (a renewal, a re-acquire by its
+// holder, a waiter's mark) they write 14 values, so the lease loses its owner and is from then on
+// a lease without one (""), which its owner can no longer renew or release here (ErrNotHeld):
+// its holder stops, and the key stays held until the lease expires; nothing is granted over it
+// before that. Every lease of the earlier layout has the owner "" too. Tested against the
+// previous version's scripts (testdata/record2).
 
 // prelude is shared by every script: the server clock in milliseconds, and KEYS[1] read into
 // locals: hash (true if it is a hash: the earlier layout), found (a record was read) and the
-// record's fields. The scripts use locals and inline code, not Lua functions or tables: each
-// closure or table is an allocation per call, and the server runs every call on its one thread.
+// record's fields (ow is nil if the lease has no owner, so that it equals an owner argument left
+// out). The scripts use locals and inline code, not Lua functions or tables: each closure or
+// table is an allocation per call, and the server runs every call on its one thread.
 const prelude = `
 local t = redis.call('TIME')
 local now = t[1] * 1000 + (t[2] - t[2] % 1000) / 1000
 local raw = redis.pcall('GET', KEYS[1])
 local hash = type(raw) == 'table'
 local found = raw and not hash
-local _, id, holder, tok, acqs, acqu, md, cd, ld, w, exp, st, ru, rr
+local _, id, holder, tok, acqs, acqu, md, cd, ld, w, exp, st, ru, rr, ow
 if found then
-  _, id, holder, tok, acqs, acqu, md, cd, ld, w, exp, st, ru, rr = cmsgpack.unpack(raw)
+  _, id, holder, tok, acqs, acqu, md, cd, ld, w, exp, st, ru, rr, ow = cmsgpack.unpack(raw)
 end
 `
 
@@ -95,9 +109,12 @@ end
 // acqMS is the record's acquisition time in ms.
 const acqMS = `(acqs * 1000 + (acqu - acqu % 1000) / 1000)`
 
-// put writes the record's locals to KEYS[1] with PX = px (a Lua expression; at least 1).
+// put writes the record's locals to KEYS[1] with PX = px (a Lua expression; at least 1): 14
+// values, and the owner ow as a 15th only if it is set (a nil argument would still be packed,
+// one byte more).
 func put(px string) string {
-	return `redis.call('SET', KEYS[1], cmsgpack.pack(1, id, holder, tok, acqs, acqu, md, cd, ld, w, exp, st, ru, rr), 'PX', math.max(1, ` + px + `))
+	const fields = `1, id, holder, tok, acqs, acqu, md, cd, ld, w, exp, st, ru, rr`
+	return `redis.call('SET', KEYS[1], ow and cmsgpack.pack(` + fields + `, ow) or cmsgpack.pack(` + fields + `), 'PX', math.max(1, ` + px + `))
 `
 }
 
@@ -107,7 +124,9 @@ func put(px string) string {
 // metadata (""), cooldown ms (0), lock-delay ms (0), wait ("1": the caller will wait if refused;
 // a refusal by another holder's live lease then sets the lease's w mark, so that its end
 // publishes; '0'), events ("1": the server publishes expiry events; a mark then also writes the
-// wake key; '0'), raise (first raise the counter to at least this; Redlock's write-back; 0).
+// wake key; '0'), raise (first raise the counter to at least this; Redlock's write-back; 0),
+// owner (left out if none, never empty). The holder's live lease is renewed only if its owner is
+// the same (both none, or equal); otherwise it refuses the key as any other live lease does.
 //
 // The other keys of the lock are named from these two (the prefix is KEYS[2] without "token",
 // the lock's key KEYS[1] after the prefix and "lease:"), and only on the paths that touch them:
@@ -117,18 +136,18 @@ func put(px string) string {
 // first and is undone (DECR, in the same atomic script, so no one sees it) if the counter was
 // below the floor.
 //
-// Replies: {"new", token, acq, tookOver} (a grant: ID, holder, metadata and TTL are the
-// caller's), {"ok", id, holder, token, acq, exp, ttlLeft, md, tookOver, renewed} (a renewal),
-// {"held", id, holder, token, acq, exp, ttlLeft, md}, {"rest", reason, remaining},
-// {"reset", counter}.
+// Replies: {"new", token, acq, tookOver} (a grant: ID, holder, owner, metadata and TTL are the
+// caller's), {"ok", id, holder, token, acq, exp, ttlLeft, md, tookOver, renewed, owner} (a
+// renewal; owner left out if none), {"held", id, holder, token, acq, exp, ttlLeft, md},
+// {"rest", reason, remaining}, {"reset", counter}.
 var acquireScript = goredis.NewScript(prelude + `
 local ttl = tonumber(ARGV[3])
 local ret = tonumber(ARGV[5])
 if hash then
   local cur = redis.call('HMGET', KEYS[1], 'id', 'holder', 'token', 'acq', 'md', 'ld', 'w')
   if cur[1] then
-    -- A live lease of the earlier layout: served in that layout.
-    if cur[2] == ARGV[2] then
+    -- A live lease of the earlier layout (no owner): served in that layout.
+    if cur[2] == ARGV[2] and not ARGV[12] then
       local cld = tonumber(cur[6] or '0')
       local sk = ` + sibling("shadow") + `
       redis.call('PEXPIRE', KEYS[1], ttl)
@@ -146,13 +165,13 @@ if hash then
 end
 ` + legacy(sibling("shadow"), sibling("rest")) + `
 if found and st == 0 and exp > now then
-  if holder == ARGV[2] then
+  if holder == ARGV[2] and ow == ARGV[12] then
     exp = now + ttl
     ` + put("ttl + ld + ret") + `
     if w == 1 and ARGV[10] == '1' then
       redis.call('SET', ` + sibling("wake") + `, '', 'PX', ttl)
     end
-    return {'ok', id, holder, tok, ` + acqMS + `, exp, ttl, md, '0', '1'}
+    return {'ok', id, holder, tok, ` + acqMS + `, exp, ttl, md, '0', '1', ow}
   end
   if ARGV[9] == '1' and w ~= 1 then
     w = 1
@@ -192,7 +211,7 @@ else
     return {'reset', tok - 1}
   end
 end
-id, holder, acqs, acqu, md, cd, ld = ARGV[1], ARGV[2], tonumber(t[1]), tonumber(t[2]), ARGV[6] or '', 0, 0
+id, holder, acqs, acqu, md, cd, ld, ow = ARGV[1], ARGV[2], tonumber(t[1]), tonumber(t[2]), ARGV[6] or '', 0, 0, ARGV[12]
 if ARGV[7] then
   cd, ld = tonumber(ARGV[7]), tonumber(ARGV[8] or '0')
 end
@@ -212,14 +231,15 @@ func sibling(kind string) string {
 }
 
 // renewScript: KEYS lease, shadow (the earlier layout's), wake. ARGV id, ttl ms, retention ms,
-// events. Replies: {"ok", id, holder, token, acq, exp, ttlLeft, md, cd, ld} or {"nothld"}. cd and
-// ld (the lease's cooldown and lock-delay, ms) let Redlock restore the lease on a node that lost
-// it.
+// events, owner (left out if none; the lease's must be the same, else "nothld"). Replies: {"ok",
+// id, holder, token, acq, exp, ttlLeft, md, cd, ld, owner} (owner left out if none) or
+// {"nothld"}. cd and ld (the lease's cooldown and lock-delay, ms) let Redlock restore the lease
+// on a node that lost it.
 var renewScript = goredis.NewScript(prelude + `
 local ttl = tonumber(ARGV[2])
 if hash then
   local cur = redis.call('HMGET', KEYS[1], 'id', 'holder', 'token', 'acq', 'md', 'ld', 'cd')
-  if cur[1] ~= ARGV[1] then
+  if cur[1] ~= ARGV[1] or ARGV[5] then
     return {'nothld'}
   end
   local cld = tonumber(cur[6] or '0')
@@ -228,7 +248,7 @@ if hash then
   redis.call('PEXPIRE', KEYS[2], ttl + cld + tonumber(ARGV[3]))
   return {'ok', cur[1], cur[2], cur[3], cur[4], now + ttl, ttl, cur[5] or '', cur[7] or '0', cur[6] or '0'}
 end
-if not found or id ~= ARGV[1] or st ~= 0 or exp <= now then
+if not found or id ~= ARGV[1] or st ~= 0 or exp <= now or ow ~= ARGV[5] then
   return {'nothld'}
 end
 exp = now + ttl
@@ -236,7 +256,7 @@ exp = now + ttl
 if w == 1 and ARGV[4] == '1' then
   redis.call('SET', KEYS[3], '', 'PX', ttl)
 end
-return {'ok', id, holder, tok, ` + acqMS + `, exp, ttl, md, cd, ld}
+return {'ok', id, holder, tok, ` + acqMS + `, exp, ttl, md, cd, ld, ow}
 `)
 
 // restoreScript: Redlock's renew puts a lease back on a node that lost it (restarted empty, or
@@ -250,15 +270,19 @@ return {'ok', id, holder, tok, ` + acqMS + `, exp, ttl, md, cd, ld}
 // token), and the token counter raised to at least the token.
 //
 // KEYS lease, shadow, rest (the earlier layout's), token. ARGV id, holder, ttl ms, token, acq ms,
-// acq s, acq µs, md, cooldown ms, lock-delay ms, retention ms.
-// Replies: {"ok", id, holder, token, acq, exp, ttlLeft, md} (restored, or renewed if this ID is
-// there already), {"held", id, holder, token, acq, exp, ttlLeft, md}, {"rest", reason,
-// remaining}, {"nothld"}.
+// acq s, acq µs, md, cooldown ms, lock-delay ms, retention ms, owner (left out if none).
+// Replies: {"ok", id, holder, token, acq, exp, ttlLeft, md, owner} (restored, or renewed if this
+// ID is there already with the same owner; owner left out if none), {"held", id, holder, token,
+// acq, exp, ttlLeft, md}, {"rest", reason, remaining}, {"nothld"} (also: this ID is live there
+// with another owner).
 var restoreScript = goredis.NewScript(prelude + `
 local ttl = tonumber(ARGV[3])
 local ret = tonumber(ARGV[11])
 if hash then
   local cur = redis.call('HMGET', KEYS[1], 'id', 'holder', 'token', 'acq', 'md')
+  if cur[1] == ARGV[1] and ARGV[12] then
+    return {'nothld'}
+  end
   if cur[1] == ARGV[1] then
     local ald = tonumber(ARGV[10])
     redis.call('PEXPIRE', KEYS[1], ttl)
@@ -275,9 +299,12 @@ end
 if found then
   if st == 0 and exp > now then
     if id == ARGV[1] then
+      if ow ~= ARGV[12] then
+        return {'nothld'}
+      end
       exp = now + ttl
       ` + put("ttl + ld + ret") + `
-      return {'ok', id, holder, tok, ` + acqMS + `, exp, ttl, md}
+      return {'ok', id, holder, tok, ` + acqMS + `, exp, ttl, md, ow}
     end
     return {'held', id, holder, tok, ` + acqMS + `, exp, exp - now, md}
   end
@@ -294,23 +321,29 @@ end
 if tonumber(redis.call('GET', KEYS[4]) or '0') < tonumber(ARGV[4]) then
   redis.call('SET', KEYS[4], ARGV[4])
 end
-id, holder, tok, acqs, acqu, md, cd, ld = ARGV[1], ARGV[2], tonumber(ARGV[4]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
+id, holder, tok, acqs, acqu, md, cd, ld, ow = ARGV[1], ARGV[2], tonumber(ARGV[4]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10]), ARGV[12]
 w, exp, st, ru, rr = 0, now + ttl, 0, 0, ''
 ` + put("ttl + ld + ret") + `
 if old then
   redis.call('DEL', sk, rk)
 end
-return {'ok', ARGV[1], ARGV[2], ARGV[4], ARGV[5], now + ttl, ttl, ARGV[8]}
+return {'ok', ARGV[1], ARGV[2], ARGV[4], ARGV[5], now + ttl, ttl, ARGV[8], ow}
 `)
 
-// releaseScript: KEYS lease. ARGV id, key, retention ms, and, left out if '0', always ("1":
-// publish even if no waiter marked the lease; Redlock, whose waiters may have been marked on
-// other nodes only). The lock's other keys (the channel, the wake key, the earlier layout's
-// shadow and rest) are named from KEYS[1] and the key, only on the paths that touch them.
-// Replies: {"ok", held µs}, {"already"}, {"nothld"}.
+// releaseScript: KEYS lease. ARGV id, key, retention ms, and, each left out when it and the one
+// after it have their default: always ("1": publish even if no waiter marked the lease; Redlock,
+// whose waiters may have been marked on other nodes only; '0'), owner (none; a live lease's must
+// be the same, else "nothld"; a released lease is "already" whoever asks, as the contract says
+// only of live leases, and the previous version's release drops the owner). The lock's other
+// keys (the channel, the wake key, the earlier layout's shadow and rest) are named from KEYS[1]
+// and the key, only on the paths that touch them. Replies: {"ok", held µs}, {"already"},
+// {"nothld"}.
 var releaseScript = goredis.NewScript(prelude + `
 if hash then
   local cur = redis.call('HMGET', KEYS[1], 'id', 'acqs', 'acqu', 'cd', 'w')
+  if cur[1] == ARGV[1] and ARGV[5] then
+    return {'nothld'}
+  end
   if cur[1] == ARGV[1] then
     local pre = ` + releasePrefix + `
     local sk = pre .. 'shadow:' .. ARGV[2]
@@ -343,7 +376,7 @@ end
 if st == 1 then
   return {'already'}
 end
-if st ~= 0 or exp <= now then
+if st ~= 0 or exp <= now or ow ~= ARGV[5] then
   return {'nothld'}
 end
 local marked = w == 1
@@ -367,7 +400,8 @@ const releasePrefix = `string.sub(KEYS[1], 1, #KEYS[1] - #ARGV[2] - 6)`
 
 // forceReleaseScript: KEYS lease, shadow, rest (the earlier layout's), channel, wake. ARGV key,
 // retention ms, always (as for releaseScript).
-// Replies: {"ok", id, holder, token, acq, exp, ttlLeft, md} or {"notfound"}.
+// Replies: {"ok", id, holder, token, acq, exp, ttlLeft, md, owner} (owner left out if none) or
+// {"notfound"}.
 var forceReleaseScript = goredis.NewScript(prelude + `
 if hash then
   local cur = redis.call('HMGET', KEYS[1], 'id', 'holder', 'token', 'acq', 'md', 'ld', 'w')
@@ -404,7 +438,7 @@ end
 if marked or ARGV[3] == '1' then
   redis.call('PUBLISH', KEYS[4], ARGV[1])
 end
-return {'ok', id, holder, tok, ` + acqMS + `, exp, exp - now, md}
+return {'ok', id, holder, tok, ` + acqMS + `, exp, exp - now, md, ow}
 `)
 
 // rollbackScript undoes a Redlock grant that did not reach a quorum: it deletes the lease (and,
@@ -431,7 +465,8 @@ end
 return 0
 `)
 
-// getScript: KEYS lease. Reply: {"ok", id, holder, token, acq, exp, ttlLeft, md} or {"notfound"}.
+// getScript: KEYS lease. Reply: {"ok", id, holder, token, acq, exp, ttlLeft, md, owner} (owner
+// left out if none) or {"notfound"}.
 var getScript = goredis.NewScript(prelude + `
 if hash then
   local cur = redis.call('HMGET', KEYS[1], 'id', 'holder', 'token', 'acq', 'md')
@@ -444,7 +479,7 @@ end
 if not found or st ~= 0 or exp <= now then
   return {'notfound'}
 end
-return {'ok', id, holder, tok, ` + acqMS + `, exp, exp - now, md}
+return {'ok', id, holder, tok, ` + acqMS + `, exp, exp - now, md, ow}
 `)
 
 // floorScript raises the token counter to ARGV[1] if it is lower, and returns the counter.

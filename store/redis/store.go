@@ -439,9 +439,10 @@ func (s *Store) Subscribe(key string) (<-chan struct{}, func()) {
 }
 
 // Capabilities: fencing tokens (one INCR counter inside the grant script; see ErrTokensReset for
-// restarts without persistence), cross-process wake-ups (Pub/Sub), no audit log.
+// restarts without persistence), cross-process wake-ups (Pub/Sub), owners (kept in the lease's
+// record and checked by the scripts), no audit log.
 func (s *Store) Capabilities() store.Capabilities {
-	return store.Capabilities{FencingTokens: true, PushWakeup: true}
+	return store.Capabilities{FencingTokens: true, PushWakeup: true, Owners: true}
 }
 
 // Close stops the listener, wakes every subscriber and closes the client. Leases stay in Redis.

@@ -1,36 +1,43 @@
 -- The audit triggers, created when a store opens with Config.Audit. Audit is a property of the
--- database file: once enabled, every process's changes are recorded.
+-- database file: once enabled, every process's changes are recorded. A change to these triggers
+-- comes with a migration (an empty one will do): an audited file gets them anew in the
+-- transaction that brings it to the latest version (refreshAudit in migrate.go).
+--
+-- principal is the authenticated principal of the change: the lease's owner for its grant and
+-- release, the admin's (end_principal) for a force-release or a cleared rest.
 CREATE TRIGGER IF NOT EXISTS leases_audit_first_grant AFTER INSERT ON leases
 BEGIN
-    INSERT INTO events (at, kind, key, lease_id, holder, token, actor)
-    VALUES (NEW.acquired_at, 'acquire', NEW.key, NEW.lease_id, NEW.holder, NEW.token, NEW.holder);
+    INSERT INTO events (at, kind, key, lease_id, holder, token, actor, principal)
+    VALUES (NEW.acquired_at, 'acquire', NEW.key, NEW.lease_id, NEW.holder, NEW.token, NEW.holder, NEW.owner);
 END;
 CREATE TRIGGER IF NOT EXISTS leases_audit_grant AFTER UPDATE OF lease_id ON leases
 WHEN NEW.lease_id <> OLD.lease_id
 BEGIN
-    INSERT INTO events (at, kind, key, lease_id, holder, token, actor)
+    INSERT INTO events (at, kind, key, lease_id, holder, token, actor, principal)
     VALUES (NEW.acquired_at, iif(NEW.took_over, 'expiry_takeover', 'acquire'), NEW.key, NEW.lease_id, NEW.holder,
-            NEW.token, NEW.holder);
+            NEW.token, NEW.holder, NEW.owner);
 END;
 CREATE TRIGGER IF NOT EXISTS leases_audit_end AFTER UPDATE OF ended ON leases
 WHEN OLD.ended = 0 AND NEW.ended <> 0
 BEGIN
-    INSERT INTO events (at, kind, key, lease_id, holder, token, actor, reason)
+    INSERT INTO events (at, kind, key, lease_id, holder, token, actor, reason, principal)
     VALUES (iif(NEW.ended = 1, NEW.available_at - NEW.cooldown_ns, NEW.available_at - NEW.lock_delay_ns),
             iif(NEW.ended = 1, 'release', 'force_release'), NEW.key, NEW.lease_id, NEW.holder, NEW.token,
-            iif(NEW.ended = 1, NEW.holder, NEW.end_actor), iif(NEW.ended = 1, '', NEW.end_reason));
+            iif(NEW.ended = 1, NEW.holder, NEW.end_actor), iif(NEW.ended = 1, '', NEW.end_reason),
+            iif(NEW.ended = 1, NEW.owner, NEW.end_principal));
 END;
 
 -- Jobs: the claim, the first renewal of each attempt (heartbeats come every TTL/3; one row per
 -- attempt shows the worker was alive without flooding the log) and the completion, whose
 -- outcome is the state the attempt ended in and whose reason is that attempt's error code.
--- key is the resource, holder and actor the worker, token the attempt's fencing token.
+-- key is the resource, holder and actor the worker, token the attempt's fencing token,
+-- principal the attempt's owner (none for an attempt the reaper ended: the store's own change).
 CREATE TRIGGER IF NOT EXISTS jobs_audit_claim AFTER UPDATE OF state ON jobs
 WHEN NEW.state = 'running' AND OLD.state <> 'running'
 BEGIN
-    INSERT INTO events (at, kind, key, lease_id, holder, token, actor, job_id, job_kind, attempt)
+    INSERT INTO events (at, kind, key, lease_id, holder, token, actor, job_id, job_kind, attempt, principal)
     VALUES (NEW.attempted_at, 'job_claim', NEW.resource, '', NEW.worker, NEW.token, NEW.worker, NEW.id, NEW.kind,
-            NEW.attempt);
+            NEW.attempt, NEW.owner);
 END;
 CREATE TRIGGER IF NOT EXISTS jobs_audit_renew AFTER UPDATE OF lease_expires_at ON jobs
 WHEN NEW.state = 'running' AND OLD.state = 'running' AND NEW.token = OLD.token
@@ -38,26 +45,27 @@ WHEN NEW.state = 'running' AND OLD.state = 'running' AND NEW.token = OLD.token
     AND NOT EXISTS (SELECT 1 FROM events e WHERE e.kind = 'job_renew' AND e.token = NEW.token)
 BEGIN
     -- The heartbeat statement does not keep the time it was made; the wall clock stands in.
-    INSERT INTO events (at, kind, key, lease_id, holder, token, actor, job_id, job_kind, attempt)
+    INSERT INTO events (at, kind, key, lease_id, holder, token, actor, job_id, job_kind, attempt, principal)
     VALUES (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) * 1000000, 'job_renew', NEW.resource, '',
-            NEW.worker, NEW.token, NEW.worker, NEW.id, NEW.kind, NEW.attempt);
+            NEW.worker, NEW.token, NEW.worker, NEW.id, NEW.kind, NEW.attempt, NEW.owner);
 END;
 CREATE TRIGGER IF NOT EXISTS jobs_audit_complete AFTER UPDATE OF state ON jobs
 WHEN OLD.state = 'running' AND NEW.state <> 'running'
 BEGIN
-    INSERT INTO events (at, kind, key, lease_id, holder, token, actor, reason, job_id, job_kind, attempt, outcome)
+    INSERT INTO events (at, kind, key, lease_id, holder, token, actor, reason, job_id, job_kind, attempt, outcome,
+                        principal)
     VALUES (coalesce(NEW.finished_at, json_extract(NEW.errors, '$[#-1].at'), OLD.attempted_at), 'job_complete',
             NEW.resource, '', OLD.worker, OLD.token, OLD.worker,
             iif(NEW.state <> 'succeeded' AND json_extract(NEW.errors, '$[#-1].attempt') = OLD.attempt,
                 coalesce(json_extract(NEW.errors, '$[#-1].code'), ''), ''),
-            NEW.id, NEW.kind, OLD.attempt, NEW.state);
+            NEW.id, NEW.kind, OLD.attempt, NEW.state, iif(NEW.reaped, '', OLD.owner));
 END;
 
 -- ClearRest: the only update that sets end_actor without ending a live lease.
 CREATE TRIGGER IF NOT EXISTS leases_audit_clear_rest AFTER UPDATE OF end_actor ON leases
 WHEN OLD.ended = NEW.ended AND NEW.available_at < OLD.available_at
 BEGIN
-    INSERT INTO events (at, kind, key, lease_id, holder, token, actor, reason)
+    INSERT INTO events (at, kind, key, lease_id, holder, token, actor, reason, principal)
     VALUES (NEW.available_at, 'clear_rest', NEW.key, NEW.lease_id, NEW.holder, NEW.token, NEW.end_actor,
-            NEW.end_reason);
+            NEW.end_reason, NEW.end_principal);
 END;

@@ -71,10 +71,10 @@ func (s *Store) ResetFence(ctx context.Context, p *store.ResetFenceParams) (uint
 		return 0, fmt.Errorf("sqlite: reset fence: %w", err)
 	}
 	// Audit is a property of the file: its triggers exist (see audit.sql).
-	_, err = tx.ExecContext(ctx, `INSERT INTO events (at, kind, key, lease_id, holder, token, actor, reason)
-		SELECT ?, ?, ?, '', '', ?, ?, ?
+	_, err = tx.ExecContext(ctx, `INSERT INTO events (at, kind, key, lease_id, holder, token, actor, reason, principal)
+		SELECT ?, ?, ?, '', '', ?, ?, ?, ?
 		WHERE EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = 'leases_audit_end')`,
-		s.now().UnixNano(), store.EventFenceReset, p.Resource, token, p.Actor, p.Reason)
+		s.now().UnixNano(), store.EventFenceReset, p.Resource, token, p.Actor, p.Reason, p.Principal)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: reset fence: audit: %w", err)
 	}

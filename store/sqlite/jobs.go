@@ -102,7 +102,7 @@ func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.J
 			}
 			refused := false
 			for _, j := range cands {
-				started, err := x.start(j, p.Worker, p.TTL)
+				started, err := x.start(j, p.Worker, p.Owner, p.TTL)
 				if err != nil {
 					return err
 				}
@@ -124,9 +124,10 @@ func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.J
 	return out, nil
 }
 
-// start runs j for worker if its kind's guard allows its resource's state, else discards it.
-// The fencing token is drawn here, inside the write transaction, after the job was read.
-func (x *jobTx) start(j *store.Job, worker string, ttl time.Duration) (bool, error) {
+// start runs j for worker on behalf of owner if its kind's guard allows its resource's state,
+// else discards it. The fencing token is drawn here, inside the write transaction, after the
+// job was read.
+func (x *jobTx) start(j *store.Job, worker, owner string, ttl time.Duration) (bool, error) {
 	k, err := x.kind(j.Kind)
 	if err != nil {
 		return false, err
@@ -145,7 +146,7 @@ func (x *jobTx) start(j *store.Job, worker string, ttl time.Duration) (bool, err
 		return false, err
 	}
 	j.State, j.Attempt, j.AttemptedAt = store.JobRunning, j.Attempt+1, x.now
-	j.Worker, j.Token, j.LeaseExpiresAt = worker, uint64(tok), x.now.Add(ttl)
+	j.Worker, j.Owner, j.Token, j.LeaseExpiresAt = worker, owner, uint64(tok), x.now.Add(ttl)
 	j.CancelRequested, j.Timeout = false, k.Timeout
 	if err := x.saveJob(j); err != nil {
 		return false, err
@@ -162,7 +163,8 @@ func guardAllows(k *store.Kind, state string, attempt int) bool {
 		attempt > 0 && k.RunningState != "" && state == k.RunningState
 }
 
-// HeartbeatJob extends the running attempt's live lease by p.TTL from now, in one statement.
+// HeartbeatJob extends the running attempt's live lease by p.TTL from now, in one statement, if
+// the attempt is p.Owner's.
 func (s *Store) HeartbeatJob(ctx context.Context, p *store.HeartbeatParams) (*store.HeartbeatResult, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -173,8 +175,8 @@ func (s *Store) HeartbeatJob(ctx context.Context, p *store.HeartbeatParams) (*st
 	now := s.now().UnixNano()
 	var cancel bool
 	err := s.db.QueryRowContext(ctx, `UPDATE jobs SET lease_expires_at = ?1 + ?2
-		WHERE id = ?3 AND token = ?4 AND state = 'running' AND lease_expires_at > ?1
-		RETURNING cancel_requested`, now, int64(p.TTL), p.ID, int64(p.Token)).Scan(&cancel)
+		WHERE id = ?3 AND token = ?4 AND owner = ?5 AND state = 'running' AND lease_expires_at > ?1
+		RETURNING cancel_requested`, now, int64(p.TTL), p.ID, int64(p.Token), p.Owner).Scan(&cancel)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotHeld
 	}
@@ -192,7 +194,7 @@ func (s *Store) CompleteJob(ctx context.Context, p *store.CompleteParams) (*stor
 	}
 	var out *store.Job
 	err := s.inTx(ctx, "complete job", func(x *jobTx) (err error) {
-		if out, err = x.runningJob(p.ID, p.Token); err != nil {
+		if out, err = x.runningJob(p.ID, p.Token, p.Owner); err != nil {
 			return err
 		}
 		out.LeaseExpiresAt = time.Time{}
@@ -212,7 +214,7 @@ func (s *Store) FailJob(ctx context.Context, p *store.FailParams) (*store.Job, e
 	}
 	var out *store.Job
 	err := s.inTx(ctx, "fail job", func(x *jobTx) (err error) {
-		if out, err = x.runningJob(p.ID, p.Token); err != nil {
+		if out, err = x.runningJob(p.ID, p.Token, p.Owner); err != nil {
 			return err
 		}
 		return x.endAttempt(out, p.Code, p.Message, p.Permanent, p.RetryAfter)
@@ -224,7 +226,8 @@ func (s *Store) FailJob(ctx context.Context, p *store.FailParams) (*store.Job, e
 }
 
 // CompleteJobs completes many attempts in one write transaction (one commit, one fsync). The
-// result is aligned with ps: nil where the attempt was no longer running with that token.
+// result is aligned with ps: nil where the attempt was no longer running with that token, or is
+// another owner's.
 func (s *Store) CompleteJobs(ctx context.Context, ps []*store.CompleteParams) ([]*store.Job, error) {
 	for _, p := range ps {
 		if err := p.Validate(); err != nil {
@@ -237,7 +240,7 @@ func (s *Store) CompleteJobs(ctx context.Context, ps []*store.CompleteParams) ([
 	}
 	err := s.inTx(ctx, "complete jobs", func(x *jobTx) error {
 		for i, p := range ps {
-			j, err := x.runningJob(p.ID, p.Token)
+			j, err := x.runningJob(p.ID, p.Token, p.Owner)
 			if errors.Is(err, store.ErrNotHeld) {
 				continue
 			}

@@ -113,7 +113,7 @@ func (s *Store) ReapJobs(ctx context.Context, p *store.ReapParams) ([]*store.Rea
 	}
 	var out []*store.ReapedJob
 	err := s.inTx(ctx, "reap jobs", func(x *jobTx) error {
-		out = nil
+		out, x.reaping = nil, true
 		jobs, err := scanJobs(x.q.QueryContext(x.ctx, `SELECT `+jobColumns+` FROM jobs INDEXED BY jobs_running_by_lease
 			WHERE state = 'running' AND (lease_expires_at IS NULL OR lease_expires_at <= ?)
 			ORDER BY lease_expires_at LIMIT ?`, x.now.UnixNano(), p.Limit))

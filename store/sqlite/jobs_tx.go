@@ -34,6 +34,9 @@ type jobTx struct {
 	// stmts, set for a batch submit only, holds the statements it runs per job, prepared once
 	// (preparing costs more than running them).
 	stmts map[string]*sql.Stmt
+	// reaping is set by the reaper: the attempts it ends are marked reaped (jobs.reaped), and the
+	// audit log records their ends as the store's own, with no principal.
+	reaping bool
 }
 
 // queryRow runs a statement that returns a row, through a prepared statement in a batch.
@@ -119,7 +122,7 @@ const (
 
 const jobColumns = `id, seq, kind, resource, args, state, head, attempt, max_attempts, priority,
 	idempotency_key, errors, created_at, scheduled_at, attempted_at, finished_at, worker, token,
-	lease_expires_at, cancel_requested, timeout_ns`
+	lease_expires_at, cancel_requested, timeout_ns, owner`
 
 // storedError is a JobError as stored in jobs.errors: the time in Unix nanoseconds, like every
 // other time in the file.
@@ -146,7 +149,7 @@ func scanJob(sc interface{ Scan(...any) error }) (*store.Job, error) {
 	var attempted, finished, expires sql.NullInt64
 	if err := sc.Scan(&j.ID, &j.Seq, &j.Kind, &j.Resource, &args, &state, &j.Head, &j.Attempt, &j.MaxAttempts,
 		&j.Priority, &key, &errs, &created, &scheduled, &attempted, &finished, &j.Worker, &token, &expires,
-		&j.CancelRequested, &timeout); err != nil {
+		&j.CancelRequested, &timeout, &j.Owner); err != nil {
 		return nil, err
 	}
 	var stored []storedError
@@ -217,11 +220,14 @@ func (x *jobTx) job(id int64) (*store.Job, error) {
 	return j, err
 }
 
-// runningJob reads the running attempt (id, token); store.ErrNotHeld if (id, token) names no
-// running attempt, whether the job is gone, not running, or runs another attempt.
-func (x *jobTx) runningJob(id int64, token uint64) (*store.Job, error) {
-	j, err := x.job(id)
-	if errors.Is(err, store.ErrNotFound) || err == nil && (j.State != store.JobRunning || j.Token != token) {
+// runningJob reads the running attempt (id, token) of owner; store.ErrNotHeld if it names no
+// running attempt of owner, whether the job is gone, not running, runs another attempt or
+// another owner's. The caller's write transaction holds the write lock from this read to its
+// write.
+func (x *jobTx) runningJob(id int64, token uint64, owner string) (*store.Job, error) {
+	j, err := scanJob(x.q.QueryRowContext(x.ctx, `SELECT `+jobColumns+` FROM jobs
+		WHERE id = ? AND token = ? AND owner = ? AND state = 'running'`, id, int64(token), owner))
+	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotHeld
 	}
 	return j, err
@@ -241,19 +247,21 @@ func (x *jobTx) insertJob(j *store.Job) error {
 		j.CreatedAt.UnixNano(), j.ScheduledAt.UnixNano(), toNull(j.FinishedAt)).Scan(&j.ID)
 }
 
-// saveJob writes back every field a transition may change.
+// saveJob writes back every field a transition may change. reaped changes only when an attempt
+// starts or ends: it tells the audit trigger whether the reaper ended it.
 func (x *jobTx) saveJob(j *store.Job) error {
 	errs, err := encodeErrors(j.Errors)
 	if err != nil {
 		return err
 	}
 	_, err = x.q.ExecContext(x.ctx, `UPDATE jobs SET seq = ?, state = ?, head = ?, attempt = ?, max_attempts = ?,
-			errors = ?, scheduled_at = ?, attempted_at = ?, finished_at = ?, worker = ?, token = ?,
-			lease_expires_at = ?, cancel_requested = ?, timeout_ns = ?
+			errors = ?, scheduled_at = ?, attempted_at = ?, finished_at = ?, worker = ?, owner = ?, token = ?,
+			lease_expires_at = ?, cancel_requested = ?, timeout_ns = ?,
+			reaped = iif(state = 'running' OR ? = 'running', ?, reaped)
 		WHERE id = ?`,
 		j.Seq, string(j.State), j.Head, j.Attempt, j.MaxAttempts, errs, j.ScheduledAt.UnixNano(),
-		toNull(j.AttemptedAt), toNull(j.FinishedAt), j.Worker, int64(j.Token), toNull(j.LeaseExpiresAt),
-		j.CancelRequested, int64(j.Timeout), j.ID)
+		toNull(j.AttemptedAt), toNull(j.FinishedAt), j.Worker, j.Owner, int64(j.Token), toNull(j.LeaseExpiresAt),
+		j.CancelRequested, int64(j.Timeout), string(j.State), x.reaping, j.ID)
 	return err
 }
 

@@ -13,6 +13,7 @@ import (
 // row is a leases row; times are Unix nanoseconds.
 type row struct {
 	key, leaseID, holder string
+	owner                string
 	token                int64
 	acquiredAt           int64
 	expiresAt            int64
@@ -25,12 +26,12 @@ func (r *row) scan(sc interface{ Scan(...any) error }) error { return sc.Scan(r.
 
 // fields are the scan targets of leaseColumns, then extra.
 func (r *row) fields(extra ...any) []any {
-	return append([]any{&r.key, &r.leaseID, &r.holder, &r.token, &r.acquiredAt, &r.expiresAt, &r.ended, &r.availableAt, &r.metadata}, extra...)
+	return append([]any{&r.key, &r.leaseID, &r.holder, &r.owner, &r.token, &r.acquiredAt, &r.expiresAt, &r.ended, &r.availableAt, &r.metadata}, extra...)
 }
 
 func (r *row) lease(now int64) *store.Lease {
 	l := &store.Lease{
-		Key: r.key, ID: r.leaseID, Holder: r.holder, Token: uint64(r.token),
+		Key: r.key, ID: r.leaseID, Holder: r.holder, Owner: r.owner, Token: uint64(r.token),
 		AcquiredAt: time.Unix(0, r.acquiredAt), ExpiresAt: time.Unix(0, r.expiresAt),
 		TTLLeft: time.Duration(r.expiresAt - now),
 	}
@@ -60,7 +61,7 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 		var r row
 		var tookOver bool
 		err := s.stmts.acquire.QueryRowContext(ctx, p.Key, p.LeaseID, p.Holder, now, int64(p.TTL),
-			int64(p.Cooldown), int64(p.LockDelay), nullable(p.Metadata)).Scan(r.fields(&tookOver)...)
+			int64(p.Cooldown), int64(p.LockDelay), nullable(p.Metadata), p.Owner).Scan(r.fields(&tookOver)...)
 		if err == nil {
 			l := r.lease(now)
 			l.TookOver = tookOver
@@ -106,7 +107,7 @@ func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, 
 	return s.renewBatched(ctx, p)
 }
 
-// Release ends a live lease and wakes this process's waiters.
+// Release ends a live lease of p.Owner and wakes this process's waiters.
 func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.ReleaseResult, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -115,7 +116,7 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 		return nil, err
 	}
 	now := s.now().UnixNano()
-	res, err := s.stmts.release.ExecContext(ctx, p.Key, p.LeaseID, now)
+	res, err := s.stmts.release.ExecContext(ctx, p.Key, p.LeaseID, now, p.Owner)
 	if err != nil {
 		return nil, s.wrap("release", err)
 	}
@@ -129,7 +130,7 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 		return &store.ReleaseResult{Held: time.Duration(held)}, nil
 	}
 	var released int
-	if err := s.stmts.releasedBy.QueryRowContext(ctx, p.Key, p.LeaseID).Scan(&released); err != nil {
+	if err := s.stmts.releasedBy.QueryRowContext(ctx, p.Key, p.LeaseID, p.Owner).Scan(&released); err != nil {
 		return nil, s.wrap("release", err)
 	}
 	if released > 0 {
@@ -148,7 +149,7 @@ func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (
 	}
 	now := s.now().UnixNano()
 	var r row
-	err := r.scan(s.stmts.forceRelease.QueryRowContext(ctx, p.Key, now, p.Actor, p.Reason))
+	err := r.scan(s.stmts.forceRelease.QueryRowContext(ctx, p.Key, now, p.Actor, p.Reason, p.Principal))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -226,7 +227,7 @@ func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Eve
 	for rows.Next() {
 		var e store.Event
 		var id, at, token int64
-		if err := rows.Scan(&id, &at, &e.Kind, &e.Key, &e.LeaseID, &e.Holder, &token, &e.Actor, &e.Reason, &e.JobID, &e.JobKind, &e.Attempt, &e.Outcome); err != nil {
+		if err := rows.Scan(&id, &at, &e.Kind, &e.Key, &e.LeaseID, &e.Holder, &token, &e.Actor, &e.Principal, &e.Reason, &e.JobID, &e.JobKind, &e.Attempt, &e.Outcome); err != nil {
 			return nil, s.wrap("events", err)
 		}
 		e.ID, e.At, e.Token = uint64(id), time.Unix(0, at), uint64(token)

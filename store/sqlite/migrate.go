@@ -6,6 +6,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,6 +20,15 @@ var migrationFS embed.FS
 //
 //go:embed audit.sql
 var auditSQL string
+
+// auditTriggers are the names of the triggers auditSQL creates.
+var auditTriggers = func() []string {
+	var names []string
+	for _, m := range regexp.MustCompile(`(?m)^CREATE TRIGGER IF NOT EXISTS (\w+)`).FindAllStringSubmatch(auditSQL, -1) {
+		names = append(names, m[1])
+	}
+	return names
+}()
 
 type migration struct {
 	version int
@@ -60,15 +70,17 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		version INTEGER NOT NULL PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
 		return fmt.Errorf("sqlite: create schema_migrations: %w", err)
 	}
-	for _, m := range ms {
-		if err := applyOne(ctx, db, m); err != nil {
+	for i, m := range ms {
+		if err := applyOne(ctx, db, m, i == len(ms)-1); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func applyOne(ctx context.Context, db *sql.DB, m migration) error {
+// The transaction of the latest migration also re-creates the audit triggers of an audited file
+// from auditSQL (see refreshAudit), so the file records what this version's triggers record.
+func applyOne(ctx context.Context, db *sql.DB, m migration, latest bool) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -84,8 +96,37 @@ func applyOne(ctx context.Context, db *sql.DB, m migration) error {
 	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 		return fmt.Errorf("sqlite: migration %s: %w", m.name, err)
 	}
+	if latest {
+		if err := refreshAudit(ctx, tx); err != nil {
+			return fmt.Errorf("sqlite: migration %s: re-create the audit triggers: %w", m.name, err)
+		}
+	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, m.version, time.Now().UnixNano()); err != nil {
 		return err
 	}
 	return tx.Commit()
 }
+
+// refreshAudit replaces the audit triggers of an audited file (one that has them: audit is a
+// property of the file, whichever process opens it) with auditSQL's. auditSQL creates only
+// triggers that do not exist, so without this a file audited by an older version would keep
+// triggers that record less than this version's (migration 0007: the principal). It runs in the
+// transaction of the latest migration, so no change to the file goes unrecorded in between, and
+// an older file reaches the latest version only through that transaction: a change to audit.sql
+// comes with a migration (an empty one will do).
+func refreshAudit(ctx context.Context, tx *sql.Tx) error {
+	var audited bool
+	if err := tx.QueryRowContext(ctx, auditedSQL).Scan(&audited); err != nil || !audited {
+		return err
+	}
+	for _, name := range auditTriggers {
+		if _, err := tx.ExecContext(ctx, `DROP TRIGGER IF EXISTS `+name); err != nil {
+			return err
+		}
+	}
+	_, err := tx.ExecContext(ctx, auditSQL)
+	return err
+}
+
+// auditedSQL tells whether the file is audited (its audit triggers exist).
+const auditedSQL = `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = 'leases_audit_end')`

@@ -137,17 +137,20 @@ func setAll(reqs []*renewReq, err error) {
 }
 
 // renewManySQL renews, in one statement, the live leases among ?1, a JSON array of
-// {"k": key, "i": lease ID, "t": TTL in ns}, at time ?2. A key given twice is renewed once.
+// {"k": key, "i": lease ID, "o": owner, "t": TTL in ns}, at time ?2, each only if the owner is
+// its own. A key given twice is renewed once.
 const renewManySQL = `UPDATE leases SET
 	expires_at = ?2 + b.ttl, available_at = ?2 + b.ttl + lock_delay_ns
-FROM (SELECT json_extract(value, '$.k') AS k, json_extract(value, '$.i') AS i, max(json_extract(value, '$.t')) AS ttl
-	FROM json_each(?1) GROUP BY 1, 2) AS b
-WHERE leases.key = b.k AND leases.lease_id = b.i AND leases.ended = 0 AND leases.expires_at > ?2
+FROM (SELECT json_extract(value, '$.k') AS k, json_extract(value, '$.i') AS i, json_extract(value, '$.o') AS o,
+		max(json_extract(value, '$.t')) AS ttl
+	FROM json_each(?1) GROUP BY 1, 2, 3) AS b
+WHERE leases.key = b.k AND leases.lease_id = b.i AND leases.owner = b.o AND leases.ended = 0 AND leases.expires_at > ?2
 RETURNING ` + leaseColumns
 
 type renewItem struct {
 	K string `json:"k"`
 	I string `json:"i"`
+	O string `json:"o"`
 	T int64  `json:"t"`
 }
 
@@ -156,7 +159,7 @@ type renewItem struct {
 func (s *Store) renewAllOn(ctx context.Context, tx *sql.Tx, reqs []*renewReq) error {
 	items := make([]renewItem, len(reqs))
 	for i, r := range reqs {
-		items[i] = renewItem{K: r.p.Key, I: r.p.LeaseID, T: int64(r.p.TTL)}
+		items[i] = renewItem{K: r.p.Key, I: r.p.LeaseID, O: r.p.Owner, T: int64(r.p.TTL)}
 	}
 	arg, err := json.Marshal(items)
 	if err != nil {
@@ -180,7 +183,7 @@ func (s *Store) renewAllOn(ctx context.Context, tx *sql.Tx, reqs []*renewReq) er
 		return s.wrap("renew", err)
 	}
 	for _, r := range reqs {
-		if l := renewed[r.p.Key]; l != nil && l.ID == r.p.LeaseID {
+		if l := renewed[r.p.Key]; l != nil && l.ID == r.p.LeaseID && l.Owner == r.p.Owner {
 			r.lease = l
 		} else {
 			r.err = store.ErrNotHeld
@@ -193,7 +196,7 @@ func (s *Store) renewAllOn(ctx context.Context, tx *sql.Tx, reqs []*renewReq) er
 func (s *Store) renewOn(ctx context.Context, stmt *sql.Stmt, p *store.RenewParams) (*store.Lease, error) {
 	now := s.now().UnixNano()
 	var r row
-	err := r.scan(stmt.QueryRowContext(ctx, p.Key, p.LeaseID, now, int64(p.TTL)))
+	err := r.scan(stmt.QueryRowContext(ctx, p.Key, p.LeaseID, now, int64(p.TTL), p.Owner))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotHeld
 	}

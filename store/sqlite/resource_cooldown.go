@@ -54,9 +54,8 @@ func (s *Store) ClearResourceCooldown(ctx context.Context, p *store.ClearCooldow
 // auditCooldownCleared records the clear in the events table if the file is audited (its audit
 // triggers exist: audit is a property of the file, see audit.sql).
 func (x *jobTx) auditCooldownCleared(c *store.ResourceCooldown, p *store.ClearCooldownParams) error {
-	_, err := x.q.ExecContext(x.ctx, `INSERT INTO events (at, kind, key, lease_id, holder, token, actor, reason)
-		SELECT ?, ?, ?, '', '', ?, ?, ?
-		WHERE EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = 'leases_audit_end')`,
-		x.now.UnixNano(), store.EventResourceCooldownCleared, c.Resource, c.Job, p.Actor, p.Reason)
+	_, err := x.q.ExecContext(x.ctx, `INSERT INTO events (at, kind, key, lease_id, holder, token, actor, reason, principal)
+		SELECT ?, ?, ?, '', '', ?, ?, ?, ? WHERE (`+auditedSQL+`)`,
+		x.now.UnixNano(), store.EventResourceCooldownCleared, c.Resource, c.Job, p.Actor, p.Reason, p.Principal)
 	return err
 }

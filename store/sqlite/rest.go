@@ -10,8 +10,8 @@ import (
 )
 
 // clearRestSQL ends the rest read just before, if the row is still as read (compare-and-set on
-// available_at). ?1 key, ?2 now, ?3 actor, ?4 reason, ?5 the available_at read.
-const clearRestSQL = `UPDATE leases SET available_at = ?2, end_actor = ?3, end_reason = ?4
+// available_at). ?1 key, ?2 now, ?3 actor, ?4 reason, ?5 the available_at read, ?6 principal.
+const clearRestSQL = `UPDATE leases SET available_at = ?2, end_actor = ?3, end_reason = ?4, end_principal = ?6
 	WHERE key = ?1 AND available_at = ?5 AND available_at > ?2 AND (ended <> 0 OR expires_at <= ?2)`
 
 // ClearRest ends the cooldown or lock-delay of a key that no live lease holds. The audit
@@ -33,7 +33,7 @@ func (s *Store) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*st
 		if err != nil {
 			return nil, s.wrap("clear-rest", err)
 		}
-		res, err := s.db.ExecContext(ctx, clearRestSQL, p.Key, now, p.Actor, p.Reason, r.availableAt)
+		res, err := s.db.ExecContext(ctx, clearRestSQL, p.Key, now, p.Actor, p.Reason, r.availableAt, p.Principal)
 		if err != nil {
 			return nil, s.wrap("clear-rest", err)
 		}

@@ -5,7 +5,7 @@ import (
 	"database/sql"
 )
 
-const leaseColumns = `key, lease_id, holder, token, acquired_at, expires_at, ended, available_at, metadata`
+const leaseColumns = `key, lease_id, holder, owner, token, acquired_at, expires_at, ended, available_at, metadata`
 
 // statements are prepared once per Store.
 type statements struct {
@@ -30,18 +30,21 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 	}{
 		{&st.selectRow, `SELECT ` + leaseColumns + ` FROM leases WHERE key = ?`},
 		// acquire grants a free key (available_at <= now: released, expired or force-released
-		// and past its cooldown or lock-delay) or renews the holder's own live lease, in one
-		// statement, and returns nothing if it did neither. The token is the counter plus one,
-		// read inside the statement's write transaction; the triggers advance the counter.
-		// The idempotent re-acquire keeps ID, token, acquisition time and metadata.
-		// ?1 key, ?2 lease_id, ?3 holder, ?4 now, ?5 ttl, ?6 cooldown, ?7 lock delay, ?8 metadata.
-		{&st.acquire, `INSERT INTO leases AS a (key, lease_id, holder, token, acquired_at, expires_at, ended,
+		// and past its cooldown or lock-delay) or renews the live lease of the same holder and
+		// owner, in one statement, and returns nothing if it did neither (a live lease of the
+		// same holder and another owner is not the caller's: nothing changes). The token is the
+		// counter plus one, read inside the statement's write transaction; the triggers advance
+		// the counter. The idempotent re-acquire keeps ID, token, acquisition time and metadata.
+		// ?1 key, ?2 lease_id, ?3 holder, ?4 now, ?5 ttl, ?6 cooldown, ?7 lock delay, ?8 metadata,
+		// ?9 owner.
+		{&st.acquire, `INSERT INTO leases AS a (key, lease_id, holder, owner, token, acquired_at, expires_at, ended,
 				available_at, cooldown_ns, lock_delay_ns, metadata)
-			VALUES (?1, ?2, ?3, (SELECT value + 1 FROM counters WHERE name = 'token'), ?4, ?4 + ?5, 0,
+			VALUES (?1, ?2, ?3, ?9, (SELECT value + 1 FROM counters WHERE name = 'token'), ?4, ?4 + ?5, 0,
 				?4 + ?5 + ?7, ?6, ?7, ?8)
 			ON CONFLICT (key) DO UPDATE SET
 				lease_id      = iif(a.available_at <= ?4, excluded.lease_id, a.lease_id),
 				holder        = iif(a.available_at <= ?4, excluded.holder, a.holder),
+				owner         = iif(a.available_at <= ?4, excluded.owner, a.owner),
 				token         = iif(a.available_at <= ?4, excluded.token, a.token),
 				acquired_at   = iif(a.available_at <= ?4, excluded.acquired_at, a.acquired_at),
 				metadata      = iif(a.available_at <= ?4, excluded.metadata, a.metadata),
@@ -51,19 +54,23 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 				expires_at    = ?4 + ?5,
 				took_over     = iif(a.available_at <= ?4, a.ended = 0, a.took_over),
 				ended         = 0
-			WHERE a.available_at <= ?4 OR (a.ended = 0 AND a.expires_at > ?4 AND a.holder = ?3)
+			WHERE a.available_at <= ?4 OR (a.ended = 0 AND a.expires_at > ?4 AND a.holder = ?3 AND a.owner = ?9)
 			RETURNING ` + leaseColumns + `, took_over`},
+		// ?1 key, ?2 lease_id, ?3 now, ?4 ttl, ?5 owner.
 		{&st.renew, `UPDATE leases SET expires_at = ?3 + ?4, available_at = ?3 + ?4 + lock_delay_ns
-			WHERE key = ?1 AND lease_id = ?2 AND ended = 0 AND expires_at > ?3
+			WHERE key = ?1 AND lease_id = ?2 AND owner = ?5 AND ended = 0 AND expires_at > ?3
 			RETURNING ` + leaseColumns},
+		// ?1 key, ?2 lease_id, ?3 now, ?4 owner.
 		{&st.release, `UPDATE leases SET ended = 1, available_at = ?3 + cooldown_ns
-			WHERE key = ?1 AND lease_id = ?2 AND ended = 0 AND expires_at > ?3`},
+			WHERE key = ?1 AND lease_id = ?2 AND owner = ?4 AND ended = 0 AND expires_at > ?3`},
 		// The hold time is read after the release commits: UPDATE … RETURNING through this
 		// driver halves release throughput. ?1 key, ?2 lease_id, ?3 now.
 		{&st.heldFor, `SELECT ?3 - acquired_at FROM leases WHERE key = ?1 AND lease_id = ?2 AND ended = 1`},
-		{&st.releasedBy, `SELECT count(*) FROM leases WHERE key = ?1 AND lease_id = ?2 AND ended = 1`},
+		// Only the owner learns that its lease was released already. ?1 key, ?2 lease_id, ?3 owner.
+		{&st.releasedBy, `SELECT count(*) FROM leases WHERE key = ?1 AND lease_id = ?2 AND owner = ?3 AND ended = 1`},
+		// ?1 key, ?2 now, ?3 actor, ?4 reason, ?5 principal.
 		{&st.forceRelease, `UPDATE leases SET ended = 2, expires_at = min(expires_at, ?2), available_at = ?2 + lock_delay_ns,
-				end_actor = ?3, end_reason = ?4
+				end_actor = ?3, end_reason = ?4, end_principal = ?5
 			WHERE key = ?1 AND ended = 0 AND expires_at > ?2
 			RETURNING ` + leaseColumns},
 		{&st.get, `SELECT ` + leaseColumns + ` FROM leases WHERE key = ?1 AND ended = 0 AND expires_at > ?2`},
@@ -71,9 +78,9 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 		{&st.list[1], listSQL(1)},
 		{&st.list[2], listSQL(2)},
 		{&st.list[3], listSQL(3)},
-		{&st.events, `SELECT id, at, kind, key, lease_id, holder, token, actor, reason, job_id, job_kind, attempt, outcome FROM events
+		{&st.events, `SELECT id, at, kind, key, lease_id, holder, token, actor, principal, reason, job_id, job_kind, attempt, outcome FROM events
 			WHERE id > ?1 AND (?2 = '' OR key = ?2) ORDER BY id LIMIT ?3`},
-		{&st.eventsDesc, `SELECT id, at, kind, key, lease_id, holder, token, actor, reason, job_id, job_kind, attempt, outcome FROM events
+		{&st.eventsDesc, `SELECT id, at, kind, key, lease_id, holder, token, actor, principal, reason, job_id, job_kind, attempt, outcome FROM events
 			WHERE id < ?1 AND (?2 = '' OR key = ?2) ORDER BY id DESC LIMIT ?3`},
 	} {
 		stmt, err := db.PrepareContext(ctx, p.sql)

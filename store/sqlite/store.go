@@ -119,9 +119,9 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// Capabilities: fencing tokens yes; push wake-up only within this process.
+// Capabilities: fencing tokens yes; push wake-up only within this process; owners yes.
 func (s *Store) Capabilities() store.Capabilities {
-	return store.Capabilities{FencingTokens: true, PushWakeup: false, Audit: s.audit}
+	return store.Capabilities{FencingTokens: true, PushWakeup: false, Audit: s.audit, Owners: true}
 }
 
 // Subscribe wakes the subscriber when this process releases key.

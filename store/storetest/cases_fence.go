@@ -178,7 +178,7 @@ func testFenceReset(t *testing.T, h Harness) {
 		}
 	}
 	reset := func(resource, reason string) (uint64, error) {
-		return f.ResetFence(ctx, &store.ResetFenceParams{Resource: resource, Reason: reason, Actor: "ops"})
+		return f.ResetFence(ctx, &store.ResetFenceParams{Resource: resource, Reason: reason, Actor: "ops", Principal: "ops"})
 	}
 	if got, err := reset("fence/reset", "nothing to reset"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("ResetFence of a resource without a fence = %d, %v; want ErrNotFound", got, err)
@@ -196,6 +196,7 @@ func testFenceReset(t *testing.T, h Harness) {
 		{store.ResetFenceParams{Resource: "fence/reset"}, "reason"},
 		{store.ResetFenceParams{Resource: "fence/reset", Reason: strings.Repeat("r", store.MaxReasonLen+1)}, "reason"},
 		{store.ResetFenceParams{Resource: "fence/reset", Reason: "r", Actor: strings.Repeat("a", store.MaxHolderLen+1)}, "actor"},
+		{store.ResetFenceParams{Resource: "fence/reset", Reason: "r", Principal: "a\x00"}, "principal"},
 	} {
 		_, err := f.ResetFence(ctx, &c.p)
 		var inv *store.InvalidArgumentError
@@ -225,19 +226,25 @@ func testFenceReset(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	type row struct {
-		kind, actor, reason string
-		token               uint64
+		kind, actor, principal, reason string
+		token                          uint64
+	}
+	// The principal is the caller's word to a store; the HTTP client's server sets it from the
+	// token instead (none without auth).
+	principal := ""
+	if e.store.Capabilities().Owners {
+		principal = "ops"
 	}
 	var got []row
 	for _, ev := range events {
-		got = append(got, row{ev.Kind, ev.Actor, ev.Reason, ev.Token})
+		got = append(got, row{ev.Kind, ev.Actor, ev.Principal, ev.Reason, ev.Token})
 		if ev.At.IsZero() || ev.LeaseID != "" {
 			t.Errorf("event %+v: want a time and no lease ID", ev)
 		}
 	}
 	want := []row{
-		{store.EventFenceReset, "ops", "fenced by a token of the old store", issued},
-		{store.EventFenceReset, "ops", "again", issued - 1},
+		{store.EventFenceReset, "ops", principal, "fenced by a token of the old store", issued},
+		{store.EventFenceReset, "ops", principal, "again", issued - 1},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("audit log of fence/reset:\n got %v\nwant %v", got, want)

@@ -17,8 +17,8 @@ type AuditedJobStore interface {
 
 // RunJobAudit checks that the audit log of s (opened with the audit log on, and fresh) records
 // each job attempt's claim, its first renewal only, and its end with the outcome, in order,
-// with the job, kind, attempt, worker and the attempt's fencing token; through the batch
-// completion too, when s has one. A job that ends without running is not in it.
+// with the job, kind, attempt, worker, the attempt's owner as the principal and its fencing
+// token; through the batch completion too, when s has one. A job that ends without running is not in it.
 func RunJobAudit(t *testing.T, s AuditedJobStore) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -35,15 +35,20 @@ func RunJobAudit(t *testing.T, s AuditedJobStore) {
 	}
 	claim := func(worker string) *store.Job {
 		t.Helper()
-		jobs, err := s.ClaimJobs(ctx, &store.ClaimParams{Worker: worker, Kinds: []string{"audit.apply"}, Limit: 1, TTL: time.Minute})
+		jobs, err := s.ClaimJobs(ctx, &store.ClaimParams{Worker: worker, Owner: "team-" + worker, Kinds: []string{"audit.apply"}, Limit: 1, TTL: time.Minute})
 		if err != nil || len(jobs) != 1 || jobs[0].ID != sub.Job.ID {
 			t.Fatalf("ClaimJobs(%s) = %v, %v; want job %d", worker, jobs, err, sub.Job.ID)
+		}
+		// The events are compared with the owner the claim returned: a store that dropped it
+		// would record no principal and still match.
+		if s.Capabilities().Owners && jobs[0].Owner != "team-"+worker {
+			t.Fatalf("ClaimJobs(%s) returned owner %q, want %q", worker, jobs[0].Owner, "team-"+worker)
 		}
 		return jobs[0]
 	}
 	heartbeat := func(j *store.Job) {
 		t.Helper()
-		if _, err := s.HeartbeatJob(ctx, &store.HeartbeatParams{ID: j.ID, Token: j.Token, TTL: time.Minute}); err != nil {
+		if _, err := s.HeartbeatJob(ctx, &store.HeartbeatParams{ID: j.ID, Token: j.Token, Owner: j.Owner, TTL: time.Minute}); err != nil {
 			t.Fatalf("HeartbeatJob: %v", err)
 		}
 	}
@@ -51,12 +56,12 @@ func RunJobAudit(t *testing.T, s AuditedJobStore) {
 	heartbeat(first)
 	heartbeat(first)
 	heartbeat(first)
-	if _, err := s.FailJob(ctx, &store.FailParams{ID: first.ID, Token: first.Token, Code: "apply_failed", Message: "exit 1"}); err != nil {
+	if _, err := s.FailJob(ctx, &store.FailParams{ID: first.ID, Token: first.Token, Owner: first.Owner, Code: "apply_failed", Message: "exit 1"}); err != nil {
 		t.Fatal(err)
 	}
 	second := claim("worker-b")
 	heartbeat(second)
-	if _, err := s.CompleteJob(ctx, &store.CompleteParams{ID: second.ID, Token: second.Token}); err != nil {
+	if _, err := s.CompleteJob(ctx, &store.CompleteParams{ID: second.ID, Token: second.Token, Owner: second.Owner}); err != nil {
 		t.Fatal(err)
 	}
 	// A cancelled queued job never ran: no job event.
@@ -68,15 +73,15 @@ func RunJobAudit(t *testing.T, s AuditedJobStore) {
 		t.Fatal(err)
 	}
 	type row struct {
-		Kind, Key, Holder, Actor string
-		Token                    uint64
-		JobID                    int64
-		JobKind                  string
-		Attempt                  int
-		Outcome, Reason          string
+		Kind, Key, Holder, Actor, Principal string
+		Token                               uint64
+		JobID                               int64
+		JobKind                             string
+		Attempt                             int
+		Outcome, Reason                     string
 	}
 	ev := func(kind string, j *store.Job, outcome, reason string) row {
-		return row{kind, res, j.Worker, j.Worker, j.Token, j.ID, "audit.apply", j.Attempt, outcome, reason}
+		return row{kind, res, j.Worker, j.Worker, j.Owner, j.Token, j.ID, "audit.apply", j.Attempt, outcome, reason}
 	}
 	want := []row{
 		ev(store.EventJobClaim, first, "", ""),
@@ -93,7 +98,7 @@ func RunJobAudit(t *testing.T, s AuditedJobStore) {
 		}
 		sub = next
 		third := claim("worker-c")
-		if done, err := bc.CompleteJobs(ctx, []*store.CompleteParams{{ID: third.ID, Token: third.Token}}); err != nil || len(done) != 1 || done[0] == nil {
+		if done, err := bc.CompleteJobs(ctx, []*store.CompleteParams{{ID: third.ID, Token: third.Token, Owner: third.Owner}}); err != nil || len(done) != 1 || done[0] == nil {
 			t.Fatalf("CompleteJobs = %v, %v", done, err)
 		}
 		want = append(want, ev(store.EventJobClaim, third, "", ""), ev(store.EventJobComplete, third, string(store.JobSucceeded), ""))
@@ -105,7 +110,7 @@ func RunJobAudit(t *testing.T, s AuditedJobStore) {
 	var got []row
 	var last time.Time
 	for _, e := range events {
-		got = append(got, row{e.Kind, e.Key, e.Holder, e.Actor, e.Token, e.JobID, e.JobKind, e.Attempt, e.Outcome, e.Reason})
+		got = append(got, row{e.Kind, e.Key, e.Holder, e.Actor, e.Principal, e.Token, e.JobID, e.JobKind, e.Attempt, e.Outcome, e.Reason})
 		if e.LeaseID != "" || e.At.IsZero() || e.At.Before(last.Add(-clockSlack)) {
 			t.Errorf("event %d: lease id %q, at %v after %v; want no lease id and times in order", e.ID, e.LeaseID, e.At, last)
 		}

@@ -328,7 +328,7 @@ func (s *memJobStore) ClaimJobs(_ context.Context, p *store.ClaimParams) ([]*sto
 			continue
 		}
 		s.nextToken++
-		j.State, j.Attempt, j.Token, j.Worker = store.JobRunning, j.Attempt+1, s.nextToken, p.Worker
+		j.State, j.Attempt, j.Token, j.Worker, j.Owner = store.JobRunning, j.Attempt+1, s.nextToken, p.Worker, p.Owner
 		j.AttemptedAt, j.LeaseExpiresAt, j.CancelRequested, j.Timeout = now, now.Add(p.TTL), false, k.Timeout
 		if k.RunningState != "" {
 			s.setState(r, k.RunningState, now)
@@ -338,13 +338,13 @@ func (s *memJobStore) ClaimJobs(_ context.Context, p *store.ClaimParams) ([]*sto
 	return out, nil
 }
 
-// attempt returns the running attempt (id, token), or an error.
-func (s *memJobStore) attempt(id int64, token uint64) (*store.Job, error) {
+// attempt returns the running attempt (id, token) of owner, or an error.
+func (s *memJobStore) attempt(id int64, token uint64, owner string) (*store.Job, error) {
 	j, ok := s.jobs[id]
 	if !ok {
 		return nil, store.ErrNotFound
 	}
-	if j.State != store.JobRunning || j.Token != token {
+	if j.State != store.JobRunning || j.Token != token || j.Owner != owner {
 		return nil, store.ErrNotHeld
 	}
 	return j, nil
@@ -357,7 +357,7 @@ func (s *memJobStore) HeartbeatJob(_ context.Context, p *store.HeartbeatParams) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	j, err := s.attempt(p.ID, p.Token)
+	j, err := s.attempt(p.ID, p.Token, p.Owner)
 	if err != nil {
 		return nil, err
 	}
@@ -375,7 +375,7 @@ func (s *memJobStore) CompleteJob(_ context.Context, p *store.CompleteParams) (*
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	j, err := s.attempt(p.ID, p.Token)
+	j, err := s.attempt(p.ID, p.Token, p.Owner)
 	if err != nil {
 		return nil, err
 	}
@@ -413,7 +413,7 @@ func (s *memJobStore) FailJob(_ context.Context, p *store.FailParams) (*store.Jo
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	j, err := s.attempt(p.ID, p.Token)
+	j, err := s.attempt(p.ID, p.Token, p.Owner)
 	if err != nil {
 		return nil, err
 	}

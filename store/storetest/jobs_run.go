@@ -68,6 +68,7 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"FailRetryDiscard", testJobFailRetry},
 		{"Heartbeat", testJobHeartbeat},
 		{"HeartbeatAfterExpiry", testJobHeartbeatExpired},
+		{"OwnerKeepsAttempt", testJobOwnerKeepsAttempt},
 		{"Cancel", testJobCancel},
 		{"Reap", testJobReap},
 		// Administration and bad input.

@@ -2,8 +2,11 @@
 
 export interface Lease {
   key: string;
-  lease_id: string;
+  /** names this acquisition for renew and release; shown only to an admin and to the lease's owner (everyone without --auth-file) */
+  lease_id?: string;
   holder: string;
+  /** the principal (token name) the lease belongs to, when the server authenticates; only it may renew, release or re-acquire the lease */
+  owner?: string;
   /** fencing token: greater than every earlier token of the key */
   token: number;
   acquired_at: string;
@@ -96,6 +99,8 @@ export interface Event {
   holder: string;
   token: number;
   actor: string;
+  /** the principal (token name) the server authenticated for the change: the owner of the lease or attempt, or the admin; absent without --auth-file and for the store's own changes */
+  principal?: string;
   /** Of a force-release: the operator's reason; of a job_complete that failed: the attempt's error code. */
   reason?: string;
   /** Job events only: the job. */
@@ -141,7 +146,7 @@ export interface Problem {
   detail?: string;
   /** invalid_argument: the field or parameter */
   field?: string;
-  /** invalid_argument: the rule it breaks */
+  /** invalid_argument: the rule it breaks; forbidden: the ownership or reserved-key rule a call broke (absent when the token's role is too low: see required_role) */
   rule?: string;
   required_role?: string;
   key?: string;
@@ -200,6 +205,8 @@ export interface Job {
   /** the job of its resource that may run next */
   head: boolean;
   worker?: string;
+  /** the principal (token name) the latest attempt belongs to, when the server authenticates; only it may heartbeat, complete or fail the attempt */
+  owner?: string;
   /** the latest attempt's fencing token (0 before the first attempt) */
   token: number;
   lease_expires_at?: string;

@@ -90,6 +90,7 @@ function eventsTable(evs) {
     { label: 'Job', class: 't', cell: eventJob },
     { label: 'Outcome', cell: (e) => e.outcome ? badge(e.outcome) : '' },
     { label: 'Actor', class: 'key', cell: (e) => e.actor },
+    { label: 'Principal', class: 'key', cell: (e) => e.principal || '' },
     { label: 'Reason', class: 'key', cell: (e) => e.reason || '' },
   ], evs, 'No events.');
 }
@@ -122,7 +123,9 @@ export function lock(route) {
     ]);
     const l = cur && cur.lease;
     const parts = [l
-      ? fields([['Holder', l.holder], ['Fencing token', String(l.token)], ['Lease ID', h('code', {}, l.lease_id)],
+      // The server shows a lease's ID only to an admin and to the lease's owner.
+      ? fields([['Holder', l.holder], ['Owner', l.owner || ''], ['Fencing token', String(l.token)],
+        ['Lease ID', l.lease_id ? h('code', {}, l.lease_id) : h('span', { class: 'muted' }, 'shown to admins only')],
         ['Acquired', fmtTime(l.acquired_at)], ['Expires', [fmtTime(l.expires_at), ' (', ttl(l.ttl_left_ms), ')']],
         ['Metadata', l.metadata ? h('pre', {}, JSON.stringify(l.metadata, null, 2)) : '']])
       : h('p', { class: 'muted' }, 'No live lease on this key.')];
