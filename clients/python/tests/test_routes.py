@@ -140,13 +140,23 @@ class LockAndFenceRoutesTest(unittest.TestCase):
         lease.release()
 
     def test_check_fence(self):
-        self.assertEqual(C.check_fence("db/orders", 41), {"resource": "db/orders", "token": 41})
-        self.assertEqual(C.check_fence("db/orders", 42)["token"], 42)
-        self.assertEqual(C.check_fence("db/orders", 42)["token"], 42, "an equal token passes")
+        # Tokens the store issued: a fence refuses any greater than the greatest issued.
+        tokens = []
+        for _ in range(2):
+            lease = C.try_acquire("py/fence-tokens")
+            tokens.append(lease.token)
+            lease.release()
+        older, newer = tokens
+        self.assertEqual(C.check_fence("db/orders", older), {"resource": "db/orders", "token": older})
+        self.assertEqual(C.check_fence("db/orders", newer)["token"], newer)
+        self.assertEqual(C.check_fence("db/orders", newer)["token"], newer, "an equal token passes")
         with self.assertRaises(baton.StaleTokenError) as cm:
-            C.check_fence("db/orders", 41)
+            C.check_fence("db/orders", older)
         e = cm.exception
-        self.assertEqual((e.status, e.resource, e.token, e.current_token), (409, "db/orders", 41, 42))
+        self.assertEqual((e.status, e.resource, e.token, e.current_token), (409, "db/orders", older, newer))
+        with self.assertRaises(baton.InvalidArgumentError) as cm:
+            C.check_fence("db/orders", newer + 1000)
+        self.assertEqual(cm.exception.field, "token", "a token the store never issued is refused")
         with self.assertRaises(ValueError):
             C.check_fence("db/orders", 0)
 

@@ -1,6 +1,6 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { BatonClient, NotFoundError, StaleTokenError, VersionMismatchError } from '../src/index.js';
+import { BatonClient, InvalidArgumentError, NotFoundError, StaleTokenError, VersionMismatchError } from '../src/index.js';
 import { BatonServer } from './server.mjs';
 
 let server;
@@ -81,13 +81,24 @@ test('clearing the cooldown of evil/../victim, or of .., leaves victim\'s', asyn
 });
 
 test('checkFence raises the fence and refuses an older token with StaleTokenError', async () => {
-  assert.deepEqual(await c.checkFence('db/main', 5), { resource: 'db/main', token: 5 });
-  assert.deepEqual(await c.checkFence('db/main', 5), { resource: 'db/main', token: 5 }, 'equal tokens pass');
-  const err = await c.checkFence('db/main', 4).catch((e) => e);
+  // Tokens the store issued: a fence refuses any greater than the greatest issued.
+  const tokens = [];
+  for (let i = 0; i < 3; i++) {
+    const l = await c.tryAcquire('ts/fence-tokens');
+    tokens.push(l.token);
+    await l.release();
+  }
+  const [t1, t2, t3] = tokens;
+  assert.deepEqual(await c.checkFence('db/main', t2), { resource: 'db/main', token: t2 });
+  assert.deepEqual(await c.checkFence('db/main', t2), { resource: 'db/main', token: t2 }, 'equal tokens pass');
+  const err = await c.checkFence('db/main', t1).catch((e) => e);
   assert.ok(err instanceof StaleTokenError, String(err));
-  assert.equal(err.token, 4);
-  assert.equal(err.currentToken, 5);
+  assert.equal(err.token, t1);
+  assert.equal(err.currentToken, t2);
   assert.equal(err.resource, 'db/main');
-  await c.checkFence('db/main', 9);
-  assert.equal((await c.checkFence('db/main', 6).catch((e) => e)).currentToken, 9);
+  await c.checkFence('db/main', t3);
+  assert.equal((await c.checkFence('db/main', t2).catch((e) => e)).currentToken, t3);
+  const unissued = await c.checkFence('db/main', t3 + 1000).catch((e) => e);
+  assert.ok(unissued instanceof InvalidArgumentError, String(unissued));
+  assert.equal(unissued.field, 'token');
 });
