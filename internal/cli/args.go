@@ -170,19 +170,3 @@ func minArgs(what string) cobra.PositionalArgs {
 		return nil
 	}
 }
-
-// Flag annotations, read by the completer (completer.go).
-const (
-	valuesAnnotation = "baton/values" // the values a flag takes
-	fileAnnotation   = "baton/file"   // a flag that names a file
-)
-
-// enumFlag declares the values the flag name of cmd takes, for completion.
-func enumFlag(cmd *cobra.Command, name string, values ...string) {
-	_ = cmd.Flags().SetAnnotation(name, valuesAnnotation, values)
-}
-
-// fileFlag declares that the flag name of cmd names a file, for completion.
-func fileFlag(cmd *cobra.Command, name string) {
-	_ = cmd.Flags().SetAnnotation(name, fileAnnotation, []string{"true"})
-}
