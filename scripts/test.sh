@@ -45,6 +45,19 @@ if ! command -v redis-server >/dev/null; then
     || { echo "test.sh: FATAL: redis-server is missing and could not be installed" >&2; exit 1; }
 fi
 
+# e2e's completion test types into a real interactive bash under tmux, with and without the
+# bash-completion package.
+if ! command -v tmux >/dev/null; then
+  echo "test.sh: installing tmux for the shell completion test" >&2
+  (apt-get install -y -q tmux >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q tmux >/dev/null 2>&1)) \
+    || { echo "test.sh: FATAL: tmux is missing and could not be installed" >&2; exit 1; }
+fi
+if [ ! -e /usr/share/bash-completion/bash_completion ]; then
+  echo "test.sh: installing bash-completion for the shell completion test" >&2
+  (apt-get install -y -q bash-completion >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q bash-completion >/dev/null 2>&1)) \
+    || { echo "test.sh: FATAL: bash-completion is missing and could not be installed" >&2; exit 1; }
+fi
+
 # store/dynamodb's tests and cmd/baton-full's dynamodb:// test start dynalite, a
 # DynamoDB-compatible server installed from npm into the cache by scripts/dynalite.sh. Under CI a
 # failed install fails the run; otherwise those tests skip.

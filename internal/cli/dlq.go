@@ -2,118 +2,87 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
 )
 
-const dlqUsage = `Usage: baton dlq COMMAND [flags]
-
-The dead letter queue: jobs discarded after their last attempt failed, a permanent failure,
+func (a *app) dlqCommand() *cobra.Command {
+	return a.group(&cobra.Command{
+		Use:   "dlq COMMAND [flags]",
+		Short: "the dead letters (discarded jobs)",
+		Long: `The dead letter queue: jobs discarded after their last attempt failed, a permanent failure,
 or a refused state guard. They stay until retried or purged (or cleaned after the server's
-retention, if it cleans discarded jobs).
-
-Commands:
-  list   list dead letters
-  retry  run dead letters again (each at the back of its resource's queue)
-  purge  delete dead letters (admin)
-
-Run 'baton dlq COMMAND --help' for a command's flags.
-
-` + jobExitCodesHelp + "\n"
-
-func dlqCommand(args []string, g *globals, stdout, stderr io.Writer) int {
-	return runGroup("baton dlq", dlqUsage, map[string]subcommand{
-		"list": dlqList, "ls": dlqList,
-		"retry": dlqRetry,
-		"purge": dlqPurge,
-	}, args, g, stdout, stderr)
+retention, if it cleans discarded jobs).`,
+	},
+		a.jobsListCommand(true),
+		a.dlqRetryCommand(),
+		a.dlqPurgeCommand(),
+	)
 }
 
-// dlqList is `baton dlq list`: jobs list of the dead letters.
-func dlqList(args []string, g *globals, stdout, stderr io.Writer) int {
-	return jobsList(args, g, stdout, stderr, true)
-}
-
-// parseJobIDs reads job ID arguments.
-func parseJobIDs(c *command, pos []string) ([]int64, int, bool) {
-	ids := make([]int64, 0, len(pos))
-	for _, s := range pos {
-		id, err := parseJobID(s)
-		if err != nil {
-			return nil, c.usageError("%v", err), false
-		}
-		ids = append(ids, id)
-	}
-	return ids, 0, true
-}
-
-func dlqRetry(args []string, g *globals, stdout, stderr io.Writer) int {
-	c := newCommand("baton dlq retry", `Usage: baton dlq retry ID... [-o table|json]
-
-Run the jobs ID... again, as 'baton jobs retry' does for one: each becomes available at the
+func (a *app) dlqRetryCommand() *cobra.Command {
+	cmd := a.command(&cobra.Command{
+		Use:   "retry ID... [-o table|json]",
+		Short: "run dead letters again (each at the back of its resource's queue)",
+		Long: `Run the jobs ID... again, as 'baton jobs retry' does for one: each becomes available at the
 back of its resource's queue, with one more attempt if it had used them all. Every ID is tried;
 the exit code is that of the first failure (3 no such job, 4 not in a state that can be
 retried), and the jobs retried are printed.
 
 Example:
-  baton dlq list --kind deploy -o json | jq -r '.[].id' | xargs baton dlq retry
-
-`+jobExitCodesHelp+"\n", stdout, stderr)
-	g.register(c.fs, true)
-	c.writes = true
-	pos, code, ok := c.parse(args)
-	if !ok {
-		return code
-	}
-	if len(pos) == 0 {
-		return c.usageError("missing job ID")
-	}
-	if err := g.check(); err != nil {
-		return c.usageError("%v", err)
-	}
-	ids, code, ok := parseJobIDs(c, pos)
-	if !ok {
-		return code
-	}
-	js, closeFn, code, ok := openJobStore(c, g)
-	if !ok {
-		return code
-	}
-	defer closeFn()
-	ctx, cancel := callContext(0)
-	defer cancel()
-	var retried []*store.Job
-	code = exitOK
-	for _, id := range ids {
-		job, err := js.RetryJob(ctx, id)
+  baton dlq list --kind deploy -o json | jq -r '.[].id' | xargs baton dlq retry`,
+		Args: minArgs("job ID"),
+	}, meta{exits: exitsJobOp, writes: true, names: jobNames})
+	a.addGlobalFlags(cmd, true)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		ids, err := parseJobIDs(args)
 		if err != nil {
-			if ec := c.jobFail(g, err, nil, fmt.Sprintf("job %d", id)); code == exitOK {
-				code = ec
-			}
-			continue
+			return err
 		}
-		retried = append(retried, job)
+		st, ctx, done, err := a.openStore(0)
+		if err != nil {
+			return err
+		}
+		defer done()
+		var retried []*store.Job
+		var first error // the exit code is the first failure's; each is reported as it comes
+		for _, id := range ids {
+			job, err := st.RetryJob(ctx, id)
+			if err != nil {
+				err = notFound(err, fmt.Sprintf("job %d", id))
+				a.report(cmd, err)
+				if first == nil {
+					first = &reported{err}
+				}
+				continue
+			}
+			retried = append(retried, job)
+		}
+		switch {
+		case a.g.output == "json":
+			err = writeJSON(a.stdout, wire.JobsFrom(retried))
+		case len(retried) > 0:
+			err = writeJobTable(a.stdout, retried)
+		}
+		if err != nil {
+			return err
+		}
+		return first
 	}
-	var err error
-	switch {
-	case g.output == "json":
-		err = writeJSON(stdout, wire.JobsFrom(retried))
-	case len(retried) > 0:
-		err = writeJobTable(stdout, retried)
-	}
-	if err != nil {
-		return c.jobFail(g, err, nil, "")
-	}
-	return code
+	return cmd
 }
 
-func dlqPurge(args []string, g *globals, stdout, stderr io.Writer) int {
-	c := newCommand("baton dlq purge", `Usage: baton dlq purge [ID...] [--kind K] [--resource R] [--yes] [-o table|json]
-
-Delete dead letters (discarded jobs) for good, and say how many (admin). With IDs, only those
+func (a *app) dlqPurgeCommand() *cobra.Command {
+	var kind, resource string
+	var yes bool
+	cmd := a.command(&cobra.Command{
+		Use:   "purge [ID...] [--kind K] [--resource R] [--yes] [-o table|json]",
+		Short: "delete dead letters (admin)",
+		Long: `Delete dead letters (discarded jobs) for good, and say how many (admin). With IDs, only those
 (jobs that are not discarded are left alone); --kind and --resource narrow the selection.
 Without IDs, every dead letter that matches the filters is deleted: that needs --yes.
 
@@ -124,56 +93,47 @@ Examples:
 Output:
   purged 2 dead letters
 
-With -o json: {"purged": 2}
-
-`+jobExitCodesHelp+"\n", stdout, stderr)
-	g.register(c.fs, true)
-	c.writes = true
-	kind := c.fs.String("kind", "", "only dead letters of kind `K`")
-	resource := c.fs.String("resource", "", "only dead letters on resource `R`")
-	yes := c.fs.Bool("yes", false, "purge without IDs: every dead letter that matches --kind and --resource")
-	pos, code, ok := c.parse(args)
-	if !ok {
-		return code
-	}
-	if err := g.check(); err != nil {
-		return c.usageError("%v", err)
-	}
-	ids, code, ok := parseJobIDs(c, pos)
-	if !ok {
-		return code
-	}
-	if len(ids) == 0 && !*yes {
-		what := "every dead letter"
-		if *kind != "" || *resource != "" {
-			what = "every dead letter that matches the filters"
+With -o json: {"purged": 2}`,
+	}, meta{exits: exitsRead, writes: true, names: jobNames})
+	a.addGlobalFlags(cmd, true)
+	fs := cmd.Flags()
+	fs.StringVar(&kind, "kind", "", "only dead letters of kind `K`")
+	fs.StringVar(&resource, "resource", "", "only dead letters on resource `R`")
+	fs.BoolVar(&yes, "yes", false, "purge without IDs: every dead letter that matches --kind and --resource")
+	cmd.RunE = func(_ *cobra.Command, args []string) error {
+		ids, err := parseJobIDs(args)
+		if err != nil {
+			return err
 		}
-		return c.usageError("refusing to purge %s without --yes (or name the job IDs)", what)
+		if len(ids) == 0 && !yes {
+			what := "every dead letter"
+			if kind != "" || resource != "" {
+				what = "every dead letter that matches the filters"
+			}
+			return usagef("refusing to purge %s without --yes (or name the job IDs)", what)
+		}
+		p := &store.PurgeParams{IDs: ids, Kind: kind, Resource: resource}
+		if err := p.Validate(); err != nil {
+			return err
+		}
+		st, ctx, done, err := a.openStore(time.Minute) // a large purge may take a while
+		if err != nil {
+			return err
+		}
+		defer done()
+		n, err := st.PurgeJobs(ctx, p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case a.g.output == "json":
+			err = writeJSON(a.stdout, map[string]int{"purged": n})
+		case n == 1:
+			_, err = fmt.Fprintln(a.stdout, "purged 1 dead letter")
+		default:
+			_, err = fmt.Fprintf(a.stdout, "purged %d dead letters\n", n)
+		}
+		return err
 	}
-	p := &store.PurgeParams{IDs: ids, Kind: *kind, Resource: *resource}
-	if err := p.Validate(); err != nil {
-		return c.jobFail(g, err, nil, "")
-	}
-	js, closeFn, code, ok := openJobStore(c, g)
-	if !ok {
-		return code
-	}
-	defer closeFn()
-	ctx, cancel := callContext(time.Minute) // a large purge may take a while
-	defer cancel()
-	n, err := js.PurgeJobs(ctx, p)
-	if err != nil {
-		return c.jobFail(g, err, nil, "")
-	}
-	if g.output == "json" {
-		err = writeJSON(stdout, map[string]int{"purged": n})
-	} else if n == 1 {
-		_, err = fmt.Fprintln(stdout, "purged 1 dead letter")
-	} else {
-		_, err = fmt.Fprintf(stdout, "purged %d dead letters\n", n)
-	}
-	if err != nil {
-		return c.jobFail(g, err, nil, "")
-	}
-	return exitOK
+	return cmd
 }

@@ -3,21 +3,27 @@ package cli
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/batonhq/baton/client"
 	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
 )
 
-func eventsCommand(args []string, g *globals, stdout, stderr io.Writer) int {
-	c := newCommand("baton events", `Usage: baton events [--key KEY] [--limit N] [--oldest-first] [--follow [--interval 1s]] [-o table|json]
-
-Print the audit log, newest first: every acquire, release, expiry takeover (a lock taken over
+func (a *app) eventsCommand() *cobra.Command {
+	var key string
+	var limit int
+	var oldestFirst, follow bool
+	var interval time.Duration
+	cmd := a.command(&cobra.Command{
+		Use:   "events [--key KEY] [--limit N] [--oldest-first] [--follow [--interval 1s]] [-o table|json]",
+		Short: "the audit log (admin)",
+		Long: `Print the audit log, newest first: every acquire, release, expiry takeover (a lock taken over
 from a crashed holder) and force-release, with who did it and why; and every job claim
 (job_claim), the first lease renewal of each attempt (job_renew) and the attempt's end
 (job_complete, with its OUTCOME), where KEY is the job's resource and JOB is id#attempt; and
@@ -38,52 +44,49 @@ Example:
 Output (table):
   ID  AT                    KIND           KEY             HOLDER       TOKEN  ACTOR        JOB  OUTCOME  REASON
   42  2026-11-21T14:40:02Z  force_release  terraform/prod  ci-runner-7  42     ops                         runner wedged
-  41  2026-11-21T14:31:34Z  acquire        terraform/prod  ci-runner-7  42     ci-runner-7
-
-`+exitCodesHelp+"\n", stdout, stderr)
-	g.register(c.fs, true)
-	key := c.fs.String("key", "", "only events of `KEY`")
-	limit := c.fs.Int("limit", 0, "at most `N` events (1-1000): the newest, or with --oldest-first the oldest")
-	oldestFirst := c.fs.Bool("oldest-first", false, "print in the order the events happened")
-	follow := c.fs.Bool("follow", false, "then print new events as they happen, until interrupted")
-	interval := pollFlag(c.fs)
-	if _, code, ok := clientCommand(c, g, args, 0, ""); !ok {
-		return code
+  41  2026-11-21T14:31:34Z  acquire        terraform/prod  ci-runner-7  42     ci-runner-7`,
+		Args: noArgs,
+	}, meta{exits: exitsRead})
+	a.addGlobalFlags(cmd, true)
+	fs := cmd.Flags()
+	fs.StringVar(&key, "key", "", "only events of `KEY`")
+	fs.IntVar(&limit, "limit", 0, "at most `N` events (1-1000): the newest, or with --oldest-first the oldest")
+	fs.BoolVar(&oldestFirst, "oldest-first", false, "print in the order the events happened")
+	fs.BoolVar(&follow, "follow", false, "then print new events as they happen, until interrupted")
+	pollFlag(cmd, &interval)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if limit < 0 || limit > store.MaxListLimit {
+			return usagef("--limit must be between 1 and %d", store.MaxListLimit)
+		}
+		if err := checkInterval(interval); err != nil {
+			return err
+		}
+		st, ctx, done, err := a.openStore(0)
+		if err != nil {
+			return err
+		}
+		defer done()
+		var all []*store.Event
+		switch {
+		case follow:
+			all, err = newestEvents(ctx, st, key, cmp.Or(limit, followLimit))
+		case oldestFirst && limit != 0:
+			all, err = st.Events(ctx, &store.EventsParams{Key: key, Limit: limit})
+		case oldestFirst:
+			all, err = allEvents(ctx, st, key)
+		default:
+			all, err = newestEvents(ctx, st, key, limit)
+			slices.Reverse(all)
+		}
+		if err != nil {
+			return err
+		}
+		if follow {
+			return a.followEvents(cmd, st, key, all, interval)
+		}
+		return writeEvents(a.stdout, a.g, all)
 	}
-	if *limit < 0 || *limit > store.MaxListLimit {
-		return c.usageError("--limit must be between 1 and %d", store.MaxListLimit)
-	}
-	if code, ok := checkInterval(c, *interval); !ok {
-		return code
-	}
-	st, ctx, done, code, ok := c.openStore(g, 0)
-	if !ok {
-		return code
-	}
-	defer done()
-	var err error
-	var all []*store.Event
-	switch {
-	case *follow:
-		all, err = newestEvents(ctx, st, *key, cmp.Or(*limit, followLimit))
-	case *oldestFirst && *limit != 0:
-		all, err = st.Events(ctx, &store.EventsParams{Key: *key, Limit: *limit})
-	case *oldestFirst:
-		all, err = allEvents(ctx, st, *key)
-	default:
-		all, err = newestEvents(ctx, st, *key, *limit)
-		slices.Reverse(all)
-	}
-	if err != nil {
-		return c.fail(g, err)
-	}
-	if *follow {
-		return c.followEvents(g, st, *key, all, *interval)
-	}
-	if err := writeEvents(stdout, g, all); err != nil {
-		return c.fail(g, err)
-	}
-	return exitOK
+	return cmd
 }
 
 // followLimit is how many past events --follow prints before the new ones, without --limit.
@@ -134,35 +137,35 @@ func allEvents(ctx context.Context, st *client.Store, key string) ([]*store.Even
 
 // followEvents prints all (the newest events, oldest first), then new ones as they come, until
 // interrupted.
-func (c *command) followEvents(g *globals, st *client.Store, key string, all []*store.Event, interval time.Duration) int {
+func (a *app) followEvents(cmd *cobra.Command, st *client.Store, key string, all []*store.Event, interval time.Duration) error {
 	var after uint64
-	header := g.output != "json"
+	header := a.g.output != "json"
 	emit := func(evs []*store.Event) error {
 		if len(evs) == 0 {
 			return nil
 		}
 		after = evs[len(evs)-1].ID
-		if g.output == "json" {
+		if a.g.output == "json" {
 			for _, e := range evs {
-				if err := writeJSONLine(c.stdout, wire.EventFrom(e)); err != nil {
+				if err := writeJSONLine(a.stdout, wire.EventFrom(e)); err != nil {
 					return err
 				}
 			}
 			return nil
 		}
-		err := writeEventRows(c.stdout, evs, header)
+		err := writeEventRows(a.stdout, evs, header)
 		header = false
 		return err
 	}
 	if err := emit(all); err != nil {
-		return c.fail(g, err)
+		return err
 	}
 	if header {
-		fmt.Fprintln(c.stderr, c.name+": following; Ctrl-C to stop")
+		fmt.Fprintln(a.stderr, cmd.CommandPath()+": following; Ctrl-C to stop")
 	}
 	ctx, stop := interruptContext()
 	defer stop()
-	err := poll(ctx, interval, func(ctx context.Context) error {
+	return poll(ctx, interval, func(ctx context.Context) error {
 		for {
 			page, err := st.Events(ctx, &store.EventsParams{Key: key, After: after, Limit: listPageSize})
 			if err != nil {
@@ -176,10 +179,6 @@ func (c *command) followEvents(g *globals, st *client.Store, key string, all []*
 			}
 		}
 	})
-	if err != nil {
-		return c.fail(g, err)
-	}
-	return exitOK
 }
 
 func writeEvents(w io.Writer, g *globals, evs []*store.Event) error {
@@ -217,22 +216,4 @@ func writeEventRows(w io.Writer, evs []*store.Event, header bool) error {
 			printable(e.Key), printable(e.Holder), e.Token, printable(eventActor(e)), job, e.Outcome, blankOr(e.Reason))
 	}
 	return tw.Flush()
-}
-
-// writeJSONLine writes v as one line of JSON (JSON Lines), for output that streams.
-func writeJSONLine(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "%s\n", b)
-	return err
-}
-
-// blankOr prints an optional text: nothing when it is empty.
-func blankOr(s string) string {
-	if s == "" {
-		return ""
-	}
-	return printable(s)
 }

@@ -3,16 +3,19 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
 )
 
-func fenceReset(args []string, g *globals, stdout, stderr io.Writer) int {
-	c := newCommand("baton fence reset", `Usage: baton fence reset RESOURCE --reason TEXT [-o table|json]
-
-Delete the fence the server keeps for RESOURCE (admin role), so that the next 'baton fence
+func (a *app) fenceResetCommand() *cobra.Command {
+	var reason string
+	cmd := a.command(&cobra.Command{
+		Use:   "reset RESOURCE --reason TEXT [-o table|json]",
+		Short: "delete a resource's fence (admin, audited)",
+		Long: `Delete the fence the server keeps for RESOURCE (admin role), so that the next 'baton fence
 check' accepts any token the store has issued. It is the way out when the fence holds a token
 that no current holder can match (raised by a token of another store, or stored before the
 server refused tokens it never issued), and every real holder is refused as stale. Until a
@@ -25,45 +28,39 @@ Example:
 
 Output:
   reset the fence of db/orders (it held token 9223372036854775807)
-With -o json: {"resource", "token"} (the token the fence held).
-
-`+exitCodesHelp+"\n", stdout, stderr)
-	g.register(c.fs, true)
-	reason := c.fs.String("reason", "", "why, for the audit log (required)")
-	pos, code, ok := clientCommand(c, g, args, 1, "RESOURCE")
-	if !ok {
-		return code
+With -o json: {"resource", "token"} (the token the fence held).`,
+		Args: exactArgs(1, "RESOURCE"),
+	}, meta{exits: exitsLookup})
+	a.addGlobalFlags(cmd, true)
+	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit log (required)")
+	cmd.RunE = func(_ *cobra.Command, args []string) error {
+		if reason == "" {
+			return usagef("--reason is required")
+		}
+		p := &store.ResetFenceParams{Resource: args[0], Reason: reason}
+		if a.g.token == "" {
+			p.Actor = osActor() // with a token, the server records the token's name instead
+		}
+		if err := p.Validate(); err != nil {
+			return err
+		}
+		st, ctx, done, err := a.openStore(0)
+		if err != nil {
+			return err
+		}
+		defer done()
+		token, err := st.ResetFence(ctx, p)
+		if errors.Is(err, store.ErrNotFound) {
+			return explain(err, "resource %q has no fence: nothing to reset", p.Resource)
+		}
+		if err != nil {
+			return err
+		}
+		if a.g.output == "json" {
+			return writeJSON(a.stdout, wire.FenceResetResponse{Resource: p.Resource, Token: token})
+		}
+		_, err = fmt.Fprintf(a.stdout, "reset the fence of %s (it held token %d)\n", printable(p.Resource), token)
+		return err
 	}
-	if *reason == "" {
-		return c.usageError("--reason is required")
-	}
-	p := &store.ResetFenceParams{Resource: pos[0], Reason: *reason}
-	if g.token == "" {
-		p.Actor = osActor() // with a token, the server records the token's name instead
-	}
-	if err := p.Validate(); err != nil {
-		return c.fail(g, err)
-	}
-	st, ctx, done, code, ok := c.openStore(g, 0)
-	if !ok {
-		return code
-	}
-	defer done()
-	token, err := st.ResetFence(ctx, p)
-	if errors.Is(err, store.ErrNotFound) {
-		fmt.Fprintf(stderr, "%s: resource %q has no fence: nothing to reset\n", c.name, p.Resource)
-		return exitNotFound
-	}
-	if err != nil {
-		return c.fail(g, err)
-	}
-	if g.output == "json" {
-		err = writeJSON(stdout, wire.FenceResetResponse{Resource: p.Resource, Token: token})
-	} else {
-		_, err = fmt.Fprintf(stdout, "reset the fence of %s (it held token %d)\n", printable(p.Resource), token)
-	}
-	if err != nil {
-		return c.fail(g, err)
-	}
-	return exitOK
+	return cmd
 }

@@ -2,11 +2,12 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
 // interruptContext is the context of a command that runs until interrupted (events --follow,
@@ -19,15 +20,15 @@ var interruptContext = func() (context.Context, context.CancelFunc) {
 const defaultPollInterval = time.Second
 
 // pollFlag adds --interval to a following command.
-func pollFlag(fs *flag.FlagSet) *time.Duration {
-	return fs.Duration("interval", defaultPollInterval, "with --follow or --watch: how often to ask the server, 100ms to 1h")
+func pollFlag(cmd *cobra.Command, p *time.Duration) {
+	cmd.Flags().DurationVar(p, "interval", defaultPollInterval, "with --follow or --watch: how often to ask the server, 100ms to 1h")
 }
 
-func checkInterval(c *command, d time.Duration) (int, bool) {
+func checkInterval(d time.Duration) error {
 	if d < 100*time.Millisecond || d > time.Hour {
-		return c.usageError("--interval must be between 100ms and 1h (got %s)", d), false
+		return usagef("--interval must be between 100ms and 1h (got %s)", d)
 	}
-	return 0, true
+	return nil
 }
 
 // poll calls f every interval until ctx ends (then returns nil) or f fails.

@@ -21,59 +21,55 @@ const maxJobLine = 64 << 10
 
 // jobsSubmitFile is 'baton jobs submit --file': every line is checked before anything is sent,
 // then the batch is one call (POST /v1/jobs/batch), all or nothing.
-func jobsSubmitFile(c *command, g *globals, name string, stdin io.Reader, stdout io.Writer) int {
-	in := stdin
+func (a *app) jobsSubmitFile(name string) error {
+	in := a.stdin
 	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
-			return c.usageError("--file: %v", err)
+			return usagef("--file: %v", err)
 		}
 		defer f.Close()
 		in = f
 	}
 	ps, lines, err := readJobLines(in)
 	if err != nil {
-		return c.usageError("--file %s: %v (nothing written)", name, err)
+		return usagef("--file %s: %v (nothing written)", name, err)
 	}
 	if err := store.ValidateBatch(ps); err != nil {
-		return c.batchFail(g, err, lines)
+		return batchError(err, lines)
 	}
-	js, closeFn, code, ok := openJobStore(c, g)
-	if !ok {
-		return code
-	}
-	defer closeFn()
-	ctx, cancel := callContext(0)
-	defer cancel()
-	res, err := js.SubmitJobs(ctx, ps)
+	st, ctx, done, err := a.openStore(0)
 	if err != nil {
-		return c.batchFail(g, err, lines)
+		return err
 	}
-	if g.output == "json" {
+	defer done()
+	res, err := st.SubmitJobs(ctx, ps)
+	if err != nil {
+		return batchError(err, lines)
+	}
+	if a.g.output == "json" {
 		out := wire.SubmitBatchResponse{Results: make([]wire.SubmitResult, len(res))}
 		for i, r := range res {
 			out.Results[i] = wire.SubmitResult{Existing: r.Existing, Job: wire.JobFrom(r.Job)}
 		}
-		err = writeJSON(stdout, out)
-	} else {
-		jobs := make([]*store.Job, len(res))
-		existing := 0
-		for i, r := range res {
-			jobs[i] = r.Job
-			if r.Existing {
-				existing++
-			}
-		}
-		err = writeJobTable(stdout, jobs)
-		if err == nil && existing > 0 {
-			_, err = fmt.Fprintf(stdout, "%d of %d lines named jobs submitted before (idempotency key); they were not submitted again\n",
-				existing, len(res))
+		return writeJSON(a.stdout, out)
+	}
+	jobs := make([]*store.Job, len(res))
+	existing := 0
+	for i, r := range res {
+		jobs[i] = r.Job
+		if r.Existing {
+			existing++
 		}
 	}
-	if err != nil {
-		return c.jobFail(g, err, nil, "")
+	if err := writeJobTable(a.stdout, jobs); err != nil {
+		return err
 	}
-	return exitOK
+	if existing > 0 {
+		_, err = fmt.Fprintf(a.stdout, "%d of %d lines named jobs submitted before (idempotency key); they were not submitted again\n",
+			existing, len(res))
+	}
+	return err
 }
 
 // readJobLines reads one submit object per non-blank line; lines[i] is the line number of job i.
@@ -145,8 +141,8 @@ func parseJobLine(line []byte) (*store.SubmitParams, error) {
 
 var batchJobField = regexp.MustCompile(`^jobs\[(\d+)\]\.?(.*)$`)
 
-// batchFail is jobFail for a batch: the job an error names is given by its line.
-func (c *command) batchFail(g *globals, err error, lines []int) int {
+// batchError names the line of the job an error of a batch is about.
+func batchError(err error, lines []int) error {
 	line := func(i int) int {
 		if i >= 0 && i < len(lines) {
 			return lines[i]
@@ -164,13 +160,11 @@ func (c *command) batchFail(g *globals, err error, lines []int) int {
 			if field == "delay" {
 				field = "delay_ms"
 			}
-			fmt.Fprintf(c.stderr, "%s: line %d: invalid %s: %s (nothing written)\n", c.name, line(i), field, inv.Rule)
-			return exitUsage
+			return explain(err, "line %d: invalid %s: %s (nothing written)", line(i), field, inv.Rule)
 		}
 	case errors.As(err, &be) && errors.As(err, &busy):
-		fmt.Fprintf(c.stderr, "%s: line %d: resource %q is busy: job %d is %s (the reject policy refuses to queue behind it; nothing written)\n",
-			c.name, line(be.Index), busy.Resource, busy.HeadJob, busy.State)
-		return exitBusy
+		return explain(err, "line %d: resource %q is busy: job %d is %s (the reject policy refuses to queue behind it; nothing written)",
+			line(be.Index), busy.Resource, busy.HeadJob, busy.State)
 	}
-	return c.jobFail(g, err, nil, "")
+	return err
 }

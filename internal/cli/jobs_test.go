@@ -103,7 +103,7 @@ func TestJobsUsage(t *testing.T) {
 		{[]string{"kinds", "set", "--help"}, 0, "--from-states"},
 		{[]string{"worker", "--help"}, 0, "BATON_FENCING_TOKEN"},
 		{[]string{"help", "worker"}, 0, "EX_DATAERR"},
-		{[]string{"--help"}, 0, "baton worker"},
+		{[]string{"--help"}, 0, "worker      run CMD once per job of KIND"},
 
 		{[]string{"jobs", "show"}, 2, "missing job ID"},
 		{[]string{"jobs", "show", "x"}, 2, `job ID must be a positive integer (got "x")`},
@@ -112,7 +112,7 @@ func TestJobsUsage(t *testing.T) {
 		{[]string{"jobs", "list", "--limit", "1001"}, 2, "--limit must be between 1 and 1000"},
 		{[]string{"jobs", "list", "--state", "done"}, 2, "invalid --state: must be one of"},
 		{[]string{"jobs", "list", "-o", "yaml"}, 2, "-o must be table or json"},
-		{[]string{"dlq", "list", "--state", "running"}, 2, "flag provided but not defined: -state"},
+		{[]string{"dlq", "list", "--state", "running"}, 2, "unknown flag: --state"},
 		{[]string{"dlq", "retry"}, 2, "missing job ID"},
 		{[]string{"dlq", "purge"}, 2, "refusing to purge every dead letter without --yes"},
 		{[]string{"dlq", "purge", "--kind", "k"}, 2, "refusing to purge every dead letter that matches the filters without --yes"},
@@ -305,7 +305,7 @@ func TestJobsSubmitInvalidWritesNothing(t *testing.T) {
 		{with("--at", "tomorrow"), "--at must be an RFC 3339 time"},
 		{with("--at", "2030-01-01T00:00:00Z", "--in", "1m"), "--at and --in exclude each other"},
 		{with("extra"), `unexpected argument "extra"`},
-		{with("--bogus"), "flag provided but not defined"},
+		{with("--bogus"), "unknown flag: --bogus"},
 	}
 	for _, c := range cases {
 		r := f.cli(t, append([]string{"jobs", "submit"}, c.args...)...)

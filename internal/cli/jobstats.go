@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
 )
@@ -14,10 +16,12 @@ import (
 // statsStates are the states GET /v1/jobs/counts counts: the unfinished ones.
 var statsStates = []store.JobState{store.JobScheduled, store.JobAvailable, store.JobRunning, store.JobRetryable}
 
-func jobsStats(args []string, g *globals, stdout, stderr io.Writer) int {
-	c := newCommand("baton jobs stats", `Usage: baton jobs stats [--kind K] [-o table|json]
-
-Count the unfinished jobs per kind and state (the numbers the dashboard shows). Finished jobs
+func (a *app) jobsStatsCommand() *cobra.Command {
+	kinds := &listFlag{split: true}
+	cmd := a.command(&cobra.Command{
+		Use:   "stats [--kind K] [-o table|json]",
+		Short: "count unfinished jobs per kind and state",
+		Long: `Count the unfinished jobs per kind and state (the numbers the dashboard shows). Finished jobs
 are not counted: list them with 'baton jobs list --state S', and the dead letters with
 'baton dlq list'.
 
@@ -30,46 +34,38 @@ Output (table):
   deploy  2          0          1        0          3
   TOTAL   2          12         5        1          20
 
-With -o json, the answer of GET /v1/jobs/counts: {"counts": [{"kind", "state", "count"}]}.
-
-`+jobExitCodesHelp+"\n", stdout, stderr)
-	g.register(c.fs, true)
-	kinds := &listFlag{split: true}
-	c.fs.Var(kinds, "kind", "only kind `K` (repeat, or separate with commas, for several)")
-	if _, code, ok := clientCommand(c, g, args, 0, ""); !ok {
-		return code
-	}
-	for _, k := range kinds.vals {
-		if err := store.ValidateKind(k); err != nil {
-			return c.jobFail(g, err, nil, "")
+With -o json, the answer of GET /v1/jobs/counts: {"counts": [{"kind", "state", "count"}]}.`,
+		Args: noArgs,
+	}, meta{exits: exitsRead, names: jobNames})
+	a.addGlobalFlags(cmd, true)
+	cmd.Flags().Var(kinds, "kind", "only kind `K` (repeat, or separate with commas, for several)")
+	cmd.RunE = func(*cobra.Command, []string) error {
+		for _, k := range kinds.vals {
+			if err := store.ValidateKind(k); err != nil {
+				return err
+			}
 		}
-	}
-	js, closeFn, code, ok := openJobStore(c, g)
-	if !ok {
-		return code
-	}
-	defer closeFn()
-	ctx, cancel := callContext(0)
-	defer cancel()
-	counts, err := js.JobCounts(ctx)
-	if err != nil {
-		return c.jobFail(g, err, nil, "")
-	}
-	resp := wire.JobCountsResponse{Counts: []wire.JobCount{}}
-	for _, n := range counts {
-		if len(kinds.vals) == 0 || slices.Contains(kinds.vals, n.Kind) {
-			resp.Counts = append(resp.Counts, wire.JobCount{Kind: n.Kind, State: n.State, Count: n.Count})
+		st, ctx, done, err := a.openStore(0)
+		if err != nil {
+			return err
 		}
+		defer done()
+		counts, err := st.JobCounts(ctx)
+		if err != nil {
+			return err
+		}
+		resp := wire.JobCountsResponse{Counts: []wire.JobCount{}}
+		for _, n := range counts {
+			if len(kinds.vals) == 0 || slices.Contains(kinds.vals, n.Kind) {
+				resp.Counts = append(resp.Counts, wire.JobCount{Kind: n.Kind, State: n.State, Count: n.Count})
+			}
+		}
+		if a.g.output == "json" {
+			return writeJSON(a.stdout, resp)
+		}
+		return writeStats(a.stdout, resp.Counts)
 	}
-	if g.output == "json" {
-		err = writeJSON(stdout, resp)
-	} else {
-		err = writeStats(stdout, resp.Counts)
-	}
-	if err != nil {
-		return c.jobFail(g, err, nil, "")
-	}
-	return exitOK
+	return cmd
 }
 
 // writeStats prints counts as one row per kind and a column per unfinished state, with totals.

@@ -1,36 +1,31 @@
 package cli
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
 )
 
-const kindsUsage = `Usage: baton kinds COMMAND [flags]
-
-Job kinds: a kind is registered before jobs of it can be submitted, and says how they run
+func (a *app) kindsCommand() *cobra.Command {
+	return a.group(&cobra.Command{
+		Use:   "kinds COMMAND [flags]",
+		Short: "job kinds (set: admin)",
+		Long: `Job kinds: a kind is registered before jobs of it can be submitted, and says how they run
 (busy policy, attempts, timeout, cooldown, state guard). Definitions live in the server's
-database: every submitter and worker applies the same rules.
-
-Commands:
-  list  list the registered kinds
-  set   create or change a kind (admin)
-
-Run 'baton kinds COMMAND --help' for a command's flags.
-
-` + jobExitCodesHelp + "\n"
-
-func kindsCommand(args []string, g *globals, stdout, stderr io.Writer) int {
-	return runGroup("baton kinds", kindsUsage, map[string]subcommand{
-		"list": kindsList, "ls": kindsList,
-		"set": kindsSet,
-	}, args, g, stdout, stderr)
+database: every submitter and worker applies the same rules.`,
+	},
+		a.kindsListCommand(),
+		a.kindsSetCommand(),
+	)
 }
 
 const kindOutputHelp = `Output (table):
@@ -40,42 +35,41 @@ const kindOutputHelp = `Output (table):
 ("" is the state of a resource never set.) With -o json: {"name", "policy", "max_attempts",
 "timeout_ms", "cooldown_ms", "from_states", "running_state", "success_state", "failure_state"}.`
 
-func kindsList(args []string, g *globals, stdout, stderr io.Writer) int {
-	c := newCommand("baton kinds list", `Usage: baton kinds list [-o table|json]
+func (a *app) kindsListCommand() *cobra.Command {
+	cmd := a.command(&cobra.Command{
+		Use:     "list [-o table|json]",
+		Aliases: []string{"ls"},
+		Short:   "list the registered kinds",
+		Long: `List the registered kinds, by name.
 
-List the registered kinds, by name.
-
-`+kindOutputHelp+` A JSON array for list.
-
-`+jobExitCodesHelp+"\n", stdout, stderr)
-	g.register(c.fs, true)
-	if _, code, ok := clientCommand(c, g, args, 0, ""); !ok {
-		return code
+` + kindOutputHelp + ` A JSON array for list.`,
+		Args: noArgs,
+	}, meta{exits: exitsRead, names: jobNames})
+	a.addGlobalFlags(cmd, true)
+	cmd.RunE = func(*cobra.Command, []string) error {
+		st, ctx, done, err := a.openStore(0)
+		if err != nil {
+			return err
+		}
+		defer done()
+		kinds, err := st.Kinds(ctx)
+		if err != nil {
+			return err
+		}
+		return writeKinds(a.stdout, a.g, kinds)
 	}
-	js, closeFn, code, ok := openJobStore(c, g)
-	if !ok {
-		return code
-	}
-	defer closeFn()
-	ctx, cancel := callContext(0)
-	defer cancel()
-	kinds, err := js.Kinds(ctx)
-	if err != nil {
-		return c.jobFail(g, err, nil, "")
-	}
-	if err := writeKinds(stdout, g, kinds); err != nil {
-		return c.jobFail(g, err, nil, "")
-	}
-	return exitOK
+	return cmd
 }
 
-var kindNames = flagNames{"kind": "NAME", "name": "NAME"}
-
-func kindsSet(args []string, g *globals, stdout, stderr io.Writer) int {
-	c := newCommand("baton kinds set", `Usage: baton kinds set NAME [--policy queue|skip|reject] [--max-attempts N] [--timeout D] [--cooldown D]
-         [--resource-cooldown D] [--from-states A,B] [--running-state S] [--success-state S] [--failure-state S] [-o table|json]
-
-Create or change the kind NAME (admin) and print it. Flags not given keep the kind's current
+func (a *app) kindsSetCommand() *cobra.Command {
+	var policy, fromStates, runningState, successState, failureState string
+	var maxAttempts int
+	var timeout, cooldown, resourceCooldown time.Duration
+	cmd := a.command(&cobra.Command{
+		Use: `set NAME [--policy queue|skip|reject] [--max-attempts N] [--timeout D] [--cooldown D]
+[--resource-cooldown D] [--from-states A,B] [--running-state S] [--success-state S] [--failure-state S] [-o table|json]`,
+		Short: "create or change a kind (admin)",
+		Long: `Create or change the kind NAME (admin) and print it. Flags not given keep the kind's current
 values (for a new kind: the defaults). An empty value clears a setting: --timeout 0,
 --from-states '' (any state), --success-state ''.
 
@@ -103,84 +97,77 @@ Examples:
   baton kinds set remediate --policy skip --resource-cooldown 10m
   baton kinds set migrate --from-states ,migrated --running-state migrating --success-state migrated --failure-state broken
 
-`+kindOutputHelp+`
-
-`+jobExitCodesHelp+"\n", stdout, stderr)
-	g.register(c.fs, true)
-	c.writes = true
-	policy := c.fs.String("policy", "", "queue, skip or reject")
-	maxAttempts := c.fs.Int("max-attempts", 0, "attempts before a job is discarded, 1-1000")
-	timeout := c.fs.Duration("timeout", 0, "time limit of one attempt, up to 24h (0: none)")
-	cooldown := c.fs.Duration("cooldown", 0, "pause between two jobs of this kind on one resource")
-	resourceCooldown := c.fs.Duration("resource-cooldown", 0, "after a job of this kind ends on a resource, skip every submit to it for this long, up to 24h")
-	fromStates := c.fs.String("from-states", "", "comma-separated resource `states` a job may start from (empty: any)")
-	runningState := c.fs.String("running-state", "", "resource `state` set when an attempt starts")
-	successState := c.fs.String("success-state", "", "resource `state` set when a job succeeds")
-	failureState := c.fs.String("failure-state", "", "resource `state` set when a job ends discarded or cancelled")
-	pos, code, ok := clientCommand(c, g, args, 1, "NAME")
-	if !ok {
-		return code
-	}
-	name := pos[0]
-	if err := store.ValidateKind(name); err != nil {
-		return c.jobFail(g, err, kindNames, "")
-	}
-	if flagSet(c.fs, "max-attempts") && (*maxAttempts < 1 || *maxAttempts > store.MaxMaxAttempts) {
-		// The store reads 0 as "the default" (5): a 0 given on purpose must not become 5 silently.
-		return c.usageError("--max-attempts must be between 1 and %d (got %d; leave it out to keep the current value)", store.MaxMaxAttempts, *maxAttempts)
-	}
-	js, closeFn, code, ok := openJobStore(c, g)
-	if !ok {
-		return code
-	}
-	defer closeFn()
-	ctx, cancel := callContext(0)
-	defer cancel()
-	kinds, err := js.Kinds(ctx)
-	if err != nil {
-		return c.jobFail(g, err, nil, "")
-	}
-	k := store.Kind{Name: name}
-	if i := slices.IndexFunc(kinds, func(k store.Kind) bool { return k.Name == name }); i >= 0 {
-		k = kinds[i]
-	}
-	c.fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "policy":
-			k.Policy = store.BusyPolicy(*policy)
-		case "max-attempts":
-			k.MaxAttempts = *maxAttempts
-		case "timeout":
-			k.Timeout = *timeout
-		case "cooldown":
-			k.Cooldown = *cooldown
-		case "resource-cooldown":
-			k.ResourceCooldown = *resourceCooldown
-		case "from-states":
-			k.FromStates = splitStates(*fromStates)
-		case "running-state":
-			k.RunningState = *runningState
-		case "success-state":
-			k.SuccessState = *successState
-		case "failure-state":
-			k.FailureState = *failureState
+` + kindOutputHelp,
+		Args: exactArgs(1, "NAME"),
+	}, meta{exits: exitsRead, writes: true, names: flagNames{"kind": "NAME", "name": "NAME"}})
+	a.addGlobalFlags(cmd, true)
+	fs := cmd.Flags()
+	fs.StringVar(&policy, "policy", "", "queue, skip or reject")
+	enumFlag(cmd, "policy", busyPolicies...)
+	fs.IntVar(&maxAttempts, "max-attempts", 0, "attempts before a job is discarded, 1-1000")
+	fs.DurationVar(&timeout, "timeout", 0, "time limit of one attempt, up to 24h (0: none)")
+	fs.DurationVar(&cooldown, "cooldown", 0, "pause between two jobs of this kind on one resource")
+	fs.DurationVar(&resourceCooldown, "resource-cooldown", 0, "after a job of this kind ends on a resource, skip every submit to it for this long, up to 24h")
+	fs.StringVar(&fromStates, "from-states", "", "comma-separated resource `states` a job may start from (empty: any)")
+	fs.StringVar(&runningState, "running-state", "", "resource `state` set when an attempt starts")
+	fs.StringVar(&successState, "success-state", "", "resource `state` set when a job succeeds")
+	fs.StringVar(&failureState, "failure-state", "", "resource `state` set when a job ends discarded or cancelled")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		name := args[0]
+		if err := store.ValidateKind(name); err != nil {
+			return err
 		}
-	})
-	if err := k.Validate(); err != nil {
-		return c.jobFail(g, err, kindNames, "")
+		if cmd.Flags().Changed("max-attempts") && (maxAttempts < 1 || maxAttempts > store.MaxMaxAttempts) {
+			// The store reads 0 as "the default" (5): a 0 given on purpose must not become 5 silently.
+			return usagef("--max-attempts must be between 1 and %d (got %d; leave it out to keep the current value)", store.MaxMaxAttempts, maxAttempts)
+		}
+		st, ctx, done, err := a.openStore(0)
+		if err != nil {
+			return err
+		}
+		defer done()
+		kinds, err := st.Kinds(ctx)
+		if err != nil {
+			return err
+		}
+		k := store.Kind{Name: name}
+		if i := slices.IndexFunc(kinds, func(k store.Kind) bool { return k.Name == name }); i >= 0 {
+			k = kinds[i]
+		}
+		cmd.Flags().Visit(func(f *pflag.Flag) {
+			switch f.Name {
+			case "policy":
+				k.Policy = store.BusyPolicy(policy)
+			case "max-attempts":
+				k.MaxAttempts = maxAttempts
+			case "timeout":
+				k.Timeout = timeout
+			case "cooldown":
+				k.Cooldown = cooldown
+			case "resource-cooldown":
+				k.ResourceCooldown = resourceCooldown
+			case "from-states":
+				k.FromStates = splitStates(fromStates)
+			case "running-state":
+				k.RunningState = runningState
+			case "success-state":
+				k.SuccessState = successState
+			case "failure-state":
+				k.FailureState = failureState
+			}
+		})
+		if err := k.Validate(); err != nil {
+			return err
+		}
+		if err := st.RegisterKinds(ctx, []store.Kind{k}); err != nil {
+			return err
+		}
+		if a.g.output == "json" {
+			return writeJSON(a.stdout, wire.KindFrom(&k))
+		}
+		return writeKinds(a.stdout, a.g, []store.Kind{k})
 	}
-	if err := js.RegisterKinds(ctx, []store.Kind{k}); err != nil {
-		return c.jobFail(g, err, kindNames, "")
-	}
-	if g.output == "json" {
-		err = writeJSON(stdout, wire.KindFrom(&k))
-	} else {
-		err = writeKinds(stdout, g, []store.Kind{k})
-	}
-	if err != nil {
-		return c.jobFail(g, err, nil, "")
-	}
-	return exitOK
+	return cmd
 }
 
 // splitStates reads --from-states: "" is the empty list (any state); otherwise comma-separated

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/batonhq/baton/store"
 )
 
@@ -19,14 +21,14 @@ func leaseSet(leases []*store.Lease) []string {
 }
 
 // watchLeases prints the list again each time its leases change, until interrupted.
-func (c *command) watchLeases(g *globals, last []*store.Lease, list func(context.Context) ([]*store.Lease, error), interval time.Duration) int {
+func (a *app) watchLeases(cmd *cobra.Command, last []*store.Lease, list func(context.Context) ([]*store.Lease, error), interval time.Duration) error {
 	ctx, stop := interruptContext()
 	defer stop()
-	if g.output != "json" {
-		fmt.Fprintln(c.stderr, c.name+": watching; Ctrl-C to stop")
+	if a.g.output != "json" {
+		fmt.Fprintln(a.stderr, cmd.CommandPath()+": watching; Ctrl-C to stop")
 	}
 	seen := leaseSet(last)
-	err := poll(ctx, interval, func(ctx context.Context) error {
+	return poll(ctx, interval, func(ctx context.Context) error {
 		leases, err := list(ctx)
 		if err != nil {
 			return err
@@ -36,13 +38,9 @@ func (c *command) watchLeases(g *globals, last []*store.Lease, list func(context
 			return nil
 		}
 		seen = now
-		if g.output != "json" {
-			fmt.Fprintf(c.stdout, "\n--- %s\n", time.Now().UTC().Format("15:04:05Z"))
+		if a.g.output != "json" {
+			fmt.Fprintf(a.stdout, "\n--- %s\n", time.Now().UTC().Format("15:04:05Z"))
 		}
-		return writeLeases(c.stdout, g, leases)
+		return writeLeases(a.stdout, a.g, leases)
 	})
-	if err != nil {
-		return c.fail(g, err)
-	}
-	return exitOK
 }

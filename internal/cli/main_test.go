@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,6 +18,15 @@ import (
 	"github.com/batonhq/baton/store/sqlite"
 	"github.com/batonhq/baton/store/storetest"
 )
+
+// TestMain lets the test binary be baton itself (BATON_CLI_TEST_AS_BATON=1): the completion
+// scripts, run in a real bash, call `baton __complete ...`.
+func TestMain(m *testing.M) {
+	if os.Getenv("BATON_CLI_TEST_AS_BATON") == "1" {
+		os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
 
 // result is one in-process run of the CLI.
 type result struct {
@@ -50,7 +60,7 @@ func TestUsageAndHelp(t *testing.T) {
 		{[]string{"--help"}, 0, "Exit codes:"},
 		{nil, 2, "Usage:"},
 		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
-		{[]string{"--bogus"}, 2, "flag provided but not defined: -bogus"},
+		{[]string{"--bogus"}, 2, "unknown flag: --bogus"},
 		{[]string{"--server", "http://x"}, 2, "missing command"},
 
 		{[]string{"locks"}, 2, "Usage: baton locks COMMAND"},
@@ -91,7 +101,7 @@ func TestUsageAndHelp(t *testing.T) {
 		{[]string{"run", "--lock", "k", "--grace", "-1s", "--", "true"}, 2, "--grace must not be negative"},
 		{[]string{"run", "--lock", "k", "--ttl", "3s", "--grace", "1001ms", "--", "true"}, 2, "--grace 1.001s is longer than a third of --ttl (1s)"},
 		{[]string{"run", "--lock", "k", "--ttl", "25h", "--", "true"}, 2, "invalid ttl"},
-		{[]string{"run", "--lock", "k", "--bogus", "--", "true"}, 2, "flag provided but not defined"},
+		{[]string{"run", "--lock", "k", "--bogus", "--", "true"}, 2, "unknown flag: --bogus"},
 		{[]string{"run", "--lock", "k", "--", "baton-test-no-such-command"}, 127, "executable file not found"},
 	}
 	for _, c := range cases {
@@ -108,23 +118,24 @@ func TestUsageAndHelp(t *testing.T) {
 	}
 }
 
+// The global flags take their defaults from the environment, and may come before or after the
+// command word.
 func TestGlobalsFromEnvironmentAndFlags(t *testing.T) {
 	t.Setenv("BATON_SERVER", "http://from-env:1")
 	t.Setenv("BATON_TOKEN", "env-token")
-	g := defaultGlobals()
-	top := newCommand("baton", "", io.Discard, io.Discard)
-	g.register(top.fs, true)
-	rest, _, ok := top.parseUntilCommand([]string{"--token", "flag-token", "-o", "json", "locks", "list"})
-	if !ok || strings.Join(rest, " ") != "locks list" {
-		t.Fatalf("top-level parse: %v, %v", rest, ok)
+	a := newApp(nil, io.Discard, io.Discard)
+	cmd, rest, err := a.rootCommand().Find([]string{"--token", "flag-token", "-o", "json", "locks", "list", "--server", "http://from-flag:2"})
+	if err != nil || cmd.CommandPath() != "baton locks list" {
+		t.Fatalf("find: %v, %v", cmd, err)
 	}
-	c := newCommand("baton locks list", "", io.Discard, io.Discard)
-	g.register(c.fs, true)
-	if _, _, ok := c.parse([]string{"--server", "http://from-flag:2"}); !ok {
-		t.Fatal("parse failed")
+	if err := cmd.ParseFlags(rest); err != nil {
+		t.Fatal(err)
 	}
-	if g.server != "http://from-flag:2" || g.token != "flag-token" || g.output != "json" {
-		t.Fatalf("globals = %+v; want the server of the last flag, the token of the first, json", g)
+	if a.g.server != "http://from-flag:2" || a.g.token != "flag-token" || a.g.output != "json" {
+		t.Fatalf("globals = %+v; want the flags' values", a.g)
+	}
+	if g := defaultGlobals(); g.server != "http://from-env:1" || g.token != "env-token" {
+		t.Fatalf("globals from the environment = %+v", g)
 	}
 	t.Setenv("BATON_SERVER", "")
 	if g := defaultGlobals(); g.server != defaultServer {

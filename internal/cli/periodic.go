@@ -5,32 +5,29 @@ import (
 	"io"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/batonhq/baton/client"
 	"github.com/batonhq/baton/internal/wire"
 )
 
-const periodicUsage = `Usage: baton periodic list [-o table|json]
-
-Periodic jobs: jobs the server's maintenance leader submits at the start of every period of a
+func (a *app) periodicCommand() *cobra.Command {
+	return a.group(&cobra.Command{
+		Use:   "periodic COMMAND [flags]",
+		Short: "periodic jobs (serve --periodic-file), next runs",
+		Long: `Periodic jobs: jobs the server's maintenance leader submits at the start of every period of a
 schedule, one job per period however many servers share the store. They are configured with
 'baton serve --periodic-file FILE' (see 'baton serve --help' and docs/jobs.md), not over the
-API: every server reads its own file at start.
-
-Commands:
-  list  list the server's periodic jobs with the start of their next period
-
-` + jobExitCodesHelp + "\n"
-
-func periodicCommand(args []string, g *globals, stdout, stderr io.Writer) int {
-	return runGroup("baton periodic", periodicUsage, map[string]subcommand{
-		"list": periodicList, "ls": periodicList,
-	}, args, g, stdout, stderr)
+API: every server reads its own file at start.`,
+	}, a.periodicListCommand())
 }
 
-func periodicList(args []string, g *globals, stdout, stderr io.Writer) int {
-	c := newCommand("baton periodic list", `Usage: baton periodic list [-o table|json]
-
-List the periodic jobs of the server (its --periodic-file), by name, with when the next period
+func (a *app) periodicListCommand() *cobra.Command {
+	cmd := a.command(&cobra.Command{
+		Use:     "list [-o table|json]",
+		Aliases: []string{"ls"},
+		Short:   "list the server's periodic jobs with the start of their next period",
+		Long: `List the periodic jobs of the server (its --periodic-file), by name, with when the next period
 starts on the server's clock. Servers on one store are expected to share one file; the
 maintenance leader's is the one that runs.
 
@@ -39,26 +36,23 @@ Output (table):
   reconcile  @every 30s  status.reconcile  app/web   2026-11-21T14:31:30Z (in 12s)
 
 With -o json: an array of {"name", "schedule", "kind", "resource", "args", "policy",
-"priority", "next_run"} (next_run absent if the schedule never fires again).
-
-`+jobExitCodesHelp+"\n", stdout, stderr)
-	g.register(c.fs, true)
-	if _, code, ok := clientCommand(c, g, args, 0, ""); !ok {
-		return code
+"priority", "next_run"} (next_run absent if the schedule never fires again).`,
+		Args: noArgs,
+	}, meta{exits: exitsRead, names: jobNames})
+	a.addGlobalFlags(cmd, true)
+	cmd.RunE = func(*cobra.Command, []string) error {
+		st, ctx, done, err := a.openStore(0)
+		if err != nil {
+			return err
+		}
+		defer done()
+		jobs, err := st.PeriodicJobs(ctx)
+		if err != nil {
+			return err
+		}
+		return writePeriodic(a.stdout, a.g, jobs, time.Now())
 	}
-	st, ctx, done, code, ok := c.openStore(g, 0)
-	if !ok {
-		return code
-	}
-	defer done()
-	jobs, err := st.PeriodicJobs(ctx)
-	if err != nil {
-		return c.jobFail(g, err, nil, "")
-	}
-	if err := writePeriodic(stdout, g, jobs, time.Now()); err != nil {
-		return c.fail(g, err)
-	}
-	return exitOK
+	return cmd
 }
 
 func writePeriodic(w io.Writer, g *globals, jobs []client.PeriodicJob, now time.Time) error {

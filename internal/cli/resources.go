@@ -5,33 +5,25 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/spf13/cobra"
+
 	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
 )
 
-const resourcesUsage = `Usage: baton resources COMMAND [flags]
-
-Inspect and set the recorded state of resources, the keys jobs work on. A resource's state is
+func (a *app) resourcesCommand() *cobra.Command {
+	return a.group(&cobra.Command{
+		Use:   "resources COMMAND [flags]",
+		Short: "resources' recorded states",
+		Long: `Inspect and set the recorded state of resources, the keys jobs work on. A resource's state is
 what kinds' state guards check (from_states) and set (running, success and failure states);
-its version is bumped by every change.
-
-Commands:
-  list       list resources
-  show       show one resource
-  set-state       set a resource's state (admin)
-  clear-cooldown  end a resource's cooldown early (admin)
-
-Run 'baton resources COMMAND --help' for a command's flags.
-
-` + jobExitCodesHelp + "\n"
-
-func resourcesCommand(args []string, g *globals, stdout, stderr io.Writer) int {
-	return runGroup("baton resources", resourcesUsage, map[string]subcommand{
-		"list": resourcesList, "ls": resourcesList,
-		"show": resourcesShow, "get": resourcesShow,
-		"set-state":      resourcesSetState,
-		"clear-cooldown": resourcesClearCooldown,
-	}, args, g, stdout, stderr)
+its version is bumped by every change.`,
+	},
+		a.resourcesListCommand(),
+		a.resourcesShowCommand(),
+		a.resourcesSetStateCommand(),
+		a.resourcesClearCooldownCommand(),
+	)
 }
 
 const resourceOutputHelp = `Output (table):
@@ -42,105 +34,100 @@ const resourceOutputHelp = `Output (table):
 With -o json: {"key", "state", "version", "updated_at", "running_job", "unfinished",
 "cooldown"?: {"resource", "until", "remaining_ms", "job"}}.`
 
-func resourcesList(args []string, g *globals, stdout, stderr io.Writer) int {
-	c := newCommand("baton resources list", `Usage: baton resources list [--prefix P] [--limit N] [-o table|json]
-
-List resources (every key a job was submitted to or a state was set on) in key order. Without
+func (a *app) resourcesListCommand() *cobra.Command {
+	var prefix string
+	var limit int
+	cmd := a.command(&cobra.Command{
+		Use:     "list [--prefix P] [--limit N] [-o table|json]",
+		Aliases: []string{"ls"},
+		Short:   "list resources",
+		Long: `List resources (every key a job was submitted to or a state was set on) in key order. Without
 --limit, every page is fetched.
 
 Example:
   baton resources list --prefix db/
 
-`+resourceOutputHelp+` A JSON array for list.
-
-`+jobExitCodesHelp+"\n", stdout, stderr)
-	g.register(c.fs, true)
-	prefix := c.fs.String("prefix", "", "only keys starting with `P`")
-	limit := c.fs.Int("limit", 0, "at most `N` resources (1-1000), one page")
-	if _, code, ok := clientCommand(c, g, args, 0, ""); !ok {
-		return code
-	}
-	if *limit < 0 || *limit > store.MaxListLimit {
-		return c.usageError("--limit must be between 1 and %d", store.MaxListLimit)
-	}
-	p := &store.ResourceListParams{Prefix: *prefix, Limit: *limit}
-	if *limit == 0 {
-		p.Limit = listPageSize
-	}
-	if err := p.Validate(); err != nil {
-		return c.jobFail(g, err, nil, "")
-	}
-	js, closeFn, code, ok := openJobStore(c, g)
-	if !ok {
-		return code
-	}
-	defer closeFn()
-	ctx, cancel := callContext(0)
-	defer cancel()
-	var all []*store.Resource
-	for {
-		page, err := js.ListResources(ctx, p)
+` + resourceOutputHelp + ` A JSON array for list.`,
+		Args: noArgs,
+	}, meta{exits: exitsRead, names: jobNames})
+	a.addGlobalFlags(cmd, true)
+	cmd.Flags().StringVar(&prefix, "prefix", "", "only keys starting with `P`")
+	cmd.Flags().IntVar(&limit, "limit", 0, "at most `N` resources (1-1000), one page")
+	cmd.RunE = func(*cobra.Command, []string) error {
+		if limit < 0 || limit > store.MaxListLimit {
+			return usagef("--limit must be between 1 and %d", store.MaxListLimit)
+		}
+		p := &store.ResourceListParams{Prefix: prefix, Limit: limit}
+		if limit == 0 {
+			p.Limit = listPageSize
+		}
+		if err := p.Validate(); err != nil {
+			return err
+		}
+		st, ctx, done, err := a.openStore(0)
 		if err != nil {
-			return c.jobFail(g, err, nil, "")
+			return err
 		}
-		all = append(all, page...)
-		if *limit != 0 || len(page) < p.Limit {
-			break
+		defer done()
+		var all []*store.Resource
+		for {
+			page, err := st.ListResources(ctx, p)
+			if err != nil {
+				return err
+			}
+			all = append(all, page...)
+			if limit != 0 || len(page) < p.Limit {
+				break
+			}
+			p.After = page[len(page)-1].Key
 		}
-		p.After = page[len(page)-1].Key
+		return writeResources(a.stdout, a.g, all)
 	}
-	if err := writeResources(stdout, g, all); err != nil {
-		return c.jobFail(g, err, nil, "")
-	}
-	return exitOK
+	return cmd
 }
 
-func resourcesShow(args []string, g *globals, stdout, stderr io.Writer) int {
-	c := newCommand("baton resources show", `Usage: baton resources show KEY [-o table|json]
-
-Show a resource's state and version, its running job and how many unfinished jobs it has.
+func (a *app) resourcesShowCommand() *cobra.Command {
+	cmd := a.command(&cobra.Command{
+		Use:     "show KEY [-o table|json]",
+		Aliases: []string{"get"},
+		Short:   "show one resource",
+		Long: `Show a resource's state and version, its running job and how many unfinished jobs it has.
 Exit code 3 if nothing was ever recorded for KEY.
 
 Example:
   baton resources show db/main
 
-`+resourceOutputHelp+`
-
-`+jobExitCodesHelp+"\n", stdout, stderr)
-	g.register(c.fs, true)
-	pos, code, ok := clientCommand(c, g, args, 1, "KEY")
-	if !ok {
-		return code
+` + resourceOutputHelp,
+		Args: exactArgs(1, "KEY"),
+	}, meta{exits: exitsLookup, names: flagNames{"resource": "KEY"}})
+	a.addGlobalFlags(cmd, true)
+	cmd.RunE = func(_ *cobra.Command, args []string) error {
+		if err := store.ValidateResource(args[0]); err != nil {
+			return err
+		}
+		st, ctx, done, err := a.openStore(0)
+		if err != nil {
+			return err
+		}
+		defer done()
+		r, err := st.GetResource(ctx, args[0])
+		if err != nil {
+			return notFound(err, fmt.Sprintf("resource %q", args[0]))
+		}
+		if a.g.output == "json" {
+			return writeJSON(a.stdout, wire.ResourceFrom(r))
+		}
+		return writeResources(a.stdout, a.g, []*store.Resource{r})
 	}
-	if err := store.ValidateResource(pos[0]); err != nil {
-		return c.jobFail(g, err, flagNames{"resource": "KEY"}, "")
-	}
-	js, closeFn, code, ok := openJobStore(c, g)
-	if !ok {
-		return code
-	}
-	defer closeFn()
-	ctx, cancel := callContext(0)
-	defer cancel()
-	r, err := js.GetResource(ctx, pos[0])
-	if err != nil {
-		return c.jobFail(g, err, nil, fmt.Sprintf("resource %q", pos[0]))
-	}
-	if g.output == "json" {
-		err = writeJSON(stdout, wire.ResourceFrom(r))
-	} else {
-		err = writeResources(stdout, g, []*store.Resource{r})
-	}
-	if err != nil {
-		return c.jobFail(g, err, nil, "")
-	}
-	return exitOK
+	return cmd
 }
 
-func resourcesSetState(args []string, g *globals, stdout, stderr io.Writer) int {
-	c := newCommand("baton resources set-state", `Usage: baton resources set-state KEY STATE [--if-version N] [-o table|json]
-
-Set a resource's state (admin), creating the resource if needed, and print it. With
+func (a *app) resourcesSetStateCommand() *cobra.Command {
+	var ifVersion int64
+	cmd := a.command(&cobra.Command{
+		Use:   "set-state KEY STATE [--if-version N] [-o table|json]",
+		Short: "set a resource's state (admin)",
+		Long: `Set a resource's state (admin), creating the resource if needed, and print it. With
 --if-version, only if the resource is at version N (a compare-and-set; a resource never
 recorded is at version 0): exit code 4 if it is not. Use it to repair a resource that a
 failed job left in a failure state, before retrying the job.
@@ -148,47 +135,37 @@ failed job left in a failure state, before retrying the job.
 Example:
   baton resources set-state db/main migrated --if-version 4
 
-`+resourceOutputHelp+`
-
-`+jobExitCodesHelp+"\n", stdout, stderr)
-	g.register(c.fs, true)
-	c.writes = true
-	ifVersion := c.fs.Int64("if-version", 0, "only if the resource's version is `N`")
-	pos, code, ok := clientCommand(c, g, args, 2, "KEY and STATE")
-	if !ok {
-		return code
-	}
-	p := &store.SetResourceStateParams{Key: pos[0], State: pos[1]}
-	if flagSet(c.fs, "if-version") {
-		if *ifVersion < 0 {
-			return c.usageError("--if-version must not be negative")
+` + resourceOutputHelp,
+		Args: exactArgs(2, "KEY and STATE"),
+	}, meta{exits: exitsJobOp, writes: true, names: flagNames{"resource": "KEY", "state": "STATE"}})
+	a.addGlobalFlags(cmd, true)
+	cmd.Flags().Int64Var(&ifVersion, "if-version", 0, "only if the resource's version is `N`")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		p := &store.SetResourceStateParams{Key: args[0], State: args[1]}
+		if cmd.Flags().Changed("if-version") {
+			if ifVersion < 0 {
+				return usagef("--if-version must not be negative")
+			}
+			p.IfVersion = &ifVersion
 		}
-		p.IfVersion = ifVersion
+		if err := p.Validate(); err != nil {
+			return err
+		}
+		st, ctx, done, err := a.openStore(0)
+		if err != nil {
+			return err
+		}
+		defer done()
+		r, err := st.SetResourceState(ctx, p)
+		if err != nil {
+			return notFound(err, fmt.Sprintf("resource %q", p.Key))
+		}
+		if a.g.output == "json" {
+			return writeJSON(a.stdout, wire.ResourceFrom(r))
+		}
+		return writeResources(a.stdout, a.g, []*store.Resource{r})
 	}
-	names := flagNames{"resource": "KEY", "state": "STATE"}
-	if err := p.Validate(); err != nil {
-		return c.jobFail(g, err, names, "")
-	}
-	js, closeFn, code, ok := openJobStore(c, g)
-	if !ok {
-		return code
-	}
-	defer closeFn()
-	ctx, cancel := callContext(0)
-	defer cancel()
-	r, err := js.SetResourceState(ctx, p)
-	if err != nil {
-		return c.jobFail(g, err, names, fmt.Sprintf("resource %q", p.Key))
-	}
-	if g.output == "json" {
-		err = writeJSON(stdout, wire.ResourceFrom(r))
-	} else {
-		err = writeResources(stdout, g, []*store.Resource{r})
-	}
-	if err != nil {
-		return c.jobFail(g, err, nil, "")
-	}
-	return exitOK
+	return cmd
 }
 
 func writeResources(w io.Writer, g *globals, rs []*store.Resource) error {

@@ -3,16 +3,19 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
 )
 
-func resourcesClearCooldown(args []string, g *globals, stdout, stderr io.Writer) int {
-	c := newCommand("baton resources clear-cooldown", `Usage: baton resources clear-cooldown KEY --reason TEXT [-o table|json]
-
-End a resource's cooldown early (admin): the cooldown that a job of a kind with a resource
+func (a *app) resourcesClearCooldownCommand() *cobra.Command {
+	var reason string
+	cmd := a.command(&cobra.Command{
+		Use:   "clear-cooldown KEY --reason TEXT [-o table|json]",
+		Short: "end a resource's cooldown early (admin)",
+		Long: `End a resource's cooldown early (admin): the cooldown that a job of a kind with a resource
 cooldown ('baton kinds set --resource-cooldown') started when it ended on KEY, during which
 every job submitted to KEY is skipped. The next submit runs; a job that was queued on KEY before
 the cooldown began, and that the cooldown held back, can start at once. The audit log records
@@ -23,46 +26,37 @@ Example:
 
 Output:
   cleared the cooldown of node-1 after job 7 (9m12s were left)
-With -o json: {"resource", "until", "remaining_ms", "job"}.
-
-`+jobExitCodesHelp+"\n", stdout, stderr)
-	g.register(c.fs, true)
-	reason := c.fs.String("reason", "", "why, for the audit log (required)")
-	pos, code, ok := clientCommand(c, g, args, 1, "KEY")
-	if !ok {
-		return code
-	}
-	if *reason == "" {
-		return c.usageError("--reason is required")
-	}
-	p := &store.ClearCooldownParams{Resource: pos[0], Reason: *reason}
-	names := flagNames{"resource": "KEY", "reason": "--reason"}
-	if err := p.Validate(); err != nil {
-		return c.jobFail(g, err, names, "")
-	}
-	js, closeFn, code, ok := openJobStore(c, g)
-	if !ok {
-		return code
-	}
-	defer closeFn()
-	ctx, cancel := callContext(0)
-	defer cancel()
-	cd, err := js.ClearResourceCooldown(ctx, p)
-	if errors.Is(err, store.ErrNotFound) {
-		fmt.Fprintf(stderr, "%s: resource %q is not cooling down: no cooldown to clear\n", c.name, p.Resource)
-		return exitNotFound
-	}
-	if err != nil {
-		return c.jobFail(g, err, names, "")
-	}
-	if g.output == "json" {
-		err = writeJSON(stdout, wire.ResourceCooldownFrom(cd))
-	} else {
-		_, err = fmt.Fprintf(stdout, "cleared the cooldown of %s after job %d (%s were left)\n",
+With -o json: {"resource", "until", "remaining_ms", "job"}.`,
+		Args: exactArgs(1, "KEY"),
+	}, meta{exits: exitsLookup, writes: true, names: flagNames{"resource": "KEY", "reason": "--reason"}})
+	a.addGlobalFlags(cmd, true)
+	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit log (required)")
+	cmd.RunE = func(_ *cobra.Command, args []string) error {
+		if reason == "" {
+			return usagef("--reason is required")
+		}
+		p := &store.ClearCooldownParams{Resource: args[0], Reason: reason}
+		if err := p.Validate(); err != nil {
+			return err
+		}
+		st, ctx, done, err := a.openStore(0)
+		if err != nil {
+			return err
+		}
+		defer done()
+		cd, err := st.ClearResourceCooldown(ctx, p)
+		if errors.Is(err, store.ErrNotFound) {
+			return explain(err, "resource %q is not cooling down: no cooldown to clear", p.Resource)
+		}
+		if err != nil {
+			return err
+		}
+		if a.g.output == "json" {
+			return writeJSON(a.stdout, wire.ResourceCooldownFrom(cd))
+		}
+		_, err = fmt.Fprintf(a.stdout, "cleared the cooldown of %s after job %d (%s were left)\n",
 			printable(cd.Resource), cd.Job, roundDuration(cd.Left))
+		return err
 	}
-	if err != nil {
-		return c.jobFail(g, err, nil, "")
-	}
-	return exitOK
+	return cmd
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,13 +14,23 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/store"
 )
 
-const runUsage = `Usage: baton run --lock KEY [--ttl 15s] [--wait 1m | --no-wait] [--holder NAME] [--grace 5s] [--cooldown D] -- CMD [ARGS...]
+// releaseTimeout bounds the release after CMD exits.
+const releaseTimeout = 10 * time.Second
 
-Run CMD while holding the lock KEY on a baton server: one CMD at a time per KEY, across
+func (a *app) runCommand() *cobra.Command {
+	var key, holder string
+	var ttl, wait, grace, cooldown time.Duration
+	var noWait bool
+	cmd := a.command(&cobra.Command{
+		Use:   "run --lock KEY [--ttl 15s] [--wait 1m | --no-wait] [--holder NAME] [--grace 5s] [--cooldown D] -- CMD [ARGS...]",
+		Short: "run CMD while holding the lock KEY",
+		Long: `Run CMD while holding the lock KEY on a baton server: one CMD at a time per KEY, across
 machines. The lease is renewed in the background (every TTL/3) for as long as CMD runs, and
 released when CMD exits.
 
@@ -53,91 +62,79 @@ released when CMD exits.
 Examples:
   baton run --lock terraform/prod --wait 10m -- terraform apply -auto-approve
   baton run --lock nightly-report --no-wait -- ./report.sh
-  baton run --lock node/node-1 --no-wait --cooldown 10m -- ./drain-and-reboot.sh node-1
-
-Exit codes: CMD's exit code (128+N if it died of signal N); 1 error (server unreachable,
-unexpected); 2 usage error; 75 lock busy (held or in cooldown past --wait); 76 lease lost while
-CMD ran; 77 unauthorized or forbidden; 126 CMD cannot be run; 127 CMD not found;
-128+N when baton got signal N while waiting for the lock.
-`
-
-// releaseTimeout bounds the release after CMD exits.
-const releaseTimeout = 10 * time.Second
-
-func runCommand(args []string, g *globals, stdin io.Reader, stdout, stderr io.Writer) int {
-	if _, isFile := stderr.(*os.File); !isFile {
-		// The keepalive's warnings and CMD's output (copied by os/exec for a writer that is not
-		// a file) would write to stderr concurrently.
-		stderr = &lockedWriter{w: stderr}
+  baton run --lock node/node-1 --no-wait --cooldown 10m -- ./drain-and-reboot.sh node-1`,
+	}, meta{cmdLine: true, exits: []int{exitCmdStatus, exitError, exitUsage, exitBusy, exitLeaseLost, exitAuth,
+		exitNoExec, exitNotExist, exitSignalled}})
+	a.addGlobalFlags(cmd, false)
+	fs := cmd.Flags()
+	fs.SetInterspersed(false) // the first argument starts CMD: its flags are its own
+	fs.StringVar(&key, "lock", "", "the lock `KEY` (required)")
+	fs.DurationVar(&ttl, "ttl", baton.DefaultTTL, "lease `TTL`, 1s to 24h; renewed every TTL/3")
+	fs.DurationVar(&wait, "wait", time.Minute, "wait up to `duration` for the lock")
+	fs.BoolVar(&noWait, "no-wait", false, "fail at once (exit code 75) if the lock is held")
+	fs.StringVar(&holder, "holder", "", "holder `name`, e.g. a job ID, unique to this run: runs with the same holder share the lock (default: host:pid:random)")
+	fs.DurationVar(&grace, "grace", 0, "how long CMD has between SIGTERM and SIGKILL when the lease is failing; at most TTL/3 (default: 10s or TTL/3, whichever is less)")
+	fs.DurationVar(&cooldown, "cooldown", 0, "keep KEY resting for `duration` after the lease is released, 0 to 24h")
+	cmd.RunE = func(cmd *cobra.Command, cmdArgs []string) error {
+		return a.runLocked(cmdArgs, runFlags{key: key, holder: holder, ttl: ttl, wait: wait, grace: grace,
+			cooldown: cooldown, noWait: noWait, waitSet: cmd.Flags().Changed("wait"), graceSet: cmd.Flags().Changed("grace")})
 	}
-	c := newCommand("baton run", runUsage, stdout, stderr)
-	g.register(c.fs, false)
-	key := c.fs.String("lock", "", "the lock `KEY` (required)")
-	ttl := c.fs.Duration("ttl", baton.DefaultTTL, "lease `TTL`, 1s to 24h; renewed every TTL/3")
-	wait := c.fs.Duration("wait", time.Minute, "wait up to `duration` for the lock")
-	noWait := c.fs.Bool("no-wait", false, "fail at once (exit code 75) if the lock is held")
-	holder := c.fs.String("holder", "", "holder `name`, e.g. a job ID, unique to this run: runs with the same holder share the lock (default: host:pid:random)")
-	grace := c.fs.Duration("grace", 0, "how long CMD has between SIGTERM and SIGKILL when the lease is failing; at most TTL/3 (default: 10s or TTL/3, whichever is less)")
-	cooldown := c.fs.Duration("cooldown", 0, "keep KEY resting for `duration` after the lease is released, 0 to 24h")
-	cmdArgs, code, ok := c.parseUntilCommand(args)
-	if !ok {
-		return code
-	}
-	waitSet, graceSet := false, false
-	c.fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "wait":
-			waitSet = true
-		case "grace":
-			graceSet = true
-		}
-	})
+	return cmd
+}
+
+// runFlags are the settings of baton run.
+type runFlags struct {
+	key, holder                string
+	ttl, wait, grace, cooldown time.Duration
+	noWait, waitSet, graceSet  bool
+}
+
+// runLocked is baton run: CMD (cmdArgs) under the lock. Its error is CMD's exit status
+// (cmdExit) when CMD ran.
+func (a *app) runLocked(cmdArgs []string, f runFlags) error {
+	stderr := a.stderr
 	switch {
 	case len(cmdArgs) == 0:
-		return c.usageError("missing CMD (baton run --lock KEY -- CMD [ARGS...])")
-	case *key == "":
-		return c.usageError("--lock is required")
-	case *noWait && waitSet:
-		return c.usageError("--wait and --no-wait exclude each other")
-	case *wait < 0:
-		return c.usageError("--wait must not be negative")
-	case *grace < 0:
-		return c.usageError("--grace must not be negative")
-	case *cooldown < 0 || *cooldown > store.MaxPause:
-		return c.usageError("--cooldown must be between 0 and %s (got %s)", store.MaxPause, *cooldown)
+		return usagef("missing CMD (baton run --lock KEY -- CMD [ARGS...])")
+	case f.key == "":
+		return usagef("--lock is required")
+	case f.noWait && f.waitSet:
+		return usagef("--wait and --no-wait exclude each other")
+	case f.wait < 0:
+		return usagef("--wait must not be negative")
+	case f.grace < 0:
+		return usagef("--grace must not be negative")
+	case f.cooldown < 0 || f.cooldown > store.MaxPause:
+		return usagef("--cooldown must be between 0 and %s (got %s)", store.MaxPause, f.cooldown)
 	}
-	if err := store.ValidateKey(*key); err != nil {
-		return c.fail(g, err)
+	if err := store.ValidateKey(f.key); err != nil {
+		return err
 	}
-	if err := store.ValidateTTL(*ttl); err != nil {
-		return c.fail(g, err)
+	if err := store.ValidateTTL(f.ttl); err != nil {
+		return err
 	}
-	if *holder != "" {
-		if err := store.ValidateHolder(*holder); err != nil {
-			return c.fail(g, err)
+	if f.holder != "" {
+		if err := store.ValidateHolder(f.holder); err != nil {
+			return err
 		}
 	}
-	if *noWait {
-		*wait = 0
+	if f.noWait {
+		f.wait = 0
 	}
 	// CMD must be dead by the lease's local deadline, which a renew pushes to about TTL after
 	// it; renews come every TTL/3, so a grace of TTL/3 leaves a third of the TTL for a renew to
 	// succeed before CMD is told to stop.
-	maxGrace := *ttl / 3
+	maxGrace := f.ttl / 3
 	switch {
-	case !graceSet:
-		*grace = min(10*time.Second, maxGrace)
-	case *grace > maxGrace:
-		return c.usageError("--grace %s is longer than a third of --ttl (%s): CMD must be dead before the lease could pass to another holder; raise --ttl or lower --grace", *grace, maxGrace)
+	case !f.graceSet:
+		f.grace = min(10*time.Second, maxGrace)
+	case f.grace > maxGrace:
+		return usagef("--grace %s is longer than a third of --ttl (%s): CMD must be dead before the lease could pass to another holder; raise --ttl or lower --grace", f.grace, maxGrace)
 	}
 
 	// Resolve CMD before taking the lock, so that a typo does not hold it.
 	if _, err := exec.LookPath(cmdArgs[0]); err != nil {
-		fmt.Fprintf(stderr, "baton run: %v\n", err)
-		if errors.Is(err, os.ErrPermission) {
-			return exitNoExec
-		}
-		return exitNotExist
+		return &cmdNotRunnable{err}
 	}
 	cmd := exec.Command(cmdArgs[0], cmdArgs[1:]...)
 
@@ -146,29 +143,29 @@ func runCommand(args []string, g *globals, stdin io.Reader, stdout, stderr io.Wr
 	signal.Notify(sigs, forwardedSignals()...)
 	defer signal.Stop(sigs)
 
-	st, err := g.store()
+	st, err := a.g.store()
 	if err != nil {
-		return c.usageError("%v", err)
+		return usagef("%v", err)
 	}
 	defer st.Close()
 	locker, err := baton.NewLocker(st, &baton.Config{
-		TTL:    *ttl,
+		TTL:    f.ttl,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
-		return c.fail(g, err)
+		return err
 	}
-	opts := []baton.Option{baton.WithTTL(*ttl), baton.WithCooldown(*cooldown)}
-	if *holder != "" {
-		opts = append(opts, baton.WithHolder(*holder))
-	}
-
-	lease, code := acquireForRun(c, g, locker, *key, *wait, opts, sigs)
-	if lease == nil {
-		return code
+	opts := []baton.Option{baton.WithTTL(f.ttl), baton.WithCooldown(f.cooldown)}
+	if f.holder != "" {
+		opts = append(opts, baton.WithHolder(f.holder))
 	}
 
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	lease, err := a.acquireForRun(locker, f.key, f.wait, opts, sigs)
+	if err != nil {
+		return err
+	}
+
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.stdin, a.stdout, stderr
 	cmd.Env = append(os.Environ(),
 		"BATON_LOCK_KEY="+lease.Key,
 		"BATON_LEASE_ID="+lease.ID,
@@ -179,16 +176,12 @@ func runCommand(args []string, g *globals, stdin io.Reader, stdout, stderr io.Wr
 	setSysProcAttr(cmd)
 	if err := cmd.Start(); err != nil {
 		releaseForRun(lease, stderr)
-		fmt.Fprintf(stderr, "baton run: %v\n", err)
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return exitNotExist
-		}
-		return exitNoExec
+		return &cmdNotRunnable{err}
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 
-	lost := superviseRun(cmd, lease, *grace, exited, sigs, stderr)
+	lost := superviseRun(cmd, lease, f.grace, exited, sigs, stderr)
 	// A loss in the instant CMD exited still counts: the work may have overlapped with the next
 	// holder's.
 	if !lost && errors.Is(lease.Err(), baton.ErrLeaseLost) {
@@ -202,17 +195,18 @@ func runCommand(args []string, g *globals, stdin io.Reader, stdout, stderr io.Wr
 		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 		_ = lease.Release(ctx)
 		cancel()
-		fmt.Fprintf(stderr, "baton run: CMD exited with status %d; exiting with %d (lease lost)\n", status, exitLeaseLost)
-		return exitLeaseLost
+		return explain(baton.ErrLeaseLost, "CMD exited with status %d; exiting with %d (lease lost)", status, exitLeaseLost)
 	}
 	releaseForRun(lease, stderr)
-	return status
+	if status != 0 {
+		return cmdExit(status)
+	}
+	return nil
 }
 
 // acquireForRun takes the lock for baton run, waiting up to wait. A signal other than SIGUSR1
-// and SIGUSR2 while waiting gives up (exit code 128+N). It returns the lease, or nil and the
-// exit code (the error already printed).
-func acquireForRun(c *command, g *globals, locker *baton.Locker, key string, wait time.Duration, opts []baton.Option, sigs <-chan os.Signal) (*baton.Lease, int) {
+// and SIGUSR2 while waiting gives up (exit code 128+N).
+func (a *app) acquireForRun(locker *baton.Locker, key string, wait time.Duration, opts []baton.Option, sigs <-chan os.Signal) (*baton.Lease, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	type result struct {
@@ -230,7 +224,7 @@ func acquireForRun(c *command, g *globals, locker *baton.Locker, key string, wai
 			// is transient (the server restarting); Acquire gives up at once on bad input or
 			// refused credentials.
 			if isBusy(err) {
-				fmt.Fprintf(c.stderr, "baton run: %s; waiting up to %s\n", describe(g, err), wait)
+				fmt.Fprintf(a.stderr, "baton run: %s; waiting up to %s\n", describe(a.g, err), wait)
 			}
 			busy := err
 			wctx, wcancel := context.WithDeadline(ctx, deadline)
@@ -248,20 +242,16 @@ func acquireForRun(c *command, g *globals, locker *baton.Locker, key string, wai
 	for {
 		select {
 		case r := <-done:
-			if r.err != nil {
-				return nil, c.fail(g, r.err)
-			}
-			return r.lease, exitOK
+			return r.lease, r.err
 		case sig := <-sigs:
 			if isUserSignal(sig) {
 				continue
 			}
 			cancel()
 			if r := <-done; r.lease != nil {
-				releaseForRun(r.lease, c.stderr)
+				releaseForRun(r.lease, a.stderr)
 			}
-			fmt.Fprintf(c.stderr, "baton run: %v while waiting for the lock %q; giving up\n", sig, key)
-			return nil, 128 + signalNumber(sig)
+			return nil, &signalled{sig: sig, msg: fmt.Sprintf("%v while waiting for the lock %q; giving up", sig, key)}
 		}
 	}
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -15,15 +13,35 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/storeurl"
 	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/store"
 )
 
-const serveUsage = `Usage: baton serve [flags]
+// serveFlags are the serve command's settings.
+type serveFlags struct {
+	listen, store, authFile, tlsCert, tlsKey, logFormat string
+	insecureNoAuth                                      bool
+	maxWait, shutdownGrace                              time.Duration
+	reapInterval, jobRetention, maxQueueWait            time.Duration
+	deadLetterRetention, bodyTimeout                    time.Duration
+	maxInflight, maxQueue, maxConns                     int
+	// periodicFile names the periodic jobs file; periodic is what it holds.
+	periodicFile string
+	periodic     []baton.PeriodicJob
+	allowedHosts listFlag
+}
 
-Runs the Baton HTTP API over a lease store. Every flag can also be set with an environment
+func (a *app) serveCommand() *cobra.Command {
+	var f serveFlags
+	cmd := a.command(&cobra.Command{
+		Use:   "serve [flags]",
+		Short: "run the HTTP API server",
+		Long: `Runs the Baton HTTP API over a lease store. Every flag can also be set with an environment
 variable: BATON_ and the flag's name in upper case with _ for - (BATON_STORE, BATON_AUTH_FILE,
 BATON_SHUTDOWN_GRACE, ...); a flag on the command line wins.
 
@@ -41,35 +59,20 @@ Only in the baton-full binary (cmd/baton-full), not in baton:
 Examples:
   baton serve                                        # SQLite file ./baton.db, 127.0.0.1:7725
   baton serve --store postgres://baton@db/app         # PostgreSQL, schema "baton"
-  baton serve --listen :7725 --auth-file tokens.txt --tls-cert c.pem --tls-key k.pem
-`
-
-// serveFlags are the serve command's settings.
-type serveFlags struct {
-	listen, store, authFile, tlsCert, tlsKey, logFormat string
-	insecureNoAuth                                      bool
-	maxWait, shutdownGrace                              time.Duration
-	reapInterval, jobRetention, maxQueueWait            time.Duration
-	deadLetterRetention, bodyTimeout                    time.Duration
-	maxInflight, maxQueue, maxConns                     int
-	// periodicFile names the periodic jobs file; periodic is what it holds.
-	periodicFile string
-	periodic     []baton.PeriodicJob
-	allowedHosts listFlag
-}
-
-// newServeCommand is the serve command's flag set, its flags not yet read from the environment
-// (serveFromEnv does that after parsing, for the flags the command line did not give).
-func newServeCommand(stdout, stderr io.Writer) (*command, *serveFlags) {
-	c := newCommand("baton serve", serveUsage, stdout, stderr)
-	fs := c.fs
-	var f serveFlags
+  baton serve --listen :7725 --auth-file tokens.txt --tls-cert c.pem --tls-key k.pem`,
+		Args: noArgs,
+	}, meta{exits: []int{exitOK, exitError, exitUsage}})
+	fs := cmd.Flags()
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:7725", "address to listen on")
 	fs.StringVar(&f.store, "store", "sqlite://./baton.db", "store URL: sqlite://PATH, postgres://…, redis://HOST:PORT/DB or rediss://… (refused without appendonly yes and appendfsync always unless ?baton_allow_volatile=true), redis+redlock://h1:p1,h2:p2,h3:p3; etcd://…, kubernetes://… and dynamodb://… only in the baton-full binary (cmd/baton-full)")
 	fs.StringVar(&f.authFile, "auth-file", "", "bearer tokens: lines of \"name role sha256-hex\"")
+	fileFlag(cmd, "auth-file")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file")
+	fileFlag(cmd, "tls-cert")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "TLS key file")
+	fileFlag(cmd, "tls-key")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
+	enumFlag(cmd, "log-format", "text", "json")
 	fs.BoolVar(&f.insecureNoAuth, "insecure-no-auth", false, "allow a non-loopback address without --auth-file")
 	fs.DurationVar(&f.maxWait, "max-wait", server.DefaultMaxWait, "longest server-side wait of one acquire request")
 	fs.IntVar(&f.maxInflight, "max-inflight", 0, "store calls in flight at once; more wait, renewals and releases first (0: twice the store's connections, at least 8, at most 64)")
@@ -79,14 +82,21 @@ func newServeCommand(stdout, stderr io.Writer) (*command, *serveFlags) {
 	fs.DurationVar(&f.reapInterval, "reap-interval", baton.DefaultReapInterval, "how often the maintenance leader returns jobs whose lease expired to the queue")
 	fs.DurationVar(&f.jobRetention, "job-retention", baton.DefaultRetention, "how long finished jobs are kept before the cleaner deletes them")
 	fs.StringVar(&f.periodicFile, "periodic-file", "", "periodic jobs (JSON: {\"periodic\": [{\"name\", \"schedule\", \"kind\", \"resource\", \"args\"}]}) that the maintenance leader submits, one job per period")
+	fileFlag(cmd, "periodic-file")
 	fs.DurationVar(&f.deadLetterRetention, "dead-letter-retention", 0, "how long dead letters (discarded jobs) are kept before the cleaner deletes them, apart from --job-retention; 0 keeps them until purged")
 	fs.DurationVar(&f.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "how long a request's body may take to arrive after its headers; later, 408 and the connection is closed (answers, long-polls included, are not bounded by it; -1s: no bound)")
 	fs.IntVar(&f.maxConns, "max-conns", 0, "client connections open at once; one more is answered 503 and closed (0: 1024, or half the open-file limit if lower; -1: no bound)")
 	f.allowedHosts.split = true
 	fs.Var(&f.allowedHosts, "allowed-host", "a host name or IP address clients reach the server by, besides loopback names and the --listen host; repeatable or comma-separated. Without --auth-file every other Host header is refused with 403 (DNS rebinding); with it, the Host is checked only if this is given")
 	// Every flag has its variable, named in its help: one rule, so none is forgotten.
-	fs.VisitAll(func(fl *flag.Flag) { fl.Usage += " (env " + serveEnvName(fl.Name) + ")" })
-	return c, &f
+	fs.VisitAll(func(fl *pflag.Flag) { fl.Usage += " (env " + serveEnvName(fl.Name) + ")" })
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := serveFromEnv(cmd.Flags()); err != nil {
+			return usagef("%v", err)
+		}
+		return a.serve(cmd, f)
+	}
+	return cmd
 }
 
 // serveEnvName is the environment variable of a serve flag: BATON_ and the flag's name in upper
@@ -97,14 +107,12 @@ func serveEnvName(flagName string) string {
 
 // serveFromEnv sets each flag the command line did not give from its environment variable, if
 // set; a value the flag refuses is an error naming the variable and the rule (never ignored).
-func serveFromEnv(fs *flag.FlagSet) error {
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+func serveFromEnv(fs *pflag.FlagSet) error {
 	var err error
-	fs.VisitAll(func(f *flag.Flag) {
+	fs.VisitAll(func(f *pflag.Flag) {
 		env := serveEnvName(f.Name)
 		v, ok := os.LookupEnv(env)
-		if !ok || given[f.Name] || err != nil {
+		if !ok || f.Changed || err != nil || f.Name == "help" {
 			return
 		}
 		if f.Value.Set(v) != nil {
@@ -114,56 +122,27 @@ func serveFromEnv(fs *flag.FlagSet) error {
 	return err
 }
 
-// valueRule says what a flag's value must be, from its type.
-func valueRule(f *flag.Flag) string {
-	g, _ := f.Value.(flag.Getter)
-	if g == nil {
-		return "invalid value"
-	}
-	switch g.Get().(type) {
-	case bool:
-		return "must be true or false"
-	case int:
-		return "must be an integer"
-	case time.Duration:
-		return "must be a duration such as 5s or 24h"
-	}
-	return "invalid value"
-}
-
-func serveCommand(args []string, stdout, stderr io.Writer) int {
-	c, fp := newServeCommand(stdout, stderr)
-	pos, code, ok := c.parse(args)
-	if !ok {
-		return code
-	}
-	if len(pos) > 0 {
-		return c.usageError("unexpected argument %q", pos[0])
-	}
-	if err := serveFromEnv(c.fs); err != nil {
-		return c.usageError("%v", err)
-	}
-	f := *fp
+// serve checks the settings that need more than their flag's type, and runs the server until
+// SIGTERM or SIGINT.
+func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 	if f.periodicFile != "" {
 		jobs, err := readPeriodicFile(f.periodicFile)
 		if err != nil {
-			fmt.Fprintf(stderr, "baton serve: --periodic-file %s: %v\n", f.periodicFile, err)
-			return 2
+			return &usageError{msg: fmt.Sprintf("--periodic-file %s: %v", f.periodicFile, err), plain: true}
 		}
 		f.periodic = jobs
 	}
 	if f.deadLetterRetention < 0 {
-		return c.usageError("--dead-letter-retention (or BATON_DEAD_LETTER_RETENTION) must not be negative (got %s)", f.deadLetterRetention)
+		return usagef("--dead-letter-retention (or BATON_DEAD_LETTER_RETENTION) must not be negative (got %s)", f.deadLetterRetention)
 	}
 	var log *slog.Logger
 	switch f.logFormat {
 	case "text":
-		log = slog.New(slog.NewTextHandler(stderr, nil))
+		log = slog.New(slog.NewTextHandler(a.stderr, nil))
 	case "json":
-		log = slog.New(slog.NewJSONHandler(stderr, nil))
+		log = slog.New(slog.NewJSONHandler(a.stderr, nil))
 	default:
-		fmt.Fprintf(stderr, "baton serve: --log-format must be text or json, not %q\n", f.logFormat)
-		return 2
+		return &usageError{msg: fmt.Sprintf("--log-format must be text or json, not %q", f.logFormat), plain: true}
 	}
 	quietRedis(log)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -172,14 +151,14 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		// A setting the server refuses is a usage error naming its flag, not the server's field.
 		var inv *store.InvalidArgumentError
 		if errors.As(err, &inv) {
-			if fl := c.fs.Lookup(strings.ReplaceAll(inv.Field, "_", "-")); fl != nil {
-				return c.usageError("--%s %s: %s", fl.Name, fl.Value, inv.Rule)
+			if fl := cmd.Flags().Lookup(strings.ReplaceAll(inv.Field, "_", "-")); fl != nil {
+				return usagef("--%s %s: %s", fl.Name, fl.Value, inv.Rule)
 			}
 		}
 		log.Error("baton serve", "err", err)
-		return 1
+		return &loggedError{err}
 	}
-	return 0
+	return nil
 }
 
 func serve(ctx context.Context, f serveFlags, log *slog.Logger) error {

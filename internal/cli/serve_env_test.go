@@ -1,49 +1,63 @@
 package cli
 
 import (
-	"flag"
 	"io"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
+
+// serveCmd is the serve command of a fresh command tree.
+func serveCmd(t *testing.T) *cobra.Command {
+	t.Helper()
+	cmd, _, err := newApp(nil, io.Discard, io.Discard).rootCommand().Find([]string{"serve"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
 
 // Every serve flag reads its BATON_ variable (BATON_MAX_WAIT and BATON_SHUTDOWN_GRACE were
 // once ignored), its help names it, and the command line wins over it. The test walks the flag
 // set itself, so a flag added later without a working variable fails here.
 func TestServeEveryFlagHasAWorkingEnvVar(t *testing.T) {
-	c, _ := newServeCommand(io.Discard, io.Discard)
 	var names []string
-	c.fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	serveCmd(t).Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Name != "help" {
+			names = append(names, f.Name)
+		}
+	})
 	if len(names) < 14 {
 		t.Fatalf("serve has %d flags: %v", len(names), names)
 	}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			fresh, _ := newServeCommand(io.Discard, io.Discard)
-			fl := fresh.fs.Lookup(name)
+			fresh := serveCmd(t)
+			fl := fresh.Flags().Lookup(name)
 			env := serveEnvName(name)
 			if !strings.Contains(fl.Usage, "(env "+env+")") {
 				t.Errorf("--%s's help does not name %s: %q", name, env, fl.Usage)
 			}
 			val, other := valuesFor(t, fl)
 			t.Setenv(env, val)
-			if _, code, ok := fresh.parse(nil); !ok {
-				t.Fatalf("parse: exit %d", code)
+			if err := fresh.ParseFlags(nil); err != nil {
+				t.Fatalf("parse: %v", err)
 			}
-			if err := serveFromEnv(fresh.fs); err != nil {
+			if err := serveFromEnv(fresh.Flags()); err != nil {
 				t.Fatalf("%s=%s: %v", env, val, err)
 			}
 			if got := fl.Value.String(); got != val {
 				t.Errorf("%s=%s: --%s is %q", env, val, name, got)
 			}
 			// The command line wins.
-			fresh, _ = newServeCommand(io.Discard, io.Discard)
-			fl = fresh.fs.Lookup(name)
-			if _, code, ok := fresh.parse([]string{"--" + name + "=" + other}); !ok {
-				t.Fatalf("parse: exit %d", code)
+			fresh = serveCmd(t)
+			fl = fresh.Flags().Lookup(name)
+			if err := fresh.ParseFlags([]string{"--" + name + "=" + other}); err != nil {
+				t.Fatalf("parse: %v", err)
 			}
-			if err := serveFromEnv(fresh.fs); err != nil {
+			if err := serveFromEnv(fresh.Flags()); err != nil {
 				t.Fatal(err)
 			}
 			if got := fl.Value.String(); got != other {
@@ -54,21 +68,21 @@ func TestServeEveryFlagHasAWorkingEnvVar(t *testing.T) {
 }
 
 // valuesFor gives two valid values of the flag's type, both unlike its default.
-func valuesFor(t *testing.T, fl *flag.Flag) (string, string) {
-	switch v := fl.Value.(flag.Getter).Get().(type) {
-	case bool:
-		if v {
+func valuesFor(t *testing.T, fl *pflag.Flag) (string, string) {
+	switch fl.Value.Type() {
+	case "bool":
+		if fl.DefValue == "true" {
 			return "false", "false"
 		}
 		return "true", "true"
-	case int:
+	case "int":
 		return "7", "9"
-	case time.Duration:
+	case "duration":
 		return "7s", "9s"
-	case string:
+	case "string", "strings":
 		return "env-" + fl.Name, "flag-" + fl.Name
 	default:
-		t.Fatalf("--%s: no test value for %T", fl.Name, v)
+		t.Fatalf("--%s: no test value for %s", fl.Name, fl.Value.Type())
 		return "", ""
 	}
 }
@@ -98,7 +112,7 @@ func TestServeUsageErrorsLikeOtherCommands(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"serve", "--bogus"}, "baton serve: flag provided but not defined: -bogus\nRun 'baton serve --help' for usage.\n"},
+		{[]string{"serve", "--bogus"}, "baton serve: unknown flag: --bogus\nRun 'baton serve --help' for usage.\n"},
 		{[]string{"serve", "extra"}, "baton serve: unexpected argument \"extra\"\nRun 'baton serve --help' for usage.\n"},
 	} {
 		r := cli(t, c.args...)

@@ -24,7 +24,7 @@ func TestServeDeadLetterRetentionRefusesBadValues(t *testing.T) {
 			args = append(args, "--dead-letter-retention", c.flag)
 		}
 		var out, errOut bytes.Buffer
-		if code := serveCommand(args, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), c.want) {
+		if code := run(append([]string{"serve"}, args...), nil, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), c.want) {
 			t.Errorf("env %q flag %q: exit %d, stderr %q; want 2 and %q", c.env, c.flag, code, errOut.String(), c.want)
 		}
 	}

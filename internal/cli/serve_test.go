@@ -16,7 +16,7 @@ import (
 func TestServeRejectsBadDurationEnv(t *testing.T) {
 	t.Setenv("BATON_REAP_INTERVAL", "soon")
 	var out, errOut bytes.Buffer
-	code := serveCommand([]string{"--listen", "127.0.0.1:0", "--store", "sqlite://" + t.TempDir() + "/b.db"}, &out, &errOut)
+	code := run([]string{"serve", "--listen", "127.0.0.1:0", "--store", "sqlite://" + t.TempDir() + "/b.db"}, nil, &out, &errOut)
 	if code != 2 || !strings.Contains(errOut.String(), "BATON_REAP_INTERVAL") {
 		t.Fatalf("exit %d, stderr %q; want 2 naming BATON_REAP_INTERVAL", code, errOut.String())
 	}
@@ -28,7 +28,7 @@ func TestServeRejectsBadDurationEnv(t *testing.T) {
 func TestServeRedisWithoutPersistence(t *testing.T) {
 	addr := testredis.Start(t)
 	var out, errOut bytes.Buffer
-	code := serveCommand([]string{"--listen", "127.0.0.1:0", "--store", "redis://" + addr}, &out, &errOut)
+	code := run([]string{"serve", "--listen", "127.0.0.1:0", "--store", "redis://" + addr}, nil, &out, &errOut)
 	if code != 1 || !strings.Contains(errOut.String(), "baton_allow_volatile=true") || !strings.Contains(errOut.String(), "appendonly=no") {
 		t.Fatalf("exit %d, stderr %q; want 1, refusing with the settings and the opt-out", code, errOut.String())
 	}

@@ -1,17 +1,18 @@
 package cli
 
 import (
-	"flag"
+	"errors"
 	"fmt"
-	"io"
-	"regexp"
-	"slices"
 	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // editDistance is the optimal-string-alignment distance between a and b: insertions,
-// deletions, substitutions and swaps of two neighbours ("lokcs") count one each. The standard
-// library has none, and a dependency is not worth twenty lines.
+// deletions, substitutions and swaps of two neighbours ("lokcs") count one each. Cobra's own
+// suggestions use the Levenshtein distance, where a swap counts two: "lokcs" would be as far
+// from "locks" as "lists" is.
 func editDistance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
 	d := make([][]int, len(ra)+1)
@@ -81,66 +82,74 @@ func didYouMean(word string, candidates []string, quote func(string) string) str
 
 func quoted(s string) string { return fmt.Sprintf("%q", s) }
 
-// commandsSection matches the lines of a usage text's "Commands:" list: "  name  what it does".
-var commandsSection = regexp.MustCompile(`(?m)^Commands:\n((?:  .*\n)+)`)
-var commandLine = regexp.MustCompile(`(?m)^  ([a-z][a-z0-9-]*)\s`)
-
-// usageCommands returns the subcommands of group ("baton locks") that its usage text lists
-// under "Commands:", or, for a group without that list, names in "baton GROUP SUB" lines.
-func usageCommands(group, usage string) []string {
+// commandNames are the names of cmd's subcommands that its help lists.
+func commandNames(cmd *cobra.Command) []string {
 	var out []string
-	add := func(s string) {
-		if !slices.Contains(out, s) {
-			out = append(out, s)
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			out = append(out, c.Name())
 		}
-	}
-	if m := commandsSection.FindStringSubmatch(usage); m != nil {
-		for _, l := range commandLine.FindAllStringSubmatch(m[1], -1) {
-			add(l[1])
-		}
-		return out
-	}
-	re := regexp.MustCompile(regexp.QuoteMeta(group) + ` ([a-z][a-z0-9-]*)`)
-	for _, l := range re.FindAllStringSubmatch(usage, -1) {
-		add(l[1])
 	}
 	return out
 }
 
-// unknownCommand prints a group's refusal of an unknown subcommand, with a suggestion taken
-// from its usage text, and returns the usage exit code.
-func unknownCommand(stderr io.Writer, group, sub, usage string) int {
-	fmt.Fprintf(stderr, "%s: unknown command %q%s\n\n%s", group, sub, didYouMean(sub, usageCommands(group, usage), quoted), usage)
-	return exitUsage
+// groupArgs is the Args of a command group: no argument (its RunE prints the help), "help", or
+// a usage error for an unknown subcommand that suggests the close ones.
+func groupArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 || args[0] == "help" {
+		return nil
+	}
+	return &usageError{msg: fmt.Sprintf("unknown command %q%s", args[0], didYouMean(args[0], commandNames(cmd), quoted)), help: true}
 }
 
-// flagError is the usage error of a flag the parser refused, suggesting the flags of c that are
-// close to an unknown one.
-func (c *command) flagError(err error) int {
-	msg := err.Error()
-	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
-		name = strings.TrimPrefix(name, "-")
+// runGroup is the RunE of a command group: its help for "help", or on stderr with exit code 2
+// when no command is given.
+func (a *app) runGroup(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 { // "help", as groupArgs let through
+		a.printHelp(a.stdout, cmd)
+		return nil
+	}
+	return &usageError{help: true}
+}
+
+// flagError is the usage error of a flag pflag refused, suggesting the command's flags that
+// are close to an unknown one, and saying what a refused value must be.
+func flagError(cmd *cobra.Command, err error) error {
+	var unknown *pflag.NotExistError
+	var invalid *pflag.InvalidValueError
+	switch {
+	case errors.As(err, &unknown):
+		name := unknown.GetSpecifiedName()
 		var names []string
-		c.fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
-		msg += didYouMean(name, names, func(s string) string {
+		cmd.Flags().VisitAll(func(f *pflag.Flag) {
+			if !f.Hidden {
+				names = append(names, f.Name)
+				if f.Shorthand != "" {
+					names = append(names, f.Shorthand)
+				}
+			}
+		})
+		return usagef("%v%s", err, didYouMean(name, names, func(s string) string {
 			if len(s) == 1 {
 				return "-" + s
 			}
 			return "--" + s
-		})
+		}))
+	case errors.As(err, &invalid):
+		return usagef("invalid value %q for %s: %s", invalid.GetValue(), flagName(invalid.GetFlag()), valueRule(invalid.GetFlag()))
 	}
-	return c.usageError("%s", msg)
+	return usagef("%v", err)
 }
 
-var topCommandLine = regexp.MustCompile(`(?m)^  baton ([a-z][a-z0-9-]*)`)
-
-// topCommands returns the commands the top-level usage text lists ("  baton locks …").
-func topCommands() []string {
-	var out []string
-	for _, m := range topCommandLine.FindAllStringSubmatch(usage, -1) {
-		if len(out) == 0 || out[len(out)-1] != m[1] {
-			out = append(out, m[1])
-		}
+// valueRule says what a flag's value must be, from its type.
+func valueRule(f *pflag.Flag) string {
+	switch f.Value.Type() {
+	case "bool":
+		return "must be true or false"
+	case "int", "int64":
+		return "must be an integer"
+	case "duration":
+		return "must be a duration such as 5s or 24h"
 	}
-	return out
+	return "invalid value"
 }

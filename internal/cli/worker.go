@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,16 +18,37 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/spf13/cobra"
+
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/client"
 	"github.com/batonhq/baton/store"
 )
 
-const workerUsage = `Usage: baton worker --kind KIND [--kind KIND2...] [--concurrency 10] [--lease-ttl 30s] [--grace 10s]
-         [--shutdown-timeout 30s] [--heartbeat-interval TTL/3] [--backoff-base 1s] [--backoff-max 1h]
-         [--name NAME] -- CMD [ARGS...]
+// Exit codes of CMD that 'baton worker' gives a meaning.
+const (
+	cmdExitPermanent = 65 // EX_DATAERR: discard the job at once
+)
 
-Run jobs of the given kinds from a baton server: CMD runs once per job, up to --concurrency
+// Sizes of CMD output handling.
+const (
+	maxOutputLine  = 64 << 10 // a longer line is cut into several prefixed lines
+	stderrTailKeep = 4 << 10  // bytes of CMD's stderr kept for the error message
+	stderrTailLen  = 400      // bytes of it in the error message, whole lines if possible
+	pipeWaitDelay  = 2 * time.Second
+)
+
+func (a *app) workerCommand() *cobra.Command {
+	kinds := &listFlag{split: true}
+	var name string
+	var concurrency int
+	var leaseTTL, grace, shutdownTimeout, heartbeat, backoffBase, backoffMax time.Duration
+	cmd := a.command(&cobra.Command{
+		Use: `worker --kind KIND [--kind KIND2...] [--concurrency 10] [--lease-ttl 30s] [--grace 10s]
+[--shutdown-timeout 30s] [--heartbeat-interval TTL/3] [--backoff-base 1s] [--backoff-max 1h]
+[--name NAME] -- CMD [ARGS...]`,
+		Short: "run CMD once per job of KIND",
+		Long: `Run jobs of the given kinds from a baton server: CMD runs once per job, up to --concurrency
 jobs at once. Jobs on one resource run one at a time, in submission order, under a lease that
 the worker renews (every TTL/3) while CMD runs.
 
@@ -60,126 +80,107 @@ Examples:
   baton worker --kind deploy --concurrency 4 -- ./deploy.sh
   baton worker --kind thumbnail -- sh -c 'jq -r .url | xargs ./make-thumbnail'
 
-Exit codes: 0 stopped by SIGINT or SIGTERM; 1 error (server unreachable at start, unexpected);
-2 usage error or unregistered kind; 77 unauthorized or forbidden; 126 CMD cannot be run;
-127 CMD not found.
-`
-
-// Exit codes of CMD that 'baton worker' gives a meaning.
-const (
-	cmdExitPermanent = 65 // EX_DATAERR: discard the job at once
-)
-
-// Sizes of CMD output handling.
-const (
-	maxOutputLine  = 64 << 10 // a longer line is cut into several prefixed lines
-	stderrTailKeep = 4 << 10  // bytes of CMD's stderr kept for the error message
-	stderrTailLen  = 400      // bytes of it in the error message, whole lines if possible
-	pipeWaitDelay  = 2 * time.Second
-)
-
-// kindsFlag is a repeatable --kind.
-type kindsFlag []string
-
-func (k *kindsFlag) String() string { return strings.Join(*k, ",") }
-
-func (k *kindsFlag) Set(v string) error {
-	for _, s := range strings.Split(v, ",") {
-		if s != "" && !slices.Contains(*k, s) {
-			*k = append(*k, s)
-		}
+Exit code 0 also when stopped by SIGINT or SIGTERM; 2 for an unregistered kind.`,
+	}, meta{cmdLine: true, names: flagNames{"handlers": "--kind"},
+		exits: []int{exitOK, exitError, exitUsage, exitAuth, exitNoExec, exitNotExist}})
+	a.addGlobalFlags(cmd, false)
+	fs := cmd.Flags()
+	fs.SetInterspersed(false) // the first argument starts CMD: its flags are its own
+	fs.Var(kinds, "kind", "run jobs of `KIND` (required; repeat, or separate with commas, for several)")
+	fs.IntVar(&concurrency, "concurrency", baton.DefaultConcurrency, "how many jobs (CMDs) run at once, 1-1000")
+	fs.DurationVar(&leaseTTL, "lease-ttl", baton.DefaultJobLeaseTTL, "TTL of a job's lease, 1s to 24h; renewed every TTL/3 while CMD runs")
+	fs.DurationVar(&grace, "grace", 10*time.Second, "when CMD must stop, how long it has between SIGTERM and SIGKILL; at most a third of --lease-ttl")
+	fs.DurationVar(&shutdownTimeout, "shutdown-timeout", baton.DefaultShutdownTimeout, "after SIGINT or SIGTERM, how long running CMDs may go on before they are stopped")
+	fs.StringVar(&name, "name", "", "worker `name` recorded on the jobs it runs (default: host:pid:random)")
+	fs.DurationVar(&heartbeat, "heartbeat-interval", 0, "how often a running job's lease is renewed; positive, at most a third of --lease-ttl (default: a third of it)")
+	fs.DurationVar(&backoffBase, "backoff-base", baton.DefaultBackoffBase, "wait before the first retry of a failed job; doubled per attempt, jittered down by up to half")
+	fs.DurationVar(&backoffMax, "backoff-max", baton.DefaultBackoffMax, "longest wait before a retry")
+	cmd.RunE = func(cmd *cobra.Command, cmdArgs []string) error {
+		return a.work(cmdArgs, workerFlags{kinds: kinds.vals, name: name, concurrency: concurrency, leaseTTL: leaseTTL,
+			grace: grace, shutdownTimeout: shutdownTimeout, heartbeat: heartbeat, backoffBase: backoffBase,
+			backoffMax: backoffMax, changed: cmd.Flags().Changed})
 	}
-	return nil
+	return cmd
 }
 
-func workerCommand(args []string, g *globals, stdout, stderr io.Writer) int {
+// workerFlags are the settings of baton worker; changed reports a flag given on the command line.
+type workerFlags struct {
+	kinds                                                                []string
+	name                                                                 string
+	concurrency                                                          int
+	leaseTTL, grace, shutdownTimeout, heartbeat, backoffBase, backoffMax time.Duration
+	changed                                                              func(string) bool
+}
+
+// work is baton worker: CMD (cmdArgs) for each job of the kinds, until SIGINT or SIGTERM.
+func (a *app) work(cmdArgs []string, f workerFlags) error {
 	// The worker's log, every job's CMD output and the messages of this command share stderr.
-	stderr = &lockedWriter{w: stderr}
-	c := newCommand("baton worker", workerUsage, stdout, stderr)
-	g.register(c.fs, false)
-	var kinds kindsFlag
-	c.fs.Var(&kinds, "kind", "run jobs of `KIND` (required; repeat, or separate with commas, for several)")
-	concurrency := c.fs.Int("concurrency", baton.DefaultConcurrency, "how many jobs (CMDs) run at once, 1-1000")
-	leaseTTL := c.fs.Duration("lease-ttl", baton.DefaultJobLeaseTTL, "TTL of a job's lease, 1s to 24h; renewed every TTL/3 while CMD runs")
-	grace := c.fs.Duration("grace", 10*time.Second, "when CMD must stop, how long it has between SIGTERM and SIGKILL; at most a third of --lease-ttl")
-	shutdownTimeout := c.fs.Duration("shutdown-timeout", baton.DefaultShutdownTimeout, "after SIGINT or SIGTERM, how long running CMDs may go on before they are stopped")
-	name := c.fs.String("name", "", "worker `name` recorded on the jobs it runs (default: host:pid:random)")
-	heartbeat := c.fs.Duration("heartbeat-interval", 0, "how often a running job's lease is renewed; positive, at most a third of --lease-ttl (default: a third of it)")
-	backoffBase := c.fs.Duration("backoff-base", baton.DefaultBackoffBase, "wait before the first retry of a failed job; doubled per attempt, jittered down by up to half")
-	backoffMax := c.fs.Duration("backoff-max", baton.DefaultBackoffMax, "longest wait before a retry")
-	cmdArgs, code, ok := c.parseUntilCommand(args)
-	if !ok {
-		return code
-	}
+	stderr := &lockedWriter{w: a.stderr}
+	kinds := f.kinds
 	switch {
 	case len(cmdArgs) == 0:
-		return c.usageError("missing CMD (baton worker --kind KIND -- CMD [ARGS...])")
+		return usagef("missing CMD (baton worker --kind KIND -- CMD [ARGS...])")
 	case len(kinds) == 0:
-		return c.usageError("--kind is required")
-	case *concurrency < 1 || *concurrency > baton.MaxConcurrency:
-		return c.usageError("--concurrency must be between 1 and %d", baton.MaxConcurrency)
-	case *leaseTTL < store.MinTTL || *leaseTTL > store.MaxTTL:
-		return c.usageError("--lease-ttl must be between %s and %s (got %s)", store.MinTTL, store.MaxTTL, *leaseTTL)
-	case *grace < 0:
-		return c.usageError("--grace must not be negative")
-	case *shutdownTimeout < 0:
-		return c.usageError("--shutdown-timeout must not be negative")
+		return usagef("--kind is required")
+	case f.concurrency < 1 || f.concurrency > baton.MaxConcurrency:
+		return usagef("--concurrency must be between 1 and %d", baton.MaxConcurrency)
+	case f.leaseTTL < store.MinTTL || f.leaseTTL > store.MaxTTL:
+		return usagef("--lease-ttl must be between %s and %s (got %s)", store.MinTTL, store.MaxTTL, f.leaseTTL)
+	case f.grace < 0:
+		return usagef("--grace must not be negative")
+	case f.shutdownTimeout < 0:
+		return usagef("--shutdown-timeout must not be negative")
 	}
-	backoff, code, ok := workerTuning(c, *leaseTTL, *heartbeat, *backoffBase, *backoffMax)
-	if !ok {
-		return code
+	backoff, err := workerTuning(f.changed, f.leaseTTL, f.heartbeat, f.backoffBase, f.backoffMax)
+	if err != nil {
+		return err
 	}
 	// When heartbeats fail, CMD gets SIGTERM --grace before the job lease's local deadline and
 	// is dead by it: the grace must leave heartbeats (every TTL/3) time to succeed first.
-	graceSet := false
-	c.fs.Visit(func(f *flag.Flag) { graceSet = graceSet || f.Name == "grace" })
-	if maxGrace := *leaseTTL / 3; *leaseTTL >= store.MinTTL && *grace > maxGrace {
-		if graceSet {
-			return c.usageError("--grace %s is longer than a third of --lease-ttl (%s): CMD must be dead before the job could pass to another worker; raise --lease-ttl or lower --grace", *grace, maxGrace)
+	grace, shutdownTimeout := f.grace, f.shutdownTimeout
+	if maxGrace := f.leaseTTL / 3; f.leaseTTL >= store.MinTTL && grace > maxGrace {
+		if f.changed("grace") {
+			return usagef("--grace %s is longer than a third of --lease-ttl (%s): CMD must be dead before the job could pass to another worker; raise --lease-ttl or lower --grace", grace, maxGrace)
 		}
-		*grace = maxGrace
+		grace = maxGrace
 	}
 	for _, k := range kinds {
 		if err := store.ValidateKind(k); err != nil {
-			return c.jobFail(g, err, nil, "")
+			return err
 		}
 	}
-	if *shutdownTimeout == 0 {
-		*shutdownTimeout = time.Nanosecond // stop running CMDs at once (0 is the library's default)
+	if shutdownTimeout == 0 {
+		shutdownTimeout = time.Nanosecond // stop running CMDs at once (0 is the library's default)
 	}
 
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	x := &jobExec{argv: cmdArgs, grace: *grace, out: stderr, log: logger, hard: make(chan struct{})}
+	x := &jobExec{argv: cmdArgs, grace: grace, out: stderr, log: logger, hard: make(chan struct{})}
 	handlers := make(map[string]baton.Handler, len(kinds))
 	for _, k := range kinds {
 		handlers[k] = x.run
 	}
-	st, err := workerStore(g)
+	st, err := workerStore(a.g)
 	if err != nil {
-		return c.usageError("%v", err)
+		return usagef("%v", err)
 	}
 	defer st.Close()
 	q, err := baton.NewQueue(context.Background(), st, &baton.QueueConfig{Logger: logger})
 	if err != nil {
-		return c.jobFail(g, err, nil, "")
+		return err
 	}
-	w, err := q.NewWorker(baton.WorkerConfig{Name: *name, Concurrency: *concurrency, Handlers: handlers, StopGrace: *grace,
-		LeaseTTL: *leaseTTL, HeartbeatInterval: *heartbeat, Backoff: backoff, ShutdownTimeout: *shutdownTimeout,
+	w, err := q.NewWorker(baton.WorkerConfig{Name: f.name, Concurrency: f.concurrency, Handlers: handlers, StopGrace: grace,
+		LeaseTTL: f.leaseTTL, HeartbeatInterval: f.heartbeat, Backoff: backoff, ShutdownTimeout: shutdownTimeout,
 		Logger: logger, OnJobEnd: x.ended})
 	if err != nil {
-		return c.jobFail(g, err, flagNames{"handlers": "--kind"}, "")
+		return err
 	}
 
 	// Resolve CMD before claiming anything, so that a typo does not fail every job.
 	if _, err := exec.LookPath(cmdArgs[0]); err != nil {
-		fmt.Fprintf(stderr, "baton worker: %v\n", err)
-		if errors.Is(err, os.ErrPermission) {
-			return exitNoExec
-		}
-		return exitNotExist
+		return &cmdNotRunnable{err}
 	}
-	if code, ok := checkKinds(c, g, q, kinds); !ok {
-		return code
+	if err := checkKinds(q, kinds); err != nil {
+		return err
 	}
 
 	sigs := make(chan os.Signal, 4)
@@ -189,24 +190,24 @@ func workerCommand(args []string, g *globals, stdout, stderr io.Writer) int {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	logger.Info("baton worker: started", "name", w.Name(), "kinds", kinds.String(), "concurrency", *concurrency,
-		"server", g.server)
+	logger.Info("baton worker: started", "name", w.Name(), "kinds", strings.Join(kinds, ","), "concurrency", f.concurrency,
+		"server", a.g.server)
 	signals := 0
 	for {
 		select {
 		case err := <-done:
 			if err != nil {
-				return c.jobFail(g, err, nil, "")
+				return err
 			}
 			logger.Info("baton worker: stopped")
-			return exitOK
+			return nil
 		case sig := <-sigs:
 			signals++
 			switch signals {
 			case 1:
 				cancel()
 				logger.Info("baton worker: shutting down: claiming no more jobs; waiting for running jobs",
-					"signal", sig.String(), "running", w.Running(), "timeout", *shutdownTimeout)
+					"signal", sig.String(), "running", w.Running(), "timeout", shutdownTimeout)
 			case 2:
 				logger.Warn("baton worker: second signal: stopping running CMDs now", "signal", sig.String(),
 					"running", w.Running())
@@ -235,15 +236,15 @@ func workerStore(g *globals) (*client.Store, error) {
 
 // checkKinds makes sure that the worker's kinds are registered, so that a typo is not a worker
 // that waits forever. A token that may not list kinds skips the check.
-func checkKinds(c *command, g *globals, q *baton.Queue, kinds []string) (int, bool) {
+func checkKinds(q *baton.Queue, kinds []string) error {
 	ctx, cancel := callContext(0)
 	defer cancel()
 	registered, err := q.Kinds(ctx)
 	if errors.Is(err, client.ErrForbidden) {
-		return 0, true
+		return nil
 	}
 	if err != nil {
-		return c.jobFail(g, err, nil, ""), false
+		return err
 	}
 	var missing, names []string
 	for _, k := range registered {
@@ -259,10 +260,10 @@ func checkKinds(c *command, g *globals, q *baton.Queue, kinds []string) (int, bo
 		if len(names) > 0 {
 			known = strings.Join(names, ", ")
 		}
-		return c.usageError("kind %s not registered on the server (registered: %s); register with 'baton kinds set NAME'",
-			strings.Join(missing, ", "), known), false
+		return usagef("kind %s not registered on the server (registered: %s); register with 'baton kinds set NAME'",
+			strings.Join(missing, ", "), known)
 	}
-	return 0, true
+	return nil
 }
 
 // jobExec runs CMD for each job: the handler of every kind of the worker.
