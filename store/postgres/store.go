@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -79,7 +78,7 @@ type Store struct {
 	renews        *combine.Combiner[*store.RenewParams, *store.Lease]
 
 	audit     bool
-	closed    atomic.Bool
+	closed    store.Closed
 	closeOnce sync.Once
 }
 

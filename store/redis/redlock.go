@@ -59,7 +59,7 @@ type RedlockStore struct {
 	drift       float64
 	nodeTimeout time.Duration
 	maxSeen     atomic.Uint64 // the highest token this store has returned: a Lamport clock
-	closed      atomic.Bool
+	closed      store.Closed
 	closeOnce   sync.Once
 }
 
@@ -196,8 +196,8 @@ func noQuorum(op string, got, n int, errs []error) error {
 // otherwise the fresh grants it made are rolled back on every node and the majority's answer
 // (the holder, or the resting reason) is returned.
 func (s *RedlockStore) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -222,8 +222,8 @@ func (s *RedlockStore) Acquire(ctx context.Context, p *store.AcquireParams) (*st
 		}
 	}
 	s.rollback(p.Key, p.LeaseID, replies, errs)
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	if votes >= s.quorum {
 		return nil, fmt.Errorf("redlock: acquire of %q took %s of a %s TTL: no validity left", p.Key, elapsed, p.TTL)
@@ -301,8 +301,8 @@ func (s *RedlockStore) rollbackWhere(key, id string, replies []*reply, errs []er
 // is healed by the next renew (TTL/3 later under keepalive), so only nodes that lose the key
 // faster than renewals heal them can make a majority forget it (docs/guarantees.md).
 func (s *RedlockStore) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -322,8 +322,8 @@ func (s *RedlockStore) Renew(ctx context.Context, p *store.RenewParams) (*store.
 		}
 		return nil, fmt.Errorf("redlock: renew of %q took %s of a %s TTL: no validity left", p.Key, elapsed, p.TTL)
 	}
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	// Nodes that answered for certain that the lease is not theirs: not held and not restorable
 	// (or nothing renewed to restore from), held by another lease, or resting.
@@ -374,8 +374,8 @@ func (s *RedlockStore) restore(ctx context.Context, p *store.RenewParams, replie
 // Release releases the lease on every node. It is released if any node released it (the
 // others had lost or expired it); AlreadyReleased if no node released it and one had.
 func (s *RedlockStore) Release(ctx context.Context, p *store.ReleaseParams) (*store.ReleaseResult, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -412,8 +412,8 @@ func (s *RedlockStore) Release(ctx context.Context, p *store.ReleaseParams) (*st
 
 // Get returns the lease that a quorum of nodes hold.
 func (s *RedlockStore) Get(ctx context.Context, key string) (*store.Lease, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	if err := store.ValidateKey(key); err != nil {
 		return nil, err
@@ -443,8 +443,8 @@ func (s *RedlockStore) quorumLease(replies []*reply, errs []error, op string) (*
 
 // List lists the keys that a quorum of nodes hold, in key order.
 func (s *RedlockStore) List(ctx context.Context, p *store.ListParams) ([]*store.Lease, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -507,8 +507,8 @@ func (s *RedlockStore) tooManyFailed(errs []error, op string) error {
 		}
 	}
 	if failed > len(s.nodes)-s.quorum {
-		if s.closed.Load() {
-			return store.ErrClosed
+		if err := s.closed.Check(); err != nil {
+			return err
 		}
 		return noQuorum(op, len(s.nodes)-failed, len(s.nodes), errs)
 	}
@@ -517,8 +517,8 @@ func (s *RedlockStore) tooManyFailed(errs []error, op string) error {
 
 // ForceRelease ends the lease on every node that has one and starts its lock-delay there.
 func (s *RedlockStore) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (*store.Lease, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -539,8 +539,8 @@ func (s *RedlockStore) ForceRelease(ctx context.Context, p *store.ForceReleasePa
 
 // Events returns nothing: no audit log.
 func (s *RedlockStore) Events(ctx context.Context, p *store.EventsParams) ([]*store.Event, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err

@@ -43,7 +43,7 @@ func (s *Store) SubmitJobTx(ctx context.Context, tx *sql.Tx, p *store.SubmitPara
 	if tx == nil {
 		return nil, &store.InvalidArgumentError{Field: "tx", Rule: "must not be nil"}
 	}
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	out, err := newJobTx(ctx, tx, s.now()).submit(p)
