@@ -7,6 +7,10 @@
 //
 // Time: every expiry decision is made with the store's clock. Durations returned by a store
 // (RetryAfter, Remaining, TTLLeft) are measured on that clock, so callers never compare clocks.
+//
+// A backend builds on the helpers here rather than writing its own: Closed (its closed flag and
+// the ErrClosed checks), NoAudit (the Events of a store without an audit log), the Validate
+// methods of the params, and storetest to prove itself.
 package store
 
 import (

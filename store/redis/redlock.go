@@ -51,6 +51,8 @@ type RedlockConfig struct {
 // a node restarted without persistence restarts its counter and forgets its grants. Lease.Token is
 // the maximum token of the granting quorum, useful for logs, not for fencing.
 type RedlockStore struct {
+	store.NoAudit // Events lists nothing: no audit log
+
 	nodes       []*node
 	clients     []*goredis.Client
 	lis         []*listener
@@ -75,6 +77,7 @@ func OpenRedlock(ctx context.Context, cfg RedlockConfig) (*RedlockStore, error) 
 		return nil, &store.InvalidArgumentError{Field: "drift_factor", Rule: "must be in [0, 0.5)"}
 	}
 	s := &RedlockStore{hub: notify.NewHub(), quorum: len(cfg.Addrs)/2 + 1, drift: cfg.DriftFactor, nodeTimeout: cfg.NodeTimeout}
+	s.NoAudit = store.NewNoAudit(&s.closed)
 	if s.drift == 0 {
 		s.drift = DefaultDriftFactor
 	}
@@ -535,17 +538,6 @@ func (s *RedlockStore) ForceRelease(ctx context.Context, p *store.ForceReleasePa
 		return nil, err
 	}
 	return nil, store.ErrNotFound
-}
-
-// Events returns nothing: no audit log.
-func (s *RedlockStore) Events(ctx context.Context, p *store.EventsParams) ([]*store.Event, error) {
-	if err := s.closed.Check(); err != nil {
-		return nil, err
-	}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	return nil, nil
 }
 
 // Subscribe: releases published by any node wake local waiters (a release on N nodes may wake

@@ -155,6 +155,8 @@ func retentionOr(d time.Duration) time.Duration {
 
 // Store is a store.Store on one Redis server. It is safe for concurrent use.
 type Store struct {
+	store.NoAudit // Events lists nothing: no audit log
+
 	rdb *goredis.Client
 	n   *node
 	hub *notify.Hub
@@ -178,6 +180,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{hub: notify.NewHub()}
+	s.NoAudit = store.NewNoAudit(&s.closed)
 	if !cfg.TrustServerChange {
 		prev := opts.OnConnect
 		opts.OnConnect = func(ctx context.Context, cn *goredis.Conn) error {
@@ -414,17 +417,6 @@ func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (
 	}
 	s.hub.Notify(p.Key)
 	return r.lease, nil
-}
-
-// Events returns nothing: the Redis store keeps no audit log (Capabilities.Audit is false).
-func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Event, error) {
-	if err := s.closed.Check(); err != nil {
-		return nil, err
-	}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	return nil, nil
 }
 
 // Subscribe registers interest in key; wake-ups come from releases in this process and, through
