@@ -543,12 +543,7 @@ func (s *RedlockStore) ForceRelease(ctx context.Context, p *store.ForceReleasePa
 // Subscribe: releases published by any node wake local waiters (a release on N nodes may wake
 // up to N of them; wake-ups are hints).
 func (s *RedlockStore) Subscribe(key string) (<-chan struct{}, func()) {
-	if s.closed.Load() {
-		ch := make(chan struct{}, 1)
-		ch <- struct{}{}
-		return ch, func() {}
-	}
-	return s.hub.Subscribe(key)
+	return s.closed.Subscribe(key, s.hub.Subscribe)
 }
 
 // Capabilities: no fencing tokens (see RedlockStore), cross-process wake-ups, owners (each node

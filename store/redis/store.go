@@ -422,12 +422,7 @@ func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (
 // Subscribe registers interest in key; wake-ups come from releases in this process and, through
 // Pub/Sub, in any process (and from expiry events if the server publishes them).
 func (s *Store) Subscribe(key string) (<-chan struct{}, func()) {
-	if s.closed.Load() {
-		ch := make(chan struct{}, 1)
-		ch <- struct{}{}
-		return ch, func() {}
-	}
-	return s.hub.Subscribe(key)
+	return s.closed.Subscribe(key, s.hub.Subscribe)
 }
 
 // Capabilities: fencing tokens (one INCR counter inside the grant script; see ErrTokensReset for
