@@ -158,7 +158,7 @@ func (l *Lease) Release(ctx context.Context) error {
 func (l *Lease) release(ctx context.Context) error {
 	for {
 		_, err := l.locker.store.Release(ctx, &store.ReleaseParams{Key: l.Key, LeaseID: l.ID})
-		var hint retryAfterHinter
+		var hint store.RetryAfterHinter
 		if err == nil || !errors.As(err, &hint) || hint.RetryAfterHint() <= 0 ||
 			time.Now().Add(hint.RetryAfterHint()).After(l.localEnd) {
 			return err

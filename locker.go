@@ -149,7 +149,7 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, attempt func(
 			failures++
 			wait = jitter(min(l.cfg.PollInterval/10<<min(failures-1, 10), l.cfg.PollInterval))
 			// An overloaded server says when to come back (Retry-After): not before.
-			var hint retryAfterHinter
+			var hint store.RetryAfterHinter
 			if errors.As(err, &hint) {
 				if d := hint.RetryAfterHint(); d > 0 {
 					wait = max(wait, d+jitter(d)/5)
@@ -177,12 +177,6 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, attempt func(
 		}
 	}
 }
-
-// retryAfterHinter is an error that says how long to wait before trying again (the Go client's
-// *client.ProblemError for a 503 or 429 with Retry-After). A waiting Acquire waits at least that
-// long; keepalive does not: it retries quickly until the lease's local deadline, since losing a
-// held lease is worse than adding load.
-type retryAfterHinter interface{ RetryAfterHint() time.Duration }
 
 func (l *Locker) acquireOnce(ctx context.Context, p *store.AcquireParams, o acquireOptions) (*Lease, error) {
 	if err := ctx.Err(); err != nil {

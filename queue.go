@@ -2,7 +2,6 @@ package baton
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"log/slog"
 
@@ -83,18 +82,6 @@ func (q *Queue) SubmitMany(ctx context.Context, ps []SubmitParams) ([]*SubmitRes
 	return q.st.SubmitJobs(ctx, in)
 }
 
-// sqlTxSubmitter is a store that enqueues inside the caller's database/sql transaction (SQLite).
-type sqlTxSubmitter interface {
-	SubmitJobTx(ctx context.Context, tx *sql.Tx, p *store.SubmitParams) (*store.SubmitResult, error)
-}
-
-// anyTxSubmitter is a store that enqueues inside a transaction of its own driver's type (pgx.Tx
-// for PostgreSQL), which package baton cannot name without importing the driver. It returns an
-// *InvalidArgumentError on field "tx" for a transaction of the wrong type.
-type anyTxSubmitter interface {
-	SubmitJobTxAny(ctx context.Context, tx any, p *store.SubmitParams) (*store.SubmitResult, error)
-}
-
 // SubmitTx enqueues a job inside the caller's own transaction, so that the job exists if and
 // only if the transaction commits: a *sql.Tx on the SQLite store's database; a pgx.Tx, or a
 // *sql.Tx opened with pgx's stdlib driver (github.com/jackc/pgx/v5/stdlib), on the PostgreSQL
@@ -104,16 +91,12 @@ func (q *Queue) SubmitTx(ctx context.Context, tx any, p SubmitParams) (*SubmitRe
 	if tx == nil {
 		return nil, &InvalidArgumentError{Field: "tx", Rule: "must not be nil"}
 	}
-	if t, ok := tx.(*sql.Tx); ok {
-		if s, ok := q.st.(sqlTxSubmitter); ok {
-			return s.SubmitJobTx(ctx, t, &p)
-		}
+	s, ok := q.st.(store.TxSubmitter)
+	if !ok {
+		return nil, &InvalidArgumentError{Field: "tx",
+			Rule: fmt.Sprintf("this store (%T) cannot enqueue in a caller's transaction of type %T", q.st, tx)}
 	}
-	if s, ok := q.st.(anyTxSubmitter); ok {
-		return s.SubmitJobTxAny(ctx, tx, &p)
-	}
-	return nil, &InvalidArgumentError{Field: "tx",
-		Rule: fmt.Sprintf("this store (%T) cannot enqueue in a caller's transaction of type %T", q.st, tx)}
+	return s.SubmitJobTxAny(ctx, tx, &p)
 }
 
 // Get returns one job, or ErrNotFound.

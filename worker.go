@@ -346,7 +346,7 @@ func (w *Worker) claimLoop(ctx, jobsCtx context.Context) error {
 					w.log.Warn("baton: claiming jobs failed; retrying", "err", err)
 				}
 				failing = true
-				var hint retryAfterHinter
+				var hint store.RetryAfterHinter
 				if errors.As(err, &hint) && hint.RetryAfterHint() > 0 {
 					// An overloaded server said when to come back (503 with Retry-After): wait
 					// that long, whatever wakes the loop meanwhile.

@@ -201,7 +201,7 @@ func transient(err error) bool {
 		}
 	}
 	// Not net.Error's Temporary, which calls a refused connection permanent.
-	var t interface{ Retryable() bool }
+	var t store.RetryableError
 	if errors.As(err, &t) && !t.Retryable() {
 		return false
 	}

@@ -89,7 +89,7 @@ type Store struct {
 	// claimWait is Config.ClaimWait with its default applied; 0 means no wait.
 	claimWait time.Duration
 	jobHub    *kindHub
-	closed    atomic.Bool
+	closed    store.Closed
 	closeCtx  context.Context // ends at Close, aborting calls in flight
 	cancel    context.CancelFunc
 
@@ -180,7 +180,7 @@ func (s *Store) BaseURL() string { return s.base }
 // subscribers, so that a Locker waiting on this store asks again at once instead of sleeping its
 // poll interval.
 func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -235,7 +235,7 @@ func (s *Store) waitFor(ctx context.Context, wait time.Duration) time.Duration {
 
 // Renew extends the lease by p.TTL from now on the server's store.
 func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -258,7 +258,7 @@ func (s *Store) renewOne(ctx context.Context, p *store.RenewParams) (*store.Leas
 // Release ends the lease, and wakes a local waiter on the key. Held is set if the server
 // reports it.
 func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.ReleaseResult, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -276,7 +276,7 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 
 // Get returns the live lease on key, or store.ErrNotFound.
 func (s *Store) Get(ctx context.Context, key string) (*store.Lease, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := store.ValidateKey(key); err != nil {
@@ -292,7 +292,7 @@ func (s *Store) Get(ctx context.Context, key string) (*store.Lease, error) {
 // List returns one page of live leases in key order: p.After is the cursor (the last key of the
 // previous page).
 func (s *Store) List(ctx context.Context, p *store.ListParams) ([]*store.Lease, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -323,7 +323,7 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) ([]*store.Lease, 
 // ForceRelease ends whatever lease holds the key (admin role) and returns it, and wakes a local
 // waiter on the key.
 func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (*store.Lease, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -340,7 +340,7 @@ func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (
 // ClearRest ends a resting key's cooldown or lock-delay (admin role) and wakes a local waiter
 // on the key.
 func (s *Store) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*store.Rest, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -356,7 +356,7 @@ func (s *Store) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*st
 
 // Events lists the server's audit log (an admin call).
 func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Event, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -421,13 +421,6 @@ func (s *Store) Close() error {
 	return nil
 }
 
-func (s *Store) check() error {
-	if s.closed.Load() {
-		return store.ErrClosed
-	}
-	return nil
-}
-
 // serverInfo is GET /v1/info, cached once it succeeded.
 type serverInfo struct {
 	Version       string `json:"version"`
@@ -469,7 +462,7 @@ func (s *Store) do(ctx context.Context, method, path string, query url.Values, b
 
 // doHeader is do with extra request headers; it returns the status of a 2xx answer.
 func (s *Store) doHeader(ctx context.Context, method, path string, query url.Values, header http.Header, body, out any) (int, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return 0, err
 	}
 	// Close aborts the call, so that a long-poll does not outlive the store.

@@ -46,6 +46,12 @@ type ProblemError struct {
 	RetryAfter time.Duration
 }
 
+// A ProblemError says when to retry, as the store's callers read it (store/optional.go).
+var (
+	_ store.RetryAfterHinter = (*ProblemError)(nil)
+	_ store.RetryableError   = (*ProblemError)(nil)
+)
+
 // RetryAfterHint is RetryAfter: a waiting baton.Locker.Acquire waits at least that long before
 // its next attempt.
 func (e *ProblemError) RetryAfterHint() time.Duration { return e.RetryAfter }

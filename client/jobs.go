@@ -20,7 +20,7 @@ import (
 // RegisterKinds creates or replaces kind definitions, all or none (an admin call). Defaults are
 // applied to copies; durations are sent in whole milliseconds, rounded up.
 func (s *Store) RegisterKinds(ctx context.Context, kinds []store.Kind) error {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return err
 	}
 	req := wire.KindsRequest{Kinds: make([]wire.Kind, len(kinds))}
@@ -41,7 +41,7 @@ func (s *Store) RegisterKinds(ctx context.Context, kinds []store.Kind) error {
 
 // Kinds lists the registered kinds, by name.
 func (s *Store) Kinds(ctx context.Context) ([]store.Kind, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	var resp wire.KindsResponse
@@ -59,7 +59,7 @@ func (s *Store) Kinds(ctx context.Context) ([]store.Kind, error) {
 // server answers 200 instead of 201 when it names a job submitted before (Existing). p.Delay is
 // sent in whole milliseconds, rounded up; p.ScheduledAt as RFC 3339.
 func (s *Store) SubmitJob(ctx context.Context, p *store.SubmitParams) (*store.SubmitResult, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -91,7 +91,7 @@ func (s *Store) SubmitJob(ctx context.Context, p *store.SubmitParams) (*store.Su
 // server.MaxJobBatchBodyBytes, bounds a batch too). Each job's idempotency key travels in its
 // idempotency_key member.
 func (s *Store) SubmitJobs(ctx context.Context, ps []*store.SubmitParams) ([]*store.SubmitResult, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := store.ValidateBatch(ps); err != nil {
@@ -147,7 +147,7 @@ func (s *Store) GetJob(ctx context.Context, id int64) (*store.Job, error) {
 
 // jobCall is a request on one job answered with the job.
 func (s *Store) jobCall(ctx context.Context, method string, id int64, op string, body any) (*store.Job, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := checkJobID(id); err != nil {
@@ -162,7 +162,7 @@ func (s *Store) jobCall(ctx context.Context, method string, id int64, op string,
 
 // ListJobs lists jobs by ID, after p.After, at most p.Limit.
 func (s *Store) ListJobs(ctx context.Context, p *store.JobListParams) ([]*store.Job, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -194,7 +194,7 @@ func (s *Store) ListJobs(ctx context.Context, p *store.JobListParams) ([]*store.
 // empty, this store's SubscribeJobs subscribers of p.Kinds are woken, so that a worker asks
 // again at once and is always waiting in the server.
 func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.Job, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -229,7 +229,7 @@ func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.J
 // HeartbeatJob extends the running attempt's lease by p.TTL (sent in whole milliseconds,
 // rounded up). store.ErrNotHeld if (ID, Token) is not the running attempt.
 func (s *Store) HeartbeatJob(ctx context.Context, p *store.HeartbeatParams) (*store.HeartbeatResult, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -296,7 +296,7 @@ func (s *Store) RetryJob(ctx context.Context, id int64) (*store.Job, error) {
 
 // PurgeJobs deletes the dead letters matching p (an admin call); returns how many.
 func (s *Store) PurgeJobs(ctx context.Context, p *store.PurgeParams) (int, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return 0, err
 	}
 	if err := p.Validate(); err != nil {
@@ -312,7 +312,7 @@ func (s *Store) PurgeJobs(ctx context.Context, p *store.PurgeParams) (int, error
 // ReapJobs ends the attempts whose lease expired (an admin call; the server's own maintenance
 // normally does this).
 func (s *Store) ReapJobs(ctx context.Context, p *store.ReapParams) ([]*store.ReapedJob, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -335,7 +335,7 @@ func (s *Store) ReapJobs(ctx context.Context, p *store.ReapParams) ([]*store.Rea
 // CleanJobs deletes old finished jobs (an admin call). p.Age and p.DiscardedAge are sent in whole milliseconds,
 // rounded down, so that a job is never kept longer than asked.
 func (s *Store) CleanJobs(ctx context.Context, p *store.CleanParams) (int, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return 0, err
 	}
 	if err := p.Validate(); err != nil {
@@ -352,7 +352,7 @@ func (s *Store) CleanJobs(ctx context.Context, p *store.CleanParams) (int, error
 
 // JobCounts counts jobs per kind and unfinished state.
 func (s *Store) JobCounts(ctx context.Context) ([]*store.JobCount, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	var resp wire.JobCountsResponse
@@ -368,7 +368,7 @@ func (s *Store) JobCounts(ctx context.Context) ([]*store.JobCount, error) {
 
 // GetResource returns a resource, or store.ErrNotFound.
 func (s *Store) GetResource(ctx context.Context, key string) (*store.Resource, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := store.ValidateResource(key); err != nil {
@@ -383,7 +383,7 @@ func (s *Store) GetResource(ctx context.Context, key string) (*store.Resource, e
 
 // ListResources lists resources by key, after p.After.
 func (s *Store) ListResources(ctx context.Context, p *store.ResourceListParams) ([]*store.Resource, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -410,7 +410,7 @@ func (s *Store) ListResources(ctx context.Context, p *store.ResourceListParams) 
 // SetResourceState sets a resource's state (an admin call: it overrides the kinds' guards);
 // with p.IfVersion, only if the version matches (else *store.VersionMismatchError).
 func (s *Store) SetResourceState(ctx context.Context, p *store.SetResourceStateParams) (*store.Resource, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -428,7 +428,7 @@ func (s *Store) SetResourceState(ctx context.Context, p *store.SetResourceStateP
 // ClearResourceCooldown ends a resource's cooldown early (an admin call) and returns what it
 // was; store.ErrNotFound if the resource is not cooling down.
 func (s *Store) ClearResourceCooldown(ctx context.Context, p *store.ClearCooldownParams) (*store.ResourceCooldown, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {

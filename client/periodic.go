@@ -18,7 +18,7 @@ type PeriodicJob struct {
 
 // PeriodicJobs lists the periodic jobs the server submits when it is the maintenance leader.
 func (s *Store) PeriodicJobs(ctx context.Context) ([]PeriodicJob, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	var resp wire.PeriodicResponse

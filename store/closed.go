@@ -22,3 +22,15 @@ func (c *Closed) Wrap(err error) error {
 	}
 	return err
 }
+
+// Subscribe is a store's Subscribe: subscribe(key), or once the store is closed a wake-up that
+// has fired already, so that a waiter retries at once and sees ErrClosed instead of waiting for
+// its poll.
+func (c *Closed) Subscribe(key string, subscribe func(key string) (<-chan struct{}, func())) (<-chan struct{}, func()) {
+	if c.Load() {
+		ch := make(chan struct{}, 1)
+		ch <- struct{}{}
+		return ch, func() {}
+	}
+	return subscribe(key)
+}

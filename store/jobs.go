@@ -396,24 +396,6 @@ type SetResourceStateParams struct {
 	IfVersion *int64 // compare-and-set when not nil
 }
 
-// BatchCompleter is implemented by stores that can complete many attempts in one round trip.
-// The result is aligned with ps: nil where CompleteJob would have returned ErrNotHeld.
-type BatchCompleter interface {
-	CompleteJobs(ctx context.Context, ps []*CompleteParams) ([]*Job, error)
-}
-
-// CompleteClaimer is implemented by stores that can complete many attempts and claim jobs in one
-// round trip. The claim runs after the completions and the promotion of their successors, so it
-// may start the next job of a resource whose job just completed: a worker hands one resource's
-// consecutive jobs on without a wake-up or a round trip of its own. completed is as
-// CompleteJobs's result; claimed as ClaimJobs's, except that a claim finding fewer jobs than
-// claim.Limit does not mark the kinds as awaited (the worker's own claim loop does). Either both
-// happen or, on error, neither.
-type CompleteClaimer interface {
-	BatchCompleter
-	CompleteJobsAndClaim(ctx context.Context, ps []*CompleteParams, claim *ClaimParams) (completed, claimed []*Job, err error)
-}
-
 // KindStats is one kind's row of KindStatsStore.KindStats: what alerts on stuck jobs and a
 // growing dead-letter queue need.
 type KindStats struct {
@@ -423,11 +405,4 @@ type KindStats struct {
 	OldestRunningAge time.Duration
 	// DeadLetters counts the kind's discarded jobs.
 	DeadLetters int64
-}
-
-// KindStatsStore is implemented by job stores that report KindStats (SQLite, PostgreSQL). Its
-// cost grows with the running jobs and the dead letters, through indexes on those states.
-type KindStatsStore interface {
-	// KindStats returns a row for each kind with a running job or a dead letter.
-	KindStats(ctx context.Context) ([]*KindStats, error)
 }

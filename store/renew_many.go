@@ -17,14 +17,6 @@ type RenewResult struct {
 	Err   error
 }
 
-// BatchRenewer is a Store that renews many leases in one round trip and one commit (the SQL
-// stores). Each renewal keeps its own answer: one not held does not fail the others. An error
-// of the whole call (the store did not answer) is returned as such, and then no result is
-// known.
-type BatchRenewer interface {
-	RenewMany(ctx context.Context, ps []*RenewParams) ([]RenewResult, error)
-}
-
 // ValidateRenewBatch checks a batch before any of it runs: bad input anywhere rejects all of it,
 // with an error that names the renewal's index.
 func ValidateRenewBatch(ps []*RenewParams) error {

@@ -7,6 +7,10 @@
 //
 // Time: every expiry decision is made with the store's clock. Durations returned by a store
 // (RetryAfter, Remaining, TTLLeft) are measured on that clock, so callers never compare clocks.
+//
+// A backend builds on the helpers here rather than writing its own: Closed (its closed flag and
+// the ErrClosed checks), NoAudit (the Events of a store without an audit log), the Validate
+// methods of the params, and storetest to prove itself.
 package store
 
 import (
@@ -20,6 +24,14 @@ import (
 // Errors: methods return *InvalidArgumentError for bad input (before writing anything),
 // *LockHeldError and *CooldownError from Acquire, ErrNotHeld from Renew and Release, ErrNotFound
 // from Get and ForceRelease, and ErrClosed after Close. Anything else is a transient store error.
+//
+// Optional capabilities, declared in optional.go and found by type assertion (callers fall back
+// without them): JobStore (the job queue, jobs.go), Parallelism (how many calls it serves at
+// once), BatchRenewer (many renewals in one round trip), Fencer (fences for outside resources),
+// BatchCompleter and CompleteClaimer (many completions, and the next claim, in one round trip),
+// KindStatsStore (per-kind alert figures), TxSubmitter (a submit inside the caller's transaction).
+// Errors may say when to retry: RetryAfterHinter (how long to wait) and RetryableError (whether
+// waiting helps), found with errors.As.
 type Store interface {
 	// Acquire grants the key to p.LeaseID if the key is free, or renews the caller's existing
 	// lease if p.Holder already holds the key (then the existing lease ID and token are kept).
@@ -247,12 +259,4 @@ type EventsParams struct {
 	Limit int // 1..MaxListLimit; DefaultListSize if zero
 	// NewestFirst lists by decreasing ID (the most recent event first) instead of increasing.
 	NewestFirst bool
-}
-
-// Parallelism is implemented by stores that serve only so many calls at once (the connections
-// of their pool: one for SQLite). A server then admits about that many store calls at a time,
-// so that its own queue, which serves renewals and releases first, orders the rest, instead of
-// the pool's, which does not know a renewal from a listing.
-type Parallelism interface {
-	Parallelism() int
 }

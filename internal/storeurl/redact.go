@@ -1,7 +1,6 @@
 package storeurl
 
 import (
-	"errors"
 	"net/url"
 	"slices"
 	"strconv"
@@ -160,7 +159,3 @@ func scrubError(err error, raw string) error {
 	}
 	return &scrubbedError{msg: msg, err: err}
 }
-
-// errUnparsable stands for a url.Parse error, whose message quotes the URL and whose
-// inner error can quote a piece of a password (a ':' followed by part of it, taken for a port).
-var errUnparsable = errors.New("not a valid URL: percent-encode reserved characters (@ : / ? # %) in the user name and password")

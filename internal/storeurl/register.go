@@ -11,14 +11,14 @@ import (
 )
 
 // Opener opens a store from the part of a store URL after "scheme://". It returns the store and a
-// description of it that is safe to log (no password or secret). OpenLogged masks the URL's
-// secrets (see redact) in that description and in the opener's errors as well, in case either
-// quotes the URL.
+// description of it to log. OpenLogged masks the URL's secrets (see redact) in that description
+// and in the opener's errors, in case either quotes the URL: an opener parses its URLs and need
+// not know every form of secret they may carry.
 type Opener func(ctx context.Context, rest string, log *slog.Logger) (st store.Store, name string, err error)
 
 var (
 	registryMu sync.RWMutex
-	registry   = map[string]Opener{}
+	registry   = builtinOpeners() // then what Register adds
 )
 
 // Register makes scheme:// open a store through open. Backends whose clients are too heavy for the
@@ -28,7 +28,7 @@ var (
 func Register(scheme string, open Opener) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
-	if _, ok := builtin[scheme]; ok {
+	if isBuiltin(scheme) {
 		panic(fmt.Sprintf("storeurl: scheme %q is built in", scheme))
 	}
 	if _, ok := registry[scheme]; ok {
@@ -37,8 +37,6 @@ func Register(scheme string, open Opener) {
 	registry[scheme] = open
 }
 
-var builtin = map[string]bool{"sqlite": true, "postgres": true, "postgresql": true, "redis": true, "rediss": true, "redis+redlock": true}
-
 func registered(scheme string) (Opener, bool) {
 	registryMu.RLock()
 	defer registryMu.RUnlock()
@@ -46,14 +44,21 @@ func registered(scheme string) (Opener, bool) {
 	return open, ok
 }
 
-// schemes lists every scheme Open knows, for error messages.
+// schemes lists every scheme Open knows, for error messages: the built-ins in their order, then
+// the registered ones sorted.
 func schemes() []string {
 	registryMu.RLock()
 	defer registryMu.RUnlock()
-	out := []string{"sqlite", "postgres", "redis", "rediss", "redis+redlock"}
-	extra := make([]string, 0, len(registry))
+	var out, extra []string
+	for _, b := range builtins {
+		if b.listed {
+			out = append(out, b.scheme)
+		}
+	}
 	for s := range registry {
-		extra = append(extra, s)
+		if !isBuiltin(s) {
+			extra = append(extra, s)
+		}
 	}
 	sort.Strings(extra)
 	return append(out, extra...)

@@ -62,6 +62,8 @@ const DefaultDriftFactor = 0.01
 
 // Store is a store.Store on DynamoDB.
 type Store struct {
+	store.NoAudit // Events lists nothing: no audit log
+
 	cli     *dynamodb.Client
 	table   string
 	hub     *notify.Hub
@@ -128,7 +130,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 
 // New returns a store on an existing client and table (which it does not check).
 func New(cli *dynamodb.Client, table string) *Store {
-	return &Store{cli: cli, table: table, hub: notify.NewHub(), now: time.Now, wall: time.Now, drift: DefaultDriftFactor}
+	s := &Store{cli: cli, table: table, hub: notify.NewHub(), now: time.Now, wall: time.Now, drift: DefaultDriftFactor}
+	s.NoAudit = store.NewNoAudit(&s.closed)
+	return s
 }
 
 // wait is how long this store must see a record unchanged for d to have passed for its writer:
@@ -147,17 +151,6 @@ func (s *Store) Table() string { return s.table }
 // processes (DynamoDB Streams would need another permission and a poller); no audit log.
 func (s *Store) Capabilities() store.Capabilities {
 	return store.Capabilities{FencingTokens: true, PushWakeup: false, Audit: false, Owners: true}
-}
-
-// Events returns nothing: this backend keeps no audit log.
-func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Event, error) {
-	if err := s.closed.Check(); err != nil {
-		return nil, err
-	}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	return nil, nil
 }
 
 // Subscribe wakes on releases and force-releases made through this Store only; waiters in

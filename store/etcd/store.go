@@ -61,6 +61,8 @@ type Config struct {
 
 // Store is a store.Store on etcd.
 type Store struct {
+	store.NoAudit // Events lists nothing: no audit log
+
 	cli      *clientv3.Client
 	ownsCli  bool
 	prefix   string
@@ -112,6 +114,7 @@ func New(cli *clientv3.Client, cfg Config) *Store {
 	prefix := prefixOf(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Store{cli: cli, prefix: prefix, hub: notify.NewHub(), cancel: cancel, watchEnd: make(chan struct{})}
+	s.NoAudit = store.NewNoAudit(&s.closed)
 	s.restarts.cli = cli
 	go s.watch(ctx)
 	return s
@@ -195,17 +198,6 @@ func (s *Store) lease(key string, kv *mvccKV, rec *record, ttlLeft time.Duration
 
 func (s *Store) Capabilities() store.Capabilities {
 	return store.Capabilities{FencingTokens: true, PushWakeup: true, Audit: false, Owners: true}
-}
-
-// Events returns nothing: this backend keeps no audit log.
-func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Event, error) {
-	if err := s.closed.Check(); err != nil {
-		return nil, err
-	}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	return nil, nil
 }
 
 // Subscribe wakes on deletion of the lease key (release, force-release, expiry, a deleted

@@ -53,6 +53,8 @@ const DefaultDriftFactor = 0.01
 
 // Store is a store.Store on Kubernetes Lease objects.
 type Store struct {
+	store.NoAudit // Events lists nothing: no audit log
+
 	leases    typedcoord.LeaseInterface
 	namespace string
 	now       func() time.Time
@@ -117,6 +119,7 @@ func New(leases typedcoord.LeaseInterface, cfg Config) *Store {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Store{leases: leases, namespace: cfg.Namespace, now: cfg.Now, drift: cfg.DriftFactor, hub: notify.NewHub(),
 		cancel: cancel, watchEnd: make(chan struct{})}
+	s.NoAudit = store.NewNoAudit(&s.closed)
 	if s.drift <= 0 {
 		s.drift = DefaultDriftFactor
 	}
@@ -134,17 +137,6 @@ func (s *Store) Namespace() string { return s.namespace }
 // No audit log.
 func (s *Store) Capabilities() store.Capabilities {
 	return store.Capabilities{FencingTokens: true, PushWakeup: true, Audit: false, Owners: true}
-}
-
-// Events returns nothing: this backend keeps no audit log.
-func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Event, error) {
-	if err := s.closed.Check(); err != nil {
-		return nil, err
-	}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	return nil, nil
 }
 
 // Subscribe wakes when the watch sees a lease on key released, force-released or its object

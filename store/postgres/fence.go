@@ -28,8 +28,8 @@ func (s *Store) CheckFence(ctx context.Context, resource string, token uint64) (
 	if err := store.ValidateFence(resource, token); err != nil {
 		return 0, err
 	}
-	if s.closed.Load() {
-		return 0, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return 0, err
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -81,8 +81,8 @@ func (s *Store) ResetFence(ctx context.Context, p *store.ResetFenceParams) (uint
 	if err := p.Validate(); err != nil {
 		return 0, err
 	}
-	if s.closed.Load() {
-		return 0, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return 0, err
 	}
 	var token int64
 	err := s.pool.QueryRow(ctx, resetFenceSQL(s.schema), p.Resource, p.Actor, p.Reason, p.Principal).Scan(&token)

@@ -112,8 +112,11 @@ func (s *Store) SubmitJobTx(ctx context.Context, tx pgx.Tx, p *store.SubmitParam
 	return res, nil
 }
 
-// SubmitJobTxAny is SubmitJobTx for callers that cannot name pgx.Tx (package baton): tx is a
-// pgx.Tx, or a *sql.Tx on pgx's stdlib driver (see SubmitJobSQLTx).
+var _ store.TxSubmitter = (*Store)(nil)
+
+// SubmitJobTxAny is SubmitJobTx behind store.TxSubmitter, for callers that cannot name pgx.Tx
+// (package baton's Queue.SubmitTx): tx is a pgx.Tx, or a *sql.Tx on pgx's stdlib driver (see
+// SubmitJobSQLTx).
 func (s *Store) SubmitJobTxAny(ctx context.Context, tx any, p *store.SubmitParams) (*store.SubmitResult, error) {
 	switch t := tx.(type) {
 	case pgx.Tx:

@@ -191,8 +191,8 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	var md any // NULL for no metadata
 	if len(p.Metadata) > 0 {
@@ -253,8 +253,8 @@ func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, 
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	return s.renews.Do(ctx, p)
 }
@@ -280,8 +280,8 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	var heldUs int64
 	var notified *string
@@ -308,8 +308,8 @@ func (s *Store) Get(ctx context.Context, key string) (*store.Lease, error) {
 	if err := store.ValidateKey(key); err != nil {
 		return nil, err
 	}
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	l, err := scanLease(s.pool.QueryRow(ctx, s.q.get, key), nil)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -326,8 +326,8 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) ([]*store.Lease, 
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	var rows pgx.Rows
 	var err error
@@ -352,8 +352,8 @@ func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	var notified bool // pg_notify returns void; scanned only to keep the call in the select list
 	l, err := scanLease(s.pool.QueryRow(ctx, s.q.forceRelease, p.Key, s.channel, p.Actor, p.Reason, p.Principal), nil, &notified)
@@ -397,8 +397,8 @@ func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Eve
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	query := s.q.events
 	if p.NewestFirst {

@@ -76,8 +76,8 @@ func (s *Store) RenewMany(ctx context.Context, ps []*store.RenewParams) ([]store
 	if err := store.ValidateRenewBatch(ps); err != nil {
 		return nil, err
 	}
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	return s.renewMany(ctx, ps)
 }

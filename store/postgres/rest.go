@@ -39,8 +39,8 @@ func (s *Store) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*st
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	var (
 		ended    int

@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -79,7 +78,7 @@ type Store struct {
 	renews        *combine.Combiner[*store.RenewParams, *store.Lease]
 
 	audit     bool
-	closed    atomic.Bool
+	closed    store.Closed
 	closeOnce sync.Once
 }
 
@@ -211,12 +210,7 @@ func (s *Store) Capabilities() store.Capabilities {
 // from any process through NOTIFY; after a lost LISTEN connection every subscriber is woken once.
 // After Close the channel fires at once so that a waiter retries and sees ErrClosed.
 func (s *Store) Subscribe(key string) (<-chan struct{}, func()) {
-	if s.closed.Load() {
-		ch := make(chan struct{}, 1)
-		ch <- struct{}{}
-		return ch, func() {}
-	}
-	return s.hub.Subscribe(key)
+	return s.closed.Subscribe(key, s.hub.Subscribe)
 }
 
 // checkSchema applies the default and the naming rule. The rule keeps names that need no quoting

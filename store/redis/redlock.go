@@ -51,6 +51,8 @@ type RedlockConfig struct {
 // a node restarted without persistence restarts its counter and forgets its grants. Lease.Token is
 // the maximum token of the granting quorum, useful for logs, not for fencing.
 type RedlockStore struct {
+	store.NoAudit // Events lists nothing: no audit log
+
 	nodes       []*node
 	clients     []*goredis.Client
 	lis         []*listener
@@ -59,7 +61,7 @@ type RedlockStore struct {
 	drift       float64
 	nodeTimeout time.Duration
 	maxSeen     atomic.Uint64 // the highest token this store has returned: a Lamport clock
-	closed      atomic.Bool
+	closed      store.Closed
 	closeOnce   sync.Once
 }
 
@@ -75,6 +77,7 @@ func OpenRedlock(ctx context.Context, cfg RedlockConfig) (*RedlockStore, error) 
 		return nil, &store.InvalidArgumentError{Field: "drift_factor", Rule: "must be in [0, 0.5)"}
 	}
 	s := &RedlockStore{hub: notify.NewHub(), quorum: len(cfg.Addrs)/2 + 1, drift: cfg.DriftFactor, nodeTimeout: cfg.NodeTimeout}
+	s.NoAudit = store.NewNoAudit(&s.closed)
 	if s.drift == 0 {
 		s.drift = DefaultDriftFactor
 	}
@@ -196,8 +199,8 @@ func noQuorum(op string, got, n int, errs []error) error {
 // otherwise the fresh grants it made are rolled back on every node and the majority's answer
 // (the holder, or the resting reason) is returned.
 func (s *RedlockStore) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -222,8 +225,8 @@ func (s *RedlockStore) Acquire(ctx context.Context, p *store.AcquireParams) (*st
 		}
 	}
 	s.rollback(p.Key, p.LeaseID, replies, errs)
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	if votes >= s.quorum {
 		return nil, fmt.Errorf("redlock: acquire of %q took %s of a %s TTL: no validity left", p.Key, elapsed, p.TTL)
@@ -301,8 +304,8 @@ func (s *RedlockStore) rollbackWhere(key, id string, replies []*reply, errs []er
 // is healed by the next renew (TTL/3 later under keepalive), so only nodes that lose the key
 // faster than renewals heal them can make a majority forget it (docs/guarantees.md).
 func (s *RedlockStore) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -322,8 +325,8 @@ func (s *RedlockStore) Renew(ctx context.Context, p *store.RenewParams) (*store.
 		}
 		return nil, fmt.Errorf("redlock: renew of %q took %s of a %s TTL: no validity left", p.Key, elapsed, p.TTL)
 	}
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	// Nodes that answered for certain that the lease is not theirs: not held and not restorable
 	// (or nothing renewed to restore from), held by another lease, or resting.
@@ -374,8 +377,8 @@ func (s *RedlockStore) restore(ctx context.Context, p *store.RenewParams, replie
 // Release releases the lease on every node. It is released if any node released it (the
 // others had lost or expired it); AlreadyReleased if no node released it and one had.
 func (s *RedlockStore) Release(ctx context.Context, p *store.ReleaseParams) (*store.ReleaseResult, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -412,8 +415,8 @@ func (s *RedlockStore) Release(ctx context.Context, p *store.ReleaseParams) (*st
 
 // Get returns the lease that a quorum of nodes hold.
 func (s *RedlockStore) Get(ctx context.Context, key string) (*store.Lease, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	if err := store.ValidateKey(key); err != nil {
 		return nil, err
@@ -443,8 +446,8 @@ func (s *RedlockStore) quorumLease(replies []*reply, errs []error, op string) (*
 
 // List lists the keys that a quorum of nodes hold, in key order.
 func (s *RedlockStore) List(ctx context.Context, p *store.ListParams) ([]*store.Lease, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -507,8 +510,8 @@ func (s *RedlockStore) tooManyFailed(errs []error, op string) error {
 		}
 	}
 	if failed > len(s.nodes)-s.quorum {
-		if s.closed.Load() {
-			return store.ErrClosed
+		if err := s.closed.Check(); err != nil {
+			return err
 		}
 		return noQuorum(op, len(s.nodes)-failed, len(s.nodes), errs)
 	}
@@ -517,8 +520,8 @@ func (s *RedlockStore) tooManyFailed(errs []error, op string) error {
 
 // ForceRelease ends the lease on every node that has one and starts its lock-delay there.
 func (s *RedlockStore) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (*store.Lease, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -537,26 +540,10 @@ func (s *RedlockStore) ForceRelease(ctx context.Context, p *store.ForceReleasePa
 	return nil, store.ErrNotFound
 }
 
-// Events returns nothing: no audit log.
-func (s *RedlockStore) Events(ctx context.Context, p *store.EventsParams) ([]*store.Event, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
-	}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	return nil, nil
-}
-
 // Subscribe: releases published by any node wake local waiters (a release on N nodes may wake
 // up to N of them; wake-ups are hints).
 func (s *RedlockStore) Subscribe(key string) (<-chan struct{}, func()) {
-	if s.closed.Load() {
-		ch := make(chan struct{}, 1)
-		ch <- struct{}{}
-		return ch, func() {}
-	}
-	return s.hub.Subscribe(key)
+	return s.closed.Subscribe(key, s.hub.Subscribe)
 }
 
 // Capabilities: no fencing tokens (see RedlockStore), cross-process wake-ups, owners (each node

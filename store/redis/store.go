@@ -155,6 +155,8 @@ func retentionOr(d time.Duration) time.Duration {
 
 // Store is a store.Store on one Redis server. It is safe for concurrent use.
 type Store struct {
+	store.NoAudit // Events lists nothing: no audit log
+
 	rdb *goredis.Client
 	n   *node
 	hub *notify.Hub
@@ -164,7 +166,7 @@ type Store struct {
 	maxSeen   atomic.Uint64
 	server    serverWatch
 	persist   Persistence
-	closed    atomic.Bool
+	closed    store.Closed
 	closeOnce sync.Once
 }
 
@@ -178,6 +180,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{hub: notify.NewHub()}
+	s.NoAudit = store.NewNoAudit(&s.closed)
 	if !cfg.TrustServerChange {
 		prev := opts.OnConnect
 		opts.OnConnect = func(ctx context.Context, cn *goredis.Conn) error {
@@ -240,8 +243,8 @@ func (s *Store) observe(tok uint64) {
 
 // Acquire runs the grant script: one round trip.
 func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -281,8 +284,8 @@ func heldError(l *store.Lease) error {
 
 // Renew extends the lease by p.TTL from the server's now.
 func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -300,8 +303,8 @@ func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, 
 // Release ends the lease, starts its cooldown and, if a waiting Acquire marked the lease,
 // publishes the key on the released channel.
 func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.ReleaseResult, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -322,8 +325,8 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 
 // Get returns the live lease on key.
 func (s *Store) Get(ctx context.Context, key string) (*store.Lease, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	if err := store.ValidateKey(key); err != nil {
 		return nil, err
@@ -341,8 +344,8 @@ func (s *Store) Get(ctx context.Context, key string) (*store.Lease, error) {
 // List scans the lease keys with SCAN (so it costs O(keys under the prefix) per page), sorts
 // them and fetches the page's leases in one pipeline.
 func (s *Store) List(ctx context.Context, p *store.ListParams) ([]*store.Lease, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -399,8 +402,8 @@ func pageOf(ctx context.Context, keys []string, p *store.ListParams,
 
 // ForceRelease ends the live lease on the key and starts its lock-delay.
 func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (*store.Lease, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return nil, err
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -416,26 +419,10 @@ func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (
 	return r.lease, nil
 }
 
-// Events returns nothing: the Redis store keeps no audit log (Capabilities.Audit is false).
-func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Event, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
-	}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	return nil, nil
-}
-
 // Subscribe registers interest in key; wake-ups come from releases in this process and, through
 // Pub/Sub, in any process (and from expiry events if the server publishes them).
 func (s *Store) Subscribe(key string) (<-chan struct{}, func()) {
-	if s.closed.Load() {
-		ch := make(chan struct{}, 1)
-		ch <- struct{}{}
-		return ch, func() {}
-	}
-	return s.hub.Subscribe(key)
+	return s.closed.Subscribe(key, s.hub.Subscribe)
 }
 
 // Capabilities: fencing tokens (one INCR counter inside the grant script; see ErrTokensReset for

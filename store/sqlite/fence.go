@@ -20,8 +20,8 @@ func (s *Store) CheckFence(ctx context.Context, resource string, token uint64) (
 	if err := store.ValidateFence(resource, token); err != nil {
 		return 0, err
 	}
-	if s.closed.Load() {
-		return 0, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return 0, err
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -54,8 +54,8 @@ func (s *Store) ResetFence(ctx context.Context, p *store.ResetFenceParams) (uint
 	if err := p.Validate(); err != nil {
 		return 0, err
 	}
-	if s.closed.Load() {
-		return 0, store.ErrClosed
+	if err := s.closed.Check(); err != nil {
+		return 0, err
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {

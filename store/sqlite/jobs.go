@@ -39,7 +39,7 @@ func (s *Store) GetJob(ctx context.Context, id int64) (*store.Job, error) {
 	if err := validateID(id); err != nil {
 		return nil, err
 	}
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	j, err := newJobTx(ctx, s.db, s.now()).job(id)
@@ -56,7 +56,7 @@ func (s *Store) ListJobs(ctx context.Context, p *store.JobListParams) ([]*store.
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	where, args := []string{"id > ?"}, []any{p.After}
@@ -169,7 +169,7 @@ func (s *Store) HeartbeatJob(ctx context.Context, p *store.HeartbeatParams) (*st
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	now := s.now().UnixNano()

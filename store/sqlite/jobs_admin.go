@@ -168,7 +168,7 @@ const jobCountsSQL = `SELECT kind, state, count(*) FROM jobs
 
 // JobCounts counts unfinished jobs per kind and state, ordered by kind then state.
 func (s *Store) JobCounts(ctx context.Context) ([]*store.JobCount, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	rows, err := s.db.QueryContext(ctx, jobCountsSQL)

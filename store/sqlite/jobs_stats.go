@@ -12,7 +12,7 @@ var _ store.KindStatsStore = (*Store)(nil)
 // KindStats returns each kind's oldest running attempt's age (on this process's clock, the
 // store's) and its dead letters, reading only jobs in those states (index jobs_by_state).
 func (s *Store) KindStats(ctx context.Context) ([]*store.KindStats, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT kind, coalesce(min(CASE WHEN state = 'running' THEN attempted_at END), 0),

@@ -43,7 +43,7 @@ func (s *Store) SubmitJobTx(ctx context.Context, tx *sql.Tx, p *store.SubmitPara
 	if tx == nil {
 		return nil, &store.InvalidArgumentError{Field: "tx", Rule: "must not be nil"}
 	}
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	out, err := newJobTx(ctx, tx, s.now()).submit(p)
@@ -51,6 +51,19 @@ func (s *Store) SubmitJobTx(ctx context.Context, tx *sql.Tx, p *store.SubmitPara
 		return nil, s.wrapJob("submit job", err)
 	}
 	return out, nil
+}
+
+var _ store.TxSubmitter = (*Store)(nil)
+
+// SubmitJobTxAny is SubmitJobTx behind store.TxSubmitter, for callers that do not know the
+// store's driver (package baton's Queue.SubmitTx): tx must be a *sql.Tx.
+func (s *Store) SubmitJobTxAny(ctx context.Context, tx any, p *store.SubmitParams) (*store.SubmitResult, error) {
+	t, ok := tx.(*sql.Tx)
+	if !ok {
+		return nil, &store.InvalidArgumentError{Field: "tx",
+			Rule: fmt.Sprintf("must be a *sql.Tx for the sqlite store (got %T)", tx)}
+	}
+	return s.SubmitJobTx(ctx, t, p)
 }
 
 // submit is SubmitJob on x. Every check that can refuse the submit runs before its first write,

@@ -78,7 +78,7 @@ func newJobTx(ctx context.Context, q querier, now time.Time) *jobTx {
 // the clock is read after it) and, once it commits, wakes this process's workers of the kinds fn
 // made claimable. Errors of the store's contract pass through; others are wrapped.
 func (s *Store) inTx(ctx context.Context, op string, fn func(x *jobTx) error) error {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return err
 	}
 	tx, err := s.db.BeginTx(ctx, nil)

@@ -88,7 +88,7 @@ func (s *Store) RegisterKinds(ctx context.Context, kinds []store.Kind) error {
 
 // Kinds lists the registered kinds, by name.
 func (s *Store) Kinds(ctx context.Context) ([]store.Kind, error) {
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT `+kindColumns+` FROM job_kinds ORDER BY name`)

@@ -53,7 +53,7 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	for {
@@ -98,7 +98,7 @@ func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, 
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -112,7 +112,7 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	now := s.now().UnixNano()
@@ -144,7 +144,7 @@ func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	now := s.now().UnixNano()
@@ -165,7 +165,7 @@ func (s *Store) Get(ctx context.Context, key string) (*store.Lease, error) {
 	if err := store.ValidateKey(key); err != nil {
 		return nil, err
 	}
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	now := s.now().UnixNano()
@@ -185,7 +185,7 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) ([]*store.Lease, 
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	now := s.now().UnixNano()
@@ -211,7 +211,7 @@ func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Eve
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	stmt := s.stmts.events

@@ -212,7 +212,7 @@ func (s *Store) RenewMany(ctx context.Context, ps []*store.RenewParams) ([]store
 	if err := store.ValidateRenewBatch(ps); err != nil {
 		return nil, err
 	}
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	out := make([]store.RenewResult, len(ps))

@@ -126,7 +126,7 @@ func (s *Store) GetResource(ctx context.Context, key string) (*store.Resource, e
 	if err := store.ValidateResource(key); err != nil {
 		return nil, err
 	}
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	r, err := getResource(ctx, s.db, key, s.now())
@@ -142,7 +142,7 @@ func (s *Store) ListResources(ctx context.Context, p *store.ResourceListParams) 
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	r := newKeyRange(p.After, p.Prefix)

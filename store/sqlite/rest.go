@@ -20,7 +20,7 @@ func (s *Store) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*st
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if err := s.check(); err != nil {
+	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
 	for {

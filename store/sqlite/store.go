@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -42,7 +41,7 @@ type Store struct {
 	db     *sql.DB
 	now    func() time.Time
 	hub    *notify.Hub
-	closed atomic.Bool
+	closed store.Closed
 	stmts  statements
 	audit  bool
 	renews renewBatcher
@@ -139,13 +138,6 @@ func (s *Store) Close() error {
 
 // DB returns the underlying database, for tests and benchmarks.
 func (s *Store) DB() *sql.DB { return s.db }
-
-func (s *Store) check() error {
-	if s.closed.Load() {
-		return store.ErrClosed
-	}
-	return nil
-}
 
 // wrap maps driver errors after Close to store.ErrClosed.
 func (s *Store) wrap(op string, err error) error {
