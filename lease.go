@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
+	"github.com/batonhq/baton/internal/retry"
 	"github.com/batonhq/baton/store"
 )
 
@@ -158,12 +158,11 @@ func (l *Lease) Release(ctx context.Context) error {
 func (l *Lease) release(ctx context.Context) error {
 	for {
 		_, err := l.locker.store.Release(ctx, &store.ReleaseParams{Key: l.Key, LeaseID: l.ID})
-		var hint retryAfterHinter
-		if err == nil || !errors.As(err, &hint) || hint.RetryAfterHint() <= 0 ||
-			time.Now().Add(hint.RetryAfterHint()).After(l.localEnd) {
+		wait := retry.After(err)
+		if err == nil || wait <= 0 || time.Now().Add(wait).After(l.Deadline()) {
 			return err
 		}
-		t := time.NewTimer(hint.RetryAfterHint())
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -231,16 +230,11 @@ func (l *Lease) renewTick() {
 			log.Warn("baton: lease renew failed; retrying until the local deadline", "key", l.Key, "lease_id", l.ID, "err", err)
 		}
 		l.failing = true
-		next = jitter(min(max(l.ttl/10, 50*time.Millisecond), time.Second))
+		next = retry.Held(l.ttl)
 	}
 	l.mu.Lock()
 	if !l.stopped {
 		l.renewTimer.Reset(next)
 	}
 	l.mu.Unlock()
-}
-
-// jitter spreads d by ±20%.
-func jitter(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }

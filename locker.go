@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/batonhq/baton/internal/retry"
 	"github.com/batonhq/baton/store"
 )
 
@@ -123,7 +124,7 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, attempt func(
 			}
 			return sl, start, nil
 		}
-		wait := jitter(l.cfg.PollInterval)
+		wait := retry.Jitter(l.cfg.PollInterval)
 		var held *LockHeldError
 		var cool *CooldownError
 		switch {
@@ -140,21 +141,14 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, attempt func(
 		case ctx.Err() != nil:
 			// The wait ended during the attempt: report whom we were waiting for.
 			return nil, time.Time{}, gaveUp()
-		case transient(err):
-			// The store or the server is unreachable (a restart, a network fault): keep waiting,
-			// backing off from a tenth of the poll interval up to the poll interval.
+		case retry.Transient(err):
+			// The store or the server is unreachable (a restart, a network fault), or
+			// overloaded and says when to come back (Retry-After): keep waiting, backing off.
 			if failures == 0 {
 				l.cfg.Logger.Warn("baton: acquire failed; retrying until the wait ends", "key", p.Key, "err", err)
 			}
 			failures++
-			wait = jitter(min(l.cfg.PollInterval/10<<min(failures-1, 10), l.cfg.PollInterval))
-			// An overloaded server says when to come back (Retry-After): not before.
-			var hint retryAfterHinter
-			if errors.As(err, &hint) {
-				if d := hint.RetryAfterHint(); d > 0 {
-					wait = max(wait, d+jitter(d)/5)
-				}
-			}
+			wait = max(retry.Backoff(l.cfg.PollInterval, failures), retry.After(err))
 		default:
 			return nil, time.Time{}, err
 		}
@@ -177,12 +171,6 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, attempt func(
 		}
 	}
 }
-
-// retryAfterHinter is an error that says how long to wait before trying again (the Go client's
-// *client.ProblemError for a 503 or 429 with Retry-After). A waiting Acquire waits at least that
-// long; keepalive does not: it retries quickly until the lease's local deadline, since losing a
-// held lease is worse than adding load.
-type retryAfterHinter interface{ RetryAfterHint() time.Duration }
 
 func (l *Locker) acquireOnce(ctx context.Context, p *store.AcquireParams, o acquireOptions) (*Lease, error) {
 	if err := ctx.Err(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/batonhq/baton/internal/retry"
 	"github.com/batonhq/baton/store"
 )
 
@@ -299,7 +300,7 @@ func (w *Worker) claimLoop(ctx, jobsCtx context.Context) error {
 			full = true
 		}
 		more := false
-		wait := jitter(w.cfg.PollInterval)
+		wait := retry.Jitter(w.cfg.PollInterval)
 		if !full && backlog && active > 0 && free < w.minBatch() && !batchWaited {
 			// Jobs are queued and most slots are busy: let a few more free up (briefly) and
 			// claim them in one round trip rather than one job per round trip.
@@ -346,11 +347,10 @@ func (w *Worker) claimLoop(ctx, jobsCtx context.Context) error {
 					w.log.Warn("baton: claiming jobs failed; retrying", "err", err)
 				}
 				failing = true
-				var hint retryAfterHinter
-				if errors.As(err, &hint) && hint.RetryAfterHint() > 0 {
+				if d := retry.After(err); d > 0 {
 					// An overloaded server said when to come back (503 with Retry-After): wait
 					// that long, whatever wakes the loop meanwhile.
-					wait, overloaded = max(wait, hint.RetryAfterHint()), true
+					wait, overloaded = max(wait, d), true
 				}
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/batonhq/baton/internal/retry"
 	"github.com/batonhq/baton/store"
 )
 
@@ -169,7 +170,7 @@ func (r *jobRun) report(fp *store.FailParams) (*Job, error) {
 			p := *fp
 			job, err = r.w.st.FailJob(ctx, &p)
 		}
-		if err == nil || !transient(err) || ctx.Err() != nil {
+		if err == nil || !retry.Transient(err) || ctx.Err() != nil {
 			if err != nil && ctx.Err() != nil && r.leaseCtx.Err() != nil {
 				err = fmt.Errorf("%w (%w)", context.Cause(r.leaseCtx), err)
 			}
@@ -178,7 +179,7 @@ func (r *jobRun) report(fp *store.FailParams) (*Job, error) {
 		if !logged {
 			r.log.Warn("baton: reporting the attempt failed; retrying", "err", err)
 		}
-		wait := jitter(min(max(r.w.cfg.LeaseTTL/10, 50*time.Millisecond), time.Second))
+		wait := retry.Held(r.w.cfg.LeaseTTL)
 		if timer == nil {
 			timer = time.NewTimer(wait)
 		} else {
@@ -189,23 +190,6 @@ func (r *jobRun) report(fp *store.FailParams) (*Job, error) {
 		case <-timer.C:
 		}
 	}
-}
-
-// transient reports whether a store error may go away by itself: anything but the errors the
-// store contract names, and but an error that says itself it is not temporary (the HTTP
-// client's answers such as unauthorized or forbidden).
-func transient(err error) bool {
-	for _, e := range []error{ErrNotHeld, ErrNotFound, ErrInvalidArgument, ErrClosed, ErrJobState} {
-		if errors.Is(err, e) {
-			return false
-		}
-	}
-	// Not net.Error's Temporary, which calls a refused connection permanent.
-	var t interface{ Retryable() bool }
-	if errors.As(err, &t) && !t.Retryable() {
-		return false
-	}
-	return true
 }
 
 // heartbeat extends the job lease, every HeartbeatInterval. Transient errors are retried quickly until the
@@ -254,7 +238,7 @@ func (r *jobRun) heartbeat() {
 			r.log.Warn("baton: job heartbeat failed; retrying until the local deadline", "err", err)
 		}
 		r.failing = true
-		next = jitter(min(max(ttl/10, 50*time.Millisecond), time.Second))
+		next = retry.Held(ttl)
 	}
 	r.mu.Lock()
 	if !r.stopped {

@@ -3,12 +3,12 @@ package server
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"reflect"
 	"slices"
 	"time"
 
+	"github.com/batonhq/baton/internal/retry"
 	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
 )
@@ -96,7 +96,7 @@ func (s *Server) claimWaiting(ctx context.Context, p *store.ClaimParams, wait ti
 	)
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
-	poll := time.NewTimer(jitter(s.claimPoll))
+	poll := time.NewTimer(retry.Jitter(s.claimPoll))
 	defer poll.Stop()
 	cases := []reflect.SelectCase{
 		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
@@ -125,15 +125,10 @@ func (s *Server) claimWaiting(ctx context.Context, p *store.ClaimParams, wait ti
 		case caseShutdown, caseDeadline:
 			return nil, time.Time{}, nil
 		case casePoll:
-			poll.Reset(jitter(s.claimPoll))
+			poll.Reset(retry.Jitter(s.claimPoll))
 		}
 		// Woken, or the poll: claim again.
 	}
-}
-
-// jitter spreads d by ±20%, so that many waiting claims do not poll the store in step.
-func jitter(d time.Duration) time.Duration {
-	return d*4/5 + rand.N(d*2/5+1)
 }
 
 func (s *Server) heartbeatJob(w http.ResponseWriter, r *http.Request, who principal) {
