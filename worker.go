@@ -280,7 +280,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 // claimLoop claims as many jobs as there are free slots, one round trip at a time, and waits for
 // a wake-up from the store, a free slot or the poll timer when there is nothing to claim.
 func (w *Worker) claimLoop(ctx, jobsCtx context.Context) error {
-	wake, unsubscribe := w.subscribe()
+	wake, unsubscribe := w.st.SubscribeJobs(w.kinds...)
 	defer unsubscribe()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -482,43 +482,6 @@ func (w *Worker) signalFreed() {
 	select {
 	case w.freed <- struct{}{}:
 	default:
-	}
-}
-
-// subscribe merges the store's wake-ups for each kind into one channel.
-func (w *Worker) subscribe() (<-chan struct{}, func()) {
-	merged := make(chan struct{}, 1)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	cancels := make([]func(), 0, len(w.kinds))
-	for _, kind := range w.kinds {
-		wake, cancel := w.st.SubscribeJobs(kind)
-		cancels = append(cancels, cancel)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-wake:
-					// Block while a wake-up is pending: until it is read, this kind's next
-					// wake-up stays in the store's channel, where the store sees it pending.
-					select {
-					case merged <- struct{}{}:
-					case <-stop:
-						return
-					}
-				}
-			}
-		}()
-	}
-	return merged, func() {
-		close(stop)
-		wg.Wait()
-		for _, cancel := range cancels {
-			cancel()
-		}
 	}
 }
 

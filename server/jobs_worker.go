@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"reflect"
 	"slices"
 	"time"
 
@@ -83,32 +82,14 @@ func (s *Server) claimWaiting(ctx context.Context, p *store.ClaimParams, wait ti
 		jobs, err = s.jobs.ClaimJobs(ctx, p)
 		return jobs, claimed, err
 	}
-	kinds := slices.Compact(slices.Sorted(slices.Values(p.Kinds)))
-	// Fixed cases first, then one per kind. The wake-up channels are selected on directly
-	// rather than merged by goroutines: a wake-up left unread stays with the store, which then
-	// wakes another waiter for the next job instead of this one again.
-	const (
-		caseCtx = iota
-		caseShutdown
-		caseDeadline
-		casePoll
-		caseWake
-	)
+	// One subscription for all the kinds: a wake-up left unread stays with the store, which
+	// then wakes another waiter for the next job instead of this one again.
+	wake, unsubscribe := s.jobs.SubscribeJobs(slices.Compact(slices.Sorted(slices.Values(p.Kinds)))...)
+	defer unsubscribe()
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	poll := time.NewTimer(retry.Jitter(s.claimPoll))
 	defer poll.Stop()
-	cases := []reflect.SelectCase{
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.ctx.Done())},
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(deadline.C)},
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(poll.C)},
-	}
-	for _, k := range kinds {
-		wake, cancel := s.jobs.SubscribeJobs(k)
-		defer cancel()
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(wake)})
-	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, time.Time{}, err
@@ -118,14 +99,16 @@ func (s *Server) claimWaiting(ctx context.Context, p *store.ClaimParams, wait ti
 		if err != nil || len(jobs) > 0 {
 			return jobs, claimed, err
 		}
-		chosen, _, _ := reflect.Select(cases)
-		switch chosen {
-		case caseCtx:
+		select {
+		case <-ctx.Done():
 			return nil, time.Time{}, ctx.Err()
-		case caseShutdown, caseDeadline:
+		case <-s.ctx.Done():
 			return nil, time.Time{}, nil
-		case casePoll:
+		case <-deadline.C:
+			return nil, time.Time{}, nil
+		case <-poll.C:
 			poll.Reset(retry.Jitter(s.claimPoll))
+		case <-wake:
 		}
 		// Woken, or the poll: claim again.
 	}

@@ -210,13 +210,15 @@ func (s *Store) Capabilities() store.Capabilities {
 // Subscribe registers interest in key. Wake-ups come from releases in this process at once and
 // from any process through NOTIFY; after a lost LISTEN connection every subscriber is woken once.
 // After Close the channel fires at once so that a waiter retries and sees ErrClosed.
-func (s *Store) Subscribe(key string) (<-chan struct{}, func()) {
+func (s *Store) Subscribe(key string) (<-chan struct{}, func()) { return s.subscribe(key) }
+
+func (s *Store) subscribe(keys ...string) (<-chan struct{}, func()) {
 	if s.closed.Load() {
 		ch := make(chan struct{}, 1)
 		ch <- struct{}{}
 		return ch, func() {}
 	}
-	return s.hub.Subscribe(key)
+	return s.hub.Subscribe(keys...)
 }
 
 // checkSchema applies the default and the naming rule. The rule keeps names that need no quoting
