@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/batonhq/baton/internal/notify"
 	"github.com/batonhq/baton/internal/retry"
 	"github.com/batonhq/baton/store"
 )
@@ -98,12 +99,8 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, attempt func(
 	p.Wait = true
 	// Subscribe before the first attempt so that a release between the attempt and the wait
 	// still wakes us.
-	wake, unsubscribe := l.store.Subscribe(p.Key)
-	defer unsubscribe()
-	// Go 1.23+ timers: Reset discards a value not yet received, so no draining is needed (and
-	// the old drain idiom could block forever).
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	waiter := notify.NewWaiter(l.store.Subscribe(p.Key))
+	defer waiter.Close()
 	var refusal error // the last refusal: who we were waiting for, or why the store failed
 	gaveUp := func() error {
 		if refusal == nil {
@@ -153,21 +150,16 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, attempt func(
 			return nil, time.Time{}, err
 		}
 		refusal = err
-		timer.Reset(max(wait, time.Millisecond))
-		select {
-		case <-ctx.Done():
-			return nil, time.Time{}, gaveUp()
-		case <-wake:
+		var ev notify.Event
+		if failures > 0 {
 			// A wake-up after a store failure is no sign the store is back (the HTTP client's
 			// hub wakes everyone at Close): keep backing off.
-			if failures > 0 {
-				select {
-				case <-ctx.Done():
-					return nil, time.Time{}, gaveUp()
-				case <-timer.C:
-				}
-			}
-		case <-timer.C:
+			ev = waiter.WaitFor(ctx, wait, nil)
+		} else {
+			ev = waiter.Wait(ctx, wait)
+		}
+		if ev == notify.Cancelled {
+			return nil, time.Time{}, gaveUp()
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/batonhq/baton/internal/notify"
 	"github.com/batonhq/baton/internal/retry"
 	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
@@ -84,12 +85,13 @@ func (s *Server) claimWaiting(ctx context.Context, p *store.ClaimParams, wait ti
 	}
 	// One subscription for all the kinds: a wake-up left unread stays with the store, which
 	// then wakes another waiter for the next job instead of this one again.
-	wake, unsubscribe := s.jobs.SubscribeJobs(slices.Compact(slices.Sorted(slices.Values(p.Kinds)))...)
-	defer unsubscribe()
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
-	poll := time.NewTimer(retry.Jitter(s.claimPoll))
-	defer poll.Stop()
+	waiter := notify.NewWaiter(s.jobs.SubscribeJobs(slices.Compact(slices.Sorted(slices.Values(p.Kinds)))...))
+	defer waiter.Close()
+	// The wait ends at its deadline or at the server's shutdown; the claims end only with the
+	// request.
+	waitCtx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	defer context.AfterFunc(s.ctx, cancel)()
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, time.Time{}, err
@@ -99,16 +101,8 @@ func (s *Server) claimWaiting(ctx context.Context, p *store.ClaimParams, wait ti
 		if err != nil || len(jobs) > 0 {
 			return jobs, claimed, err
 		}
-		select {
-		case <-ctx.Done():
-			return nil, time.Time{}, ctx.Err()
-		case <-s.ctx.Done():
-			return nil, time.Time{}, nil
-		case <-deadline.C:
-			return nil, time.Time{}, nil
-		case <-poll.C:
-			poll.Reset(retry.Jitter(s.claimPoll))
-		case <-wake:
+		if waiter.Wait(waitCtx, retry.Jitter(s.claimPoll)) == notify.Cancelled {
+			return nil, time.Time{}, ctx.Err() // nil at the deadline or the shutdown
 		}
 		// Woken, or the poll: claim again.
 	}
