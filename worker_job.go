@@ -410,7 +410,7 @@ func (c *completer) run() {
 // and at most that long (and maxGather), so a lone completion and a worker of long handlers wait
 // for nothing.
 func (c *completer) gather(batch []*completion) []*completion {
-	if c.w == nil || c.w.handlersRunning() <= 0 {
+	if c.w == nil || c.w.slots.running() <= 0 {
 		return batch
 	}
 	d := min(time.Duration(c.lastFlush.Load())/2, maxGather)
@@ -419,7 +419,7 @@ func (c *completer) gather(batch []*completion) []*completion {
 	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()
-	for len(batch) < store.MaxClaimLimit && c.w.handlersRunning() > 0 {
+	for len(batch) < store.MaxClaimLimit && c.w.slots.running() > 0 {
 		select {
 		case r, ok := <-c.reqs:
 			if !ok {
@@ -453,7 +453,7 @@ func (c *completer) flush(batch []*completion) {
 	var err error
 	if cl := c.claimer; cl != nil && cl.runCtx.Err() == nil {
 		// The batch's handlers have returned: their slots count as free.
-		if n := cl.w.reserve(store.MaxClaimLimit); n > 0 {
+		if n := cl.w.slots.reserve(store.MaxClaimLimit); n > 0 {
 			start := time.Now()
 			var claimed []*Job
 			jobs, claimed, err = cl.cc.CompleteJobsAndClaim(ctx, ps, cl.w.claimParams(n))
