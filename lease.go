@@ -17,7 +17,8 @@ import (
 // The lease's Context is cancelled at the holder's local deadline, start_of_request +
 // TTL*(1-DriftFactor) - SafetyMargin measured on the monotonic clock, unless a renew succeeded
 // first; so work under it stops before the store could grant the key to anyone else. Err says why
-// it ended.
+// it ended. With WithStopGrace, StopContext ends that long earlier, for work that needs time to
+// stop.
 type Lease struct {
 	Key        string
 	ID         string
@@ -31,23 +32,24 @@ type Lease struct {
 
 	locker *Locker
 	ttl    time.Duration
-	clock  holderClock // the local deadline and keepalive
+	clock  holderClock // the local deadline, stop-grace and keepalive
 
 	mu        sync.Mutex
 	expiresAt time.Time // store clock
 	released  bool      // the store confirmed the release
 }
 
-func (l *Locker) newLease(parent context.Context, sl *store.Lease, ttl time.Duration, start time.Time, keepalive bool) *Lease {
+func (l *Locker) newLease(parent context.Context, sl *store.Lease, ttl time.Duration, start time.Time, o acquireOptions) *Lease {
 	lease := &Lease{
 		Key: sl.Key, ID: sl.ID, Holder: sl.Holder, Token: sl.Token, AcquiredAt: sl.AcquiredAt,
 		Metadata: sl.Metadata, TookOver: sl.TookOver, locker: l, ttl: ttl, expiresAt: sl.ExpiresAt,
 	}
 	lease.clock.start(parent, clockConfig{
-		ttl: ttl, validity: l.cfg.validity(ttl),
-		keepalive: keepalive, interval: ttl / 3, timeout: ttl / 3,
+		ttl: ttl, validity: l.cfg.validity(ttl), grace: o.stopGrace,
+		keepalive: !o.noKeepalive, interval: ttl / 3, timeout: ttl / 3,
 		renew: lease.renew, gone: leaseGone,
 		words: &leaseWords, log: l.cfg.Logger, attrs: []slog.Attr{slog.String("key", sl.Key), slog.String("lease_id", sl.ID)},
+		time: l.clockTime,
 	}, start)
 	return lease
 }
@@ -64,8 +66,8 @@ func (l *Lease) ExpiresAt() time.Time {
 
 // Deadline is the holder's local deadline: the instant, on this process's monotonic clock, at
 // which the lease's context is cancelled unless a renew succeeds first. Each successful renew
-// moves it later. Work that needs time to stop (a child process's grace period) should begin
-// stopping that long before Deadline when renews are failing, so that it has stopped by then.
+// moves it later. Work that needs time to stop is better served by WithStopGrace and
+// StopContext, which end that long before Deadline while renews fail.
 func (l *Lease) Deadline() time.Time { return l.clock.deadline() }
 
 // TTL is the lease's time to live, as requested.
@@ -73,6 +75,12 @@ func (l *Lease) TTL() time.Duration { return l.ttl }
 
 // Context is cancelled when the lease is lost or released; context.Cause gives Err.
 func (l *Lease) Context() context.Context { return l.clock.ctx }
+
+// StopContext is cancelled when the work under the lease must begin to stop: the stop-grace
+// (WithStopGrace) before the local deadline when no renew has succeeded by then (cause wrapping
+// ErrLeaseLost), and whenever Context is cancelled (its cause). Once cancelled it stays so,
+// even if a renew then succeeds. Without a stop-grace it is Context.
+func (l *Lease) StopContext() context.Context { return l.clock.stopCtx }
 
 // Done is closed when the lease is lost or released.
 func (l *Lease) Done() <-chan struct{} { return l.clock.ctx.Done() }

@@ -18,6 +18,7 @@ type Locker struct {
 	cfg          Config
 	holderPrefix string
 	pending      unsettled // leases whose release has an unknown outcome
+	clockTime    clockTime // the leases' time and timers; nil: this process's (tests set it)
 }
 
 // NewLocker returns a Locker over s. A nil cfg means all defaults.
@@ -71,7 +72,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Leas
 	if err != nil {
 		return nil, err
 	}
-	return l.newLease(ctx, sl, p.TTL, l.cfg.grantedAfter(start, sl.Waited), !o.noKeepalive), nil
+	return l.newLease(ctx, sl, p.TTL, l.cfg.grantedAfter(start, sl.Waited), o), nil
 }
 
 // AcquireRecord waits for the key as Acquire does, but returns the store's record instead of a
@@ -173,7 +174,7 @@ func (l *Locker) acquireOnce(ctx context.Context, p *store.AcquireParams, o acqu
 	if err != nil {
 		return nil, err
 	}
-	return l.newLease(ctx, sl, p.TTL, start, !o.noKeepalive), nil
+	return l.newLease(ctx, sl, p.TTL, start, o), nil
 }
 
 // WithLock acquires key (waiting as Acquire does), runs fn, and releases. fn's context is

@@ -136,9 +136,8 @@ func (c WorkerConfig) withDefaults(q *Queue) (WorkerConfig, Config, error) {
 		return c, lc, &InvalidArgumentError{Field: "heartbeat_interval",
 			Rule: fmt.Sprintf("must be positive and at most a third of lease_ttl, %s (got %s)", c.LeaseTTL/3, c.HeartbeatInterval)}
 	}
-	if c.StopGrace < 0 || c.StopGrace > c.LeaseTTL/3 {
-		return c, lc, &InvalidArgumentError{Field: "stop_grace",
-			Rule: fmt.Sprintf("must be between 0 and a third of lease_ttl, %s (got %s)", c.LeaseTTL/3, c.StopGrace)}
+	if err := checkStopGrace(c.StopGrace, c.LeaseTTL, "lease_ttl"); err != nil {
+		return c, lc, err
 	}
 	c.DriftFactor, c.SafetyMargin, c.PollInterval = lc.DriftFactor, lc.SafetyMargin, lc.PollInterval
 	return c, lc, nil
