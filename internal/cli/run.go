@@ -158,7 +158,9 @@ func runCommand(args []string, g *globals, stdin io.Reader, stdout, stderr io.Wr
 	if err != nil {
 		return c.fail(g, err)
 	}
-	opts := []baton.Option{baton.WithTTL(*ttl), baton.WithCooldown(*cooldown)}
+	// CMD is told to stop --grace before the lease's local deadline when renews fail, so that
+	// it is dead by then (superviseRun).
+	opts := []baton.Option{baton.WithTTL(*ttl), baton.WithCooldown(*cooldown), baton.WithStopGrace(*grace)}
 	if *holder != "" {
 		opts = append(opts, baton.WithHolder(*holder))
 	}
