@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"math/rand/v2"
+	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/batonhq/baton/internal/retry"
 	"github.com/batonhq/baton/store"
 )
 
@@ -17,7 +17,8 @@ import (
 // The lease's Context is cancelled at the holder's local deadline, start_of_request +
 // TTL*(1-DriftFactor) - SafetyMargin measured on the monotonic clock, unless a renew succeeded
 // first; so work under it stops before the store could grant the key to anyone else. Err says why
-// it ended.
+// it ended. With WithStopGrace, StopContext ends that long earlier, for work that needs time to
+// stop.
 type Lease struct {
 	Key        string
 	ID         string
@@ -31,39 +32,33 @@ type Lease struct {
 
 	locker *Locker
 	ttl    time.Duration
-	ctx    context.Context
-	cancel context.CancelCauseFunc
+	clock  holderClock // the local deadline, stop-grace and keepalive
+	// logAttrs name the lease in the clock's logs; kept here, a lease costs no allocation more.
+	logAttrs [2]slog.Attr
 
-	mu         sync.Mutex
-	expiresAt  time.Time   // store clock
-	localEnd   time.Time   // the local deadline, on this process's monotonic clock
-	deadline   *time.Timer // fires at localEnd
-	renewTimer *time.Timer // next keepalive renew; nil without keepalive
-	stopped    bool        // Release began: no more renews
-	released   bool        // the store confirmed the release
-
-	// tickMu is held by a keepalive renew in flight, so that Release
-	// can wait for it. Keepalive runs on timers, not on a goroutine per lease.
-	tickMu  sync.Mutex
-	failing bool // under tickMu: the last renew failed transiently
+	mu        sync.Mutex
+	expiresAt time.Time // store clock
+	released  bool      // the store confirmed the release
 }
 
-func (l *Locker) newLease(parent context.Context, sl *store.Lease, ttl time.Duration, start time.Time, keepalive bool) *Lease {
-	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+func (l *Locker) newLease(parent context.Context, sl *store.Lease, ttl time.Duration, start time.Time, o acquireOptions) *Lease {
 	lease := &Lease{
 		Key: sl.Key, ID: sl.ID, Holder: sl.Holder, Token: sl.Token, AcquiredAt: sl.AcquiredAt,
-		Metadata: sl.Metadata, TookOver: sl.TookOver, locker: l, ttl: ttl, ctx: ctx, cancel: cancel,
-		expiresAt: sl.ExpiresAt,
+		Metadata: sl.Metadata, TookOver: sl.TookOver, locker: l, ttl: ttl, expiresAt: sl.ExpiresAt,
+		logAttrs: [2]slog.Attr{slog.String("key", sl.Key), slog.String("lease_id", sl.ID)},
 	}
-	lease.mu.Lock()
-	defer lease.mu.Unlock()
-	lease.localEnd = start.Add(l.cfg.validity(ttl))
-	lease.deadline = time.AfterFunc(time.Until(lease.localEnd), lease.expireLocally)
-	if keepalive {
-		lease.renewTimer = time.AfterFunc(ttl/3, lease.renewTick)
-	}
+	lease.clock.start(parent, clockConfig{
+		ttl: ttl, validity: l.cfg.validity(ttl), grace: o.stopGrace,
+		keepalive: !o.noKeepalive, interval: ttl / 3, timeout: ttl / 3,
+		renew: lease.renew, gone: leaseGone,
+		words: &leaseWords, log: l.cfg.Logger, attrs: lease.logAttrs[:],
+		time: l.clockTime,
+	}, start)
 	return lease
 }
+
+// leaseGone says that a renew's error means the store no longer holds the lease.
+func leaseGone(err error) bool { return errors.Is(err, ErrNotHeld) }
 
 // ExpiresAt is the expiry on the store's clock as of the last acquire or renew.
 func (l *Lease) ExpiresAt() time.Time {
@@ -74,26 +69,28 @@ func (l *Lease) ExpiresAt() time.Time {
 
 // Deadline is the holder's local deadline: the instant, on this process's monotonic clock, at
 // which the lease's context is cancelled unless a renew succeeds first. Each successful renew
-// moves it later. Work that needs time to stop (a child process's grace period) should begin
-// stopping that long before Deadline when renews are failing, so that it has stopped by then.
-func (l *Lease) Deadline() time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.localEnd
-}
+// moves it later. Work that needs time to stop is better served by WithStopGrace and
+// StopContext, which end that long before Deadline while renews fail.
+func (l *Lease) Deadline() time.Time { return l.clock.deadline() }
 
 // TTL is the lease's time to live, as requested.
 func (l *Lease) TTL() time.Duration { return l.ttl }
 
 // Context is cancelled when the lease is lost or released; context.Cause gives Err.
-func (l *Lease) Context() context.Context { return l.ctx }
+func (l *Lease) Context() context.Context { return l.clock.ctx }
+
+// StopContext is cancelled when the work under the lease must begin to stop: the stop-grace
+// (WithStopGrace) before the local deadline when no renew has succeeded by then (cause wrapping
+// ErrLeaseLost), and whenever Context is cancelled (its cause). Once cancelled it stays so,
+// even if a renew then succeeds. Without a stop-grace it is Context.
+func (l *Lease) StopContext() context.Context { return l.clock.stopCtx }
 
 // Done is closed when the lease is lost or released.
-func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
+func (l *Lease) Done() <-chan struct{} { return l.clock.ctx.Done() }
 
 // Err is nil while the lease is held; then ErrReleased after Release, or an error wrapping
 // ErrLeaseLost (and ErrNotHeld when the store said so) that says why it was lost.
-func (l *Lease) Err() error { return context.Cause(l.ctx) }
+func (l *Lease) Err() error { return l.clock.err() }
 
 // Renew extends the lease by its TTL now. It is what keepalive does; call it yourself when
 // keepalive is off. ErrNotHeld means the lease is gone and its context is cancelled.
@@ -101,26 +98,18 @@ func (l *Lease) Renew(ctx context.Context) error {
 	if err := l.Err(); err != nil {
 		return err
 	}
-	start := time.Now()
+	return l.clock.renewOnce(ctx)
+}
+
+// renew asks the store to extend the lease (the holder clock's renew).
+func (l *Lease) renew(ctx context.Context) error {
 	sl, err := l.locker.store.Renew(ctx, &store.RenewParams{Key: l.Key, LeaseID: l.ID, TTL: l.ttl})
 	if err != nil {
-		if errors.Is(err, ErrNotHeld) {
-			l.cancel(fmt.Errorf("%w: %w", ErrLeaseLost, err))
-		}
 		return err
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.ctx.Err() != nil {
-		// The local deadline passed while the request was in flight; the lease stays lost for
-		// this holder even though the store renewed it. Release will free it.
-		return l.Err()
-	}
 	l.expiresAt = sl.ExpiresAt
-	if end := start.Add(l.locker.cfg.validity(l.ttl)); end.After(l.localEnd) {
-		l.localEnd = end
-		l.deadline.Reset(time.Until(end))
-	}
+	l.mu.Unlock()
 	return nil
 }
 
@@ -134,8 +123,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	if done {
 		return nil
 	}
-	l.stop()
-	l.cancel(ErrReleased)
+	l.clock.end(ErrReleased)
 	err := l.release(ctx)
 	if !settledRelease(err) {
 		// The release may still be applied later: this Locker must not hand the lease out
@@ -158,12 +146,11 @@ func (l *Lease) Release(ctx context.Context) error {
 func (l *Lease) release(ctx context.Context) error {
 	for {
 		_, err := l.locker.store.Release(ctx, &store.ReleaseParams{Key: l.Key, LeaseID: l.ID})
-		var hint store.RetryAfterHinter
-		if err == nil || !errors.As(err, &hint) || hint.RetryAfterHint() <= 0 ||
-			time.Now().Add(hint.RetryAfterHint()).After(l.localEnd) {
+		wait := retry.After(err)
+		if err == nil || wait <= 0 || time.Now().Add(wait).After(l.clock.deadline()) {
 			return err
 		}
-		t := time.NewTimer(hint.RetryAfterHint())
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -171,76 +158,4 @@ func (l *Lease) release(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
-}
-
-// stop ends keepalive and the deadline timer, and waits for a renew in flight.
-func (l *Lease) stop() {
-	l.mu.Lock()
-	l.stopped = true
-	l.deadline.Stop()
-	if l.renewTimer != nil {
-		l.renewTimer.Stop()
-	}
-	l.mu.Unlock()
-	// Taking the tick lock waits for a renew in flight to finish.
-	l.tickMu.Lock()
-	l.tickMu.Unlock()
-}
-
-func (l *Lease) isStopped() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.stopped
-}
-
-// expireLocally runs at the local deadline. It cancels at once, whatever is in flight (a renew
-// in flight is cancelled with it). It does not release the lease: the work under it may still
-// be stopping, and a release would let the next holder start beside it. The holder releases
-// once its work has stopped (WithLock does); until then the store expires the lease at its TTL.
-func (l *Lease) expireLocally() {
-	l.cancel(fmt.Errorf("%w: no renew succeeded before the holder's local deadline", ErrLeaseLost))
-}
-
-// renewTick is one keepalive renew, every TTL/3. Transient errors are retried quickly until the
-// local deadline cancels the lease; ErrNotHeld cancels at once.
-func (l *Lease) renewTick() {
-	l.tickMu.Lock()
-	defer l.tickMu.Unlock()
-	if l.isStopped() || l.ctx.Err() != nil {
-		return
-	}
-	interval := l.ttl / 3
-	rctx, cancel := context.WithTimeout(l.ctx, interval)
-	err := l.Renew(rctx)
-	cancel()
-	next := interval
-	log := l.locker.cfg.Logger
-	switch {
-	case err == nil:
-		if l.failing {
-			log.Info("baton: lease renew recovered", "key", l.Key, "lease_id", l.ID)
-		}
-		l.failing = false
-	case errors.Is(err, ErrNotHeld):
-		log.Warn("baton: lease lost", "key", l.Key, "lease_id", l.ID, "err", err)
-		return
-	case l.ctx.Err() != nil:
-		return
-	default:
-		if !l.failing {
-			log.Warn("baton: lease renew failed; retrying until the local deadline", "key", l.Key, "lease_id", l.ID, "err", err)
-		}
-		l.failing = true
-		next = jitter(min(max(l.ttl/10, 50*time.Millisecond), time.Second))
-	}
-	l.mu.Lock()
-	if !l.stopped {
-		l.renewTimer.Reset(next)
-	}
-	l.mu.Unlock()
-}
-
-// jitter spreads d by ±20%.
-func jitter(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }

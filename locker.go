@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/batonhq/baton/internal/notify"
+	"github.com/batonhq/baton/internal/retry"
 	"github.com/batonhq/baton/store"
 )
 
@@ -16,6 +18,7 @@ type Locker struct {
 	cfg          Config
 	holderPrefix string
 	pending      unsettled // leases whose release has an unknown outcome
+	clockTime    clockTime // the leases' time and timers; nil: this process's (tests set it)
 }
 
 // NewLocker returns a Locker over s. A nil cfg means all defaults.
@@ -69,7 +72,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Leas
 	if err != nil {
 		return nil, err
 	}
-	return l.newLease(ctx, sl, p.TTL, l.cfg.grantedAfter(start, sl.Waited), !o.noKeepalive), nil
+	return l.newLease(ctx, sl, p.TTL, l.cfg.grantedAfter(start, sl.Waited), o), nil
 }
 
 // AcquireRecord waits for the key as Acquire does, but returns the store's record instead of a
@@ -97,12 +100,8 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, attempt func(
 	p.Wait = true
 	// Subscribe before the first attempt so that a release between the attempt and the wait
 	// still wakes us.
-	wake, unsubscribe := l.store.Subscribe(p.Key)
-	defer unsubscribe()
-	// Go 1.23+ timers: Reset discards a value not yet received, so no draining is needed (and
-	// the old drain idiom could block forever).
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	waiter := notify.NewWaiter(l.store.Subscribe(p.Key))
+	defer waiter.Close()
 	var refusal error // the last refusal: who we were waiting for, or why the store failed
 	gaveUp := func() error {
 		if refusal == nil {
@@ -123,7 +122,7 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, attempt func(
 			}
 			return sl, start, nil
 		}
-		wait := jitter(l.cfg.PollInterval)
+		wait := retry.Jitter(l.cfg.PollInterval)
 		var held *LockHeldError
 		var cool *CooldownError
 		switch {
@@ -140,40 +139,28 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, attempt func(
 		case ctx.Err() != nil:
 			// The wait ended during the attempt: report whom we were waiting for.
 			return nil, time.Time{}, gaveUp()
-		case transient(err):
-			// The store or the server is unreachable (a restart, a network fault): keep waiting,
-			// backing off from a tenth of the poll interval up to the poll interval.
+		case retry.Transient(err):
+			// The store or the server is unreachable (a restart, a network fault), or
+			// overloaded and says when to come back (Retry-After): keep waiting, backing off.
 			if failures == 0 {
 				l.cfg.Logger.Warn("baton: acquire failed; retrying until the wait ends", "key", p.Key, "err", err)
 			}
 			failures++
-			wait = jitter(min(l.cfg.PollInterval/10<<min(failures-1, 10), l.cfg.PollInterval))
-			// An overloaded server says when to come back (Retry-After): not before.
-			var hint store.RetryAfterHinter
-			if errors.As(err, &hint) {
-				if d := hint.RetryAfterHint(); d > 0 {
-					wait = max(wait, d+jitter(d)/5)
-				}
-			}
+			wait = max(retry.Backoff(l.cfg.PollInterval, failures), retry.After(err))
 		default:
 			return nil, time.Time{}, err
 		}
 		refusal = err
-		timer.Reset(max(wait, time.Millisecond))
-		select {
-		case <-ctx.Done():
-			return nil, time.Time{}, gaveUp()
-		case <-wake:
+		var ev notify.Event
+		if failures > 0 {
 			// A wake-up after a store failure is no sign the store is back (the HTTP client's
 			// hub wakes everyone at Close): keep backing off.
-			if failures > 0 {
-				select {
-				case <-ctx.Done():
-					return nil, time.Time{}, gaveUp()
-				case <-timer.C:
-				}
-			}
-		case <-timer.C:
+			ev = waiter.WaitFor(ctx, wait, nil)
+		} else {
+			ev = waiter.Wait(ctx, wait)
+		}
+		if ev == notify.Cancelled {
+			return nil, time.Time{}, gaveUp()
 		}
 	}
 }
@@ -187,7 +174,7 @@ func (l *Locker) acquireOnce(ctx context.Context, p *store.AcquireParams, o acqu
 	if err != nil {
 		return nil, err
 	}
-	return l.newLease(ctx, sl, p.TTL, start, !o.noKeepalive), nil
+	return l.newLease(ctx, sl, p.TTL, start, o), nil
 }
 
 // WithLock acquires key (waiting as Acquire does), runs fn, and releases. fn's context is

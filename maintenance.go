@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/batonhq/baton/internal/retry"
 	"github.com/batonhq/baton/store"
 )
 
@@ -153,7 +154,7 @@ func (q *Queue) RunMaintenance(ctx context.Context, cfg MaintenanceConfig) error
 			return err
 		case err != nil:
 			m.log.Warn("baton: maintenance: acquiring the leader lease failed; retrying", "err", err)
-			timer.Reset(jitter(DefaultPollInterval))
+			timer.Reset(retry.Jitter(DefaultPollInterval))
 			select {
 			case <-ctx.Done():
 				return nil
@@ -209,10 +210,10 @@ func (m *maintenance) lead(ctx context.Context, lease *Lease) {
 			return
 		case <-reap.C:
 			m.reap(ctx)
-			reap.Reset(jitter(m.cfg.ReapInterval))
+			reap.Reset(retry.Jitter(m.cfg.ReapInterval))
 		case <-clean.C:
 			m.clean(ctx)
-			clean.Reset(jitter(m.cfg.CleanInterval))
+			clean.Reset(retry.Jitter(m.cfg.CleanInterval))
 		case <-periodicC:
 			m.submitDue(ctx, time.Now())
 		}

@@ -18,6 +18,7 @@ type acquireOptions struct {
 	metadataErr error
 	waitTimeout time.Duration
 	noKeepalive bool
+	stopGrace   time.Duration
 	cooldown    time.Duration
 	lockDelay   time.Duration
 }
@@ -50,12 +51,29 @@ func WithWaitTimeout(d time.Duration) Option { return func(o *acquireOptions) { 
 // ends at its local deadline unless the caller renews.
 func WithKeepalive(on bool) Option { return func(o *acquireOptions) { o.noKeepalive = !on } }
 
+// WithStopGrace says how long the work under the lease needs to stop once told to (a child
+// process's SIGTERM to SIGKILL grace). When renews fail, the lease's StopContext is cancelled
+// (cause ErrLeaseLost) d before the local deadline, so that the work has stopped by the
+// deadline; a renew that succeeds first moves both on. 0 (the default) stops at the deadline
+// itself; at most a third of the TTL, so that keepalive (every TTL/3) has time to renew before.
+func WithStopGrace(d time.Duration) Option { return func(o *acquireOptions) { o.stopGrace = d } }
+
 // WithCooldown keeps the key unavailable for d after this lease is cleanly released (ErrCooldown).
 func WithCooldown(d time.Duration) Option { return func(o *acquireOptions) { o.cooldown = d } }
 
 // WithLockDelay keeps the key unavailable for d after this lease expires or is force-released,
 // so that a stalled holder's in-flight writes drain before the next holder starts.
 func WithLockDelay(d time.Duration) Option { return func(o *acquireOptions) { o.lockDelay = d } }
+
+// checkStopGrace checks a stop-grace against the TTL named ttlField: at most a third of it, so
+// that renews (every TTL/3) have time to succeed before the work is told to stop.
+func checkStopGrace(grace, ttl time.Duration, ttlField string) error {
+	if grace < 0 || grace > ttl/3 {
+		return &InvalidArgumentError{Field: "stop_grace",
+			Rule: fmt.Sprintf("must be between 0 and a third of %s, %s (got %s)", ttlField, ttl/3, grace)}
+	}
+	return nil
+}
 
 func (l *Locker) params(key string, opts []Option) (*store.AcquireParams, acquireOptions, error) {
 	o := acquireOptions{ttl: l.cfg.TTL}
@@ -77,6 +95,9 @@ func (l *Locker) params(key string, opts []Option) (*store.AcquireParams, acquir
 		Metadata: o.metadata, Cooldown: o.cooldown, LockDelay: o.lockDelay,
 	}
 	if err := p.Validate(); err != nil {
+		return nil, o, err
+	}
+	if err := checkStopGrace(o.stopGrace, o.ttl, "ttl"); err != nil {
 		return nil, o, err
 	}
 	return p, o, nil

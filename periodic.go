@@ -12,6 +12,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/batonhq/baton/internal/retry"
 	"github.com/batonhq/baton/store"
 )
 
@@ -149,8 +150,8 @@ func (m *maintenance) submitDue(ctx context.Context, now time.Time) {
 			}
 		case errors.Is(err, ErrResourceBusy):
 			log.Info("baton: periodic job rejected: its resource is busy", "err", err)
-		case transient(err) && ctx.Err() == nil:
-			retry := now.Add(jitter(time.Second))
+		case retry.Transient(err) && ctx.Err() == nil:
+			retry := now.Add(retry.Jitter(time.Second))
 			if next := p.sched.Next(p.period); next.IsZero() || retry.Before(next) {
 				log.Warn("baton: submitting a periodic job failed; retrying", "err", err)
 				p.at = retry

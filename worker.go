@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/batonhq/baton/internal/notify"
+	"github.com/batonhq/baton/internal/retry"
 	"github.com/batonhq/baton/store"
 )
 
@@ -134,9 +136,8 @@ func (c WorkerConfig) withDefaults(q *Queue) (WorkerConfig, Config, error) {
 		return c, lc, &InvalidArgumentError{Field: "heartbeat_interval",
 			Rule: fmt.Sprintf("must be positive and at most a third of lease_ttl, %s (got %s)", c.LeaseTTL/3, c.HeartbeatInterval)}
 	}
-	if c.StopGrace < 0 || c.StopGrace > c.LeaseTTL/3 {
-		return c, lc, &InvalidArgumentError{Field: "stop_grace",
-			Rule: fmt.Sprintf("must be between 0 and a third of lease_ttl, %s (got %s)", c.LeaseTTL/3, c.StopGrace)}
+	if err := checkStopGrace(c.StopGrace, c.LeaseTTL, "lease_ttl"); err != nil {
+		return c, lc, err
 	}
 	c.DriftFactor, c.SafetyMargin, c.PollInterval = lc.DriftFactor, lc.SafetyMargin, lc.PollInterval
 	return c, lc, nil
@@ -153,14 +154,7 @@ type Worker struct {
 	log   *slog.Logger
 
 	started atomic.Bool
-	active  atomic.Int64 // jobs whose handler is running, and slots reserved by a claim in flight
-	held    atomic.Int64 // jobs claimed and not yet reported (and reserved slots)
-	// reserved counts the slots taken by claims in flight (in active and held too); slotMu
-	// makes reserving atomic, so that the claim loop and the completer's claims never take more
-	// slots than are free between them.
-	reserved atomic.Int64
-	slotMu   sync.Mutex
-	freed    chan struct{} // a handler returned or a report ended (capacity 1, coalesced)
+	slots   *slots
 	// handlerTime is a moving average of how long handlers take (ns), for the completer.
 	handlerTime atomic.Int64
 	// completer batches completions when the store can (nil otherwise); set by run.
@@ -191,14 +185,14 @@ func (q *Queue) NewWorker(cfg WorkerConfig) (*Worker, error) {
 	slices.Sort(kinds)
 	c.Handlers = handlers
 	return &Worker{q: q, st: q.st, cfg: c, lease: lc, kinds: kinds, log: c.Logger.With("worker", c.Name),
-		freed: make(chan struct{}, 1), hardStop: make(chan struct{}), runDone: make(chan struct{})}, nil
+		slots: newSlots(c.Concurrency), hardStop: make(chan struct{}), runDone: make(chan struct{})}, nil
 }
 
 // Name is the worker's name, recorded on the jobs it runs.
 func (w *Worker) Name() string { return w.cfg.Name }
 
 // Running is the number of jobs the worker is running now.
-func (w *Worker) Running() int { return int(w.active.Load() - w.reserved.Load()) }
+func (w *Worker) Running() int { return int(w.slots.running()) }
 
 var errWorkerStarted = errors.New("baton: worker already started")
 
@@ -276,106 +270,109 @@ func (w *Worker) Stop(ctx context.Context) error {
 	}
 }
 
-// claimLoop claims as many jobs as there are free slots, one round trip at a time, and waits for
-// a wake-up from the store, a free slot or the poll timer when there is nothing to claim.
+// claimLoop claims as many jobs as there are free slots, one round trip at a time, and between
+// claims waits for news: a wake-up from the store, a free slot, or the poll.
 func (w *Worker) claimLoop(ctx, jobsCtx context.Context) error {
-	wake, unsubscribe := w.subscribe()
-	defer unsubscribe()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	failing := false
-	// backlog: the last claim filled its limit, so more jobs are probably waiting.
-	backlog, batchWaited := false, false
-	overloaded := false // the last claim was refused with a Retry-After
+	waiter := notify.NewWaiter(w.st.SubscribeJobs(w.kinds...))
+	defer waiter.Close()
+	var state claimState
 	for ctx.Err() == nil {
-		active := int(w.active.Load())
-		free := w.free()
-		full := free <= 0
-		if !full && w.completer != nil && w.completer.claimer != nil && w.completer.pending.Load() > 0 {
-			// Completions are in flight, and each claims for the free slots in its own round
-			// trip, after promoting the successors of the jobs it completed: leave the slots to
-			// them (a claim now would take them and find no successor yet), and claim here only
-			// once they have all been reported.
-			full = true
+		// Jobs are queued and most slots are busy: let a few more free up (briefly) and claim
+		// them in one round trip rather than one job per round trip.
+		if w.worthGathering(state.backlog) && waiter.WaitFor(ctx, claimBatchDelay, w.slots.freed) == notify.Cancelled {
+			break
 		}
-		more := false
-		wait := jitter(w.cfg.PollInterval)
-		if !full && backlog && active > 0 && free < w.minBatch() && !batchWaited {
-			// Jobs are queued and most slots are busy: let a few more free up (briefly) and
-			// claim them in one round trip rather than one job per round trip.
-			batchWaited = true
-			timer.Reset(claimBatchDelay)
-			select {
-			case <-ctx.Done():
-			case <-timer.C:
-			case <-w.freed:
-				if !timer.Stop() {
-					<-timer.C
-				}
-			}
-			continue
+		next, wait, err := w.claimFree(ctx, jobsCtx, &state)
+		if err != nil {
+			return err
 		}
-		batchWaited = false
-		if !full {
-			limit := w.reserve(min(free, store.MaxClaimLimit))
-			var n int
-			var err error
-			if limit > 0 {
-				n, err = w.claim(jobsCtx, limit)
-			}
-			switch {
-			case limit == 0:
-				// The completer's claim took the free slots meanwhile.
-				full = true
-			case err == nil:
-				if failing {
-					w.log.Info("baton: claiming jobs recovered")
-				}
-				failing = false
-				// A full batch: there may be more right now. Else wait for news.
-				more = n == limit && n < free
-				full = n == free
-				backlog = n == limit
-			case errors.Is(err, ErrClosed) || errors.Is(err, ErrInvalidArgument):
-				return err
-			default:
-				if ctx.Err() != nil {
-					return nil
-				}
-				if !failing {
-					w.log.Warn("baton: claiming jobs failed; retrying", "err", err)
-				}
-				failing = true
-				var hint store.RetryAfterHinter
-				if errors.As(err, &hint) && hint.RetryAfterHint() > 0 {
-					// An overloaded server said when to come back (503 with Retry-After): wait
-					// that long, whatever wakes the loop meanwhile.
-					wait, overloaded = max(wait, hint.RetryAfterHint()), true
-				}
-			}
-		}
-		if more {
-			continue
-		}
-		// When every slot is busy, wait for one to free and leave wake-ups unread: a store that
-		// wakes one subscriber per event (SQLite's in-process hub) then passes them to another
-		// worker. Otherwise wait for news of claimable jobs.
-		wakeC, freed := wake, (<-chan struct{})(nil)
-		if full {
-			wakeC, freed = nil, w.freed
-		}
-		if overloaded {
-			wakeC, freed, overloaded = nil, nil, false
-		}
-		timer.Reset(wait)
-		select {
-		case <-ctx.Done():
-		case <-wakeC:
-		case <-freed:
-		case <-timer.C:
+		switch next {
+		case claimAgain:
+		case waitForSlot:
+			// Leave wake-ups unread: a store that wakes one subscriber per event (SQLite's
+			// in-process hub) then passes them to another worker.
+			waiter.WaitFor(ctx, wait, w.slots.freed)
+		case waitOut:
+			waiter.WaitFor(ctx, wait, nil)
+		default:
+			waiter.Wait(ctx, wait)
 		}
 	}
 	return nil
+}
+
+// claimState is what the claim loop remembers from one claim to the next.
+type claimState struct {
+	failing bool // the last claim failed: log the recovery
+	backlog bool // the last claim filled its limit: more jobs are probably waiting
+}
+
+// afterClaim says what the claim loop does after a claim.
+type afterClaim int
+
+const (
+	waitForNews afterClaim = iota // for a wake-up from the store, or the poll
+	claimAgain                    // at once: a full batch, and slots still free
+	waitForSlot                   // for a slot to free (or the poll): every slot is taken
+	waitOut                       // for the time an overloaded server asked for, whatever comes
+)
+
+// claimFree claims jobs for the free slots, if any, and says what to do next and how long to wait
+// at most. Only a closed store or a claim the store rejects ends the loop (the error).
+func (w *Worker) claimFree(ctx, jobsCtx context.Context, state *claimState) (afterClaim, time.Duration, error) {
+	wait := retry.Jitter(w.cfg.PollInterval)
+	free := w.slots.free()
+	if free <= 0 || w.completerClaims() {
+		return waitForSlot, wait, nil
+	}
+	limit := w.slots.reserve(min(free, store.MaxClaimLimit))
+	if limit == 0 {
+		return waitForSlot, wait, nil // the completer's claim took the free slots meanwhile
+	}
+	n, err := w.claim(jobsCtx, limit)
+	switch {
+	case err == nil:
+		if state.failing {
+			w.log.Info("baton: claiming jobs recovered")
+		}
+		state.failing, state.backlog = false, n == limit
+		switch {
+		case n == free:
+			return waitForSlot, wait, nil
+		case n == limit:
+			return claimAgain, 0, nil // there may be more right now
+		}
+		return waitForNews, wait, nil
+	case errors.Is(err, ErrClosed) || errors.Is(err, ErrInvalidArgument):
+		return 0, 0, err
+	case ctx.Err() != nil:
+		return waitForNews, 0, nil // the loop ends
+	}
+	if !state.failing {
+		w.log.Warn("baton: claiming jobs failed; retrying", "err", err)
+	}
+	state.failing = true
+	if d := retry.After(err); d > 0 {
+		// An overloaded server said when to come back (503 with Retry-After): wait that long,
+		// whatever wakes the loop meanwhile.
+		return waitOut, max(wait, d), nil
+	}
+	return waitForNews, wait, nil
+}
+
+// worthGathering says whether, before claiming, the loop should wait briefly for more slots to
+// free: jobs are queued, most slots are busy and only a few are free.
+func (w *Worker) worthGathering(backlog bool) bool {
+	free := w.slots.free()
+	return backlog && w.slots.active.Load() > 0 && free > 0 && free < w.minBatch() && !w.completerClaims()
+}
+
+// completerClaims says whether completions are in flight that each claim for the free slots in
+// their own round trip, after promoting the successors of the jobs they complete: the claim loop
+// leaves the slots to them (a claim now would take them and find no successor yet), and claims
+// only once they have all been reported.
+func (w *Worker) completerClaims() bool {
+	return w.completer != nil && w.completer.claimer != nil && w.completer.pending.Load() > 0
 }
 
 // claimBatchDelay bounds how long a busy worker with a backlog waits for more free slots before
@@ -401,31 +398,8 @@ func (w *Worker) claimParams(limit int) *store.ClaimParams {
 	return &store.ClaimParams{Worker: w.cfg.Name, Kinds: w.kinds, Limit: limit, TTL: w.cfg.LeaseTTL}
 }
 
-// free is how many more jobs the worker may take now. A slot frees when its handler returns,
-// before the attempt is reported (the report is often batched); but reports in flight are
-// bounded too, to as many again as there are slots, or a worker whose handlers outrun its
-// reports would claim every claimable job while their completions queued, their leases'
-// heartbeats firing.
-func (w *Worker) free() int {
-	return min(w.cfg.Concurrency-int(w.active.Load()), maxHeld(w.cfg.Concurrency)-int(w.held.Load()))
-}
-
-// reserve takes up to want free slots for a claim about to be sent and returns how many.
-func (w *Worker) reserve(want int) int {
-	w.slotMu.Lock()
-	defer w.slotMu.Unlock()
-	n := min(want, w.free())
-	if n <= 0 {
-		return 0
-	}
-	w.active.Add(int64(n))
-	w.held.Add(int64(n))
-	w.reserved.Add(int64(n))
-	return n
-}
-
 // startJobs starts the jobs a claim for reserved slots returned, each in one of those slots,
-// and frees the slots left over. start is when the claim request began.
+// and gives back the slots left over. start is when the claim request began.
 func (w *Worker) startJobs(jobsCtx context.Context, jobs []*Job, start time.Time, reserved int) int {
 	started := 0
 	for _, job := range jobs {
@@ -437,28 +411,21 @@ func (w *Worker) startJobs(jobsCtx context.Context, jobs []*Job, start time.Time
 			continue
 		}
 		started++
-		w.reserved.Add(-1)
+		w.slots.use()
 		w.jobsDone.Add(1)
 		r := w.newJobRun(jobsCtx, job, h, w.lease.grantedAfter(start, job.ClaimWaited))
 		began := time.Now()
 		r.handlerDone = func() {
 			w.noteHandlerTime(time.Since(began))
-			w.active.Add(-1)
-			w.signalFreed()
+			w.slots.handlerDone()
 		}
 		go func() {
 			defer w.jobsDone.Done()
 			r.run()
-			w.held.Add(-1)
-			w.signalFreed()
+			w.slots.reported()
 		}()
 	}
-	if left := int64(reserved - started); left > 0 {
-		w.reserved.Add(-left)
-		w.held.Add(-left)
-		w.active.Add(-left)
-		w.signalFreed()
-	}
+	w.slots.unreserve(reserved - started)
 	return started
 }
 
@@ -469,59 +436,6 @@ func (w *Worker) noteHandlerTime(d time.Duration) {
 	w.handlerTime.Store(old + (int64(d)-old)/8)
 }
 
-// handlersRunning is how many handlers are running now (slots reserved by claims in flight
-// excluded).
-func (w *Worker) handlersRunning() int64 { return w.active.Load() - w.reserved.Load() }
-
-// maxHeld bounds the jobs a worker with concurrency slots holds at once: running, or ended and
-// being reported.
-func maxHeld(concurrency int) int { return 2 * concurrency }
-
-// signalFreed tells the claim loop that a slot or a report may have freed.
-func (w *Worker) signalFreed() {
-	select {
-	case w.freed <- struct{}{}:
-	default:
-	}
-}
-
-// subscribe merges the store's wake-ups for each kind into one channel.
-func (w *Worker) subscribe() (<-chan struct{}, func()) {
-	merged := make(chan struct{}, 1)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	cancels := make([]func(), 0, len(w.kinds))
-	for _, kind := range w.kinds {
-		wake, cancel := w.st.SubscribeJobs(kind)
-		cancels = append(cancels, cancel)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-wake:
-					// Block while a wake-up is pending: until it is read, this kind's next
-					// wake-up stays in the store's channel, where the store sees it pending.
-					select {
-					case merged <- struct{}{}:
-					case <-stop:
-						return
-					}
-				}
-			}
-		}()
-	}
-	return merged, func() {
-		close(stop)
-		wg.Wait()
-		for _, cancel := range cancels {
-			cancel()
-		}
-	}
-}
-
 // shutdown waits for running jobs, up to ShutdownTimeout (or Stop's hard stop), then cancels
 // them with ErrWorkerShutdown and waits for them to return.
 func (w *Worker) shutdown(cancelJobs context.CancelCauseFunc) {
@@ -530,7 +444,7 @@ func (w *Worker) shutdown(cancelJobs context.CancelCauseFunc) {
 		w.jobsDone.Wait()
 		close(done)
 	}()
-	if n := w.active.Load(); n > 0 {
+	if n := w.slots.running(); n > 0 {
 		w.log.Info("baton: worker shutting down; waiting for running jobs", "running", n, "timeout", w.cfg.ShutdownTimeout)
 	}
 	timer := time.NewTimer(w.cfg.ShutdownTimeout)
@@ -541,7 +455,7 @@ func (w *Worker) shutdown(cancelJobs context.CancelCauseFunc) {
 	case <-timer.C:
 	case <-w.hardStop:
 	}
-	w.log.Warn("baton: cancelling running jobs", "running", w.active.Load())
+	w.log.Warn("baton: cancelling running jobs", "running", w.slots.running())
 	cancelJobs(ErrWorkerShutdown)
 	<-done
 }

@@ -10,12 +10,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/batonhq/baton/internal/retry"
 	"github.com/batonhq/baton/store"
 )
 
-// jobRun is one claimed attempt: the handler's goroutine, and the job lease kept alive on timers
-// as a Lease is. The lease is lost, and the handler's context cancelled with ErrLeaseLost, when a
-// heartbeat says ErrNotHeld or when no heartbeat succeeded before the local deadline.
+// jobRun is one claimed attempt: the handler's goroutine, and the job lease kept alive by a
+// holderClock, as a Lease is. The lease is lost, and the handler's context cancelled with
+// ErrLeaseLost, when a heartbeat says ErrNotHeld or when no heartbeat succeeded before the local
+// deadline; with StopGrace, the handler is told to stop that long before the deadline.
 type jobRun struct {
 	w       *Worker
 	job     *Job
@@ -25,27 +27,17 @@ type jobRun struct {
 	// slot is free for another job while the report (often batched) is in flight.
 	handlerDone func()
 
-	// leaseCtx is cancelled when the job lease is lost; its cause wraps ErrLeaseLost.
-	leaseCtx  context.Context
-	loseLease context.CancelCauseFunc
-	// hctx is the handler's context: cancelled by lease loss, a cancel request, or shutdown.
+	// clock is the job lease's: its ctx is cancelled when the lease is lost (cause
+	// wrapping ErrLeaseLost), its stopCtx StopGrace before that.
+	clock holderClock
+	// hctx is the handler's context: cancelled when the handler must stop (the lease's stopCtx),
+	// by a cancel request, or at shutdown.
 	hctx    context.Context
 	hcancel context.CancelCauseFunc
 
 	// reporting is set while the attempt is reported: a heartbeat that finds the attempt ended
 	// then is seeing the report's own effect, and the report learns of a real loss by itself.
 	reporting atomic.Bool
-
-	mu        sync.Mutex
-	localEnd  time.Time   // the local deadline of the job lease
-	deadline  *time.Timer // fires at localEnd
-	stopTimer *time.Timer // fires StopGrace before localEnd; nil without StopGrace
-	hbTimer   *time.Timer // the next heartbeat
-	stopped   bool
-
-	// tickMu is held by a heartbeat in flight, so that stop can wait for it.
-	tickMu  sync.Mutex
-	failing bool // under tickMu: the last heartbeat failed transiently
 }
 
 // newJobRun arms the job lease's local deadline from the start of the claim request and its
@@ -53,22 +45,23 @@ type jobRun struct {
 func (w *Worker) newJobRun(jobsCtx context.Context, job *Job, h Handler, claimStart time.Time) *jobRun {
 	r := &jobRun{w: w, job: job, handler: h,
 		log: w.log.With("job", job.ID, "kind", job.Kind, "resource", job.Resource, "attempt", job.Attempt)}
-	r.leaseCtx, r.loseLease = context.WithCancelCause(context.Background())
 	r.hctx, r.hcancel = context.WithCancelCause(jobsCtx)
-	context.AfterFunc(r.leaseCtx, func() { r.hcancel(context.Cause(r.leaseCtx)) })
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.localEnd = claimStart.Add(w.lease.validity(w.cfg.LeaseTTL))
-	r.deadline = time.AfterFunc(time.Until(r.localEnd), r.expireLocally)
-	if w.cfg.StopGrace > 0 {
-		r.stopTimer = time.AfterFunc(time.Until(r.localEnd.Add(-w.cfg.StopGrace)), r.stopBeforeDeadline)
-	}
-	r.hbTimer = time.AfterFunc(w.cfg.HeartbeatInterval, r.heartbeat)
+	ttl := w.cfg.LeaseTTL
+	r.clock.start(context.Background(), clockConfig{
+		ttl: ttl, validity: w.lease.validity(ttl), grace: w.cfg.StopGrace,
+		keepalive: true, interval: w.cfg.HeartbeatInterval, timeout: ttl / 3,
+		renew: r.heartbeat, gone: jobGone, words: &jobWords, log: r.log,
+	}, claimStart)
+	stopCtx := r.clock.stopCtx
+	context.AfterFunc(stopCtx, func() { r.hcancel(context.Cause(stopCtx)) })
 	return r
 }
 
+// jobGone says that a heartbeat's error means the attempt no longer holds the job.
+func jobGone(err error) bool { return errors.Is(err, ErrNotHeld) || errors.Is(err, ErrNotFound) }
+
 // run calls the handler, reports the outcome while the lease is kept alive, then stops the
-// lease's timers.
+// lease's clock.
 func (r *jobRun) run() {
 	ctx := r.hctx
 	if r.job.Timeout > 0 {
@@ -85,10 +78,10 @@ func (r *jobRun) run() {
 	}
 
 	final, outcome := r.job, JobState("")
-	if r.leaseCtx.Err() != nil {
+	if lost := r.clock.err(); lost != nil {
 		// Another worker may already run the job: reporting could only be refused or, worse,
 		// record a result for work that stopped half-way. The reaper ends the attempt.
-		r.log.Warn("baton: job lease lost; leaving the attempt to the reaper", "cause", context.Cause(r.leaseCtx), "err", err)
+		r.log.Warn("baton: job lease lost; leaving the attempt to the reaper", "cause", lost, "err", err)
 	} else if job, rerr := r.report(r.outcome(err, panicked, cause)); rerr != nil {
 		if errors.Is(rerr, ErrNotHeld) {
 			r.log.Warn("baton: job lease lost before the attempt was reported", "err", rerr)
@@ -98,9 +91,9 @@ func (r *jobRun) run() {
 	} else {
 		final, outcome = job, job.State
 	}
-	r.stop()
+	r.clock.stop()
 	r.hcancel(nil)
-	r.loseLease(nil)
+	r.clock.cancel(nil)
 	if f := r.w.cfg.OnJobEnd; f != nil {
 		f(final, outcome, took)
 	}
@@ -149,7 +142,7 @@ func (r *jobRun) outcome(err error, panicked bool, cause error) *store.FailParam
 // lease is alive (heartbeats go on meanwhile), for at most one TTL.
 func (r *jobRun) report(fp *store.FailParams) (*Job, error) {
 	r.reporting.Store(true)
-	ctx, cancel := context.WithTimeout(r.leaseCtx, r.w.cfg.LeaseTTL)
+	ctx, cancel := context.WithTimeout(r.clock.ctx, r.w.cfg.LeaseTTL)
 	defer cancel()
 	var timer *time.Timer
 	defer func() {
@@ -169,16 +162,16 @@ func (r *jobRun) report(fp *store.FailParams) (*Job, error) {
 			p := *fp
 			job, err = r.w.st.FailJob(ctx, &p)
 		}
-		if err == nil || !transient(err) || ctx.Err() != nil {
-			if err != nil && ctx.Err() != nil && r.leaseCtx.Err() != nil {
-				err = fmt.Errorf("%w (%w)", context.Cause(r.leaseCtx), err)
+		if err == nil || !retry.Transient(err) || ctx.Err() != nil {
+			if lost := r.clock.err(); err != nil && ctx.Err() != nil && lost != nil {
+				err = fmt.Errorf("%w (%w)", lost, err)
 			}
 			return job, err
 		}
 		if !logged {
 			r.log.Warn("baton: reporting the attempt failed; retrying", "err", err)
 		}
-		wait := jitter(min(max(r.w.cfg.LeaseTTL/10, 50*time.Millisecond), time.Second))
+		wait := retry.Held(r.w.cfg.LeaseTTL)
 		if timer == nil {
 			timer = time.NewTimer(wait)
 		} else {
@@ -191,122 +184,21 @@ func (r *jobRun) report(fp *store.FailParams) (*Job, error) {
 	}
 }
 
-// transient reports whether a store error may go away by itself: anything but the errors the
-// store contract names, and but an error that says itself it is not temporary (the HTTP
-// client's answers such as unauthorized or forbidden).
-func transient(err error) bool {
-	for _, e := range []error{ErrNotHeld, ErrNotFound, ErrInvalidArgument, ErrClosed, ErrJobState} {
-		if errors.Is(err, e) {
-			return false
-		}
-	}
-	// Not net.Error's Temporary, which calls a refused connection permanent.
-	var t store.RetryableError
-	if errors.As(err, &t) && !t.Retryable() {
-		return false
-	}
-	return true
-}
-
-// heartbeat extends the job lease, every HeartbeatInterval. Transient errors are retried quickly until the
-// local deadline; ErrNotHeld loses the lease at once; a requested cancel cancels the handler.
-func (r *jobRun) heartbeat() {
-	r.tickMu.Lock()
-	defer r.tickMu.Unlock()
-	if r.isStopped() || r.leaseCtx.Err() != nil {
-		return
-	}
-	ttl := r.w.cfg.LeaseTTL
-	interval := r.w.cfg.HeartbeatInterval
-	ctx, cancel := context.WithTimeout(r.leaseCtx, ttl/3)
-	start := time.Now()
-	res, err := r.w.st.HeartbeatJob(ctx, &store.HeartbeatParams{ID: r.job.ID, Token: r.job.Token, TTL: ttl})
-	cancel()
-	next := interval
+// heartbeat extends the job lease once (the clock's renew). A requested cancel cancels the
+// handler. While the attempt is reported, a heartbeat that finds it ended ends keepalive: the
+// report ended it.
+func (r *jobRun) heartbeat(ctx context.Context) error {
+	res, err := r.w.st.HeartbeatJob(ctx, &store.HeartbeatParams{ID: r.job.ID, Token: r.job.Token, TTL: r.w.cfg.LeaseTTL})
 	switch {
-	case err == nil:
-		r.mu.Lock()
-		if end := start.Add(r.w.lease.validity(ttl)); r.leaseCtx.Err() == nil && !r.stopped && end.After(r.localEnd) {
-			r.localEnd = end
-			r.deadline.Reset(time.Until(end))
-			if r.stopTimer != nil {
-				r.stopTimer.Reset(time.Until(end.Add(-r.w.cfg.StopGrace)))
-			}
-		}
-		r.mu.Unlock()
-		if r.failing {
-			r.log.Info("baton: job heartbeat recovered")
-		}
-		r.failing = false
-		if res.CancelRequested {
-			r.hcancel(ErrJobCancelled)
-		}
-	case (errors.Is(err, ErrNotHeld) || errors.Is(err, ErrNotFound)) && r.reporting.Load():
-		return
-	case errors.Is(err, ErrNotHeld) || errors.Is(err, ErrNotFound):
-		r.log.Warn("baton: job lease lost", "err", err)
-		r.loseLease(fmt.Errorf("%w: %w", ErrLeaseLost, err))
-		return
-	case r.leaseCtx.Err() != nil:
-		return
-	default:
-		if !r.failing {
-			r.log.Warn("baton: job heartbeat failed; retrying until the local deadline", "err", err)
-		}
-		r.failing = true
-		next = jitter(min(max(ttl/10, 50*time.Millisecond), time.Second))
+	case err != nil && jobGone(err) && r.reporting.Load():
+		return errKeepaliveEnded
+	case err != nil:
+		return err
 	}
-	r.mu.Lock()
-	if !r.stopped {
-		r.hbTimer.Reset(next)
+	if res.CancelRequested {
+		r.hcancel(ErrJobCancelled)
 	}
-	r.mu.Unlock()
-}
-
-// expireLocally runs at the local deadline: no heartbeat succeeded in time, so the store may hand
-// the job to another worker soon. Stop the handler now.
-func (r *jobRun) expireLocally() {
-	if r.isStopped() {
-		return
-	}
-	r.log.Warn("baton: job lease lost: no heartbeat succeeded before the local deadline")
-	r.loseLease(fmt.Errorf("%w: no heartbeat succeeded before the worker's local deadline", ErrLeaseLost))
-}
-
-// stopBeforeDeadline runs StopGrace before the local deadline: no heartbeat has succeeded for
-// a while, and a handler that needs StopGrace to stop must begin now to have stopped by the
-// deadline. The lease is not given up: a heartbeat may still succeed, and the attempt is then
-// reported as failed (to be retried).
-func (r *jobRun) stopBeforeDeadline() {
-	r.mu.Lock()
-	left := time.Until(r.localEnd)
-	stale := r.stopped || left > r.w.cfg.StopGrace // stopped, or a heartbeat moved the deadline
-	r.mu.Unlock()
-	if stale {
-		return
-	}
-	r.log.Warn("baton: no job heartbeat succeeded in time; stopping the handler before the local deadline", "deadline_in", left.Round(time.Millisecond))
-	r.hcancel(fmt.Errorf("%w: no heartbeat succeeded; stopping %s before the worker's local deadline", ErrLeaseLost, r.w.cfg.StopGrace))
-}
-
-func (r *jobRun) isStopped() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.stopped
-}
-
-// stop ends the heartbeats and the deadline timer, and waits for a heartbeat in flight.
-func (r *jobRun) stop() {
-	r.mu.Lock()
-	r.stopped = true
-	r.deadline.Stop()
-	if r.stopTimer != nil {
-		r.stopTimer.Stop()
-	}
-	r.hbTimer.Stop()
-	r.mu.Unlock()
-	r.tickMu.Lock()
-	r.tickMu.Unlock()
+	return nil
 }
 
 // completer sends the completions of many attempts in one round trip when the store offers
@@ -426,7 +318,7 @@ func (c *completer) run() {
 // and at most that long (and maxGather), so a lone completion and a worker of long handlers wait
 // for nothing.
 func (c *completer) gather(batch []*completion) []*completion {
-	if c.w == nil || c.w.handlersRunning() <= 0 {
+	if c.w == nil || c.w.slots.running() <= 0 {
 		return batch
 	}
 	d := min(time.Duration(c.lastFlush.Load())/2, maxGather)
@@ -435,7 +327,7 @@ func (c *completer) gather(batch []*completion) []*completion {
 	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()
-	for len(batch) < store.MaxClaimLimit && c.w.handlersRunning() > 0 {
+	for len(batch) < store.MaxClaimLimit && c.w.slots.running() > 0 {
 		select {
 		case r, ok := <-c.reqs:
 			if !ok {
@@ -469,7 +361,7 @@ func (c *completer) flush(batch []*completion) {
 	var err error
 	if cl := c.claimer; cl != nil && cl.runCtx.Err() == nil {
 		// The batch's handlers have returned: their slots count as free.
-		if n := cl.w.reserve(store.MaxClaimLimit); n > 0 {
+		if n := cl.w.slots.reserve(store.MaxClaimLimit); n > 0 {
 			start := time.Now()
 			var claimed []*Job
 			jobs, claimed, err = cl.cc.CompleteJobsAndClaim(ctx, ps, cl.w.claimParams(n))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -444,18 +445,18 @@ func (s *Store) ClearResourceCooldown(ctx context.Context, p *store.ClearCooldow
 	return resp.Store(), nil
 }
 
-// SubscribeJobs registers a local waiter for jobs of kind. The server cannot push to this
+// SubscribeJobs registers a local waiter for jobs of kinds, on one channel. The server cannot push to this
 // store, and it needs no push: a claim through it is a long-poll that the server answers as
 // soon as a job of its kinds is claimable. The wake-ups are local hints, for the one thing a
 // long-poll cannot do, which is to start: the subscriber is woken when a ClaimJobs through this
 // store waited in the server and came back empty (ask again at once, so that a worker is always
 // waiting in the server rather than sleeping its poll interval), when a submit, retry or reap
-// through this store may have made a job of kind claimable, when a complete, fail or cancel
+// through this store may have made a job of one of kinds claimable, when a complete, fail or cancel
 // through this store may have promoted the next job of a resource (of any kind), and at Close.
 // Jobs made claimable by other clients, or by time passing, wake nobody here: the long-poll
 // and the subscriber's own poll find them.
-func (s *Store) SubscribeJobs(kind string) (<-chan struct{}, func()) {
-	return s.jobHub.subscribe(kind)
+func (s *Store) SubscribeJobs(kinds ...string) (<-chan struct{}, func()) {
+	return s.jobHub.subscribe(kinds)
 }
 
 // kindHub broadcasts wake-ups to every local subscriber of a kind. Unlike the lease hub it
@@ -468,22 +469,28 @@ type kindHub struct {
 
 func newKindHub() *kindHub { return &kindHub{subs: map[string]map[chan struct{}]struct{}{}} }
 
-func (h *kindHub) subscribe(kind string) (<-chan struct{}, func()) {
+// subscribe registers one channel under each of kinds.
+func (h *kindHub) subscribe(kinds []string) (<-chan struct{}, func()) {
+	kinds = slices.Clone(kinds) // kept for cancel
 	ch := make(chan struct{}, 1)
 	h.mu.Lock()
-	if h.subs[kind] == nil {
-		h.subs[kind] = map[chan struct{}]struct{}{}
+	for _, kind := range kinds {
+		if h.subs[kind] == nil {
+			h.subs[kind] = map[chan struct{}]struct{}{}
+		}
+		h.subs[kind][ch] = struct{}{}
 	}
-	h.subs[kind][ch] = struct{}{}
 	h.mu.Unlock()
 	var once sync.Once
 	return ch, func() {
 		once.Do(func() {
 			h.mu.Lock()
 			defer h.mu.Unlock()
-			delete(h.subs[kind], ch)
-			if len(h.subs[kind]) == 0 {
-				delete(h.subs, kind)
+			for _, kind := range kinds {
+				delete(h.subs[kind], ch)
+				if len(h.subs[kind]) == 0 {
+					delete(h.subs, kind)
+				}
 			}
 		})
 	}

@@ -3,12 +3,12 @@ package server
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
-	"reflect"
 	"slices"
 	"time"
 
+	"github.com/batonhq/baton/internal/notify"
+	"github.com/batonhq/baton/internal/retry"
 	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
 )
@@ -83,32 +83,15 @@ func (s *Server) claimWaiting(ctx context.Context, p *store.ClaimParams, wait ti
 		jobs, err = s.jobs.ClaimJobs(ctx, p)
 		return jobs, claimed, err
 	}
-	kinds := slices.Compact(slices.Sorted(slices.Values(p.Kinds)))
-	// Fixed cases first, then one per kind. The wake-up channels are selected on directly
-	// rather than merged by goroutines: a wake-up left unread stays with the store, which then
-	// wakes another waiter for the next job instead of this one again.
-	const (
-		caseCtx = iota
-		caseShutdown
-		caseDeadline
-		casePoll
-		caseWake
-	)
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
-	poll := time.NewTimer(jitter(s.claimPoll))
-	defer poll.Stop()
-	cases := []reflect.SelectCase{
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.ctx.Done())},
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(deadline.C)},
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(poll.C)},
-	}
-	for _, k := range kinds {
-		wake, cancel := s.jobs.SubscribeJobs(k)
-		defer cancel()
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(wake)})
-	}
+	// One subscription for all the kinds: a wake-up left unread stays with the store, which
+	// then wakes another waiter for the next job instead of this one again.
+	waiter := notify.NewWaiter(s.jobs.SubscribeJobs(slices.Compact(slices.Sorted(slices.Values(p.Kinds)))...))
+	defer waiter.Close()
+	// The wait ends at its deadline or at the server's shutdown; the claims end only with the
+	// request.
+	waitCtx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	defer context.AfterFunc(s.ctx, cancel)()
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, time.Time{}, err
@@ -118,22 +101,11 @@ func (s *Server) claimWaiting(ctx context.Context, p *store.ClaimParams, wait ti
 		if err != nil || len(jobs) > 0 {
 			return jobs, claimed, err
 		}
-		chosen, _, _ := reflect.Select(cases)
-		switch chosen {
-		case caseCtx:
-			return nil, time.Time{}, ctx.Err()
-		case caseShutdown, caseDeadline:
-			return nil, time.Time{}, nil
-		case casePoll:
-			poll.Reset(jitter(s.claimPoll))
+		if waiter.Wait(waitCtx, retry.Jitter(s.claimPoll)) == notify.Cancelled {
+			return nil, time.Time{}, ctx.Err() // nil at the deadline or the shutdown
 		}
 		// Woken, or the poll: claim again.
 	}
-}
-
-// jitter spreads d by ±20%, so that many waiting claims do not poll the store in step.
-func jitter(d time.Duration) time.Duration {
-	return d*4/5 + rand.N(d*2/5+1)
 }
 
 func (s *Server) heartbeatJob(w http.ResponseWriter, r *http.Request, who principal) {

@@ -23,14 +23,14 @@ func (c *Closed) Wrap(err error) error {
 	return err
 }
 
-// Subscribe is a store's Subscribe: subscribe(key), or once the store is closed a wake-up that
-// has fired already, so that a waiter retries at once and sees ErrClosed instead of waiting for
-// its poll.
-func (c *Closed) Subscribe(key string, subscribe func(key string) (<-chan struct{}, func())) (<-chan struct{}, func()) {
+// Subscribe is a store's Subscribe (or SubscribeJobs): subscribe(keys...), or once the store is
+// closed a wake-up that has fired already, so that a waiter retries at once and sees ErrClosed
+// instead of waiting for its poll.
+func (c *Closed) Subscribe(subscribe func(keys ...string) (<-chan struct{}, func()), keys ...string) (<-chan struct{}, func()) {
 	if c.Load() {
 		ch := make(chan struct{}, 1)
 		ch <- struct{}{}
 		return ch, func() {}
 	}
-	return subscribe(key)
+	return subscribe(keys...)
 }

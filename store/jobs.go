@@ -93,9 +93,11 @@ type JobStore interface {
 	// records it (EventResourceCooldownCleared) in the same atomic step.
 	ClearResourceCooldown(ctx context.Context, p *ClearCooldownParams) (*ResourceCooldown, error)
 
-	// SubscribeJobs registers interest in jobs of kind becoming claimable (a submit, a
-	// promotion, a retry). Wake-ups are hints, coalesced; the subscriber must still poll.
-	SubscribeJobs(kind string) (wake <-chan struct{}, cancel func())
+	// SubscribeJobs registers interest in jobs of any of kinds becoming claimable (a submit, a
+	// promotion, a retry), on one channel. Wake-ups are hints, coalesced; the subscriber must
+	// still poll. A store that wakes one subscriber per event counts one with a wake-up pending
+	// as woken for all its kinds, so that the next event goes to another subscriber.
+	SubscribeJobs(kinds ...string) (wake <-chan struct{}, cancel func())
 }
 
 // JobState is the state of a job.

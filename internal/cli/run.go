@@ -155,7 +155,9 @@ func (a *app) runLocked(cmdArgs []string, f runFlags) error {
 	if err != nil {
 		return err
 	}
-	opts := []baton.Option{baton.WithTTL(f.ttl), baton.WithCooldown(f.cooldown)}
+	// CMD is told to stop --grace before the lease's local deadline when renews fail, so that
+	// it is dead by then (superviseRun).
+	opts := []baton.Option{baton.WithTTL(f.ttl), baton.WithCooldown(f.cooldown), baton.WithStopGrace(f.grace)}
 	if f.holder != "" {
 		opts = append(opts, baton.WithHolder(f.holder))
 	}

@@ -16,15 +16,14 @@ import (
 // fails. It reports whether the lease was lost (or given up) while CMD ran.
 //
 // The lease's local deadline comes before the server could give the key to anyone else. When
-// renews fail, CMD gets SIGTERM grace before that deadline and SIGKILL at it, so that it is dead
-// by then. A renew that succeeds moves the deadline on; the stop timer then re-arms. When the
-// server says the lease is gone (ErrNotHeld: force-released, or expired while this process was
-// frozen), another holder may already run: CMD gets SIGTERM at once and SIGKILL after grace.
-// Nothing here releases the lease: the caller does, after CMD exited.
+// renews fail, the lease's StopContext ends grace before that deadline (the lease was taken
+// with baton.WithStopGrace(grace)): CMD then gets SIGTERM, and SIGKILL grace later, at the
+// deadline, so that it is dead by then, as 'baton worker' stops its CMDs. When the server says
+// the lease is gone (ErrNotHeld: force-released, or expired while this process was frozen),
+// another holder may already run: CMD gets SIGTERM at once and SIGKILL after grace. Nothing
+// here releases the lease: the caller does, after CMD exited.
 func superviseRun(cmd *exec.Cmd, lease *baton.Lease, grace time.Duration, exited <-chan error, sigs <-chan os.Signal, stderr io.Writer) (lost bool) {
-	leaseDone := lease.Done()
-	stopTimer := time.NewTimer(time.Until(lease.Deadline().Add(-grace)))
-	defer stopTimer.Stop()
+	leaseDone, stopping := lease.Done(), lease.StopContext().Done()
 	var killTimer *time.Timer
 	var kill <-chan time.Time
 	defer func() {
@@ -32,14 +31,13 @@ func superviseRun(cmd *exec.Cmd, lease *baton.Lease, grace time.Duration, exited
 			killTimer.Stop()
 		}
 	}()
-	killAt := func(d time.Duration) {
-		if killTimer != nil {
-			killTimer.Stop()
-		}
-		killTimer = time.NewTimer(max(d, 0))
+	terminated, killed := false, false
+	terminate := func() {
+		terminated = true
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		killTimer = time.NewTimer(grace)
 		kill = killTimer.C
 	}
-	terminated, killed := false, false
 	sigkill := func() {
 		if !killed {
 			killed = true
@@ -55,33 +53,23 @@ func superviseRun(cmd *exec.Cmd, lease *baton.Lease, grace time.Duration, exited
 				continue // CMD, in our process group, got it from the terminal too
 			}
 			_ = cmd.Process.Signal(sig)
-		case <-stopTimer.C:
-			if lease.Err() != nil {
+		case <-stopping:
+			stopping = nil
+			if lease.Err() != nil || terminated {
 				continue // lost or released: leaseDone handles it
 			}
-			end := lease.Deadline()
-			if left := time.Until(end); left > grace {
-				stopTimer.Reset(left - grace) // a renew succeeded meanwhile
-				continue
-			}
-			if terminated {
-				continue
-			}
-			terminated, lost = true, true
+			lost = true
 			fmt.Fprintf(stderr, "baton run: no renew of the lease on %q succeeded in time (the server may be unreachable); its local deadline is in %s: sending CMD SIGTERM, SIGKILL at the deadline\n",
-				lease.Key, time.Until(end).Round(time.Millisecond))
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			killAt(time.Until(end))
+				lease.Key, time.Until(lease.Deadline()).Round(time.Millisecond))
+			terminate()
 		case <-leaseDone:
 			leaseDone = nil
 			lost = true
 			err := lease.Err()
 			if errors.Is(err, baton.ErrNotHeld) && !terminated {
-				terminated = true
 				fmt.Fprintf(stderr, "baton run: lease on %q lost while CMD ran (%s): sending CMD SIGTERM, SIGKILL in %s\n",
 					lease.Key, lostReason(err), grace)
-				_ = cmd.Process.Signal(syscall.SIGTERM)
-				killAt(grace)
+				terminate()
 				continue
 			}
 			if !errors.Is(err, baton.ErrNotHeld) {

@@ -1,7 +1,10 @@
 // Package notify fans out "key may be free" signals to the goroutines waiting on that key.
 package notify
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // Hub maps keys to subscribers. Notify wakes one subscriber of a key, the one that subscribed
 // first among those without a wake-up pending: only one waiter can win a freed key, so waking
@@ -19,34 +22,45 @@ type sub struct{ ch chan struct{} }
 func NewHub() *Hub { return &Hub{subs: make(map[string][]*sub)} }
 
 // Subscribe returns a channel that receives (coalesced, never blocking Notify) when this
-// subscriber is woken, and a cancel function that must be called when it stops waiting.
-func (h *Hub) Subscribe(key string) (<-chan struct{}, func()) {
+// subscriber is woken for any of keys, and a cancel function that must be called when it stops
+// waiting. One channel serves all the keys: while a wake-up is pending on it, the subscriber
+// counts as woken for each of them, and the next wake-up of any of them goes to another
+// subscriber; nobody needs to merge channels.
+func (h *Hub) Subscribe(keys ...string) (<-chan struct{}, func()) {
 	s := &sub{ch: make(chan struct{}, 1)}
 	h.mu.Lock()
-	h.subs[key] = append(h.subs[key], s)
+	for _, key := range keys {
+		h.subs[key] = append(h.subs[key], s)
+	}
 	h.mu.Unlock()
 	var once sync.Once
 	return s.ch, func() {
 		once.Do(func() {
 			h.mu.Lock()
 			defer h.mu.Unlock()
-			list := h.subs[key]
-			for i, x := range list {
-				if x == s {
-					list = append(list[:i:i], list[i+1:]...)
-					break
-				}
+			for _, key := range keys {
+				h.leave(key, s)
 			}
-			if len(list) == 0 {
-				delete(h.subs, key)
-				return
-			}
-			h.subs[key] = list
-			// The leaver may have taken a wake-up it will not act on: pass one on. A spurious
-			// wake-up costs one acquire attempt; a lost one costs a poll interval.
-			wakeOne(list)
 		})
 	}
+}
+
+// leave removes s from key's subscribers.
+func (h *Hub) leave(key string, s *sub) {
+	list := h.subs[key]
+	i := slices.Index(list, s)
+	if i < 0 {
+		return
+	}
+	list = append(list[:i:i], list[i+1:]...)
+	if len(list) == 0 {
+		delete(h.subs, key)
+		return
+	}
+	h.subs[key] = list
+	// The leaver may have taken a wake-up it will not act on: pass one on. A spurious wake-up
+	// costs one acquire attempt; a lost one costs a poll interval.
+	wakeOne(list)
 }
 
 // Notify wakes one subscriber of key.
@@ -87,3 +101,12 @@ func wake(s *sub) {
 // JobKey is the hub key under which a store signals that a job of kind may be claimable. Lease
 // keys cannot contain control characters, so it never collides with one.
 func JobKey(kind string) string { return "\x1fjob:" + kind }
+
+// JobKeys is JobKey of each kind.
+func JobKeys(kinds []string) []string {
+	keys := make([]string, len(kinds))
+	for i, k := range kinds {
+		keys[i] = JobKey(k)
+	}
+	return keys
+}

@@ -256,11 +256,11 @@ func (s *Store) ListJobs(ctx context.Context, p *store.JobListParams) ([]*store.
 	return out, nil
 }
 
-// SubscribeJobs wakes the subscriber when a job of kind may have become claimable, in this
-// process or (through NOTIFY, sent while some worker of the kind recently found nothing to do)
-// in any other.
-func (s *Store) SubscribeJobs(kind string) (<-chan struct{}, func()) {
-	return s.Subscribe(notify.JobKey(kind))
+// SubscribeJobs wakes the subscriber when a job of any of kinds may have become claimable, in
+// this process or (through NOTIFY, sent while some worker of the kind recently found nothing to
+// do) in any other.
+func (s *Store) SubscribeJobs(kinds ...string) (<-chan struct{}, func()) {
+	return s.subscribe(notify.JobKeys(kinds)...)
 }
 
 func collectJobs(rows pgx.Rows) ([]*store.Job, error) {

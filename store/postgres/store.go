@@ -209,8 +209,12 @@ func (s *Store) Capabilities() store.Capabilities {
 // Subscribe registers interest in key. Wake-ups come from releases in this process at once and
 // from any process through NOTIFY; after a lost LISTEN connection every subscriber is woken once.
 // After Close the channel fires at once so that a waiter retries and sees ErrClosed.
-func (s *Store) Subscribe(key string) (<-chan struct{}, func()) {
-	return s.closed.Subscribe(key, s.hub.Subscribe)
+func (s *Store) Subscribe(key string) (<-chan struct{}, func()) { return s.subscribe(key) }
+
+// subscribe is the hub's subscription to keys (lease keys, or job kinds' wake-up keys), or a
+// fired wake-up once the store is closed.
+func (s *Store) subscribe(keys ...string) (<-chan struct{}, func()) {
+	return s.closed.Subscribe(s.hub.Subscribe, keys...)
 }
 
 // checkSchema applies the default and the naming rule. The rule keeps names that need no quoting

@@ -543,7 +543,7 @@ func (s *RedlockStore) ForceRelease(ctx context.Context, p *store.ForceReleasePa
 // Subscribe: releases published by any node wake local waiters (a release on N nodes may wake
 // up to N of them; wake-ups are hints).
 func (s *RedlockStore) Subscribe(key string) (<-chan struct{}, func()) {
-	return s.closed.Subscribe(key, s.hub.Subscribe)
+	return s.closed.Subscribe(s.hub.Subscribe, key)
 }
 
 // Capabilities: no fencing tokens (see RedlockStore), cross-process wake-ups, owners (each node

@@ -422,7 +422,7 @@ func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (
 // Subscribe registers interest in key; wake-ups come from releases in this process and, through
 // Pub/Sub, in any process (and from expiry events if the server publishes them).
 func (s *Store) Subscribe(key string) (<-chan struct{}, func()) {
-	return s.closed.Subscribe(key, s.hub.Subscribe)
+	return s.closed.Subscribe(s.hub.Subscribe, key)
 }
 
 // Capabilities: fencing tokens (one INCR counter inside the grant script; see ErrTokensReset for

@@ -20,11 +20,11 @@ import (
 // Workers of this process are woken through the same in-process hub as lease waiters; workers of
 // other processes sharing the file find new jobs at their next poll.
 
-// SubscribeJobs registers interest in jobs of kind becoming claimable in this process (a
+// SubscribeJobs registers interest in jobs of kinds becoming claimable in this process (a
 // submit, a promotion, a retry). After Close, every subscriber is woken once and then polls into
 // store.ErrClosed, as lease waiters do.
-func (s *Store) SubscribeJobs(kind string) (<-chan struct{}, func()) {
-	return s.hub.Subscribe(notify.JobKey(kind))
+func (s *Store) SubscribeJobs(kinds ...string) (<-chan struct{}, func()) {
+	return s.hub.Subscribe(notify.JobKeys(kinds)...)
 }
 
 func validateID(id int64) error {

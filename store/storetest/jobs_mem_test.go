@@ -651,6 +651,6 @@ func (s *memJobStore) ClearResourceCooldown(_ context.Context, p *store.ClearCoo
 	return out, nil
 }
 
-func (s *memJobStore) SubscribeJobs(kind string) (<-chan struct{}, func()) {
-	return s.hub.Subscribe(notify.JobKey(kind))
+func (s *memJobStore) SubscribeJobs(kinds ...string) (<-chan struct{}, func()) {
+	return s.hub.Subscribe(notify.JobKeys(kinds)...)
 }

@@ -56,6 +56,7 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"TokensIncreasePerResource", testJobTokens},
 		{"AttemptTokensPassFences", testJobFenceTokens},
 		{"SubscribeWakes", testJobSubscribe},
+		{"SubscribeSeveralKinds", testJobSubscribeKinds},
 		// Policies and guards.
 		{"PolicyReject", testJobPolicyReject},
 		{"PolicySkip", testJobPolicySkip},

@@ -1,0 +1,90 @@
+package baton
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// slots is a worker's capacity: how many handlers may run at once (Concurrency), and how many
+// jobs it may hold at once, running or ended and being reported (maxHeld). A claim reserves
+// slots before it is sent, so that the claim loop and the completer's claims never take more
+// than are free between them; each job it returns takes one reserved slot, and the rest are
+// given back.
+//
+// Invariants: active never exceeds capacity, held never exceeds maxHeld, no count goes below
+// zero, and with no claim in flight reserved is zero. Every change that frees room signals freed
+// after the counts changed, so that a waiter that found no room and then waits on freed is woken.
+type slots struct {
+	capacity int
+	// maxHeld bounds the jobs held at once. A slot frees when its handler returns, before the
+	// attempt is reported (the report is often batched); but reports in flight are bounded too,
+	// to as many again as there are slots, or a worker whose handlers outrun its reports would
+	// claim every claimable job while their completions queued, their leases' heartbeats firing.
+	maxHeld  int
+	mu       sync.Mutex   // makes reserve atomic; giving room back needs no lock
+	active   atomic.Int64 // handlers running, and slots reserved
+	held     atomic.Int64 // jobs held (running or being reported), and slots reserved
+	reserved atomic.Int64 // slots reserved by claims in flight
+	freed    chan struct{}
+}
+
+func newSlots(capacity int) *slots {
+	return &slots{capacity: capacity, maxHeld: 2 * capacity, freed: make(chan struct{}, 1)}
+}
+
+// free is how many more jobs the worker may take now.
+func (s *slots) free() int {
+	return min(s.capacity-int(s.active.Load()), s.maxHeld-int(s.held.Load()))
+}
+
+// reserve takes up to want free slots for a claim about to be sent and returns how many.
+func (s *slots) reserve(want int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := min(want, s.free())
+	if n <= 0 {
+		return 0
+	}
+	s.active.Add(int64(n))
+	s.held.Add(int64(n))
+	s.reserved.Add(int64(n))
+	return n
+}
+
+// use turns one reserved slot into a running job's.
+func (s *slots) use() { s.reserved.Add(-1) }
+
+// unreserve gives back n reserved slots that the claim did not fill.
+func (s *slots) unreserve(n int) {
+	if n <= 0 {
+		return
+	}
+	s.reserved.Add(-int64(n))
+	s.held.Add(-int64(n))
+	s.active.Add(-int64(n))
+	s.signal()
+}
+
+// handlerDone frees the slot of a job whose handler returned; the job is held until reported.
+func (s *slots) handlerDone() {
+	s.active.Add(-1)
+	s.signal()
+}
+
+// reported frees the hold of a job whose attempt was reported (or given up).
+func (s *slots) reported() {
+	s.held.Add(-1)
+	s.signal()
+}
+
+// running is how many handlers are running now (slots reserved by claims in flight excluded).
+func (s *slots) running() int64 { return s.active.Load() - s.reserved.Load() }
+
+// signal tells a waiter on freed that room may have freed. A signal already pending says so
+// already.
+func (s *slots) signal() {
+	select {
+	case s.freed <- struct{}{}:
+	default:
+	}
+}
