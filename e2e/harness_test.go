@@ -32,6 +32,15 @@ var binary string
 // processes built with -race) cannot reach it while things still move.
 const hangGuard = 3 * time.Minute
 
+// soakOnly skips a soak test (TestSoak...: the long variant of another test, larger than
+// `make test` needs to check the same promise) unless BATON_SOAK=1, which `make soak` sets.
+func soakOnly(t *testing.T) {
+	t.Helper()
+	if os.Getenv("BATON_SOAK") != "1" {
+		t.Skip("a soak test: run it with make soak (BATON_SOAK=1)")
+	}
+}
+
 // waitFor polls cond until it holds (a separate process gives no other signal), and fails the
 // test, naming what it waited for, if hangGuard passes first.
 func waitFor(t *testing.T, what string, cond func() bool) {
