@@ -1,4 +1,4 @@
-.PHONY: test soak bench lint build chaos loadtest
+.PHONY: test soak bench bench-peers lint build chaos loadtest
 
 # The test command of README.md; .ci/run runs exactly this.
 test:
@@ -13,10 +13,20 @@ soak:
 		BATON_SOAK=1 go test -race -count=1 -timeout 0 -run Soak -v ./...
 	$(MAKE) chaos DURATION=$(SOAK_DURATION)
 
-# Benchmarks with their raw baselines (SQLite, PostgreSQL, server; DynamoDB and Kubernetes are
-# run by hand, see docs/benchmarks.md); figures go to docs/benchmarks.md.
+# Benchmarks with their raw baselines: SQLite, PostgreSQL and the server (peers: make
+# bench-peers; DynamoDB and Kubernetes by hand, see docs/benchmarks.md). Today's figures go to
+# docs/benchmarks.md, the dated record of how they changed to docs/benchmarks-history.md.
 bench:
 	./scripts/bench.sh
+
+# Baton against its peers (bench/peers, its own module; it starts its own redis-server and
+# embedded etcd, and runs River on the test PostgreSQL): the Redis, etcd, jobs and submit tables
+# of docs/benchmarks.md. Minutes; best on an idle machine.
+bench-peers:
+	cd bench/peers && go test -run '^$$' -bench 'RedisCycle/(baton|sameWork|redislock|redsync)/|RedisHandoff16' -benchtime 20000x .
+	cd bench/peers && go test -run '^$$' -bench 'EtcdCycle|EtcdHandoff16' -benchtime 4000x .
+	cd bench/peers && go test -run '^$$' -bench 'RiverJobs' -benchtime 20000x .
+	cd bench/peers && go test -run '^$$' -bench 'Submit.*VsRiver' -benchtime 16000x .
 
 # Bounded load test of the server on loopback (a few minutes; not part of test).
 loadtest:
