@@ -164,7 +164,7 @@ func runLocks(t *testing.T, store string, pg *postgres, rd *redisServer) {
 		checkAudit(audit, h.runs, sp, r)
 		waits = auditWaits(h.runs, audit)
 	}
-	checkFaultFree(h.runs, waits, faultFreeEnd, r, notes)
+	checkFaultFree(h.runs, waits, faultFreeEnd, dur > 0, r, notes)
 	if dur == 0 {
 		checkEveryFault(faultKinds, faults, r)
 	}
@@ -359,7 +359,14 @@ func resourceWaits(runs []runRecord, sp map[string]*runSpan) map[string]time.Dur
 // checkFaultFree is check 4: runs that ended before the first fault neither lost their lease
 // (76) nor waited past --wait (75), nor failed otherwise; and some of them waited longer than
 // the TTL (waits, by run ID), so that the scenario keeps exercising long waits.
-func checkFaultFree(runs []runRecord, waits map[string]time.Duration, faultFreeEnd time.Duration, r *report, notes *counter) {
+//
+// A lease lost because no renewal got through before the local deadline ("no renew ... succeeded
+// in time") is what a holder or server starved of CPU sees: with a 2 s TTL a renewal has about a
+// second, which a loaded machine can take from it. It fails soak runs (strict: a run of set
+// duration, on a machine of its own) and is counted in the notes of the bounded run, which must
+// pass on a loaded machine. A lease the server refused to renew (the holder renewed in time, the
+// store had ended it) fails every run.
+func checkFaultFree(runs []runRecord, waits map[string]time.Duration, faultFreeEnd time.Duration, strict bool, r *report, notes *counter) {
 	longWaits := 0
 	for _, rr := range runs {
 		if rr.end >= faultFreeEnd {
@@ -372,6 +379,10 @@ func checkFaultFree(runs []runRecord, waits map[string]time.Duration, faultFreeE
 		switch rr.code {
 		case 0:
 		case 76:
+			if strings.Contains(rr.stderr, "no renew of the lease") && !strict {
+				notes.add("faultfree_renewals_late", 1)
+				continue
+			}
 			r.violate("faultfree_lease_lost", "%s exited 76 without any fault\n%s", rr.id, rr.stderr)
 		case 75:
 			r.violate("faultfree_wait_timeout", "%s exited 75 without any fault\n%s", rr.id, rr.stderr)
