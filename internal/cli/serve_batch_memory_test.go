@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/batonhq/baton/internal/batontest"
 	"github.com/batonhq/baton/server"
@@ -98,7 +99,13 @@ func TestServeConcurrentMaxBatchesStayBounded(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	answered := make(chan struct{})
+	go func() { wg.Wait(); close(answered) }()
+	select {
+	case <-answered:
+	case <-time.After(hangGuard):
+		t.Fatalf("%d concurrent batches still unanswered after %s (hung)", clients, hangGuard)
+	}
 	peak := peakRSS(t, srv.PID)
 	written := 0
 	for i, s := range statuses {
