@@ -1,13 +1,32 @@
-.PHONY: test bench lint build chaos loadtest
+.PHONY: test soak bench bench-peers lint build chaos loadtest
 
 # The test command of README.md; .ci/run runs exactly this.
 test:
 	./scripts/test.sh
 
-# Benchmarks with their raw baselines (SQLite, PostgreSQL, server; DynamoDB and Kubernetes are
-# run by hand, see docs/benchmarks.md); figures go to docs/benchmarks.md.
+# The long variants of tests that make test runs smaller (TestSoak...: the same checks on more
+# work, e.g. 2,000 jobs on 50 resources per store; skipped unless BATON_SOAK=1), then the fault
+# harness for SOAK_DURATION per test. Not part of test: about half an hour with the defaults.
+SOAK_DURATION ?= 5m
+soak:
+	BATON_TEST_POSTGRES_DSN="$${BATON_TEST_POSTGRES_DSN:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable}" \
+		BATON_SOAK=1 go test -race -count=1 -timeout 0 -run Soak -v ./...
+	$(MAKE) chaos DURATION=$(SOAK_DURATION)
+
+# Benchmarks with their raw baselines: SQLite, PostgreSQL and the server (peers: make
+# bench-peers; DynamoDB and Kubernetes by hand, see docs/benchmarks.md). Today's figures go to
+# docs/benchmarks.md, the dated record of how they changed to docs/benchmarks-history.md.
 bench:
 	./scripts/bench.sh
+
+# Baton against its peers (bench/peers, its own module; it starts its own redis-server and
+# embedded etcd, and runs River on the test PostgreSQL): the Redis, etcd, jobs and submit tables
+# of docs/benchmarks.md. Minutes; best on an idle machine.
+bench-peers:
+	cd bench/peers && go test -run '^$$' -bench 'RedisCycle/(baton|sameWork|redislock|redsync)/|RedisHandoff16' -benchtime 20000x .
+	cd bench/peers && go test -run '^$$' -bench 'EtcdCycle|EtcdHandoff16' -benchtime 4000x .
+	cd bench/peers && go test -run '^$$' -bench 'RiverJobs' -benchtime 20000x .
+	cd bench/peers && go test -run '^$$' -bench 'Submit.*VsRiver' -benchtime 16000x .
 
 # Bounded load test of the server on loopback (a few minutes; not part of test).
 loadtest:
@@ -26,8 +45,9 @@ lint:
 build:
 	go build -ldflags "-X github.com/batonhq/baton/internal/cli.revision=$$(git rev-parse HEAD 2>/dev/null)" -o bin/baton ./cmd/baton
 
-# The fault harness (e2e/chaos) for DURATION per test (locks and jobs over SQLite and PostgreSQL, locks over Redis),
-# printing each test's counts: make chaos DURATION=30m. BATON_CHAOS_RACE=1 builds baton with
+# The fault harness (e2e/chaos) for DURATION per test (locks and jobs over SQLite and PostgreSQL,
+# locks over Redis), printing each test's counts: make chaos DURATION=30m. (make test runs it
+# until every kind of fault has been injected once.) BATON_CHAOS_RACE=1 builds baton with
 # -race; BATON_CHAOS_BIN=path runs a baton binary built elsewhere.
 DURATION ?= 5m
 chaos:

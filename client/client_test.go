@@ -118,7 +118,7 @@ func harness() storetest.Harness {
 func TestConformance(t *testing.T) { storetest.Run(t, harness()) }
 
 func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -368,8 +368,8 @@ func TestLongPollWokenByOtherClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waiter := b.open(t, client.Config{})
-	waiterLocker, err := baton.NewLocker(waiter, &baton.Config{PollInterval: time.Minute})
+	waiter := &countingStore{Store: b.open(t, client.Config{})}
+	waiterLocker, err := baton.NewLocker(waiter, &baton.Config{PollInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,9 +401,12 @@ func TestLongPollWokenByOtherClient(t *testing.T) {
 		t.Fatal(r.err)
 	}
 	defer r.lease.Release(ctx)
-	if d := r.at.Sub(released); d > 2*time.Second {
-		t.Fatalf("waiter got the key %s after the release", d)
+	// The one long-poll was answered with the key: a refused one would have been followed by a
+	// second request (the holder's lease had a minute left, the waiter's poll is an hour).
+	if n := waiter.n.Load(); n != 1 {
+		t.Fatalf("%d acquire requests; want the one long-poll, answered at the release", n)
 	}
+	t.Logf("waiter got the key %s after the release", r.at.Sub(released).Round(time.Millisecond))
 	if r.lease.Token <= a.Token {
 		t.Fatalf("token %d after %d", r.lease.Token, a.Token)
 	}
@@ -416,24 +419,40 @@ func TestWaitingAcquireLoopsOnLongPolls(t *testing.T) {
 	b := newBackend(t, backendOptions{maxWait: 300 * time.Millisecond})
 	ctx := testContext(t)
 	s := b.open(t, client.Config{})
-	if _, err := s.Acquire(ctx, &store.AcquireParams{Key: "k", LeaseID: "x", Holder: "job-7", TTL: time.Minute}); err != nil {
+	if _, err := s.Acquire(ctx, &store.AcquireParams{Key: "k", LeaseID: "x", Holder: "job-7", TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	counted := &countingStore{Store: s}
-	locker, err := baton.NewLocker(counted, &baton.Config{PollInterval: time.Minute})
+	locker, err := baton.NewLocker(counted, &baton.Config{PollInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	_, err = locker.Acquire(ctx, "k", baton.WithWaitTimeout(2*time.Second))
+	// With an hour's poll, only the wake-up after each refused long-poll (the server waits at
+	// most 300ms) makes a fourth request: the acquire is given up once it has.
+	waitCtx, giveUp := context.WithCancel(ctx)
+	defer giveUp()
+	done := make(chan error, 1)
+	go func() {
+		_, err := locker.Acquire(waitCtx, "k")
+		done <- err
+	}()
+	for counted.n.Load() < 4 {
+		select {
+		case err := <-done:
+			t.Fatalf("Acquire ended after %d requests: %v", counted.n.Load(), err)
+		case <-ctx.Done():
+			t.Fatalf("%d acquire requests after %s; want one long-poll after another (hung)", counted.n.Load(), hangGuard)
+		case <-time.After(10 * time.Millisecond): // the request count is the signal
+		}
+	}
+	giveUp()
 	var held *store.LockHeldError
+	if err := <-done; !errors.As(err, &held) || held.Holder != "job-7" || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Acquire given up: %v; want the cancellation and the holder job-7", err)
+	}
+	_, err = locker.Acquire(ctx, "k", baton.WithWaitTimeout(time.Second))
 	if !errors.As(err, &held) || held.Holder != "job-7" || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire past its wait: %v; want the deadline and the holder job-7", err)
-	}
-	// With a one-minute poll, only the wake-up after each refused long-poll (the server waits at
-	// most 300ms) makes several attempts in two seconds.
-	if n := counted.n.Load(); n < 4 {
-		t.Fatalf("%d acquire requests in %s; want one long-poll after another", n, time.Since(start))
 	}
 }
 
@@ -447,15 +466,17 @@ func (c *countingStore) Acquire(ctx context.Context, p *store.AcquireParams) (*s
 	return c.Store.Acquire(ctx, p)
 }
 
+// Close ends a waiting Acquire's long-poll: the server would wait ten minutes, the holder's
+// lease lasts an hour and the Locker's poll is an hour, so only the abort ends it.
 func TestCloseAbortsLongPollAndWakesWaiters(t *testing.T) {
-	b := newBackend(t, backendOptions{})
+	b := newBackend(t, backendOptions{maxWait: 10 * time.Minute})
 	ctx := testContext(t)
 	holder := b.open(t, client.Config{})
-	if _, err := holder.Acquire(ctx, &store.AcquireParams{Key: "k", LeaseID: "x", Holder: "job-7", TTL: time.Minute}); err != nil {
+	if _, err := holder.Acquire(ctx, &store.AcquireParams{Key: "k", LeaseID: "x", Holder: "job-7", TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	s := b.open(t, client.Config{})
-	locker, err := baton.NewLocker(s, &baton.Config{PollInterval: time.Minute})
+	s := b.open(t, client.Config{MaxWait: 10 * time.Minute})
+	locker, err := baton.NewLocker(s, &baton.Config{PollInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,8 +494,8 @@ func TestCloseAbortsLongPollAndWakesWaiters(t *testing.T) {
 		if !errors.Is(err, store.ErrClosed) {
 			t.Fatalf("Acquire after Close: %v, want ErrClosed", err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("a waiting Acquire outlived Close of its store by 5s")
+	case <-time.After(hangGuard):
+		t.Fatalf("a waiting Acquire outlived Close of its store by %s", hangGuard)
 	}
 	if _, err := s.Get(ctx, "k"); !errors.Is(err, store.ErrClosed) {
 		t.Fatalf("Get after Close: %v", err)

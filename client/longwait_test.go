@@ -60,12 +60,15 @@ func TestLeaseAfterALongPollKeepsItsValidity(t *testing.T) {
 		t.Fatalf("lease after a %s wait: %v", r.at.Sub(start), err)
 	}
 	// The deadline is TTL*(1-drift) - margin after a lower bound of the grant, which is at most
-	// the response's arrival: so at most that after r.at, and well after it unless the answer
-	// took long to come back.
+	// the response's arrival: so at most that after r.at. Measured from the request's start it
+	// would have passed before the answer came (the wait was longer than the TTL); measured
+	// from the grant it is still ahead, by however much of it the answer's way back (slow on
+	// a loaded machine) left.
 	left := r.lease.Deadline().Sub(r.at)
-	if max := ttl*99/100 - 100*time.Millisecond; left > max || left < max/2 {
-		t.Fatalf("local deadline %s after the grant arrived; want at most %s and more than half of it", left, max)
+	if max := ttl*99/100 - 100*time.Millisecond; left > max || left <= 0 {
+		t.Fatalf("local deadline %s after the grant arrived; want at most %s, and ahead", left, max)
 	}
+	t.Logf("local deadline %s after the grant arrived", left.Round(time.Millisecond))
 }
 
 // A worker over HTTP whose claim waited in the server longer than the job lease's TTL runs the
@@ -107,7 +110,7 @@ func TestJobClaimedAfterALongWaitKeepsItsLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		stopCtx, cancel := context.WithTimeout(context.Background(), hangGuard)
 		defer cancel()
 		_ = w.Stop(stopCtx)
 	}()
@@ -118,8 +121,8 @@ func TestJobClaimedAfterALongWaitKeepsItsLease(t *testing.T) {
 	}
 	select {
 	case <-started:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the job did not start within 30s")
+	case <-time.After(hangGuard):
+		t.Fatalf("the job did not start in %s (hung)", hangGuard)
 	}
 	if o := <-ended; o.state != baton.JobSucceeded {
 		t.Fatalf("job claimed after a long wait ended %q; want succeeded (the lease must not be lost)", o.state)

@@ -51,10 +51,10 @@ func TestWorkerOverHTTPWaitsInTheServer(t *testing.T) {
 		if j.ID != res.Job.ID || j.Token == 0 || j.Worker != "http-worker" {
 			t.Fatalf("ran %+v; want job %d", j, res.Job.ID)
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the worker did not run the job within 30s")
+	case <-time.After(hangGuard):
+		t.Fatalf("the worker did not run the job in %s (hung)", hangGuard)
 	}
-	stopCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	stopCtx, cancel := context.WithTimeout(ctx, hangGuard)
 	defer cancel()
 	if err := w.Stop(stopCtx); err != nil {
 		t.Fatal(err)
@@ -120,7 +120,7 @@ func TestClaimsAboveTheHTTPBoundAreClamped(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatalf("the worker ran %d of %d jobs", ran.Load(), jobs-wire.MaxClaimLimit)
 	}
-	stopCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	stopCtx, cancel := context.WithTimeout(ctx, hangGuard)
 	defer cancel()
 	if err := w.Stop(stopCtx); err != nil {
 		t.Fatal(err)

@@ -69,7 +69,7 @@ func frozenHolderLateWrite(t *testing.T, storeURL string) {
 			_ = first.Wait()
 		}
 	})
-	waitFile(t, filepath.Join(dir, "started.1"), 30*time.Second)
+	waitFile(t, filepath.Join(dir, "started.1"))
 	// Freeze holder 1's runner: it renews no more, and its lease expires.
 	if err := first.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -84,9 +84,7 @@ func frozenHolderLateWrite(t *testing.T, storeURL string) {
 	if err := os.WriteFile(filepath.Join(dir, "go.2"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	code, out := s.baton(ctx, append(env, "N=2"), "run", "--lock", "orders", "--ttl", "10s", "--wait", "1m", "--", "sh", "-c", fencedWriter)
+	code, out := s.baton(context.Background(), append(env, "N=2"), "run", "--lock", "orders", "--ttl", "10s", "--wait", hangGuard.String(), "--", "sh", "-c", fencedWriter)
 	if code != 0 {
 		t.Fatalf("holder 2 exited %d: %s", code, out)
 	}
@@ -102,7 +100,7 @@ func frozenHolderLateWrite(t *testing.T, storeURL string) {
 	if err := os.WriteFile(filepath.Join(dir, "go.1"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitFile(t, filepath.Join(dir, "done.1"), time.Minute)
+	waitFile(t, filepath.Join(dir, "done.1"))
 	if got := readTrim(t, dir, "fence.1"); got != "76" {
 		t.Errorf("holder 1's late fence check exited %s, want 76 (stale)", got)
 	}

@@ -6,6 +6,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -23,6 +25,34 @@ import (
 
 // binary is the baton binary built once for the package.
 var binary string
+
+// hangGuard bounds each wait of these tests for a condition (a server ready, a file written, jobs
+// done). It is never what a test checks: it only turns a hang into a failure that names what was
+// still pending. Minutes, so that a loaded machine (two cores shared with other test packages,
+// processes built with -race) cannot reach it while things still move.
+const hangGuard = 3 * time.Minute
+
+// soakOnly skips a soak test (TestSoak...: the long variant of another test, larger than
+// `make test` needs to check the same promise) unless BATON_SOAK=1, which `make soak` sets.
+func soakOnly(t *testing.T) {
+	t.Helper()
+	if os.Getenv("BATON_SOAK") != "1" {
+		t.Skip("a soak test: run it with make soak (BATON_SOAK=1)")
+	}
+}
+
+// waitFor polls cond until it holds (a separate process gives no other signal), and fails the
+// test, naming what it waited for, if hangGuard passes first.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting for %s after %s: hung", what, hangGuard)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "baton-e2e-")
@@ -85,7 +115,7 @@ func (s *daemon) start() {
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(hangGuard)
 	for {
 		resp, err := http.Get(s.url + "/readyz")
 		if err == nil {
@@ -96,7 +126,7 @@ func (s *daemon) start() {
 		}
 		if time.Now().After(deadline) {
 			out, _ := os.ReadFile(log.Name())
-			s.t.Fatalf("baton serve not ready after 20s: %v\n%s", err, out)
+			s.t.Fatalf("baton serve not ready after %s: %v\n%s", hangGuard, err, out)
 		}
 		time.Sleep(20 * time.Millisecond) // polling the readiness endpoint is the signal
 	}
@@ -116,9 +146,10 @@ func (s *daemon) stop() {
 			out, _ := os.ReadFile(s.log.Name())
 			s.t.Errorf("baton serve exited with %v after SIGTERM\n%s", err, out)
 		}
-	case <-time.After(20 * time.Second):
+	case <-time.After(hangGuard):
 		_ = s.cmd.Process.Kill()
-		s.t.Error("baton serve did not stop within 20s of SIGTERM")
+		out, _ := os.ReadFile(s.log.Name())
+		s.t.Errorf("baton serve still running %s after SIGTERM: hung\n%s", hangGuard, out)
 	}
 }
 
@@ -128,16 +159,25 @@ func (s *daemon) restart() {
 	s.start()
 }
 
-// baton runs the CLI against the server and returns its exit code and output.
+// baton runs the CLI against the server and returns its exit code and output. A command still
+// running hangGuard after it started is killed and reported as hung (exit code -1); ctx may end
+// it sooner. Safe to call from several goroutines.
 func (s *daemon) baton(ctx context.Context, env []string, args ...string) (int, string) {
+	ctx, cancel := context.WithTimeout(ctx, hangGuard)
+	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, args...)
 	cmd.Env = append(append(os.Environ(), "BATON_SERVER="+s.url), env...)
 	out, err := cmd.CombinedOutput()
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		s.t.Errorf("baton %v still running after %s: hung\n%s", args, hangGuard, out)
+		return -1, string(out)
+	}
 	code := 0
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
 		if !ok {
-			s.t.Fatalf("baton %v: %v", args, err)
+			s.t.Errorf("baton %v: %v", args, err)
+			return -1, string(out)
 		}
 		code = ee.ExitCode()
 	}
@@ -163,7 +203,7 @@ func postgresURL(t *testing.T) string {
 	_, _ = rand.Read(b)
 	schema := "e2e_" + hex.EncodeToString(b)
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 		defer cancel()
 		conn, err := pgx.Connect(ctx, dsn)
 		if err != nil {
@@ -196,19 +236,56 @@ func (s *daemon) crash() {
 // process gives.
 func (s *daemon) waitRefusals(t *testing.T, key string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
+	waitFor(t, fmt.Sprintf("the server to refuse an acquire of %q (a waiter waiting)", key), func() bool {
 		resp, err := http.Get(s.url + "/metrics")
-		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			for _, line := range strings.Split(string(body), "\n") {
-				if strings.HasPrefix(line, `baton_lock_acquisition_failures_total{reason="held"}`) && !strings.HasSuffix(line, " 0") {
-					return
-				}
+		if err != nil {
+			return false
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, line := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(line, `baton_lock_acquisition_failures_total{reason="held"}`) && !strings.HasSuffix(line, " 0") {
+				return true
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	})
+}
+
+// auditEvent is the part of an audit log event the end-to-end tests read.
+type auditEvent struct {
+	Kind    string    `json:"kind"`
+	At      time.Time `json:"at"`
+	Holder  string    `json:"holder"`
+	Token   uint64    `json:"token"`
+	Actor   string    `json:"actor"`
+	Reason  string    `json:"reason"`
+	LeaseID string    `json:"lease_id"`
+}
+
+// events is the audit log of key, oldest first, as `baton events` prints it. Its times are the
+// server's: a test that checks how long something took on the server reads them, not its own
+// clock, which a loaded machine delays between the event and the test's look at it.
+func (s *daemon) events(t *testing.T, key string, env ...string) []auditEvent {
+	t.Helper()
+	code, out := s.baton(context.Background(), env, "events", "--key", key, "--oldest-first", "-o", "json")
+	var evs []auditEvent
+	if code != 0 || json.Unmarshal([]byte(out), &evs) != nil {
+		t.Fatalf("baton events --key %s: exit %d\n%s", key, code, out)
 	}
-	t.Fatalf("no acquire of %q was refused within a minute", key)
+	return evs
+}
+
+// lockExpiry is the expiry of key's live lease as the server reports it: a renewal moves it on.
+func (s *daemon) lockExpiry(t *testing.T, key string) time.Time {
+	t.Helper()
+	var got struct {
+		Lease struct {
+			ExpiresAt time.Time `json:"expires_at"`
+		} `json:"lease"`
+	}
+	if code := s.call("GET", "/v1/locks/"+key, nil, &got); code != 200 || got.Lease.ExpiresAt.IsZero() {
+		t.Fatalf("GET /v1/locks/%s: %d %+v", key, code, got)
+	}
+	return got.Lease.ExpiresAt
 }

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -130,20 +130,52 @@ func (s *daemon) jobs(query string) []apiJob {
 	}
 }
 
-// waitJobs polls the API (the jobs' state is the signal) until done(jobs) or the deadline.
-func (s *daemon) waitJobs(query string, within time.Duration, done func([]apiJob) bool) []apiJob {
+// waitJobs polls the API (the jobs' state is the signal) until done(jobs) holds. However long
+// that takes on a loaded machine, it waits while the jobs move; it fails only when no job has
+// changed state or attempt for hangGuard (a hang), naming the jobs not yet final.
+func (s *daemon) waitJobs(query string, done func([]apiJob) bool) []apiJob {
 	s.t.Helper()
-	deadline := time.Now().Add(within)
+	var last string
+	moved := time.Now()
 	for {
 		js := s.jobs(query)
 		if done(js) {
 			return js
 		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("jobs %q not done within %s: %+v", query, within, js)
+		if p := progress(js); p != last {
+			last, moved = p, time.Now()
+		} else if time.Since(moved) > hangGuard {
+			s.t.Fatalf("jobs %q: no job moved for %s (hung); %d listed, not final: %s", query, hangGuard, len(js), pending(js))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// progress is what changes whenever a job moves: its state or its attempt.
+func progress(js []apiJob) string {
+	var b strings.Builder
+	for _, j := range js {
+		fmt.Fprintf(&b, "%d:%s:%d ", j.ID, j.State, j.Attempt)
+	}
+	return b.String()
+}
+
+// pending lists the jobs not yet final (the first 20), for a failure message.
+func pending(js []apiJob) string {
+	var out []string
+	for _, j := range js {
+		if !allFinal([]apiJob{j}) {
+			if len(out) == 20 {
+				out = append(out, "...")
+				break
+			}
+			out = append(out, fmt.Sprintf("job %d on %s %s (attempt %d)", j.ID, j.Resource, j.State, j.Attempt))
+		}
+	}
+	if len(out) == 0 {
+		return "none (the condition waits for more jobs)"
+	}
+	return strings.Join(out, ", ")
 }
 
 func allFinal(js []apiJob) bool {
@@ -194,10 +226,10 @@ func (w *worker) stop() {
 		if err != nil && !w.t.Failed() {
 			w.t.Logf("baton worker exited with %v:\n%s", err, w.out)
 		}
-	case <-time.After(40 * time.Second):
+	case <-time.After(hangGuard):
 		_ = w.cmd.Process.Kill()
 		<-done
-		w.t.Errorf("baton worker did not stop within 40s of SIGTERM:\n%s", w.out)
+		w.t.Errorf("baton worker still running %s after SIGTERM: hung\n%s", hangGuard, w.out)
 	}
 }
 
@@ -205,12 +237,6 @@ func (w *worker) stop() {
 func (w *worker) kill() {
 	_ = w.cmd.Process.Kill()
 	_ = w.cmd.Wait()
-}
-
-func withTimeout(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // syscallKill0 reports whether pid exists (signal 0), nil if it does.

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -58,24 +59,19 @@ func TestPeriodicOneJobPerPeriodAcrossServers(t *testing.T) {
 		}
 		return n
 	}
-	waitFor := func(what string, n int) {
+	// The job list is the signal.
+	jobsAtLeast := func(what string, n int) {
 		t.Helper()
-		deadline := time.Now().Add(time.Minute)
-		for total() < n {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: fewer than %d periodic jobs after a minute: %v", what, n, periodicJobs(t, on))
-			}
-			time.Sleep(100 * time.Millisecond) // the job list is the signal
-		}
+		waitFor(t, fmt.Sprintf("%d periodic jobs (%s)", n, what), func() bool { return total() >= n })
 	}
-	waitFor("two servers", 4)
+	jobsAtLeast("two servers", 4)
 	on = b
 	a.stop() // if it led, it releases the maintenance lease and b takes over
-	waitFor("one server", total()+3)
+	jobsAtLeast("one server", total()+3)
 	a.start()
 	on = a
 	b.stop() // the same the other way round
-	waitFor("after a restart", total()+3)
+	jobsAtLeast("after a restart", total()+3)
 
 	periods := periodicJobs(t, a)
 	first, last := int64(1<<62), int64(0)
@@ -91,9 +87,10 @@ func TestPeriodicOneJobPerPeriodAcrossServers(t *testing.T) {
 		t.Fatalf("%d periods with jobs within %d seconds: %v", len(periods), span, periods)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := context.Background()
+	sent := time.Now()
 	code, out := a.baton(ctx, nil, "periodic", "list", "-o", "json")
+	answered := time.Now()
 	if code != 0 {
 		t.Fatalf("baton periodic list: exit %d\n%s", code, out)
 	}
@@ -104,10 +101,12 @@ func TestPeriodicOneJobPerPeriodAcrossServers(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatalf("periodic list -o json: %v\n%s", err, out)
 	}
-	asked := time.Now()
+	// The next run is the start of the first period after the server's now, which lies between
+	// the command's start and its answer, however long a loaded machine makes that.
 	if len(list) != 1 || list[0].Name != "reconcile" || list[0].Schedule != "@every 1s" || list[0].Kind != "status.reconcile" ||
-		list[0].Resource != "app/web" || list[0].NextRun.Before(asked.Add(-2*time.Second)) || list[0].NextRun.After(asked.Add(2*time.Second)) {
-		t.Fatalf("periodic list = %+v; want reconcile, @every 1s, next run within a second", list)
+		list[0].Resource != "app/web" || !list[0].NextRun.After(sent) || list[0].NextRun.After(answered.Add(time.Second)) {
+		t.Fatalf("periodic list = %+v (asked between %s and %s); want reconcile, @every 1s, the next run at most a second after the server's now",
+			list, sent.Format(time.RFC3339Nano), answered.Format(time.RFC3339Nano))
 	}
 	code, out = a.baton(ctx, nil, "periodic", "list")
 	if code != 0 || !strings.Contains(out, "NEXT RUN") || !strings.Contains(out, "reconcile") || !strings.Contains(out, "(in ") {
@@ -129,10 +128,8 @@ func TestPeriodicFileBad(t *testing.T) {
 			if err := os.WriteFile(file, []byte(c.file), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
 			s := &daemon{t: t}
-			code, out := s.baton(ctx, nil, "serve", "--listen", "127.0.0.1:0", "--store", "sqlite://"+filepath.Join(dir, "b.db"),
+			code, out := s.baton(context.Background(), nil, "serve", "--listen", "127.0.0.1:0", "--store", "sqlite://"+filepath.Join(dir, "b.db"),
 				"--periodic-file", file)
 			if code != 2 || !strings.Contains(out, "--periodic-file") || !strings.Contains(out, c.want) {
 				t.Fatalf("serve with %s: exit %d; want 2 and an error naming %s:\n%s", c.file, code, c.want, out)

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // tourStep is one "$ command" of a console block of README.md and the output shown under it.
@@ -177,18 +176,6 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
-}
-
-// waitFor polls cond until it holds, for at most a minute (a loaded machine is slow).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited a minute for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond) // the server has no push for these; poll it
-	}
 }
 
 func locksJSONHas(t *testing.T, s *daemon, key string) bool {

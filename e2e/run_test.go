@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,15 +30,15 @@ func TestRunIsADistributedFlock(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := startServer(t, storeURL(t))
 			dir := t.TempDir()
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
 			var wg sync.WaitGroup
 			codes := make([]int, 20)
 			outs := make([]string, 20)
 			for i := range 20 {
 				wg.Go(func() {
-					codes[i], outs[i] = s.baton(ctx, []string{"DIR=" + dir},
-						"run", "--lock", "same", "--ttl", "10s", "--wait", "2m", "--", "sh", "-c", criticalSection)
+					// The runs take turns: the last waits for the other 19, however long a loaded
+					// machine makes that. Its --wait is no bound on that; the hang guard is.
+					codes[i], outs[i] = s.baton(context.Background(), []string{"DIR=" + dir},
+						"run", "--lock", "same", "--ttl", "10s", "--wait", hangGuard.String(), "--", "sh", "-c", criticalSection)
 				})
 			}
 			wg.Wait()
@@ -89,23 +90,17 @@ func startRun(t *testing.T, s *daemon, dir string, args ...string) (*exec.Cmd, *
 }
 
 // waitFile waits for a file that a command creates: the only signal a shell command can give.
-func waitFile(t *testing.T, path string, limit time.Duration) {
+func waitFile(t *testing.T, path string) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not created within %s", path, limit)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, path+" to be created", func() bool {
+		_, err := os.Stat(path)
+		return err == nil
+	})
 }
 
 // kill -9 of a `baton run` that holds the lock: its command dies with it, and the next waiter
-// gets the lock within TTL + 1 s.
-func TestKilledRunnerHandsOverWithinTTL(t *testing.T) {
+// gets the lock when the lease expires, by taking it over (not after its own wait ran out).
+func TestKilledRunnerHandsOverAtExpiry(t *testing.T) {
 	for name, storeURL := range stores(t) {
 		t.Run(name, func(t *testing.T) { killedRunnerHandsOver(t, storeURL(t)) })
 	}
@@ -115,36 +110,31 @@ func killedRunnerHandsOver(t *testing.T, storeURL string) {
 	s := startServer(t, storeURL)
 	dir := t.TempDir()
 	const ttl = 3 * time.Second
-	first, _ := startRun(t, s, dir, "run", "--lock", "k9", "--ttl", ttl.String(), "--", "sh", "-c",
+	first, _ := startRun(t, s, dir, "run", "--lock", "k9", "--holder", "first", "--ttl", ttl.String(), "--", "sh", "-c",
 		`echo $$ > "$DIR/child"; touch "$DIR/started"; exec sleep 120`)
-	waitFile(t, filepath.Join(dir, "started"), 30*time.Second)
+	waitFile(t, filepath.Join(dir, "started"))
 	killed := time.Now()
 	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = first.Process.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	// The next holder's command records the instant it got the lock (it runs only once the
 	// lease is granted); the runner's own exit afterwards is not part of the handover.
-	code, out := s.baton(ctx, []string{"DIR=" + dir}, "run", "--lock", "k9", "--wait", "30s", "--", "sh", "-c", `date +%s%N > "$DIR/got"`)
+	code, out := s.baton(context.Background(), []string{"DIR=" + dir}, "run", "--lock", "k9", "--holder", "next",
+		"--wait", hangGuard.String(), "--", "sh", "-c", `date +%s%N > "$DIR/got"`)
 	if code != 0 {
 		t.Fatalf("next run exited %d: %s", code, out)
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, "got"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gotNs, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	took := time.Unix(0, gotNs).Sub(killed)
-	if took > ttl+time.Second {
-		t.Fatalf("the next waiter got the lock %s after the kill, more than TTL + 1s (%s)", took, ttl+time.Second)
+	// What happened, as the server recorded it: the dead runner's lease was taken over once it
+	// expired, by the next run, with a larger token. How soon after the kill depends on the
+	// machine's load and is logged, not checked (the handoff benchmarks measure it).
+	evs := s.events(t, "k9")
+	if len(evs) != 3 || evs[0].Kind != "acquire" || evs[0].Holder != "first" ||
+		evs[1].Kind != "expiry_takeover" || evs[1].Holder != "next" || evs[1].Token <= evs[0].Token || evs[2].Kind != "release" {
+		t.Fatalf("audit log of k9: %+v; want first's acquire, next's expiry takeover with a larger token, its release", evs)
 	}
 	// The killed runner's command must not outlive it (it would overlap the next holder).
-	raw, err = os.ReadFile(filepath.Join(dir, "child"))
+	raw, err := os.ReadFile(filepath.Join(dir, "child"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,20 +143,36 @@ func killedRunnerHandsOver(t *testing.T, storeURL string) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		t.Fatalf("the command of the killed runner (pid %d) is still running", pid)
 	}
-	t.Logf("handover %s after kill -9 (TTL %s)", took.Round(time.Millisecond), ttl)
+	raw, err = os.ReadFile(filepath.Join(dir, "got"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotNs, _ := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
+	t.Logf("handover %s after kill -9 (TTL %s)", time.Unix(0, gotNs).Sub(killed).Round(time.Millisecond), ttl)
 }
 
-// A server restart while `baton run` holds a lock: the run keeps its lease (renewing again once
-// the server is back within the TTL), its command finishes, and it releases cleanly.
+// A server restart while `baton run` holds a lock: the run keeps its lease, renews it with the
+// restarted server, its command finishes, and it releases cleanly.
 func TestServerRestartDuringRun(t *testing.T) {
 	for name, storeURL := range stores(t) {
 		t.Run(name, func(t *testing.T) {
 			s := startServer(t, storeURL(t))
 			dir := t.TempDir()
-			run, out := startRun(t, s, dir, "run", "--lock", "r", "--ttl", "6s", "--", "sh", "-c",
+			// A TTL that a restart of a -race binary on a loaded machine fits in several times
+			// over (it renews every TTL/3): the run must ride out the restart, not race it.
+			const ttl = 15 * time.Second
+			run, out := startRun(t, s, dir, "run", "--lock", "r", "--ttl", ttl.String(), "--", "sh", "-c",
 				`touch "$DIR/started"; while [ ! -e "$DIR/go" ]; do sleep 0.05; done; echo "token $BATON_FENCING_TOKEN"`)
-			waitFile(t, filepath.Join(dir, "started"), 30*time.Second)
+			waitFile(t, filepath.Join(dir, "started"))
+			before := s.lockExpiry(t, "r")
 			s.restart()
+			// A renewal (every TTL/3) reaches the restarted server: the lease's expiry moves on.
+			waitFor(t, "a renewal of r by the restarted server", func() bool {
+				if run.ProcessState != nil {
+					t.Fatalf("baton run exited across the restart:\n%s", out)
+				}
+				return s.lockExpiry(t, "r").After(before)
+			})
 			if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -174,10 +180,8 @@ func TestServerRestartDuringRun(t *testing.T) {
 			if err != nil {
 				t.Fatalf("baton run across a server restart: %v\n%s", err, out)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
 			// Released cleanly: the lock is free at once, not after its TTL.
-			code, status := s.baton(ctx, nil, "locks", "status", "r")
+			code, status := s.baton(context.Background(), nil, "locks", "status", "r")
 			if code != 0 || !strings.Contains(status, "free") {
 				t.Fatalf("after the run: locks status = %d %s; want free", code, status)
 			}
@@ -185,28 +189,33 @@ func TestServerRestartDuringRun(t *testing.T) {
 	}
 }
 
-// The report of issue 9, as a user ran it: a waiter whose wait (about 6 s) is twice its TTL
-// (3 s) gets a lease that holds while its command runs, and exits 0. Before the fix it lost the
-// lease on arrival (exit 76).
+// A waiter whose wait is more than twice its TTL (3 s) gets a lease that holds while its command
+// runs, and exits 0: its local deadline counts from the grant, not from the start of the wait
+// (counted from the start, the lease would be lost on arrival, exit 76).
 func TestRunAfterAWaitLongerThanTheTTL(t *testing.T) {
 	for name, storeURL := range stores(t) {
 		t.Run(name, func(t *testing.T) {
 			s := startServer(t, storeURL(t))
+			// The holder renews nothing: a minute-long lease released by hand once the waiter has
+			// waited long enough, so that only the waiter's lease depends on timely renewals.
+			code, out := s.baton(context.Background(), nil, "locks", "acquire", "k", "--holder", "holder", "--ttl", "1m", "-o", "json")
+			var held struct {
+				LeaseID string `json:"lease_id"`
+			}
+			if code != 0 || json.Unmarshal([]byte(out), &held) != nil {
+				t.Fatalf("locks acquire: %d %s", code, out)
+			}
 			dir := t.TempDir()
-			first, out1 := startRun(t, s, dir, "run", "--lock", "k", "--ttl", "3s", "--", "sh", "-c", `touch "$DIR/started"; sleep 8`)
-			waitFile(t, filepath.Join(dir, "started"), 30*time.Second)
-			start := time.Now()
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			code, out := s.baton(ctx, nil, "run", "--lock", "k", "--ttl", "3s", "--wait", "1m", "--", "sh", "-c", "sleep 2; echo done")
-			if code != 0 || !strings.Contains(out, "done") || strings.Contains(out, "lost") {
-				t.Fatalf("waiter: exit %d\n%s", code, out)
+			waiter, wout := startRun(t, s, dir, "run", "--lock", "k", "--ttl", "3s", "--wait", hangGuard.String(), "--", "sh", "-c", "sleep 2; echo done")
+			// Once the waiter is refused it is waiting; from then on, two TTLs of waiting (a
+			// schedule: a loaded machine only makes the wait longer) before the release.
+			s.waitRefusals(t, "k")
+			time.Sleep(2 * 3 * time.Second)
+			if code, out := s.baton(context.Background(), nil, "locks", "release", "k", "--lease", held.LeaseID); code != 0 {
+				t.Fatalf("release: %d %s", code, out)
 			}
-			if err := first.Wait(); err != nil {
-				t.Fatalf("holder: %v\n%s", err, out1)
-			}
-			if waited := time.Since(start) - 2*time.Second; waited < 3*time.Second {
-				t.Fatalf("the waiter waited about %s, not past its 3s TTL: the test lost its point", waited)
+			if err := waiter.Wait(); err != nil || !strings.Contains(wout.String(), "done") || strings.Contains(wout.String(), "lost") {
+				t.Fatalf("waiter: %v\n%s", err, wout)
 			}
 		})
 	}
@@ -223,8 +232,8 @@ func TestRunWaitsThroughAServerCrash(t *testing.T) {
 			// The holder's TTL outlasts the restart; its command ends when told to.
 			holder, hout := startRun(t, s, dir, "run", "--lock", "w", "--ttl", "20s", "--", "sh", "-c",
 				`touch "$DIR/held"; while [ ! -e "$DIR/go" ]; do sleep 0.05; done`)
-			waitFile(t, filepath.Join(dir, "held"), 30*time.Second)
-			waiter, wout := startRun(t, s, dir, "run", "--lock", "w", "--ttl", "2s", "--wait", "2m", "--", "sh", "-c", `echo "waiter ran"`)
+			waitFile(t, filepath.Join(dir, "held"))
+			waiter, wout := startRun(t, s, dir, "run", "--lock", "w", "--ttl", "2s", "--wait", hangGuard.String(), "--", "sh", "-c", `echo "waiter ran"`)
 			s.waitRefusals(t, "w")
 			s.crash()
 			s.start()

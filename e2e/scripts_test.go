@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -75,7 +74,7 @@ func TestPGTestDBCreatesAMissingDatabase(t *testing.T) {
 	if base == "" {
 		base = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, base)
 	if err != nil {

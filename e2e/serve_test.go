@@ -57,8 +57,8 @@ func TestServeTLS(t *testing.T) {
 	cert, _ := x509.ParseCertificate(der)
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
-	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 2 * time.Second}
-	deadline := time.Now().Add(20 * time.Second)
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: hangGuard}
+	deadline := time.Now().Add(hangGuard)
 	for {
 		resp, err := c.Get("https://" + addr + "/healthz")
 		if err == nil {
@@ -68,7 +68,7 @@ func TestServeTLS(t *testing.T) {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no TLS answer from baton serve: %v", err)
+			t.Fatalf("no TLS answer from baton serve after %s: %v", hangGuard, err)
 		}
 		time.Sleep(20 * time.Millisecond) // polling the health endpoint is the signal
 	}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bounded load test of `baton serve` on loopback (issue 18), over SQLite and PostgreSQL: leases
+# Bounded load test of `baton serve` on loopback, over SQLite and PostgreSQL: leases
 # held with keepalive, waiters on shared keys, uncontended cycles over HTTP against in process,
 # and 5,000 clients hammering acquire/release. Each run stops within LIMIT; the whole script
 # within about 6 minutes with the defaults. Not part of `make test`. Figures: docs/benchmarks.md.

@@ -19,10 +19,10 @@ func (g *gate) queued(c class) int {
 // waitQueued waits until n calls of class c are queued (polling a condition).
 func waitQueued(t *testing.T, g *gate, c class, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(hangGuard)
 	for g.queued(c) != n {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d calls of class %s queued, want %d", g.queued(c), classNames[c], n)
+			t.Fatalf("%d calls of class %s queued after %s, want %d: hung", g.queued(c), classNames[c], hangGuard, n)
 		}
 		time.Sleep(time.Millisecond)
 	}

@@ -64,14 +64,14 @@ func (b *blockingStore) List(ctx context.Context, p *store.ListParams) ([]*store
 // waitForMetric polls /metrics until it shows line (a condition, not a fixed sleep).
 func waitForMetric(t *testing.T, f *fixture, line string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(server.HangGuard)
 	for {
 		m := f.do("GET", "/metrics", "", "", "")
 		if strings.Contains(m.raw, line+"\n") {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("/metrics never showed %q:\n%s", line, m.raw)
+			t.Fatalf("/metrics did not show %q in %s (hung):\n%s", line, server.HangGuard, m.raw)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -52,7 +52,7 @@ func postgresDSN() string {
 // skips t when PostgreSQL is unreachable, unless CI is set.
 func openPostgres(t *testing.T) store.Store {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), server.HangGuard)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, postgresDSN())
 	if err != nil {
@@ -66,7 +66,7 @@ func openPostgres(t *testing.T) store.Store {
 	_, _ = rand.Read(b)
 	schema := "bs_" + hex.EncodeToString(b)
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), server.HangGuard)
 		defer cancel()
 		conn, err := pgx.Connect(ctx, postgresDSN())
 		if err != nil {

@@ -419,11 +419,12 @@ func TestJobRoles(t *testing.T) {
 }
 
 // A waiting claim is answered by the store's wake-up when a job is submitted: the fallback poll
-// is an hour, so nothing else could answer it before wait_ms.
+// is an hour and a wait that runs out answers no jobs, so nothing else could answer it with the
+// job.
 func TestWaitingClaimIsWokenBySubmit(t *testing.T) {
 	f := newJobFixture(t, false)
 	server.SetClaimPoll(f.srv, time.Hour)
-	const wait = 15 * time.Second
+	const wait = 20 * time.Second // the fixture's MaxWait
 	got := make(chan response, 1)
 	start := time.Now()
 	go func() {
@@ -438,27 +439,28 @@ func TestWaitingClaimIsWokenBySubmit(t *testing.T) {
 	if c.status != 200 || len(jobs) != 1 || jobs[0].(map[string]any)["id"] != id || jobs[0].(map[string]any)["state"] != "running" {
 		t.Fatalf("waiting claim: %d %s; want job %v", c.status, c.raw, id)
 	}
-	if took > wait/3 {
-		t.Fatalf("the waiting claim took %s (wait_ms %s); only a wake-up answers it early", took, wait)
-	}
+	t.Logf("the waiting claim took %s (wait_ms %s)", took.Round(time.Millisecond), wait)
 	// A wait that runs out answers no jobs.
 	if c = f.post("/v1/jobs/claim", "", `{"worker":"w","kinds":["build"],"wait_ms":100}`); c.status != 200 || c.raw != "{\"jobs\":[]}\n" {
 		t.Fatalf("claim that waited in vain: %d %q", c.status, c.raw)
 	}
 }
 
-// Closing the server ends waiting claims at once, with no jobs.
+// Closing the server ends waiting claims at once, with no jobs: before their wait runs out.
 func TestWaitingClaimEndsAtShutdown(t *testing.T) {
 	f := newJobFixture(t, false)
 	server.SetClaimPoll(f.srv, time.Hour)
+	const wait = 20 * time.Second // the fixture's MaxWait
 	got := make(chan response, 1)
 	start := time.Now()
-	go func() { got <- f.post("/v1/jobs/claim", "", `{"worker":"w","kinds":["build"],"wait_ms":15000}`) }()
+	go func() {
+		got <- f.post("/v1/jobs/claim", "", fmt.Sprintf(`{"worker":"w","kinds":["build"],"wait_ms":%d}`, wait.Milliseconds()))
+	}()
 	<-f.emptyClaim
 	f.srv.Close()
 	c := <-got
-	if c.status != 200 || len(c.body["jobs"].([]any)) != 0 || time.Since(start) > 5*time.Second {
-		t.Fatalf("claim at shutdown: %d %s after %s", c.status, c.raw, time.Since(start))
+	if c.status != 200 || len(c.body["jobs"].([]any)) != 0 || time.Since(start) >= wait {
+		t.Fatalf("claim at shutdown: %d %s after %s; want no jobs, before its %s wait ran out", c.status, c.raw, time.Since(start), wait)
 	}
 }
 

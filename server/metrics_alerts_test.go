@@ -11,6 +11,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/client"
+	"github.com/batonhq/baton/server"
 )
 
 // metricValue returns the value of the sample series (a name with its labels, as exposed) in a
@@ -25,17 +26,17 @@ func metricValue(raw, series string) (float64, bool) {
 }
 
 // waitMetric polls /metrics until series satisfies ok (the job gauges are read at most once a
-// second), failing after a generous bound.
+// second); server.HangGuard turns a hang into a failure.
 func waitMetric(t *testing.T, f *fixture, series string, what string, ok func(float64) bool) float64 {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(server.HangGuard)
 	for {
 		raw := f.do("GET", "/metrics", "", "", "").raw
 		if v, found := metricValue(raw, series); found && ok(v) {
 			return v
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s never %s:\n%s", series, what, raw)
+			t.Fatalf("%s not %s after %s (hung):\n%s", series, what, server.HangGuard, raw)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -76,7 +77,7 @@ func TestLockContentionIsCountedPerAcquisition(t *testing.T) {
 		t.Fatalf("gave up after %s; the test needs several rounds", waited)
 	}
 	requests := metricNow(t, f, `baton_http_request_duration_seconds_count{code="409",method="POST",route="acquire"}`)
-	if requests < 3 {
+	if requests < 2 { // a round is 200 ms on an idle machine: 2 in 3 s leave room for load
 		t.Fatalf("%v refused requests; the test needs several rounds", requests)
 	}
 	if v := metricNow(t, f, `baton_lock_acquisition_failures_total{reason="held"}`); v != 1 {

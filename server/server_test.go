@@ -29,6 +29,7 @@ const (
 type fixture struct {
 	t       *testing.T
 	url     string
+	srv     *server.Server
 	store   *sqlite.Store
 	refused <-chan struct{} // closed at the store's first refusal of a held key
 }
@@ -67,7 +68,7 @@ func newFixtureServing(t *testing.T, withAuth bool, wrap func(http.Handler) http
 		ts.Close()
 		st.Close()
 	})
-	return &fixture{t: t, url: ts.URL, store: st, refused: refused}
+	return &fixture{t: t, url: ts.URL, srv: srv, store: st, refused: refused}
 }
 
 type response struct {
@@ -235,8 +236,12 @@ func TestLeaseLifecycleOverHTTP(t *testing.T) {
 	}
 }
 
+// A waiting acquire is answered by the store's push when the key is released: the fallback poll
+// is an hour and the holder's lease has a minute left, so nothing else could grant it within
+// its wait.
 func TestWaitingAcquireIsWokenByRelease(t *testing.T) {
 	f := newFixture(t, false)
+	server.SetLockPoll(f.srv, time.Hour)
 	r := f.post("/v1/locks/acquire", "", `{"key":"k","ttl_ms":60000}`)
 	id := r.body["lease"].(map[string]any)["lease_id"].(string)
 	got := make(chan response, 1)
@@ -246,11 +251,9 @@ func TestWaitingAcquireIsWokenByRelease(t *testing.T) {
 	f.post("/v1/locks/release", "", `{"key":"k","lease_id":"`+id+`"}`)
 	w := <-got
 	if w.status != 200 {
-		t.Fatalf("waiting acquire: %d %s", w.status, w.raw)
+		t.Fatalf("waiting acquire: %d %s; want the key, handed over by the release's push", w.status, w.raw)
 	}
-	if d := time.Since(released); d > time.Second {
-		t.Fatalf("waiter got the key %s after release; with a 60 s TTL only a push is that fast", d)
-	}
+	t.Logf("waiter got the key %s after the release", time.Since(released).Round(time.Millisecond))
 	// A wait that runs out is a 409 naming the holder.
 	r = f.post("/v1/locks/acquire", "", `{"key":"k","wait_ms":200,"holder":"late"}`)
 	if r.status != 409 || r.body["code"] != "lock_held" {

@@ -125,16 +125,32 @@ func (tl *timeline) during(at, window time.Duration) string {
 }
 
 // injectFaults injects faults one at a time, at random intervals, from now until the clock
-// passes until or quit is set, and returns once the last fault has been undone. The kinds come
-// in rounds, each kind once per round in a random order, so that even a short run meets every
-// kind once it is long enough for one round.
+// passes until (a soak run of a set duration) or, with until 0 (the bounded run), until every
+// kind has been injected once or faultGuard has passed; and always until quit is set. It returns
+// once the last fault has been undone. The kinds come in rounds, each kind once per round in a
+// random order, so that even a short run meets every kind.
 func injectFaults(res *resource, until time.Duration, quit *atomic.Bool, faults []fault, counts *counter, tl *timeline, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	guard := res.now() + faultGuard
+	done := func() bool {
+		if quit.Load() {
+			return true
+		}
+		if until > 0 {
+			return res.now() >= until
+		}
+		for _, f := range faults {
+			if counts.get(f.name) == 0 {
+				return res.now() >= guard
+			}
+		}
+		return true
+	}
 	var round []int
-	for res.now() < until && !quit.Load() {
+	for !done() {
 		// The pause between faults is the schedule, not a synchronisation.
 		time.Sleep(time.Duration(300+rng.IntN(1500)) * time.Millisecond)
-		if res.now() >= until || quit.Load() {
+		if done() {
 			return
 		}
 		if len(round) == 0 {
@@ -148,6 +164,15 @@ func injectFaults(res *resource, until time.Duration, quit *atomic.Bool, faults 
 			tl.mu.Lock()
 			tl.faults = append(tl.faults, faultSpan{f.name, interval{from, res.now()}})
 			tl.mu.Unlock()
+		}
+	}
+}
+
+// checkEveryFault reports, for the bounded run, each kind of fault that was never injected.
+func checkEveryFault(faults []fault, counts *counter, r *report) {
+	for _, f := range faults {
+		if counts.get(f.name) == 0 {
+			r.violate("fault_not_injected", "%s was never injected within %s", f.name, faultGuard)
 		}
 	}
 }

@@ -22,7 +22,7 @@ const (
 )
 
 // TestLocksChaos: 8 clients loop `baton run --lock K --ttl 2s --wait 30s -- CMD` on one key
-// through a proxy to one server; the first third runs without faults, then faults come one at a
+// through a proxy to one server; a first phase runs without faults, then faults come one at a
 // time. See checkFencing, checkAudit and checkFaultFree for what must hold. Over SQLite, over a
 // PostgreSQL and over a single redis-server (AOF, fsync always) of the harness's own.
 func TestLocksChaos(t *testing.T) {
@@ -67,29 +67,32 @@ func (c *lockClient) set(cmd *exec.Cmd) {
 }
 
 type lockHarness struct {
-	t      *testing.T
-	res    *resource
-	srv    *server
-	px     *proxy
-	pg     *postgres
-	rd     *redisServer
-	dir    string
-	stopAt time.Duration
-	quit   atomic.Bool // the test ended early (a fatal error): stop everything
-	stops  stopLog
+	t     *testing.T
+	res   *resource
+	srv   *server
+	px    *proxy
+	pg    *postgres
+	rd    *redisServer
+	dir   string
+	done  chan struct{} // closed when the faults have ended: the clients stop
+	quit  atomic.Bool   // the test ended early (a fatal error): stop everything
+	stops stopLog
 
 	mu   sync.Mutex
 	runs []runRecord
 }
 
 func runLocks(t *testing.T, store string, pg *postgres, rd *redisServer) {
-	dur := testDuration(t, 30*time.Second)
+	dur := testDuration(t)
 	base := time.Now()
-	h := &lockHarness{t: t, res: newResource(t, base), pg: pg, rd: rd, dir: t.TempDir(), stopAt: dur}
+	h := &lockHarness{t: t, res: newResource(t, base), pg: pg, rd: rd, dir: t.TempDir(), done: make(chan struct{})}
 	h.srv = startServer(t, store)
 	h.px = startProxy(t, h.srv.addr)
-	faultFreeEnd := h.res.now() + faultFree(dur)
-	h.stopAt = h.res.now() + dur
+	faultFreeEnd := h.res.now() + faultFree(dur, 10*time.Second)
+	var stopAt time.Duration // 0: the bounded run
+	if dur > 0 {
+		stopAt = h.res.now() + dur
+	}
 
 	clients := make([]*lockClient, lockClients)
 	var wg sync.WaitGroup
@@ -99,11 +102,12 @@ func runLocks(t *testing.T, store string, pg *postgres, rd *redisServer) {
 		wg.Go(func() { h.loop(c) })
 	}
 	faults, tl := &counter{}, &timeline{}
-	faultsDone := make(chan struct{})
+	faultKinds := h.lockFaults(clients)
+	faultsDone := h.done
 	go func() {
 		defer close(faultsDone)
 		time.Sleep(faultFreeEnd - h.res.now()) // the fault-free phase is a schedule
-		injectFaults(h.res, h.stopAt, &h.quit, h.lockFaults(clients), faults, tl, uint64(base.UnixNano()))
+		injectFaults(h.res, stopAt, &h.quit, faultKinds, faults, tl, uint64(base.UnixNano()))
 	}()
 	t.Cleanup(func() { // after a fatal error, nothing may outlive the test
 		h.quit.Store(true)
@@ -160,7 +164,10 @@ func runLocks(t *testing.T, store string, pg *postgres, rd *redisServer) {
 		checkAudit(audit, h.runs, sp, r)
 		waits = auditWaits(h.runs, audit)
 	}
-	checkFaultFree(h.runs, waits, faultFreeEnd, r, notes)
+	checkFaultFree(h.runs, waits, faultFreeEnd, dur > 0, r, notes)
+	if dur == 0 {
+		checkEveryFault(faultKinds, faults, r)
+	}
 
 	exits := &counter{}
 	for _, rr := range h.runs {
@@ -168,7 +175,7 @@ func runLocks(t *testing.T, store string, pg *postgres, rd *redisServer) {
 	}
 	t.Logf("chaos locks summary (%s, %s, %d clients, TTL %s, fault-free until %s):\n"+
 		"  runs: %d (CMDs that entered: %d; %s)\n  exit codes: %s\n  faults: %s\n  audit log: %s\n  notes: %s\n  violations: %s",
-		storeName(store), dur, lockClients, lockTTL, faultFreeEnd.Round(time.Second),
+		storeName(store), describeDuration(dur), lockClients, lockTTL, faultFreeEnd.Round(time.Second),
 		len(h.runs), countEntered(sp), handoverStats(events), exits, faults, auditNote, notes, r.violations.String())
 	r.finish(t)
 }
@@ -188,9 +195,9 @@ func countEntered(sp map[string]*runSpan) int {
 	return n
 }
 
-// loop runs `baton run` again and again until the end of the run.
+// loop runs `baton run` again and again until the faults have ended.
 func (h *lockHarness) loop(c *lockClient) {
-	for n := 0; h.res.now() < h.stopAt && !h.quit.Load(); n++ {
+	for n := 0; !h.ended() && !h.quit.Load(); n++ {
 		id := fmt.Sprintf("%s-%d", c.name, n)
 		slow := "0"
 		if rand.IntN(3) == 0 {
@@ -234,6 +241,16 @@ func (h *lockHarness) loop(c *lockClient) {
 			// retries as a real caller would instead of spinning.
 			time.Sleep(200 * time.Millisecond)
 		}
+	}
+}
+
+// ended reports whether the faults have ended, and with them the run.
+func (h *lockHarness) ended() bool {
+	select {
+	case <-h.done:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -342,7 +359,14 @@ func resourceWaits(runs []runRecord, sp map[string]*runSpan) map[string]time.Dur
 // checkFaultFree is check 4: runs that ended before the first fault neither lost their lease
 // (76) nor waited past --wait (75), nor failed otherwise; and some of them waited longer than
 // the TTL (waits, by run ID), so that the scenario keeps exercising long waits.
-func checkFaultFree(runs []runRecord, waits map[string]time.Duration, faultFreeEnd time.Duration, r *report, notes *counter) {
+//
+// A lease lost because no renewal got through before the local deadline ("no renew ... succeeded
+// in time") is what a holder or server starved of CPU sees: with a 2 s TTL a renewal has about a
+// second, which a loaded machine can take from it. It fails soak runs (strict: a run of set
+// duration, on a machine of its own) and is counted in the notes of the bounded run, which must
+// pass on a loaded machine. A lease the server refused to renew (the holder renewed in time, the
+// store had ended it) fails every run.
+func checkFaultFree(runs []runRecord, waits map[string]time.Duration, faultFreeEnd time.Duration, strict bool, r *report, notes *counter) {
 	longWaits := 0
 	for _, rr := range runs {
 		if rr.end >= faultFreeEnd {
@@ -355,6 +379,10 @@ func checkFaultFree(runs []runRecord, waits map[string]time.Duration, faultFreeE
 		switch rr.code {
 		case 0:
 		case 76:
+			if strings.Contains(rr.stderr, "no renew of the lease") && !strict {
+				notes.add("faultfree_renewals_late", 1)
+				continue
+			}
 			r.violate("faultfree_lease_lost", "%s exited 76 without any fault\n%s", rr.id, rr.stderr)
 		case 75:
 			r.violate("faultfree_wait_timeout", "%s exited 75 without any fault\n%s", rr.id, rr.stderr)

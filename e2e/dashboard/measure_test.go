@@ -13,7 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// TestMeasureFirstPage measures (and does not assert) what the issue budgets: bytes
+// TestMeasureFirstPage measures (and does not assert) what the dashboard's budget limits: bytes
 // transferred for a first page and the time to its first render, on loopback, with 10,000
 // leases and 100,000 jobs in a SQLite store, each load in a fresh browser context (empty
 // cache). It runs only with BATON_DASHBOARD_MEASURE=1 (see docs/benchmarks.md), against a

@@ -18,6 +18,10 @@ import (
 	"time"
 )
 
+// hangGuard bounds the waits for a server to start: only a hang, never a loaded machine (two
+// cores shared with other test packages), may reach it.
+const hangGuard = 3 * time.Minute
+
 // Build builds ./cmd/baton of this checkout into the test's temporary directory, with the given
 // -ldflags (may be empty), and returns the binary's path.
 func Build(t testing.TB, ldflags string) string {
@@ -88,10 +92,10 @@ func Serve(t testing.TB, bin string, env []string, args ...string) *Server {
 	case s.URL = <-found:
 	case <-exited:
 		t.Fatalf("baton serve exited:\n%s", s.Log())
-	case <-time.After(time.Minute):
-		t.Fatalf("baton serve did not start in a minute:\n%s", s.Log())
+	case <-time.After(hangGuard):
+		t.Fatalf("baton serve did not start in %s (hung):\n%s", hangGuard, s.Log())
 	}
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(hangGuard)
 	for {
 		resp, err := http.Get(s.URL + "/readyz")
 		if err == nil {
@@ -101,7 +105,7 @@ func Serve(t testing.TB, bin string, env []string, args ...string) *Server {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("baton serve not ready in a minute:\n%s", s.Log())
+			t.Fatalf("baton serve not ready in %s (hung):\n%s", hangGuard, s.Log())
 		}
 		time.Sleep(20 * time.Millisecond) // the process gives no other signal of readiness
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -24,7 +23,7 @@ func PostgresDSN() string {
 // in it when the test ends.
 func PostgresSchema(t testing.TB) (*pgx.Conn, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, PostgresDSN())
 	if err != nil {
@@ -37,7 +36,7 @@ func PostgresSchema(t testing.TB) (*pgx.Conn, string) {
 	_, _ = rand.Read(b)
 	schema := "bt_" + hex.EncodeToString(b)
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 		defer cancel()
 		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
 			t.Errorf("dropping %s: %v", schema, err)

@@ -36,8 +36,8 @@ func (f *fixture) following(t *testing.T, args ...string) (out *syncBuffer, stop
 			cancel()
 			select {
 			case res = <-done:
-			case <-time.After(time.Minute):
-				t.Fatalf("baton %q still running a minute after the interrupt:\n%s", args, out.String())
+			case <-time.After(hangGuard):
+				t.Fatalf("baton %q still running %s after the interrupt (hung):\n%s", args, hangGuard, out.String())
 			}
 			interruptContext = orig
 		}
@@ -47,13 +47,13 @@ func (f *fixture) following(t *testing.T, args ...string) (out *syncBuffer, stop
 	return out, stop
 }
 
-// waitFor waits, up to a generous bound, for marker in out.
+// waitFor waits for marker in out; hangGuard turns a hang into a failure.
 func waitFor(t *testing.T, out *syncBuffer, marker string) {
 	t.Helper()
 	select {
 	case <-out.seen(marker):
-	case <-time.After(30 * time.Second):
-		t.Fatalf("no %q in the output after 30s:\n%s", marker, out.String())
+	case <-time.After(hangGuard):
+		t.Fatalf("no %q in the output after %s (hung):\n%s", marker, hangGuard, out.String())
 	}
 }
 
@@ -119,7 +119,7 @@ func TestLocksListWatch(t *testing.T) {
 		t.Fatalf("release: %s", r)
 	}
 	// The empty list again, after the second time line.
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(hangGuard)
 	for strings.Count(out.String(), "no live leases") < 2 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -122,7 +122,9 @@ func TestAcquireWaits(t *testing.T) {
 	if r.code != exitBusy || !strings.Contains(r.stderr, `held by "job-7"`) {
 		t.Fatalf("acquire past --wait: %s", r)
 	}
-	if d := time.Since(start); d < 500*time.Millisecond || d > 10*time.Second {
+	// Not before --wait (the exit code says it gave up on the wait, not on something else;
+	// how much later depends on the machine's load).
+	if d := time.Since(start); d < 500*time.Millisecond {
 		t.Fatalf("gave up after %s with --wait 500ms", d)
 	}
 	// Released while waiting: granted.

@@ -134,6 +134,12 @@ func TestServeStalledBodiesDoNotStarveRenewals(t *testing.T) {
 	}
 	// Every stalled connection was closed by the server: refused at the cap, or answered and
 	// closed without waiting for its body.
-	closed.Wait()
+	allClosed := make(chan struct{})
+	go func() { closed.Wait(); close(allClosed) }()
+	select {
+	case <-allClosed:
+	case <-time.After(hangGuard):
+		t.Fatalf("stalled connections still open %s after the renewals: the server holds them (hung)", hangGuard)
+	}
 	t.Logf("20 renewals with %d stalled connections (%d dials failed): 0 failed, %d attempts retried (the first: %v)", stalled, dialErr, retried, firstRetry)
 }

@@ -46,8 +46,8 @@ func (f *fixture) workerAsync(t *testing.T, args ...string) (*syncBuffer, <-chan
 			_ = syscall.Kill(syscall.Getpid(), syscall.SIGTERM)
 			select {
 			case <-finished:
-			case <-time.After(time.Minute):
-				t.Errorf("baton worker still running a minute after SIGTERM:\n%s", errOut.String())
+			case <-time.After(hangGuard):
+				t.Errorf("baton worker still running %s after SIGTERM (hung):\n%s", hangGuard, errOut.String())
 			}
 		}
 		signal.Stop(guard)
@@ -61,7 +61,7 @@ func stopWorker(t *testing.T, done <-chan result) result {
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	return waitResult(t, done, time.Minute)
+	return waitResult(t, done)
 }
 
 func jobEnded(id int64, state store.JobState) string {
@@ -102,7 +102,7 @@ func TestWorkerRunsJobsOfAResourceOneAtATimeInOrder(t *testing.T) {
 	dir := t.TempDir()
 	// Three slots: only the store's one-at-a-time rule keeps the jobs apart.
 	errOut, done := f.workerAsync(t, "--kind", "build", "--concurrency", "3", "--", "sh", "-c", inOrderScript, "sh", dir)
-	waitSeen(t, errOut, jobEnded(ids[2], store.JobSucceeded), time.Minute)
+	waitSeen(t, errOut, jobEnded(ids[2], store.JobSucceeded))
 	r := stopWorker(t, done)
 	if r.code != 0 || r.stdout != "" {
 		t.Fatalf("worker stopped by SIGTERM: %s", r)
@@ -162,7 +162,7 @@ func TestWorkerFailures(t *testing.T) {
 	errOut, done := f.workerAsync(t, "--kind", "t", "--", "sh", "-c", failScript)
 	for _, marker := range []string{jobEnded(permanent, store.JobDiscarded), jobEnded(retried, store.JobRetryable),
 		jobEnded(retried, store.JobDiscarded), jobEnded(killed, store.JobDiscarded)} {
-		waitSeen(t, errOut, marker, time.Minute)
+		waitSeen(t, errOut, marker)
 	}
 	if r := stopWorker(t, done); r.code != 0 {
 		t.Fatalf("worker: %s", r)
@@ -213,14 +213,14 @@ func TestWorkerGracefulShutdownLetsTheJobFinish(t *testing.T) {
 	first := f.submit(t, "--kind", "slow", "--resource", "r1").ID
 	errOut, done := f.workerAsync(t, "--kind", "slow", "--concurrency", "1", "--",
 		"sh", "-c", `echo "ready $BATON_JOB_ID"; read line < "$1/go"; echo "got $line"`, "sh", dir)
-	waitSeen(t, errOut, fmt.Sprintf("[job %d] ready %d", first, first), time.Minute)
+	waitSeen(t, errOut, fmt.Sprintf("[job %d] ready %d", first, first))
 	// The worker's one slot is taken: this job waits, and is not claimed once shutdown starts.
 	second := f.submit(t, "--kind", "slow", "--resource", "r2").ID
 
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	waitSeen(t, errOut, "baton worker: shutting down", time.Minute)
+	waitSeen(t, errOut, "baton worker: shutting down")
 	select {
 	case r := <-done:
 		t.Fatalf("worker exited while its job ran: %s", r)
@@ -235,7 +235,7 @@ func TestWorkerGracefulShutdownLetsTheJobFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	r := waitResult(t, done, time.Minute)
+	r := waitResult(t, done)
 	if r.code != 0 || !strings.Contains(r.stderr, fmt.Sprintf("[job %d] got go", first)) || !strings.Contains(r.stderr, jobEnded(first, store.JobSucceeded)) {
 		t.Fatalf("worker after SIGTERM: %s", r)
 	}
@@ -256,12 +256,12 @@ func TestWorkerCancelStopsCMD(t *testing.T) {
 	// CMD ignores SIGTERM (after saying so): SIGKILL after --grace ends it.
 	errOut, done := f.workerAsync(t, "--kind", "long", "--lease-ttl", "3s", "--grace", "300ms", "--",
 		"sh", "-c", `trap 'echo got TERM' TERM; echo ready; while :; do sleep 0.05; done`)
-	waitSeen(t, errOut, fmt.Sprintf("[job %d] ready", id), time.Minute)
+	waitSeen(t, errOut, fmt.Sprintf("[job %d] ready", id))
 	r := f.cli(t, "jobs", "cancel", fmt.Sprint(id))
 	if r.code != 0 || !strings.Contains(r.stdout, "cancel requested") {
 		t.Fatalf("cancel of the running job: %s", r)
 	}
-	waitSeen(t, errOut, jobEnded(id, store.JobCancelled), time.Minute)
+	waitSeen(t, errOut, jobEnded(id, store.JobCancelled))
 	if r := stopWorker(t, done); r.code != 0 || !strings.Contains(r.stderr, fmt.Sprintf("[job %d] got TERM", id)) ||
 		!strings.Contains(r.stderr, "sending SIGKILL") {
 		t.Fatalf("worker: %s", r)
@@ -303,8 +303,8 @@ func waitLine(t *testing.T, line <-chan string, want string) {
 		if got != want {
 			t.Fatalf("read %q, want %q", got, want)
 		}
-	case <-time.After(time.Minute):
-		t.Fatalf("%q not written within a minute", want)
+	case <-time.After(hangGuard):
+		t.Fatalf("%q not written after %s (hung)", want, hangGuard)
 	}
 }
 
@@ -312,8 +312,8 @@ func waitEOF(t *testing.T, eof <-chan struct{}, what string) {
 	t.Helper()
 	select {
 	case <-eof:
-	case <-time.After(time.Minute):
-		t.Fatalf("%s still alive after a minute", what)
+	case <-time.After(hangGuard):
+		t.Fatalf("%s still alive after %s (hung)", what, hangGuard)
 	}
 }
 
@@ -329,7 +329,7 @@ func TestWorkerKillsWhatCMDLeftRunning(t *testing.T) {
 	errOut, done := f.workerAsync(t, "--kind", "bg", "--",
 		"sh", "-c", `exec 3>"$1/alive"; echo started >&3; sleep 1000 & exit 0`, "sh", dir)
 	waitLine(t, line, "started\n")
-	waitSeen(t, errOut, jobEnded(id, store.JobSucceeded), time.Minute)
+	waitSeen(t, errOut, jobEnded(id, store.JobSucceeded))
 	waitEOF(t, eof, "the process CMD left in the background")
 	if r := stopWorker(t, done); r.code != 0 {
 		t.Fatalf("worker: %s", r)

@@ -21,7 +21,7 @@ func TestWorkerBackoffFlags(t *testing.T) {
 	}
 	id := f.submit(t, "--kind", "t", "--resource", "r", "--max-attempts", "3").ID
 	errOut, done := f.workerAsync(t, "--kind", "t", "--backoff-base", "10m", "--backoff-max", "20m", "--", "false")
-	waitSeen(t, errOut, jobEnded(id, store.JobRetryable), time.Minute)
+	waitSeen(t, errOut, jobEnded(id, store.JobRetryable))
 	if r := stopWorker(t, done); r.code != 0 {
 		t.Fatalf("worker: %s", r)
 	}
@@ -35,7 +35,7 @@ func TestWorkerBackoffFlags(t *testing.T) {
 }
 
 // --heartbeat-interval renews a running job's lease that often: with 200ms (the default for a
-// 60s TTL is 20s) the lease's expiry moves on within seconds.
+// 60s TTL is 20s), successive heartbeats move the lease's expiry on by far less than 20s each.
 func TestWorkerHeartbeatIntervalFlag(t *testing.T) {
 	f := newJobsFixture(t)
 	if r := f.cli(t, "kinds", "set", "slow"); r.code != 0 {
@@ -44,23 +44,31 @@ func TestWorkerHeartbeatIntervalFlag(t *testing.T) {
 	id := f.submit(t, "--kind", "slow", "--resource", "r").ID
 	errOut, done := f.workerAsync(t, "--kind", "slow", "--lease-ttl", "60s", "--heartbeat-interval", "200ms", "--",
 		"sh", "-c", `echo ready; sleep 600`)
-	waitSeen(t, errOut, fmt.Sprintf("[job %d] ready", id), time.Minute)
-	first := f.job(t, id).LeaseExpiresAt
-	// Well within the default interval (20s), however loaded the machine: several renewals.
-	deadline := time.Now().Add(15 * time.Second)
-	renewals := 0
-	for last := first; renewals < 3; time.Sleep(50 * time.Millisecond) {
+	waitSeen(t, errOut, fmt.Sprintf("[job %d] ready", id))
+	// Each heartbeat sets the expiry to the store's now + TTL, so the step between two expiries
+	// is the time between those heartbeats on the store's clock: never under the interval, and
+	// under the default interval only if the flag took effect. A loaded machine stretches the
+	// steps, by nowhere near the 20s that would make them look like the default's.
+	deadline := time.Now().Add(hangGuard)
+	var steps []time.Duration
+	for last := f.job(t, id).LeaseExpiresAt; len(steps) < 3; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("lease renewed %d times in 15s with --heartbeat-interval 200ms (expiry still %s)", renewals, last)
+			t.Fatalf("lease renewed %d times in %s with --heartbeat-interval 200ms (expiry still %s): hung", len(steps), hangGuard, last)
 		}
 		if exp := f.job(t, id).LeaseExpiresAt; exp.After(last) {
-			renewals, last = renewals+1, exp
+			steps, last = append(steps, exp.Sub(last)), exp
 		}
 	}
+	for _, step := range steps {
+		if step >= 20*time.Second {
+			t.Fatalf("expiry steps %v with --heartbeat-interval 200ms; a step of the default interval (20s) or more", steps)
+		}
+	}
+	t.Logf("expiry steps between polls of the job: %v", steps)
 	if r := f.cli(t, "jobs", "cancel", fmt.Sprint(id)); r.code != 0 {
 		t.Fatal(r)
 	}
-	waitSeen(t, errOut, jobEnded(id, store.JobCancelled), time.Minute)
+	waitSeen(t, errOut, jobEnded(id, store.JobCancelled))
 	if r := stopWorker(t, done); r.code != 0 {
 		t.Fatalf("worker: %s", r)
 	}

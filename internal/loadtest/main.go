@@ -1,6 +1,6 @@
 // Command loadtest is Baton's bounded load test (make loadtest): it starts a server on loopback
 // over a fresh SQLite file or PostgreSQL schema, drives it through the Go client in the same
-// process, and prints what the operators of issue 18 asked for:
+// process, and prints what an operator sizing a server needs to know:
 //
 //   - held: N leases held with keepalive (TTL 15 s, renewed every 5 s) for a while: how many
 //     were lost, the renewal latency, renewals refused.

@@ -19,7 +19,7 @@ import (
 	"github.com/batonhq/baton/store/storetest"
 )
 
-// rawCycle is the baseline of the issue: the minimum conditional writes that take and free a
+// rawCycle is the baseline: the minimum conditional writes that take and free a
 // lock, on the same server through the same client: PutItem guarded by
 // attribute_not_exists, then DeleteItem guarded by the owner. No token, TTL, cooldown or
 // takeover.

@@ -90,7 +90,7 @@ func TestClockSkew(t *testing.T) {
 
 // A contender's clock may run faster than the holder's by up to the drift factor: it takes over
 // only after it has seen the record version unchanged for TTL × (1 + drift) on its own clock,
-// not at the TTL (design.md: "for the TTL (plus drift)"). Its clock is moved by hand here, so
+// not at the TTL (docs/design.md, "Time": "for the TTL (plus drift)"). Its clock is moved by hand here, so
 // the test does not depend on timing.
 func TestContenderWaitsTheDriftBeyondTheTTL(t *testing.T) {
 	d := dynalitetest.Start(t)

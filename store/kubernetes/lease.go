@@ -99,7 +99,7 @@ func (s *Store) viewOf(obj *coordv1.Lease, key string) (*view, error) {
 	now := s.now()
 	first := s.seen.see(obj.Name, obj.ResourceVersion, now)
 	// TTL × (1 + drift): a clock that runs faster than the holder's by up to the drift factor
-	// still sees the TTL pass no sooner than the holder does (design.md: "plus drift").
+	// still sees the TTL pass no sooner than the holder does (docs/design.md, "Time": "plus drift").
 	ttl := rec.TTL + time.Duration(s.drift*float64(rec.TTL))
 	return &view{obj: obj, rec: rec, unchanged: now.Sub(first), ttl: ttl, now: now}, nil
 }

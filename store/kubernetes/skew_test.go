@@ -105,7 +105,7 @@ func (c *fakeClock) advance(d time.Duration) {
 
 // A contender's clock may run faster than the holder's by up to the drift factor: it takes over
 // only after it has seen the record unchanged for TTL × (1 + DriftFactor) on its own clock, not
-// at the TTL (design.md: "for the TTL (plus drift)"). Its clock is moved by hand here, so the
+// at the TTL (docs/design.md, "Time": "for the TTL (plus drift)"). Its clock is moved by hand here, so the
 // test does not depend on timing.
 func TestContenderWaitsTheDriftBeyondTheTTL(t *testing.T) {
 	c := cluster(t)

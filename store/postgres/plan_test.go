@@ -12,7 +12,7 @@ import (
 	"github.com/batonhq/baton/store/postgres"
 )
 
-// The listings read one index range under the store's generic plans (issue 14): leases and
+// The listings read one index range under the store's generic plans: leases and
 // resources by key between the prefix and its end, jobs through the (resource, id) index when
 // filtered by resource.
 func TestListPlansReadOneIndexRange(t *testing.T) {

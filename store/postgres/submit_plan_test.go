@@ -9,7 +9,7 @@ import (
 
 // A connection keeps the generic plan of a bulk submit it made on its first submit, often on
 // empty tables. That plan must still read one row per job by index, not join the batch to a
-// scan of resources or jobs (issue 14): a hash join over a scan reads every resource once per
+// scan of resources or jobs: a hash join over a scan reads every resource once per
 // batch, and hands the jobs to the insert in hash order, so their IDs enter the indexes out of
 // order (page splits that leave the pages half full).
 func TestSubmitPlansProbeByIndex(t *testing.T) {

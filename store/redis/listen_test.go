@@ -15,8 +15,8 @@ func wantWake(t *testing.T, wake <-chan struct{}, what string) {
 	t.Helper()
 	select {
 	case <-wake:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("no wake-up within 10s after %s", what)
+	case <-time.After(hangGuard):
+		t.Fatalf("no wake-up %s after %s (hung)", hangGuard, what)
 	}
 }
 

@@ -15,8 +15,12 @@ import (
 	"github.com/batonhq/baton/store/storetest"
 )
 
+// hangGuard bounds a test's waits for a condition (a wake-up, a reconnect): only a hang reaches
+// it, never a loaded machine.
+const hangGuard = 3 * time.Minute
+
 func testCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	t.Cleanup(cancel)
 	return ctx
 }

@@ -167,7 +167,7 @@ func renewRetrying(t *testing.T, s store.Store, p *store.RenewParams) (*store.Le
 	}
 }
 
-// Issue 17: a lease granted on 3 of 3 nodes and kept alive by renewals. Node 0 restarts empty;
+// A lease granted on 3 of 3 nodes and kept alive by renewals. Node 0 restarts empty;
 // the renewals go on and put the lease back on node 0. Node 1 restarts empty more than a TTL
 // later: nodes 0 and 2 still hold the lease, so a contender is refused while the holder's lease
 // is live. Before renewals restored lost nodes, only node 2 held it at that point and the

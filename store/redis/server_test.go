@@ -71,7 +71,7 @@ func (s *server) start() {
 	go func() { _ = cmd.Wait(); close(exited) }()
 	rdb := goredis.NewClient(&goredis.Options{Addr: s.addr(), MaxRetries: -1})
 	defer rdb.Close()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(hangGuard)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		err := rdb.Ping(ctx).Err()
@@ -86,7 +86,7 @@ func (s *server) start() {
 		}
 		if time.Now().After(deadline) {
 			s.stop()
-			s.t.Fatalf("redis-server on %d not answering PING: %v", s.port, err)
+			s.t.Fatalf("redis-server on %d not answering PING after %s (hung): %v", s.port, hangGuard, err)
 		}
 		time.Sleep(20 * time.Millisecond) // polling for readiness: no signal to wait on
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // BenchmarkListPrefix1M is List with a prefix on a store holding 1,000,000 leases, against the
-// same List on one holding 1,000 (issue 14).
+// same List on one holding 1,000: the held leases must not slow a listing down.
 func BenchmarkListPrefix1M(b *testing.B) {
 	dir := b.TempDir()
 	small := openDefault(b, filepath.Join(dir, "small.db"))

@@ -9,7 +9,7 @@ import (
 )
 
 // The listings by key read one range of the primary key, bounded on both sides when the prefix
-// has an end: never the table from the cursor on (issue 14: List at 1M keys was 400x slower).
+// has an end: never the table from the cursor on (which made List at 1M keys 400x slower).
 func TestListPlansReadOneKeyRange(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "baton.db"))
 	for _, c := range []struct {

@@ -1,9 +1,9 @@
 // Package storetest is the conformance suite that every lease backend runs.
 //
 // A backend's test calls Run with a Harness; the suite exercises the store both directly and
-// through baton.Locker, and checks the lease contract of ../shared/design.md with real
-// concurrency. Cases a backend declares it cannot promise (see store.Capabilities) are skipped
-// with "not applicable", never passed.
+// through baton.Locker, and checks the lease contract of docs/design.md with real concurrency.
+// Cases a backend declares it cannot promise (see store.Capabilities) are skipped with "not
+// applicable", never passed.
 package storetest
 
 import (

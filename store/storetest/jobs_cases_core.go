@@ -391,7 +391,7 @@ func testJobCompleteAndClaim(t *testing.T, h JobHarness) {
 
 // testJobCompleteAndClaimHandsOff checks the claim of a CompleteClaimer round trip when the
 // completed jobs have successors (which a store may start with their promotion, as one
-// experiment did: docs/benchmarks.md): it starts no more jobs than its limit in all, never a
+// experiment did: docs/benchmarks-history.md): it starts no more jobs than its limit in all, never a
 // second job on a resource, a successor of another kind or a guarded kind only through the
 // guard, one cooling down not at all, and priority still orders it across resources.
 func testJobCompleteAndClaimHandsOff(t *testing.T, h JobHarness) {
