@@ -25,7 +25,7 @@ func Transient(err error) bool {
 		}
 	}
 	// Not net.Error's Temporary, which calls a refused connection permanent.
-	var t interface{ Retryable() bool }
+	var t store.RetryableError
 	if errors.As(err, &t) && !t.Retryable() {
 		return false
 	}
@@ -60,7 +60,7 @@ func Backoff(poll time.Duration, failures int) time.Duration {
 // callers refused together do not come back together; 0 when err does not say. A waiter waits
 // at least that long; keepalive does not (see Held).
 func After(err error) time.Duration {
-	var h interface{ RetryAfterHint() time.Duration }
+	var h store.RetryAfterHinter
 	if !errors.As(err, &h) {
 		return 0
 	}
