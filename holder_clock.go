@@ -283,7 +283,7 @@ func (c *holderClock) stop() {
 	c.mu.Unlock()
 	// Taking the tick lock waits for a renew in flight to finish.
 	c.tickMu.Lock()
-	c.tickMu.Unlock()
+	c.tickMu.Unlock() //lint:ignore SA2001 the empty section is the wait for a renew in flight
 }
 
 // end stops the clock and ends its contexts with cause, unless they already ended.

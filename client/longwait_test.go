@@ -86,7 +86,6 @@ func TestJobClaimedAfterALongWaitKeepsItsLease(t *testing.T) {
 	const ttl = 2 * time.Second
 	type outcome struct {
 		state baton.JobState
-		err   error
 	}
 	ended := make(chan outcome, 1)
 	started := make(chan struct{})

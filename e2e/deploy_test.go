@@ -246,7 +246,7 @@ func TestDeployRecipes(t *testing.T) {
 
 	// The Dockerfile's build line, as written, with its output here.
 	bin := filepath.Join(t.TempDir(), "baton")
-	line := strings.ReplaceAll(strings.ReplaceAll(d.build, "${VERSION}", "v0.0.0-deploytest"), "/out/baton", bin)
+	line := strings.NewReplacer("${VERSION}", "v0.0.0-deploytest", "${REVISION}", "0123456789abcdef0123456789abcdef01234567", "/out/baton", bin).Replace(d.build)
 	build := exec.Command("sh", "-c", line)
 	build.Dir = ".."
 	if out, err := build.CombinedOutput(); err != nil {
@@ -262,8 +262,9 @@ func TestDeployRecipes(t *testing.T) {
 		}
 	}
 	f.Close()
-	if out, _ := exec.Command(bin, "version").Output(); !strings.Contains(string(out), "v0.0.0-deploytest") {
-		t.Errorf("baton version of the Dockerfile's build: %q, want the VERSION build argument", out)
+	if out, _ := exec.Command(bin, "version").Output(); !strings.Contains(string(out), "v0.0.0-deploytest") ||
+		!strings.Contains(string(out), "0123456789ab") {
+		t.Errorf("baton version of the Dockerfile's build: %q, want the VERSION and REVISION build arguments", out)
 	}
 	vars := serveEnvVars(t, bin)
 

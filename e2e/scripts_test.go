@@ -15,16 +15,16 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// scripts/tidy-check.sh covers every module of the repository, and both `make lint` and
+// scripts/lint.sh lints every module of the repository, and both `make lint` and
 // scripts/test.sh run it: a module added later without its tidiness check fails here.
-func TestTidyCheckCoversEveryModule(t *testing.T) {
-	script, err := os.ReadFile("../scripts/tidy-check.sh")
+func TestLintCoversEveryModule(t *testing.T) {
+	script, err := os.ReadFile("../scripts/lint.sh")
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := regexp.MustCompile(`(?m)^modules=\(([^)]*)\)`).FindSubmatch(script)
 	if m == nil {
-		t.Fatal("scripts/tidy-check.sh has no modules=(...) line")
+		t.Fatal("scripts/lint.sh has no modules=(...) line")
 	}
 	listed := map[string]bool{}
 	for _, d := range strings.Fields(string(m[1])) {
@@ -49,7 +49,7 @@ func TestTidyCheckCoversEveryModule(t *testing.T) {
 	}
 	for _, d := range found {
 		if !listed[d] {
-			t.Errorf("module %s is not in scripts/tidy-check.sh", d)
+			t.Errorf("module %s is not in scripts/lint.sh", d)
 		}
 	}
 	for _, f := range []string{"../Makefile", "../scripts/test.sh"} {
@@ -57,8 +57,8 @@ func TestTidyCheckCoversEveryModule(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(b), "scripts/tidy-check.sh") {
-			t.Errorf("%s does not run scripts/tidy-check.sh", f)
+		if !strings.Contains(string(b), "scripts/lint.sh") {
+			t.Errorf("%s does not run scripts/lint.sh", f)
 		}
 	}
 }

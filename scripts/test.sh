@@ -70,10 +70,8 @@ else
   echo "test.sh: WARNING: dynalite could not be installed; the DynamoDB tests will be skipped (they fail under CI)" >&2
 fi
 
-echo "== go mod tidy -diff (every module)"
-scripts/tidy-check.sh
-echo "== go vet"
-go vet ./...
+echo "== lint: gofmt, go vet, staticcheck, go mod tidy -diff (every module)"
+scripts/lint.sh
 echo "== go test -race"
 # The timeout is a last hang guard per package: the tests' own guards (minutes, per wait) name
 # what hung first. It leaves a loaded machine room: the slowest package, e2e, takes about five
@@ -81,15 +79,15 @@ echo "== go test -race"
 go test -race -count=1 -timeout 30m ./...
 
 # store/etcd is its own module (its go.mod replaces github.com/batonhq/baton with ../..), so the
-# root ./... does not reach it: vet and test it here, against an embedded etcd it starts itself.
-echo "== store/etcd: go vet, go test -race"
-(cd store/etcd && go vet ./... && go test -race -count=1 -timeout 5m ./...)
+# root ./... does not reach it: test it here (scripts/lint.sh vets it), against an embedded etcd it starts itself.
+echo "== store/etcd: go test -race"
+(cd store/etcd && go test -race -count=1 -timeout 5m ./...)
 
 # store/kubernetes is its own module too. Its tests run against a real kube-apiserver and etcd,
 # built from source once by scripts/k8s-testenv.sh (~15 min on 2 cores the first time, then
 # cached under ~/.cache/baton) and started by the tests themselves on free loopback ports.
 # BATON_K8S_ASSETS also reaches cmd/baton-full's kubernetes:// test below.
-echo "== store/kubernetes: build the test API server (cached), go vet, go test -race"
+echo "== store/kubernetes: build the test API server (cached), go test -race"
 if assets=$(./scripts/k8s-testenv.sh); then
   export BATON_K8S_ASSETS="$assets"
 elif [ -n "${CI:-}" ]; then
@@ -98,12 +96,12 @@ elif [ -n "${CI:-}" ]; then
 else
   echo "test.sh: WARNING: no kube-apiserver; store/kubernetes's API server tests will be skipped (they fail under CI)" >&2
 fi
-(cd store/kubernetes && go vet ./... && go test -race -count=1 -timeout 15m ./...)
+(cd store/kubernetes && go test -race -count=1 -timeout 15m ./...)
 
 # cmd/baton-full is the binary with the backends of their own modules registered as store URLs
 # (etcd://); it is its own module too.
-echo "== cmd/baton-full: go vet, go test -race"
-(cd cmd/baton-full && go vet ./... && go test -race -count=1 -timeout 10m ./...)
+echo "== cmd/baton-full: go test -race"
+(cd cmd/baton-full && go test -race -count=1 -timeout 10m ./...)
 
 # The TypeScript and Python clients (clients/): their tests start real `baton serve` processes of
 # a binary built here. TypeScript needs Node 20.3+ (and, from the npm registry into a cache
@@ -141,12 +139,12 @@ if ! command -v chromium >/dev/null; then
     || { if [ -n "${CI:-}" ]; then echo "test.sh: FATAL: chromium is missing and could not be installed" >&2; exit 1; fi
          echo "test.sh: WARNING: chromium could not be installed; the dashboard's browser tests will be skipped" >&2; }
 fi
-echo "== e2e/dashboard: go vet, go test -race (chromium)"
-(cd e2e/dashboard && go vet ./... && go test -race -count=1 -timeout 10m ./...)
+echo "== e2e/dashboard: go test -race (chromium)"
+(cd e2e/dashboard && go test -race -count=1 -timeout 10m ./...)
 
 # store/dynamodb is its own module too (aws-sdk-go-v2); its tests run against dynalite.
-echo "== store/dynamodb: go vet, go test -race"
-(cd store/dynamodb && go vet ./... && go test -race -count=1 -timeout 10m ./...)
+echo "== store/dynamodb: go test -race"
+(cd store/dynamodb && go test -race -count=1 -timeout 10m ./...)
 
 # examples/<system>/run.sh: one runnable example per seed system (docs/guides/<system>.md takes
 # its commands and code from them). Each builds what it needs from this checkout, runs against

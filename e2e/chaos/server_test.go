@@ -177,5 +177,5 @@ func tail(b []byte, n int) string {
 	if len(b) > n {
 		b = b[len(b)-n:]
 	}
-	return fmt.Sprintf("%s", b)
+	return string(b)
 }

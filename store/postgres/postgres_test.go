@@ -137,13 +137,6 @@ func wantWake(t *testing.T, wake <-chan struct{}, what string) {
 	}
 }
 
-func drain(ch <-chan struct{}) {
-	select {
-	case <-ch:
-	default:
-	}
-}
-
 func TestLeaseLifecycle(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
@@ -482,11 +475,6 @@ func TestNewRejectsTinyPool(t *testing.T) {
 	if _, err := postgres.New(ctx, nil, postgres.Config{}); !isInvalid(err, "pool") {
 		t.Fatalf("New on a nil pool: %v, want invalid pool", err)
 	}
-}
-
-type timedGrant struct {
-	start, end time.Time
-	token      uint64
 }
 
 func TestListenAcrossStores(t *testing.T) {
