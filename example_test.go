@@ -84,7 +84,7 @@ func ExampleWithCooldown() {
 	_ = lease.Release(ctx)
 
 	_, err := locker.TryAcquire(ctx, "remediate/web")
-	var cool *baton.CooldownError
+	var cool *baton.RestingError
 	if errors.As(err, &cool) {
 		fmt.Println("resting:", cool.Reason, cool.Remaining > 59*time.Second)
 	}

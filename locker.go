@@ -38,7 +38,7 @@ func NewLocker(s store.Store, cfg *Config) (*Locker, error) {
 func (l *Locker) Store() store.Store { return l.store }
 
 // TryAcquire takes the key if it is free now and never waits. It returns a *LockHeldError
-// (ErrLockHeld) naming the holder, a *CooldownError (ErrCooldown), or an *InvalidArgumentError.
+// (ErrLockHeld) naming the holder, a *RestingError (ErrResting), or an *InvalidArgumentError.
 func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...Option) (*Lease, error) {
 	p, o, err := l.params(key, opts)
 	if err != nil {
@@ -52,7 +52,7 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...Option) (*L
 // holder's expiry, which sends no push). Transient store errors (the store or the server
 // unreachable, a database restart) are retried with backoff until the wait ends; bad input, a
 // closed store and refused credentials end it at once. When waiting ends unsuccessfully, the
-// error wraps both ctx's error and the last refusal (*LockHeldError, *CooldownError or the
+// error wraps both ctx's error and the last refusal (*LockHeldError, *RestingError or the
 // transient error).
 //
 // However long it waited, the lease is fully usable: its local deadline is measured from a lower
@@ -124,7 +124,7 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, attempt func(
 		}
 		wait := retry.Jitter(l.cfg.PollInterval)
 		var held *LockHeldError
-		var cool *CooldownError
+		var cool *RestingError
 		switch {
 		case errors.As(err, &held) && p.Owner != "" && held.Holder == p.Holder:
 			// A lease of this holder string under another owner (store.AcquireParams.Owner):

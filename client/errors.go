@@ -166,7 +166,7 @@ func storeError(p *problemJSON) error {
 		}
 		return e
 	case "cooldown":
-		return &store.CooldownError{Key: p.Key, Reason: p.Reason, Remaining: msOf(p.RemainingMs)}
+		return &store.RestingError{Key: p.Key, Reason: p.Reason, Remaining: msOf(p.RemainingMs)}
 	case "not_held":
 		return store.ErrNotHeld
 	case "not_found":

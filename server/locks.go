@@ -65,7 +65,7 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request, who principal) 
 		switch {
 		case err == nil:
 			sl.Waited += called.Sub(received)
-		case waitRanOut && r.Context().Err() == nil && !errors.Is(err, store.ErrLockHeld) && !errors.Is(err, store.ErrCooldown):
+		case waitRanOut && r.Context().Err() == nil && !errors.Is(err, store.ErrLockHeld) && !errors.Is(err, store.ErrResting):
 			sl, err = s.afterWait(r.Context(), p, received, called)
 		}
 	} else {
@@ -77,7 +77,7 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request, who principal) 
 		}
 		// A client that waits across several requests of one acquisition (the same lease ID)
 		// makes one contention, not one per request.
-		contended := errors.Is(err, store.ErrLockHeld) || errors.Is(err, store.ErrCooldown)
+		contended := errors.Is(err, store.ErrLockHeld) || errors.Is(err, store.ErrResting)
 		if !contended || req.LeaseID == "" || s.acquires.refused(p.Key, p.LeaseID, received) {
 			s.countFailure(err)
 		}
@@ -207,7 +207,7 @@ func (s *Server) countFailure(err error) {
 	switch {
 	case errors.Is(err, store.ErrLockHeld):
 		reason = "held"
-	case errors.Is(err, store.ErrCooldown):
+	case errors.Is(err, store.ErrResting):
 		reason = "cooldown"
 	case errors.Is(err, store.ErrInvalidArgument):
 		reason = "invalid"

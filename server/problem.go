@@ -83,7 +83,7 @@ func ms(d time.Duration) *int64 {
 func problemFor(err error) (p *problem, ok bool) {
 	var inv *store.InvalidArgumentError
 	var held *store.LockHeldError
-	var cool *store.CooldownError
+	var cool *store.RestingError
 	switch {
 	case errors.As(err, &inv):
 		if i, field, ok := batchField(inv.Field); ok {

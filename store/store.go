@@ -22,7 +22,7 @@ import (
 // Store is implemented by every backend and checked by the conformance suite in storetest.
 //
 // Errors: methods return *InvalidArgumentError for bad input (before writing anything),
-// *LockHeldError and *CooldownError from Acquire, ErrNotHeld from Renew and Release, ErrNotFound
+// *LockHeldError and *RestingError from Acquire, ErrNotHeld from Renew and Release, ErrNotFound
 // from Get and ForceRelease, and ErrClosed after Close. Anything else is a transient store error.
 //
 // Optional capabilities, declared in optional.go and found by type assertion (callers fall back

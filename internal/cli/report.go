@@ -115,7 +115,7 @@ func (n flagNames) name(field string) string {
 // describe says what went wrong in one line, naming the holder of a busy lock.
 func describe(g *globals, err error) string {
 	var held *store.LockHeldError
-	var cool *store.CooldownError
+	var cool *store.RestingError
 	var inv *store.InvalidArgumentError
 	var pe *client.ProblemError
 	var opErr *net.OpError

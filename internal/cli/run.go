@@ -260,7 +260,7 @@ func (a *app) acquireForRun(locker *baton.Locker, key string, wait time.Duration
 
 // isBusy says whether err says the lock is held or resting.
 func isBusy(err error) bool {
-	return errors.Is(err, store.ErrLockHeld) || errors.Is(err, store.ErrCooldown)
+	return errors.Is(err, store.ErrLockHeld) || errors.Is(err, store.ErrResting)
 }
 
 // releaseForRun releases the lease with a fresh, bounded context; a failure is reported (the

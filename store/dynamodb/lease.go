@@ -161,7 +161,7 @@ func (s *Store) decide(ctx context.Context, p *store.AcquireParams, it *item, at
 				ExpiresAt: s.wall().Add(left), RetryAfter: left}
 		}
 		if elapsed < ttl+it.lockDelay {
-			return nil, &store.CooldownError{Key: p.Key, Reason: store.ReasonLockDelay, Remaining: ttl + it.lockDelay - elapsed}
+			return nil, &store.RestingError{Key: p.Key, Reason: store.ReasonLockDelay, Remaining: ttl + it.lockDelay - elapsed}
 		}
 		l, err := s.grant(ctx, p, condSeen, it.rvn)
 		if l != nil {
@@ -174,7 +174,7 @@ func (s *Store) decide(ctx context.Context, p *store.AcquireParams, it *item, at
 		if it.state == stForced {
 			reason = store.ReasonLockDelay
 		}
-		return nil, &store.CooldownError{Key: p.Key, Reason: reason, Remaining: it.pause - elapsed}
+		return nil, &store.RestingError{Key: p.Key, Reason: reason, Remaining: it.pause - elapsed}
 	}
 	return s.grant(ctx, p, condSeen, it.rvn)
 }

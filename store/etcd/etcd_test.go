@@ -349,7 +349,7 @@ func TestRenewWithOtherTTL(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 			continue
 		}
-		var cool *store.CooldownError
+		var cool *store.RestingError
 		if !errors.As(err, &cool) || cool.Reason != store.ReasonLockDelay {
 			t.Fatalf("first answer after expiry: %v, want the lock-delay", err)
 		}

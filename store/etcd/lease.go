@@ -102,7 +102,7 @@ func (s *Store) refuse(ctx context.Context, p *store.AcquireParams, st *state) (
 		if err != nil {
 			return nil, true, err
 		}
-		return nil, true, &store.CooldownError{Key: p.Key, Reason: reason, Remaining: left}
+		return nil, true, &store.RestingError{Key: p.Key, Reason: reason, Remaining: left}
 	}
 	return nil, false, nil
 }

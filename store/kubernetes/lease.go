@@ -238,7 +238,7 @@ func (s *Store) acquireOn(ctx context.Context, p *store.AcquireParams, v *view) 
 			ExpiresAt: v.now.Add(left), RetryAfter: left}
 	case rec.State == stateHeld: // expired for this store
 		if rest := v.ttl + rec.LockDelay - v.unchanged; rest > 0 {
-			return nil, false, &store.CooldownError{Key: p.Key, Reason: store.ReasonLockDelay, Remaining: rest}
+			return nil, false, &store.RestingError{Key: p.Key, Reason: store.ReasonLockDelay, Remaining: rest}
 		}
 		tookOver = true
 	default:
@@ -247,7 +247,7 @@ func (s *Store) acquireOn(ctx context.Context, p *store.AcquireParams, v *view) 
 			reason, pause = store.ReasonLockDelay, rec.LockDelay
 		}
 		if rest := pause - v.unchanged; rest > 0 {
-			return nil, false, &store.CooldownError{Key: p.Key, Reason: reason, Remaining: rest}
+			return nil, false, &store.RestingError{Key: p.Key, Reason: reason, Remaining: rest}
 		}
 	}
 	next := grantRecord(p, rec.Token+1, s.now())

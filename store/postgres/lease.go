@@ -233,9 +233,9 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 			return nil, &store.LockHeldError{Key: p.Key, Holder: l.Holder, Token: l.Token,
 				ExpiresAt: l.ExpiresAt, RetryAfter: l.TTLLeft}
 		case ended == 1:
-			return nil, &store.CooldownError{Key: p.Key, Reason: store.ReasonCooldown, Remaining: micros(untilAvailable)}
+			return nil, &store.RestingError{Key: p.Key, Reason: store.ReasonCooldown, Remaining: micros(untilAvailable)}
 		default: // expired or force-released
-			return nil, &store.CooldownError{Key: p.Key, Reason: store.ReasonLockDelay, Remaining: micros(untilAvailable)}
+			return nil, &store.RestingError{Key: p.Key, Reason: store.ReasonLockDelay, Remaining: micros(untilAvailable)}
 		}
 	}
 	if lastHolder != nil {

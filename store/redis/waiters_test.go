@@ -115,7 +115,7 @@ func TestOldFormatShadowKeepsPauses(t *testing.T) {
 	// Released by the old script with a cooldown: shadow {id, ended=1}, rest key set.
 	admin.HSet(ctx, "baton:shadow:a", "id", "old", "ended", "1")
 	admin.Set(ctx, "baton:rest:a", "cooldown", 10*time.Second)
-	var cd *store.CooldownError
+	var cd *store.RestingError
 	if _, err := acquire(ctx, s, "a", "n"); !errors.As(err, &cd) || cd.Reason != "cooldown" {
 		t.Fatalf("acquire during an old release's cooldown: %v", err)
 	}

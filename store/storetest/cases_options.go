@@ -22,9 +22,9 @@ func testCooldown(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	_, err := e.locker.TryAcquire(e.ctx, "cool")
-	var cool *baton.CooldownError
-	if !errors.As(err, &cool) || !errors.Is(err, baton.ErrCooldown) || cool.Reason != store.ReasonCooldown {
-		t.Fatalf("TryAcquire during cooldown: %v, want ErrCooldown (cooldown)", err)
+	var cool *baton.RestingError
+	if !errors.As(err, &cool) || !errors.Is(err, baton.ErrResting) || cool.Reason != store.ReasonCooldown {
+		t.Fatalf("TryAcquire during cooldown: %v, want ErrResting (cooldown)", err)
 	}
 	if cool.Remaining <= 0 || cool.Remaining > time.Second {
 		t.Fatalf("remaining %s, want in (0, 1s]", cool.Remaining)
@@ -42,9 +42,9 @@ func testCooldown(t *testing.T, h Harness) {
 func expectLockDelay(t *testing.T, e *env, key string) {
 	t.Helper()
 	_, err := e.locker.TryAcquire(e.ctx, key)
-	var cool *baton.CooldownError
+	var cool *baton.RestingError
 	if !errors.As(err, &cool) || cool.Reason != store.ReasonLockDelay || cool.Remaining <= 0 {
-		t.Fatalf("TryAcquire during lock-delay: %v, want ErrCooldown (lock-delay)", err)
+		t.Fatalf("TryAcquire during lock-delay: %v, want ErrResting (lock-delay)", err)
 	}
 	b, err := e.locker.Acquire(e.ctx, key, baton.WithWaitTimeout(5*time.Second))
 	if err != nil {
@@ -64,9 +64,9 @@ func testLockDelayAfterExpiry(t *testing.T, h Harness) {
 			time.Sleep(20 * time.Millisecond)
 			continue
 		}
-		var cool *baton.CooldownError
+		var cool *baton.RestingError
 		if !errors.As(err, &cool) || cool.Reason != store.ReasonLockDelay {
-			t.Fatalf("first answer after expiry of %s: %v, want ErrCooldown (lock-delay)", a.ID, err)
+			t.Fatalf("first answer after expiry of %s: %v, want ErrResting (lock-delay)", a.ID, err)
 		}
 		break
 	}

@@ -35,8 +35,8 @@ func testClearRest(t *testing.T, h Harness) {
 	if err := a.Release(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.locker.TryAcquire(e.ctx, "rest-cool"); !errors.Is(err, baton.ErrCooldown) {
-		t.Fatalf("TryAcquire after a release with a 1h cooldown: %v, want ErrCooldown", err)
+	if _, err := e.locker.TryAcquire(e.ctx, "rest-cool"); !errors.Is(err, baton.ErrResting) {
+		t.Fatalf("TryAcquire after a release with a 1h cooldown: %v, want ErrResting", err)
 	}
 	rest, err := e.store.ClearRest(e.ctx, admin("rest-cool"))
 	if err != nil {
