@@ -339,7 +339,7 @@ func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (
 
 // ClearRest ends a resting key's cooldown or lock-delay (admin role) and wakes a local waiter
 // on the key.
-func (s *Store) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*store.Rest, error) {
+func (s *Store) ClearRest(ctx context.Context, p *store.ClearRestParams) (*store.Rest, error) {
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}

@@ -254,7 +254,7 @@ func (s *gatedStore) ForceRelease(ctx context.Context, p *store.ForceReleasePara
 	return do(s.g, ctx, classKeep, func() (*store.Lease, error) { return s.Store.ForceRelease(ctx, p) })
 }
 
-func (s *gatedStore) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*store.Rest, error) {
+func (s *gatedStore) ClearRest(ctx context.Context, p *store.ClearRestParams) (*store.Rest, error) {
 	return do(s.g, ctx, classKeep, func() (*store.Rest, error) { return s.Store.ClearRest(ctx, p) })
 }
 

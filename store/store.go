@@ -61,7 +61,7 @@ type Store interface {
 	// if the key is not resting (it is free, or held: ForceRelease that lease first, which
 	// starts its lock-delay). A store with an audit log records it as EventClearRest with
 	// p.Actor and p.Reason, in the same atomic step.
-	ClearRest(ctx context.Context, p *ForceReleaseParams) (*Rest, error)
+	ClearRest(ctx context.Context, p *ClearRestParams) (*Rest, error)
 
 	// Events lists the audit log: every grant, release, expiry takeover and force-release, in
 	// the order of their IDs (increasing, or decreasing with NewestFirst), recorded in the same
@@ -192,6 +192,16 @@ type ForceReleaseParams struct {
 	// Principal is the authenticated principal that forced it (a server with authentication
 	// sets it to the admin's token name), recorded as the event's Principal; empty without
 	// authentication, when Actor is only the caller's word.
+	Principal string
+}
+
+// ClearRestParams are the inputs of Store.ClearRest.
+type ClearRestParams struct {
+	Key    string
+	Reason string
+	Actor  string // who cleared it, for the audit log; "unknown" if empty
+	// Principal is the authenticated admin, recorded as the event's Principal (see
+	// ForceReleaseParams.Principal).
 	Principal string
 }
 

@@ -121,6 +121,14 @@ func (p *ForceReleaseParams) Validate() error {
 	return validateAdminAction(&p.Actor, p.Reason)
 }
 
+// Validate checks every field and names an unknown actor.
+func (p *ClearRestParams) Validate() error {
+	if err := firstError(ValidateKey(p.Key), validateFilter("principal", p.Principal, MaxHolderLen)); err != nil {
+		return err
+	}
+	return validateAdminAction(&p.Actor, p.Reason)
+}
+
 // validateAdminAction checks the actor (defaulting it to "unknown") and reason of an admin's
 // change, for the audit log.
 func validateAdminAction(actor *string, reason string) error {

@@ -367,7 +367,7 @@ With -o json: {"rest": {"key": "node/node-1", "reason": "cooldown", "remaining_m
 		defer done()
 		l, err := st.ForceRelease(ctx, p)
 		if errors.Is(err, store.ErrNotFound) {
-			return a.clearRest(st, p)
+			return a.clearRest(st, &store.ClearRestParams{Key: p.Key, Reason: p.Reason, Actor: p.Actor})
 		}
 		if err != nil {
 			return err
@@ -378,7 +378,7 @@ With -o json: {"rest": {"key": "node/node-1", "reason": "cooldown", "remaining_m
 }
 
 // clearRest ends the rest of a key that no lease holds, for force-release.
-func (a *app) clearRest(st store.Store, p *store.ForceReleaseParams) error {
+func (a *app) clearRest(st store.Store, p *store.ClearRestParams) error {
 	ctx, cancel := callContext(0)
 	defer cancel()
 	rest, err := st.ClearRest(ctx, p)

@@ -14,7 +14,7 @@ import (
 // forced tombstone without rest, so the next grant is not reported as a takeover. The rest's
 // remaining time is measured like Acquire's, from when this store first saw the item's version
 // (see observe.go). No audit log.
-func (s *Store) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*store.Rest, error) {
+func (s *Store) ClearRest(ctx context.Context, p *store.ClearRestParams) (*store.Rest, error) {
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}

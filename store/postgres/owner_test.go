@@ -32,7 +32,7 @@ func TestAuditPrincipals(t *testing.T) {
 	exec(t, "UPDATE "+id("leases")+" SET expires_at = now() - interval '1 second', available_at = now() - interval '1 second'")
 	must(s.Acquire(ctx, &store.AcquireParams{Key: "k", LeaseID: "b", Holder: "h", Owner: "bob", TTL: time.Minute, LockDelay: time.Hour}))
 	must(s.ForceRelease(ctx, &store.ForceReleaseParams{Key: "k", Reason: "stuck", Actor: "ops", Principal: "root"}))
-	must(s.ClearRest(ctx, &store.ForceReleaseParams{Key: "k", Reason: "drained", Actor: "ops", Principal: "admin"}))
+	must(s.ClearRest(ctx, &store.ClearRestParams{Key: "k", Reason: "drained", Actor: "ops", Principal: "admin"}))
 
 	submit(t, s, "apply", "r")
 	claim := func(owner string) *store.Job {
