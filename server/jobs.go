@@ -359,10 +359,10 @@ func storeKind(k *wire.Kind) (store.Kind, *problem) {
 	if _, prob := msDuration("timeout_ms", k.TimeoutMs, store.MaxJobTimeout); prob != nil {
 		return store.Kind{}, prob
 	}
-	if _, prob := msDuration("cooldown_ms", k.CooldownMs, store.MaxPause); prob != nil {
+	if _, prob := msDuration("cooldown_ms", k.CooldownMs, store.MaxRest); prob != nil {
 		return store.Kind{}, prob
 	}
-	if _, prob := msDuration("resource_cooldown_ms", k.ResourceCooldownMs, store.MaxPause); prob != nil {
+	if _, prob := msDuration("resource_cooldown_ms", k.ResourceCooldownMs, store.MaxRest); prob != nil {
 		return store.Kind{}, prob
 	}
 	sk := k.Store()

@@ -173,11 +173,11 @@ func (s *Server) acquireParams(req *wire.AcquireRequest, owner string) (*store.A
 	if prob != nil {
 		return nil, 0, prob
 	}
-	cooldown, prob := msDuration("cooldown_ms", req.CooldownMs, store.MaxPause)
+	cooldown, prob := msDuration("cooldown_ms", req.CooldownMs, store.MaxRest)
 	if prob != nil {
 		return nil, 0, prob
 	}
-	lockDelay, prob := msDuration("lock_delay_ms", req.LockDelayMs, store.MaxPause)
+	lockDelay, prob := msDuration("lock_delay_ms", req.LockDelayMs, store.MaxRest)
 	if prob != nil {
 		return nil, 0, prob
 	}

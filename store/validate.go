@@ -21,8 +21,9 @@ const (
 	// baton.DefaultTTL.
 	DefaultTTLForServer = 15 * time.Second
 	MaxTTL              = 24 * time.Hour
-	// MaxPause bounds cooldown and lock-delay.
-	MaxPause        = 24 * time.Hour
+	// MaxRest bounds a rest: a lease's cooldown and lock-delay, and a job kind's Cooldown and
+	// ResourceCooldown.
+	MaxRest         = 24 * time.Hour
 	DefaultListSize = 100
 	MaxListLimit    = 1000
 )
@@ -89,9 +90,9 @@ func validateJSONObject(field string, raw json.RawMessage) error {
 	return nil
 }
 
-func validatePause(field string, d time.Duration) error {
-	if d < 0 || d > MaxPause {
-		return invalid(field, "must be between 0 and %s (got %s)", MaxPause, d)
+func validateRest(field string, d time.Duration) error {
+	if d < 0 || d > MaxRest {
+		return invalid(field, "must be between 0 and %s (got %s)", MaxRest, d)
 	}
 	return nil
 }
@@ -100,7 +101,7 @@ func validatePause(field string, d time.Duration) error {
 func (p *AcquireParams) Validate() error {
 	return firstError(
 		ValidateKey(p.Key), ValidateLeaseID(p.LeaseID), ValidateHolder(p.Holder), ValidateOwner(p.Owner), ValidateTTL(p.TTL),
-		ValidateMetadata(p.Metadata), validatePause("cooldown", p.Cooldown), validatePause("lock_delay", p.LockDelay))
+		ValidateMetadata(p.Metadata), validateRest("cooldown", p.Cooldown), validateRest("lock_delay", p.LockDelay))
 }
 
 // Validate checks every field.

@@ -192,8 +192,8 @@ Exit code 75 if the lock is still held (or resting after a release) when --wait 
 		if wait < 0 {
 			return usagef("--wait must not be negative")
 		}
-		if cooldown < 0 || cooldown > store.MaxPause {
-			return usagef("--cooldown must be between 0 and %s (got %s)", store.MaxPause, cooldown)
+		if cooldown < 0 || cooldown > store.MaxRest {
+			return usagef("--cooldown must be between 0 and %s (got %s)", store.MaxRest, cooldown)
 		}
 		p := &store.AcquireParams{Key: args[0], LeaseID: randomHex(16), Holder: holder, TTL: ttl, Cooldown: cooldown}
 		if p.Holder == "" {

@@ -104,8 +104,8 @@ func (a *app) runLocked(cmdArgs []string, f runFlags) error {
 		return usagef("--wait must not be negative")
 	case f.grace < 0:
 		return usagef("--grace must not be negative")
-	case f.cooldown < 0 || f.cooldown > store.MaxPause:
-		return usagef("--cooldown must be between 0 and %s (got %s)", store.MaxPause, f.cooldown)
+	case f.cooldown < 0 || f.cooldown > store.MaxRest:
+		return usagef("--cooldown must be between 0 and %s (got %s)", store.MaxRest, f.cooldown)
 	}
 	if err := store.ValidateKey(f.key); err != nil {
 		return err

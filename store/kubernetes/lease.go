@@ -242,11 +242,11 @@ func (s *Store) acquireOn(ctx context.Context, p *store.AcquireParams, v *view) 
 		}
 		tookOver = true
 	default:
-		reason, pause := store.ReasonCooldown, rec.Cooldown
+		reason, length := store.ReasonCooldown, rec.Cooldown
 		if rec.State == stateForced {
-			reason, pause = store.ReasonLockDelay, rec.LockDelay
+			reason, length = store.ReasonLockDelay, rec.LockDelay
 		}
-		if rest := pause - v.unchanged; rest > 0 {
+		if rest := length - v.unchanged; rest > 0 {
 			return nil, false, &store.RestingError{Key: p.Key, Reason: reason, Remaining: rest}
 		}
 	}
