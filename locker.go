@@ -124,7 +124,7 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, attempt func(
 		}
 		wait := retry.Jitter(l.cfg.PollInterval)
 		var held *LockHeldError
-		var cool *RestingError
+		var resting *RestingError
 		switch {
 		case errors.As(err, &held) && p.Owner != "" && held.Holder == p.Holder:
 			// A lease of this holder string under another owner (store.AcquireParams.Owner):
@@ -133,8 +133,8 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, attempt func(
 		case errors.As(err, &held):
 			wait = min(wait, held.RetryAfter+time.Millisecond)
 			failures = 0
-		case errors.As(err, &cool):
-			wait = min(wait, cool.Remaining+time.Millisecond)
+		case errors.As(err, &resting):
+			wait = min(wait, resting.Remaining+time.Millisecond)
 			failures = 0
 		case ctx.Err() != nil:
 			// The wait ended during the attempt: report whom we were waiting for.

@@ -22,12 +22,12 @@ func testCooldown(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	_, err := e.locker.TryAcquire(e.ctx, "cool")
-	var cool *baton.RestingError
-	if !errors.As(err, &cool) || !errors.Is(err, baton.ErrResting) || cool.Reason != store.ReasonCooldown {
+	var resting *baton.RestingError
+	if !errors.As(err, &resting) || !errors.Is(err, baton.ErrResting) || resting.Reason != store.ReasonCooldown {
 		t.Fatalf("TryAcquire during cooldown: %v, want ErrResting (cooldown)", err)
 	}
-	if cool.Remaining <= 0 || cool.Remaining > time.Second {
-		t.Fatalf("remaining %s, want in (0, 1s]", cool.Remaining)
+	if resting.Remaining <= 0 || resting.Remaining > time.Second {
+		t.Fatalf("remaining %s, want in (0, 1s]", resting.Remaining)
 	}
 	b, err := e.locker.Acquire(e.ctx, "cool", baton.WithWaitTimeout(5*time.Second))
 	if err != nil {
@@ -42,8 +42,8 @@ func testCooldown(t *testing.T, h Harness) {
 func expectLockDelay(t *testing.T, e *env, key string) {
 	t.Helper()
 	_, err := e.locker.TryAcquire(e.ctx, key)
-	var cool *baton.RestingError
-	if !errors.As(err, &cool) || cool.Reason != store.ReasonLockDelay || cool.Remaining <= 0 {
+	var resting *baton.RestingError
+	if !errors.As(err, &resting) || resting.Reason != store.ReasonLockDelay || resting.Remaining <= 0 {
 		t.Fatalf("TryAcquire during lock-delay: %v, want ErrResting (lock-delay)", err)
 	}
 	b, err := e.locker.Acquire(e.ctx, key, baton.WithWaitTimeout(5*time.Second))
@@ -64,8 +64,8 @@ func testLockDelayAfterExpiry(t *testing.T, h Harness) {
 			time.Sleep(20 * time.Millisecond)
 			continue
 		}
-		var cool *baton.RestingError
-		if !errors.As(err, &cool) || cool.Reason != store.ReasonLockDelay {
+		var resting *baton.RestingError
+		if !errors.As(err, &resting) || resting.Reason != store.ReasonLockDelay {
 			t.Fatalf("first answer after expiry of %s: %v, want ErrResting (lock-delay)", a.ID, err)
 		}
 		break
