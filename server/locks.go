@@ -249,8 +249,8 @@ func (s *Server) renewBatch(w http.ResponseWriter, r *http.Request, who principa
 	if !decodeBatch(w, r, &req) {
 		return
 	}
-	if len(req.Leases) == 0 || len(req.Leases) > store.MaxRenewBatch {
-		writeProblem(w, invalidArg("leases", "must hold 1 to "+strconv.Itoa(store.MaxRenewBatch)+" renewals"))
+	if len(req.Leases) == 0 || len(req.Leases) > store.MaxRenewMany {
+		writeProblem(w, invalidArg("leases", "must hold 1 to "+strconv.Itoa(store.MaxRenewMany)+" renewals"))
 		return
 	}
 	ps := make([]*store.RenewParams, len(req.Leases))

@@ -27,8 +27,8 @@ import (
 //
 // Optional capabilities, declared in optional.go and found by type assertion (callers fall back
 // without them): JobStore (the job queue, jobs.go), Parallelism (how many calls it serves at
-// once), BatchRenewer (many renewals in one round trip), Fencer (fences for outside resources),
-// BatchCompleter and CompleteClaimer (many completions, and the next claim, in one round trip),
+// once), ManyRenewer (many renewals in one round trip), Fencer (fences for outside resources),
+// ManyCompleter and CompleteClaimer (many completions, and the next claim, in one round trip),
 // KindStatsStore (per-kind alert figures), TxSubmitter (a submit inside the caller's transaction).
 // Errors may say when to retry: RetryAfterHinter (how long to wait) and RetryableError (whether
 // waiting helps), found with errors.As.
