@@ -45,13 +45,23 @@ type (
 	JobStateError = store.JobStateError
 	// VersionMismatchError reports the version a resource compare-and-set found.
 	VersionMismatchError = store.VersionMismatchError
-	// BatchError places the error of one job of a Queue.SubmitMany batch (Index, from 0), of
+	// SubmitManyError places the error of one job of a Queue.SubmitMany call (Index, from 0), of
 	// which nothing was written.
-	BatchError = store.BatchError
+	SubmitManyError = store.SubmitManyError
 )
 
-// MaxSubmitBatch bounds the jobs of one Queue.SubmitMany call.
-const MaxSubmitBatch = store.MaxSubmitBatch
+// MaxSubmitMany bounds the jobs of one Queue.SubmitMany call.
+const MaxSubmitMany = store.MaxSubmitMany
+
+// BatchError is the former name of SubmitManyError.
+//
+// Deprecated: use SubmitManyError.
+type BatchError = SubmitManyError
+
+// MaxSubmitBatch is the former name of MaxSubmitMany.
+//
+// Deprecated: use MaxSubmitMany.
+const MaxSubmitBatch = MaxSubmitMany
 
 // Job states. Unfinished: scheduled, available, running, retryable. Final: the rest.
 const (

@@ -66,20 +66,20 @@ func (q *Queue) Submit(ctx context.Context, p SubmitParams) (*SubmitResult, erro
 	return q.st.SubmitJob(ctx, &p)
 }
 
-// SubmitMany enqueues 1..MaxSubmitBatch jobs in one atomic step (one round trip on PostgreSQL,
+// SubmitMany enqueues 1..MaxSubmitMany jobs in one atomic step (one round trip on PostgreSQL,
 // one transaction on SQLite), all or none. Each job is submitted as Submit would, one after the
 // other in slice order: a later job on the same resource queues behind an earlier one (or is
 // skipped, or refused, under its policy); a repeated idempotency key returns the job of its first
 // occurrence with Existing=true. The results are in the order of ps. Bad input is an
 // *InvalidArgumentError whose field names the job ("jobs[3].resource"); a job refused under the
-// reject policy fails the batch with a *BatchError around a *ResourceBusyError.
+// reject policy fails them all with a *SubmitManyError around a *ResourceBusyError.
 func (q *Queue) SubmitMany(ctx context.Context, ps []SubmitParams) ([]*SubmitResult, error) {
 	in := make([]*store.SubmitParams, len(ps))
 	for i := range ps {
 		p := ps[i] // a copy: the caller's slice is left alone
 		in[i] = &p
 	}
-	return q.st.SubmitJobs(ctx, in)
+	return q.st.SubmitMany(ctx, in)
 }
 
 // SubmitTx enqueues a job inside the caller's own transaction, so that the job exists if and

@@ -183,7 +183,7 @@ func storeError(p *problemJSON) error {
 	case "resource_busy":
 		busy := &store.ResourceBusyError{Resource: p.Resource, HeadJob: p.HeadJob, State: store.JobState(p.State)}
 		if p.Index != nil {
-			return &store.BatchError{Index: *p.Index, Err: busy}
+			return &store.SubmitManyError{Index: *p.Index, Err: busy}
 		}
 		return busy
 	case "job_state":

@@ -281,8 +281,8 @@ func (s *gatedJobs) SubmitJob(ctx context.Context, p *store.SubmitParams) (*stor
 	return do(s.g, ctx, classNew, func() (*store.SubmitResult, error) { return s.JobStore.SubmitJob(ctx, p) })
 }
 
-func (s *gatedJobs) SubmitJobs(ctx context.Context, ps []*store.SubmitParams) ([]*store.SubmitResult, error) {
-	return do(s.g, ctx, classNew, func() ([]*store.SubmitResult, error) { return s.JobStore.SubmitJobs(ctx, ps) })
+func (s *gatedJobs) SubmitMany(ctx context.Context, ps []*store.SubmitParams) ([]*store.SubmitResult, error) {
+	return do(s.g, ctx, classNew, func() ([]*store.SubmitResult, error) { return s.JobStore.SubmitMany(ctx, ps) })
 }
 
 func (s *gatedJobs) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.Job, error) {

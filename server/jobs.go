@@ -37,7 +37,7 @@ func jobProblem(err error, notFound string) (*problem, bool) {
 	var busy *store.ResourceBusyError
 	var state *store.JobStateError
 	var mismatch *store.VersionMismatchError
-	var batch *store.BatchError
+	var batch *store.SubmitManyError
 	switch {
 	case errors.As(err, &busy):
 		p := newProblem(http.StatusConflict, "resource_busy", busy.Error())

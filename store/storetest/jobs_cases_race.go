@@ -110,7 +110,7 @@ func testJobsHaveTheirResources(t *testing.T, h JobHarness) {
 		}
 		ps = append(ps, &store.SubmitParams{Kind: kind, Resource: fmt.Sprintf("hr/batch/%d", i%7)})
 	}
-	out, err := e.s.SubmitJobs(e.ctx, ps)
+	out, err := e.s.SubmitMany(e.ctx, ps)
 	if err != nil {
 		t.Fatal(err)
 	}
