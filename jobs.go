@@ -24,7 +24,7 @@ type (
 	// SubmitResult is what Queue.Submit returns; Existing is set when the idempotency key named
 	// a job submitted before.
 	SubmitResult = store.SubmitResult
-	// JobListParams filter Queue.List.
+	// JobListParams filter Queue.ListJobs.
 	JobListParams = store.JobListParams
 	// PurgeParams select the dead letters Queue.Purge deletes.
 	PurgeParams = store.PurgeParams
@@ -32,7 +32,7 @@ type (
 	JobCount = store.JobCount
 	// Resource is a resource's recorded state.
 	Resource = store.Resource
-	// ResourceListParams filter Queue.Resources.
+	// ResourceListParams filter Queue.ListResources.
 	ResourceListParams = store.ResourceListParams
 	// SetResourceStateParams are the inputs of Queue.SetResourceState.
 	SetResourceStateParams = store.SetResourceStateParams

@@ -102,9 +102,38 @@ func (q *Queue) SubmitTx(ctx context.Context, tx any, p SubmitParams) (*SubmitRe
 // Get returns one job, or ErrNotFound.
 func (q *Queue) Get(ctx context.Context, id int64) (*Job, error) { return q.st.GetJob(ctx, id) }
 
+// JobPage is one page of jobs, by ID. Next is set when the page is full: pass it as the next
+// call's After (that page may turn out empty). Zero means there are no more pages.
+type JobPage struct {
+	Jobs []*Job
+	Next int64
+}
+
+// ListJobs lists jobs by ID, after p.After, at most p.Limit (default 100), page by page.
+func (q *Queue) ListJobs(ctx context.Context, p JobListParams) (*JobPage, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	jobs, err := q.st.ListJobs(ctx, &p)
+	if err != nil {
+		return nil, err
+	}
+	page := &JobPage{Jobs: jobs}
+	if len(jobs) == p.Limit {
+		page.Next = jobs[len(jobs)-1].ID
+	}
+	return page, nil
+}
+
 // List lists jobs by ID, after p.After, at most p.Limit (default 100).
+//
+// Deprecated: use ListJobs, whose page says where the next one starts.
 func (q *Queue) List(ctx context.Context, p JobListParams) ([]*Job, error) {
-	return q.st.ListJobs(ctx, &p)
+	page, err := q.ListJobs(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return page.Jobs, nil
 }
 
 // Cancel cancels a job that is not running, or asks the worker of a running one to stop: its
@@ -129,9 +158,40 @@ func (q *Queue) Resource(ctx context.Context, key string) (*Resource, error) {
 	return q.st.GetResource(ctx, key)
 }
 
+// ResourcePage is one page of resources, by key. Next is set when the page is full: pass it as
+// the next call's After (that page may turn out empty). An empty Next means there are no more
+// pages.
+type ResourcePage struct {
+	Resources []*Resource
+	Next      string
+}
+
+// ListResources lists resources by key, after p.After, at most p.Limit (default 100), page by
+// page.
+func (q *Queue) ListResources(ctx context.Context, p ResourceListParams) (*ResourcePage, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	rs, err := q.st.ListResources(ctx, &p)
+	if err != nil {
+		return nil, err
+	}
+	page := &ResourcePage{Resources: rs}
+	if len(rs) == p.Limit {
+		page.Next = rs[len(rs)-1].Key
+	}
+	return page, nil
+}
+
 // Resources lists resources by key, after p.After.
+//
+// Deprecated: use ListResources, whose page says where the next one starts.
 func (q *Queue) Resources(ctx context.Context, p ResourceListParams) ([]*Resource, error) {
-	return q.st.ListResources(ctx, &p)
+	page, err := q.ListResources(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return page.Resources, nil
 }
 
 // SetResourceState sets a resource's state, creating the resource if needed; with p.IfVersion

@@ -136,15 +136,15 @@ func listAll(t *testing.T, q *baton.Queue) []*baton.Job {
 	t.Helper()
 	var all []*baton.Job
 	for after := int64(0); ; {
-		jobs, err := q.List(testCtx(t), baton.JobListParams{After: after, Limit: store.MaxListLimit})
+		page, err := q.ListJobs(testCtx(t), baton.JobListParams{After: after, Limit: store.MaxListLimit})
 		if err != nil {
 			t.Fatal(err)
 		}
-		all = append(all, jobs...)
-		if len(jobs) < store.MaxListLimit {
+		all = append(all, page.Jobs...)
+		if page.Next == 0 {
 			return all
 		}
-		after = jobs[len(jobs)-1].ID
+		after = page.Next
 	}
 }
 

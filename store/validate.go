@@ -161,7 +161,7 @@ func (p *ListParams) Validate() error {
 	if p.Limit < 0 || p.Limit > MaxListLimit {
 		return invalid("limit", "must be between 1 and %d (got %d)", MaxListLimit, p.Limit)
 	}
-	// The cursor is named as in baton.ListOptions and the HTTP API.
+	// The cursor is named as in the HTTP API (GET /v1/locks?cursor=).
 	return firstError(validateFilter("prefix", p.Prefix, MaxKeyLen), validateFilter("cursor", p.After, MaxKeyLen),
 		validateFilter("holder", p.Holder, MaxHolderLen))
 }

@@ -99,11 +99,11 @@ func testMetadata(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	check("Get", info.Metadata)
-	page, err := e.locker.List(e.ctx, baton.ListOptions{Prefix: "meta"})
+	page, err := e.locker.ListLeases(e.ctx, baton.LeaseListParams{Prefix: "meta"})
 	if err != nil || len(page.Leases) != 1 {
-		t.Fatalf("List = %+v, %v", page, err)
+		t.Fatalf("ListLeases = %+v, %v", page, err)
 	}
-	check("List", page.Leases[0].Metadata)
+	check("ListLeases", page.Leases[0].Metadata)
 	b := e.acquire("no-meta")
 	if len(b.Metadata) != 0 {
 		t.Fatalf("lease without metadata has %q", b.Metadata)
@@ -125,9 +125,9 @@ func testList(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	var keys []string
-	cursor, pages := "", 0
+	after, pages := "", 0
 	for {
-		page, err := e.locker.List(e.ctx, baton.ListOptions{Prefix: "a/", Limit: 2, Cursor: cursor})
+		page, err := e.locker.ListLeases(e.ctx, baton.LeaseListParams{Prefix: "a/", Limit: 2, After: after})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,18 +138,18 @@ func testList(t *testing.T, h Harness) {
 		for _, l := range page.Leases {
 			keys = append(keys, l.Key)
 		}
-		if page.NextCursor == "" {
+		if page.Next == "" {
 			break
 		}
-		cursor = page.NextCursor
+		after = page.Next
 	}
 	want := []string{"a/1", "a/2", "a/3", "a/4", "a/5", "a/special"}
 	if !reflect.DeepEqual(keys, want) || pages > 4 {
 		t.Fatalf("paged list of a/ = %v in %d pages, want %v (released keys excluded)", keys, pages, want)
 	}
-	listKeys := func(opts baton.ListOptions) []string {
+	listKeys := func(p baton.LeaseListParams) []string {
 		t.Helper()
-		page, err := e.locker.List(e.ctx, opts)
+		page, err := e.locker.ListLeases(e.ctx, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,16 +159,16 @@ func testList(t *testing.T, h Harness) {
 		}
 		return ks
 	}
-	if got := listKeys(baton.ListOptions{Prefix: "p%"}); !reflect.DeepEqual(got, []string{"p%/x"}) {
+	if got := listKeys(baton.LeaseListParams{Prefix: "p%"}); !reflect.DeepEqual(got, []string{"p%/x"}) {
 		t.Fatalf("prefix %q = %v: wildcard characters must match literally", "p%", got)
 	}
-	if got := listKeys(baton.ListOptions{Prefix: "p_"}); !reflect.DeepEqual(got, []string{"p_/y"}) {
+	if got := listKeys(baton.LeaseListParams{Prefix: "p_"}); !reflect.DeepEqual(got, []string{"p_/y"}) {
 		t.Fatalf("prefix %q = %v: wildcard characters must match literally", "p_", got)
 	}
-	if got := listKeys(baton.ListOptions{Holder: "special-holder"}); !reflect.DeepEqual(got, []string{"a/special"}) {
+	if got := listKeys(baton.LeaseListParams{Holder: "special-holder"}); !reflect.DeepEqual(got, []string{"a/special"}) {
 		t.Fatalf("holder filter = %v", got)
 	}
-	if got := listKeys(baton.ListOptions{}); len(got) != 10 {
+	if got := listKeys(baton.LeaseListParams{}); len(got) != 10 {
 		t.Fatalf("list all = %v, want 10 live keys", got)
 	}
 }
@@ -304,7 +304,7 @@ func testInvalidArguments(t *testing.T, h Harness) {
 		}
 	}
 	// Nothing was written.
-	page, err := e.locker.List(e.ctx, baton.ListOptions{})
+	page, err := e.locker.ListLeases(e.ctx, baton.LeaseListParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
