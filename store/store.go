@@ -1,5 +1,39 @@
 // Package store is the seam between Baton's lock API and the databases that hold leases.
 //
+// # Glossary
+//
+// One word per idea, in this package, in package baton and in every backend:
+//
+//   - key: the name of a lock. resource: what a job (and a fence) names; jobs on one resource
+//     run one at a time. Both follow the rules of ValidateKey.
+//   - lease: one acquisition of a key (its ID), until released, expired or force-released. A
+//     running job's attempt holds a lease on the job's row.
+//   - holder: who holds a lease, a name the caller chooses (a worker, a job); two acquisitions
+//     with the same holder share the lease. owner: the authenticated principal a lease or an
+//     attempt belongs to, set by a server with authentication; empty otherwise.
+//   - token: the fencing token of a grant or an attempt, greater than every token before it for
+//     the key or resource. fence: a resource's greatest token seen, refusing smaller ones
+//     (Fencer, package fence).
+//   - rest: the time a key stays unavailable although no lease holds it, for one of two
+//     reasons: cooldown, after a clean release (AcquireParams.Cooldown), and lock-delay, after
+//     an expiry or a force-release (AcquireParams.LockDelay). Refused as *RestingError
+//     (ErrResting) with its Reason; ended early by ClearRest; at most MaxRest. The job queue's
+//     cooldowns (Kind.Cooldown, Kind.ResourceCooldown) are a resource's waits after a job,
+//     which delay or skip later jobs rather than refuse an acquire; MaxRest bounds them too.
+//   - job: work of one Kind on one resource, queued behind the resource's earlier jobs. attempt:
+//     one run of a job, with its own lease and token. head: a resource's oldest unfinished job,
+//     the only one that can be claimed. kind: a job kind's stored definition (policy,
+//     attempts, timeout, cooldowns, state guard).
+//   - Many: a Go call that does many of one thing in one round trip (JobStore.SubmitMany,
+//     ManyRenewer.RenewMany, ManyCompleter.CompleteMany), bounded by MaxSubmitMany and
+//     MaxRenewMany. batch: the HTTP API's and the CLI's word for the same, kept in the URLs
+//     (POST /v1/jobs/batch, /v1/locks/renew-batch) and in the wire types, handlers and client
+//     code named after them; and, in a group commit (internal/combine, SQLite's renewals), the
+//     single calls it runs together.
+//   - Page: one answer of a list. A list takes After (the last key or ID of the previous page)
+//     and Limit and returns a slice here; package baton returns an XxxPage of the items and
+//     Next, the After of the following page, set when the page is full.
+//
 // A Store offers a handful of atomic primitives. Each is one atomic step in the backend (a SQL
 // statement or transaction, a Redis Lua script, an etcd Txn), so that every backend can implement it
 // without exposing SQL or transactions here. Keepalive, waiting, holder-side safety and option
