@@ -16,9 +16,10 @@ var (
 	ErrNotHeld = store.ErrNotHeld
 	// ErrNotFound: no live lease on the key.
 	ErrNotFound = store.ErrNotFound
-	// ErrCooldown: the key rests after a release (cooldown) or an expiry (lock-delay).
-	// errors.As gives a *CooldownError with the remaining time.
-	ErrCooldown = store.ErrCooldown
+	// ErrResting: the key rests after a release (cooldown) or after an expiry or a
+	// force-release (lock-delay). errors.As gives a *RestingError with the reason and the
+	// remaining time.
+	ErrResting = store.ErrResting
 	// ErrInvalidArgument: bad input. errors.As gives an *InvalidArgumentError naming the field.
 	ErrInvalidArgument = store.ErrInvalidArgument
 	// ErrClosed: the store was closed.
@@ -34,8 +35,19 @@ var (
 type (
 	// LockHeldError says who holds a key, with which token, until when.
 	LockHeldError = store.LockHeldError
-	// CooldownError says how long a key rests, and why.
-	CooldownError = store.CooldownError
+	// RestingError says how long a key rests, and why (store.ReasonCooldown or
+	// store.ReasonLockDelay).
+	RestingError = store.RestingError
 	// InvalidArgumentError names the field and the rule it broke.
 	InvalidArgumentError = store.InvalidArgumentError
 )
+
+// ErrCooldown is the former name of ErrResting, which also covers lock-delay.
+//
+// Deprecated: use ErrResting.
+var ErrCooldown = ErrResting
+
+// CooldownError is the former name of RestingError, which also covers lock-delay.
+//
+// Deprecated: use RestingError.
+type CooldownError = RestingError

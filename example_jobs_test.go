@@ -78,11 +78,11 @@ func ExampleQueue() {
 		log.Fatal(err)
 	}
 
-	jobs, err := q.List(ctx, baton.JobListParams{Resource: "svc/api"})
+	page, err := q.ListJobs(ctx, baton.JobListParams{Resource: "svc/api"})
 	if err != nil {
 		log.Fatal(err)
 	}
-	for _, j := range jobs {
+	for _, j := range page.Jobs {
 		fmt.Println(j.ID, j.State, "after", j.Attempt, "attempt(s)")
 	}
 	// Output:

@@ -84,9 +84,9 @@ func ExampleWithCooldown() {
 	_ = lease.Release(ctx)
 
 	_, err := locker.TryAcquire(ctx, "remediate/web")
-	var cool *baton.CooldownError
-	if errors.As(err, &cool) {
-		fmt.Println("resting:", cool.Reason, cool.Remaining > 59*time.Second)
+	var rest *baton.RestingError
+	if errors.As(err, &rest) {
+		fmt.Println("resting:", rest.Reason, rest.Remaining > 59*time.Second)
 	}
 	// Output: resting: cooldown true
 }

@@ -24,7 +24,7 @@ type (
 	// SubmitResult is what Queue.Submit returns; Existing is set when the idempotency key named
 	// a job submitted before.
 	SubmitResult = store.SubmitResult
-	// JobListParams filter Queue.List.
+	// JobListParams filter Queue.ListJobs.
 	JobListParams = store.JobListParams
 	// PurgeParams select the dead letters Queue.Purge deletes.
 	PurgeParams = store.PurgeParams
@@ -32,7 +32,7 @@ type (
 	JobCount = store.JobCount
 	// Resource is a resource's recorded state.
 	Resource = store.Resource
-	// ResourceListParams filter Queue.Resources.
+	// ResourceListParams filter Queue.ListResources.
 	ResourceListParams = store.ResourceListParams
 	// SetResourceStateParams are the inputs of Queue.SetResourceState.
 	SetResourceStateParams = store.SetResourceStateParams
@@ -45,13 +45,23 @@ type (
 	JobStateError = store.JobStateError
 	// VersionMismatchError reports the version a resource compare-and-set found.
 	VersionMismatchError = store.VersionMismatchError
-	// BatchError places the error of one job of a Queue.SubmitMany batch (Index, from 0), of
+	// SubmitManyError places the error of one job of a Queue.SubmitMany call (Index, from 0), of
 	// which nothing was written.
-	BatchError = store.BatchError
+	SubmitManyError = store.SubmitManyError
 )
 
-// MaxSubmitBatch bounds the jobs of one Queue.SubmitMany call.
-const MaxSubmitBatch = store.MaxSubmitBatch
+// MaxSubmitMany bounds the jobs of one Queue.SubmitMany call.
+const MaxSubmitMany = store.MaxSubmitMany
+
+// BatchError is the former name of SubmitManyError.
+//
+// Deprecated: use SubmitManyError.
+type BatchError = SubmitManyError
+
+// MaxSubmitBatch is the former name of MaxSubmitMany.
+//
+// Deprecated: use MaxSubmitMany.
+const MaxSubmitBatch = MaxSubmitMany
 
 // Job states. Unfinished: scheduled, available, running, retryable. Final: the rest.
 const (

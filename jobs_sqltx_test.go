@@ -67,8 +67,8 @@ func TestSubmitTxPostgresDatabaseSQL(t *testing.T) {
 	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM "+clusters).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("clusters after a rollback: %d, %v", n, err)
 	}
-	if js, err := q.List(ctx, baton.JobListParams{}); err != nil || len(js) != 0 {
-		t.Fatalf("jobs after a rollback: %d, %v", len(js), err)
+	if page, err := q.ListJobs(ctx, baton.JobListParams{}); err != nil || len(page.Jobs) != 0 {
+		t.Fatalf("jobs after a rollback: %+v, %v", page, err)
 	}
 
 	j := submit("c2", true)
@@ -135,7 +135,7 @@ func TestSubmitTxPostgresDatabaseSQLPolicies(t *testing.T) {
 	if _, err := submit(baton.SubmitParams{Kind: "nope", Resource: "r"}); !isInvalid(err, "kind") {
 		t.Fatalf("unknown kind: %v", err)
 	}
-	if js, err := q.List(ctx, baton.JobListParams{Resource: "r"}); err != nil || len(js) != 2 {
-		t.Fatalf("jobs on r: %d, %v (want the first and the skipped one)", len(js), err)
+	if page, err := q.ListJobs(ctx, baton.JobListParams{Resource: "r"}); err != nil || len(page.Jobs) != 2 {
+		t.Fatalf("jobs on r: %+v, %v (want the first and the skipped one)", page, err)
 	}
 }

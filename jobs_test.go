@@ -289,8 +289,8 @@ func TestQueueAPI(t *testing.T) {
 			!errors.Is(err, baton.ErrResourceBusy) || busy.HeadJob != j.ID {
 			t.Fatalf("reject policy: %v", err)
 		}
-		if jobs, err := q.List(ctx, baton.JobListParams{Resource: "svc/api"}); err != nil || len(jobs) != 1 {
-			t.Fatalf("List: %d jobs, %v", len(jobs), err)
+		if page, err := q.ListJobs(ctx, baton.JobListParams{Resource: "svc/api"}); err != nil || len(page.Jobs) != 1 || page.Next != 0 {
+			t.Fatalf("ListJobs: %+v, %v", page, err)
 		}
 		if c, err := q.Cancel(ctx, j.ID); err != nil || c.State != baton.JobCancelled {
 			t.Fatalf("Cancel: %+v, %v", c, err)
@@ -313,8 +313,8 @@ func TestQueueAPI(t *testing.T) {
 		if got, err := q.Resource(ctx, "svc/api"); err != nil || got.State != "READY" || got.Unfinished != 1 {
 			t.Fatalf("Resource: %+v, %v", got, err)
 		}
-		if rs, err := q.Resources(ctx, baton.ResourceListParams{Prefix: "svc/"}); err != nil || len(rs) != 1 {
-			t.Fatalf("Resources: %d, %v", len(rs), err)
+		if page, err := q.ListResources(ctx, baton.ResourceListParams{Prefix: "svc/"}); err != nil || len(page.Resources) != 1 || page.Next != "" {
+			t.Fatalf("ListResources: %+v, %v", page, err)
 		}
 		if kinds, err := q.Kinds(ctx); err != nil || len(kinds) != 1 || kinds[0].MaxAttempts != store.DefaultMaxAttempts {
 			t.Fatalf("Kinds: %+v, %v", kinds, err)

@@ -60,8 +60,8 @@ func TestCreateDuringDestroy(t *testing.T) {
 		if !errors.As(err, &busy) || busy.HeadJob != destroy.ID {
 			t.Fatalf("CREATE with reject during DESTROY: %v; want ResourceBusyError naming job %d", err, destroy.ID)
 		}
-		if js, _ := q.List(ctx, baton.JobListParams{Kind: "create"}); len(js) != 0 {
-			t.Fatalf("a rejected CREATE was written: %v", js)
+		if page, err := q.ListJobs(ctx, baton.JobListParams{Kind: "create"}); err != nil || len(page.Jobs) != 0 {
+			t.Fatalf("a rejected CREATE was written: %+v, %v", page, err)
 		}
 		// queue: waits; it does not start while DESTROY runs.
 		create := submit(t, q, baton.SubmitParams{Kind: "create", Resource: "cluster/1"})

@@ -38,7 +38,7 @@ func NewLocker(s store.Store, cfg *Config) (*Locker, error) {
 func (l *Locker) Store() store.Store { return l.store }
 
 // TryAcquire takes the key if it is free now and never waits. It returns a *LockHeldError
-// (ErrLockHeld) naming the holder, a *CooldownError (ErrCooldown), or an *InvalidArgumentError.
+// (ErrLockHeld) naming the holder, a *RestingError (ErrResting), or an *InvalidArgumentError.
 func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...Option) (*Lease, error) {
 	p, o, err := l.params(key, opts)
 	if err != nil {
@@ -52,7 +52,7 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...Option) (*L
 // holder's expiry, which sends no push). Transient store errors (the store or the server
 // unreachable, a database restart) are retried with backoff until the wait ends; bad input, a
 // closed store and refused credentials end it at once. When waiting ends unsuccessfully, the
-// error wraps both ctx's error and the last refusal (*LockHeldError, *CooldownError or the
+// error wraps both ctx's error and the last refusal (*LockHeldError, *RestingError or the
 // transient error).
 //
 // However long it waited, the lease is fully usable: its local deadline is measured from a lower
@@ -124,7 +124,7 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, attempt func(
 		}
 		wait := retry.Jitter(l.cfg.PollInterval)
 		var held *LockHeldError
-		var cool *CooldownError
+		var resting *RestingError
 		switch {
 		case errors.As(err, &held) && p.Owner != "" && held.Holder == p.Holder:
 			// A lease of this holder string under another owner (store.AcquireParams.Owner):
@@ -133,8 +133,8 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, attempt func(
 		case errors.As(err, &held):
 			wait = min(wait, held.RetryAfter+time.Millisecond)
 			failures = 0
-		case errors.As(err, &cool):
-			wait = min(wait, cool.Remaining+time.Millisecond)
+		case errors.As(err, &resting):
+			wait = min(wait, resting.Remaining+time.Millisecond)
 			failures = 0
 		case ctx.Err() != nil:
 			// The wait ended during the attempt: report whom we were waiting for.
@@ -217,7 +217,45 @@ func (l *Locker) Get(ctx context.Context, key string) (*LeaseInfo, error) {
 	return infoOf(sl), nil
 }
 
+// LeaseListParams filter Locker.ListLeases. After is the Next of the previous page.
+type LeaseListParams struct {
+	Prefix string // only keys with this prefix
+	Holder string // only leases of this holder, if set
+	After  string // only keys greater than this one
+	Limit  int    // default 100, at most 1000
+}
+
+// LeasePage is one page of live leases, in key order. Next is set when the page is full: pass it
+// as the next call's After (that page may turn out empty). An empty Next means there are no more
+// pages.
+type LeasePage struct {
+	Leases []*LeaseInfo
+	Next   string
+}
+
+// ListLeases returns live leases whose key starts with p.Prefix, page by page.
+func (l *Locker) ListLeases(ctx context.Context, p LeaseListParams) (*LeasePage, error) {
+	sp := &store.ListParams{Prefix: p.Prefix, Holder: p.Holder, After: p.After, Limit: p.Limit}
+	if err := sp.Validate(); err != nil {
+		return nil, err
+	}
+	leases, err := l.store.List(ctx, sp)
+	if err != nil {
+		return nil, err
+	}
+	page := &LeasePage{}
+	if len(leases) == sp.Limit {
+		page.Next = leases[len(leases)-1].Key
+	}
+	for _, sl := range leases {
+		page.Leases = append(page.Leases, infoOf(sl))
+	}
+	return page, nil
+}
+
 // ListOptions filters List. Cursor is the NextCursor of the previous page.
+//
+// Deprecated: use LeaseListParams with ListLeases.
 type ListOptions struct {
 	Prefix string
 	Holder string
@@ -227,30 +265,22 @@ type ListOptions struct {
 
 // ListPage is one page of live leases, in key order. NextCursor is set when the page is full;
 // an empty NextCursor means there are no more pages.
+//
+// Deprecated: use LeasePage, which ListLeases returns.
 type ListPage struct {
 	Leases     []*LeaseInfo
 	NextCursor string
 }
 
 // List returns live leases whose key starts with opts.Prefix, page by page.
+//
+// Deprecated: use ListLeases, whose page has the shape of every other list.
 func (l *Locker) List(ctx context.Context, opts ListOptions) (*ListPage, error) {
-	p := &store.ListParams{Prefix: opts.Prefix, Holder: opts.Holder, After: opts.Cursor, Limit: opts.Limit}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	leases, err := l.store.List(ctx, p)
+	page, err := l.ListLeases(ctx, LeaseListParams{Prefix: opts.Prefix, Holder: opts.Holder, After: opts.Cursor, Limit: opts.Limit})
 	if err != nil {
 		return nil, err
 	}
-	page := &ListPage{}
-	if len(leases) == p.Limit {
-		// A full page: there may be more. The next page may turn out empty.
-		page.NextCursor = leases[len(leases)-1].Key
-	}
-	for _, sl := range leases {
-		page.Leases = append(page.Leases, infoOf(sl))
-	}
-	return page, nil
+	return &ListPage{Leases: page.Leases, NextCursor: page.Next}, nil
 }
 
 // ForceRelease ends whatever lease holds key, for an operator. The key then rests for that

@@ -58,7 +58,7 @@ func WithKeepalive(on bool) Option { return func(o *acquireOptions) { o.noKeepal
 // itself; at most a third of the TTL, so that keepalive (every TTL/3) has time to renew before.
 func WithStopGrace(d time.Duration) Option { return func(o *acquireOptions) { o.stopGrace = d } }
 
-// WithCooldown keeps the key unavailable for d after this lease is cleanly released (ErrCooldown).
+// WithCooldown keeps the key unavailable for d after this lease is cleanly released (ErrResting).
 func WithCooldown(d time.Duration) Option { return func(o *acquireOptions) { o.cooldown = d } }
 
 // WithLockDelay keeps the key unavailable for d after this lease expires or is force-released,

@@ -66,20 +66,20 @@ func (q *Queue) Submit(ctx context.Context, p SubmitParams) (*SubmitResult, erro
 	return q.st.SubmitJob(ctx, &p)
 }
 
-// SubmitMany enqueues 1..MaxSubmitBatch jobs in one atomic step (one round trip on PostgreSQL,
+// SubmitMany enqueues 1..MaxSubmitMany jobs in one atomic step (one round trip on PostgreSQL,
 // one transaction on SQLite), all or none. Each job is submitted as Submit would, one after the
 // other in slice order: a later job on the same resource queues behind an earlier one (or is
 // skipped, or refused, under its policy); a repeated idempotency key returns the job of its first
 // occurrence with Existing=true. The results are in the order of ps. Bad input is an
 // *InvalidArgumentError whose field names the job ("jobs[3].resource"); a job refused under the
-// reject policy fails the batch with a *BatchError around a *ResourceBusyError.
+// reject policy fails them all with a *SubmitManyError around a *ResourceBusyError.
 func (q *Queue) SubmitMany(ctx context.Context, ps []SubmitParams) ([]*SubmitResult, error) {
 	in := make([]*store.SubmitParams, len(ps))
 	for i := range ps {
 		p := ps[i] // a copy: the caller's slice is left alone
 		in[i] = &p
 	}
-	return q.st.SubmitJobs(ctx, in)
+	return q.st.SubmitMany(ctx, in)
 }
 
 // SubmitTx enqueues a job inside the caller's own transaction, so that the job exists if and
@@ -102,9 +102,38 @@ func (q *Queue) SubmitTx(ctx context.Context, tx any, p SubmitParams) (*SubmitRe
 // Get returns one job, or ErrNotFound.
 func (q *Queue) Get(ctx context.Context, id int64) (*Job, error) { return q.st.GetJob(ctx, id) }
 
+// JobPage is one page of jobs, by ID. Next is set when the page is full: pass it as the next
+// call's After (that page may turn out empty). Zero means there are no more pages.
+type JobPage struct {
+	Jobs []*Job
+	Next int64
+}
+
+// ListJobs lists jobs by ID, after p.After, at most p.Limit (default 100), page by page.
+func (q *Queue) ListJobs(ctx context.Context, p JobListParams) (*JobPage, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	jobs, err := q.st.ListJobs(ctx, &p)
+	if err != nil {
+		return nil, err
+	}
+	page := &JobPage{Jobs: jobs}
+	if len(jobs) == p.Limit {
+		page.Next = jobs[len(jobs)-1].ID
+	}
+	return page, nil
+}
+
 // List lists jobs by ID, after p.After, at most p.Limit (default 100).
+//
+// Deprecated: use ListJobs, whose page says where the next one starts.
 func (q *Queue) List(ctx context.Context, p JobListParams) ([]*Job, error) {
-	return q.st.ListJobs(ctx, &p)
+	page, err := q.ListJobs(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return page.Jobs, nil
 }
 
 // Cancel cancels a job that is not running, or asks the worker of a running one to stop: its
@@ -129,9 +158,40 @@ func (q *Queue) Resource(ctx context.Context, key string) (*Resource, error) {
 	return q.st.GetResource(ctx, key)
 }
 
+// ResourcePage is one page of resources, by key. Next is set when the page is full: pass it as
+// the next call's After (that page may turn out empty). An empty Next means there are no more
+// pages.
+type ResourcePage struct {
+	Resources []*Resource
+	Next      string
+}
+
+// ListResources lists resources by key, after p.After, at most p.Limit (default 100), page by
+// page.
+func (q *Queue) ListResources(ctx context.Context, p ResourceListParams) (*ResourcePage, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	rs, err := q.st.ListResources(ctx, &p)
+	if err != nil {
+		return nil, err
+	}
+	page := &ResourcePage{Resources: rs}
+	if len(rs) == p.Limit {
+		page.Next = rs[len(rs)-1].Key
+	}
+	return page, nil
+}
+
 // Resources lists resources by key, after p.After.
+//
+// Deprecated: use ListResources, whose page says where the next one starts.
 func (q *Queue) Resources(ctx context.Context, p ResourceListParams) ([]*Resource, error) {
-	return q.st.ListResources(ctx, &p)
+	page, err := q.ListResources(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return page.Resources, nil
 }
 
 // SetResourceState sets a resource's state, creating the resource if needed; with p.IfVersion

@@ -14,5 +14,5 @@ type Rest = store.Rest
 // returns what was left of it, or ErrNotFound if key is not resting (free, or held: ForceRelease
 // that lease first). Stores with an audit log record it (store.EventClearRest).
 func (l *Locker) ClearRest(ctx context.Context, key, reason string) (*Rest, error) {
-	return l.store.ClearRest(ctx, &store.ForceReleaseParams{Key: key, Reason: reason})
+	return l.store.ClearRest(ctx, &store.ClearRestParams{Key: key, Reason: reason})
 }

@@ -211,10 +211,10 @@ func (w *Worker) run(ctx context.Context) error {
 	// Running jobs outlive ctx: they end on their own, or at the shutdown deadline.
 	jobsCtx, cancelJobs := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelJobs(nil)
-	if bc, ok := w.st.(store.BatchCompleter); ok {
-		w.completer = newCompleter(bc, w.cfg.LeaseTTL, w.cfg.Concurrency)
+	if mc, ok := w.st.(store.ManyCompleter); ok {
+		w.completer = newCompleter(mc, w.cfg.LeaseTTL, w.cfg.Concurrency)
 		w.completer.w = w
-		if cc, ok := bc.(store.CompleteClaimer); ok {
+		if cc, ok := mc.(store.CompleteClaimer); ok {
 			// Completions also claim jobs for the free slots, in the same round trip, while
 			// Run's context lasts.
 			w.completer.claimer = &completeClaim{cc: cc, w: w, runCtx: ctx, jobsCtx: jobsCtx}

@@ -202,11 +202,11 @@ func (r *jobRun) heartbeat(ctx context.Context) error {
 }
 
 // completer sends the completions of many attempts in one round trip when the store offers
-// store.BatchCompleter: the completions that arrive while batches are in flight (up to
+// store.ManyCompleter: the completions that arrive while batches are in flight (up to
 // completerFlushers at once) go together in the next, so a lone completion waits for nothing and
 // a busy worker pays one commit per batch.
 type completer struct {
-	bc      store.BatchCompleter
+	mc      store.ManyCompleter
 	timeout time.Duration
 	reqs    chan *completion
 	done    chan struct{}
@@ -254,8 +254,8 @@ type completed struct {
 
 // newCompleter starts a completer. Up to buffer completions wait while a batch is in flight, so
 // that jobs hand theirs over without waiting for the round trip.
-func newCompleter(bc store.BatchCompleter, timeout time.Duration, buffer int) *completer {
-	c := &completer{bc: bc, timeout: timeout, reqs: make(chan *completion, buffer), done: make(chan struct{})}
+func newCompleter(mc store.ManyCompleter, timeout time.Duration, buffer int) *completer {
+	c := &completer{mc: mc, timeout: timeout, reqs: make(chan *completion, buffer), done: make(chan struct{})}
 	for range completerFlushers {
 		c.running.Add(1)
 		go c.run()
@@ -364,13 +364,13 @@ func (c *completer) flush(batch []*completion) {
 		if n := cl.w.slots.reserve(store.MaxClaimLimit); n > 0 {
 			start := time.Now()
 			var claimed []*Job
-			jobs, claimed, err = cl.cc.CompleteJobsAndClaim(ctx, ps, cl.w.claimParams(n))
+			jobs, claimed, err = cl.cc.CompleteManyAndClaim(ctx, ps, cl.w.claimParams(n))
 			cl.w.startJobs(cl.jobsCtx, claimed, start, n)
 		} else {
-			jobs, err = c.bc.CompleteJobs(ctx, ps)
+			jobs, err = c.mc.CompleteMany(ctx, ps)
 		}
 	} else {
-		jobs, err = c.bc.CompleteJobs(ctx, ps)
+		jobs, err = c.mc.CompleteMany(ctx, ps)
 	}
 	for i, r := range live {
 		switch {

@@ -136,15 +136,15 @@ func listAll(t *testing.T, q *baton.Queue) []*baton.Job {
 	t.Helper()
 	var all []*baton.Job
 	for after := int64(0); ; {
-		jobs, err := q.List(testCtx(t), baton.JobListParams{After: after, Limit: store.MaxListLimit})
+		page, err := q.ListJobs(testCtx(t), baton.JobListParams{After: after, Limit: store.MaxListLimit})
 		if err != nil {
 			t.Fatal(err)
 		}
-		all = append(all, jobs...)
-		if len(jobs) < store.MaxListLimit {
+		all = append(all, page.Jobs...)
+		if page.Next == 0 {
 			return all
 		}
-		after = jobs[len(jobs)-1].ID
+		after = page.Next
 	}
 }
 
@@ -561,33 +561,33 @@ func TestWorkerConfigValidation(t *testing.T) {
 	}
 }
 
-// batchingStore records how a worker completes jobs on a store that can complete a batch.
-type batchingStore struct {
+// completeManyStore records how a worker completes jobs on a store.ManyCompleter.
+type completeManyStore struct {
 	jobStore
 	mu      sync.Mutex
 	sizes   []int
 	singles int
 }
 
-func (s *batchingStore) CompleteJobs(ctx context.Context, ps []*store.CompleteParams) ([]*store.Job, error) {
+func (s *completeManyStore) CompleteMany(ctx context.Context, ps []*store.CompleteParams) ([]*store.Job, error) {
 	s.mu.Lock()
 	s.sizes = append(s.sizes, len(ps))
 	s.mu.Unlock()
-	return s.jobStore.(store.BatchCompleter).CompleteJobs(ctx, ps)
+	return s.jobStore.(store.ManyCompleter).CompleteMany(ctx, ps)
 }
 
-func (s *batchingStore) CompleteJob(ctx context.Context, p *store.CompleteParams) (*store.Job, error) {
+func (s *completeManyStore) CompleteJob(ctx context.Context, p *store.CompleteParams) (*store.Job, error) {
 	s.mu.Lock()
 	s.singles++
 	s.mu.Unlock()
 	return s.jobStore.CompleteJob(ctx, p)
 }
 
-// On a store.BatchCompleter, completions go through CompleteJobs, those that end while a batch is
+// On a store.ManyCompleter, completions go through CompleteMany, those that end while a batch is
 // in flight together.
 func TestWorkerBatchesCompletions(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		st := &batchingStore{jobStore: b.open(t)}
+		st := &completeManyStore{jobStore: b.open(t)}
 		q := newQueue(t, st, baton.Kind{Name: "k"})
 		const n = 60
 		for i := range n {

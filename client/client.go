@@ -207,7 +207,7 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	if err != nil {
 		// Only a request that really waited (most of its window) may trigger an immediate
 		// retry; a server that answers at once must not turn the Locker's loop into a spin.
-		if wait > 0 && time.Since(start) >= wait/2 && (errors.Is(err, store.ErrLockHeld) || errors.Is(err, store.ErrCooldown)) {
+		if wait > 0 && time.Since(start) >= wait/2 && (errors.Is(err, store.ErrLockHeld) || errors.Is(err, store.ErrResting)) {
 			s.hub.Notify(p.Key)
 		}
 		return nil, err
@@ -339,7 +339,7 @@ func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (
 
 // ClearRest ends a resting key's cooldown or lock-delay (admin role) and wakes a local waiter
 // on the key.
-func (s *Store) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*store.Rest, error) {
+func (s *Store) ClearRest(ctx context.Context, p *store.ClearRestParams) (*store.Rest, error) {
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}

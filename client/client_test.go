@@ -175,10 +175,10 @@ func TestLockHeldAndCooldownCarryTheServersFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = s.Acquire(ctx, &store.AcquireParams{Key: "k", LeaseID: "y", Holder: "job-8", TTL: 30 * time.Second})
-	var ce *store.CooldownError
-	if !errors.As(err, &ce) || !errors.Is(err, store.ErrCooldown) || ce.Key != "k" || ce.Reason != store.ReasonCooldown ||
+	var ce *store.RestingError
+	if !errors.As(err, &ce) || !errors.Is(err, store.ErrResting) || ce.Key != "k" || ce.Reason != store.ReasonCooldown ||
 		ce.Remaining <= 0 || ce.Remaining > 2*time.Second {
-		t.Fatalf("acquire during cooldown: %v (%+v), want *CooldownError with up to 2s left", err, ce)
+		t.Fatalf("acquire during cooldown: %v (%+v), want *RestingError with up to 2s left", err, ce)
 	}
 }
 

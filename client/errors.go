@@ -166,7 +166,7 @@ func storeError(p *problemJSON) error {
 		}
 		return e
 	case "cooldown":
-		return &store.CooldownError{Key: p.Key, Reason: p.Reason, Remaining: msOf(p.RemainingMs)}
+		return &store.RestingError{Key: p.Key, Reason: p.Reason, Remaining: msOf(p.RemainingMs)}
 	case "not_held":
 		return store.ErrNotHeld
 	case "not_found":
@@ -183,7 +183,7 @@ func storeError(p *problemJSON) error {
 	case "resource_busy":
 		busy := &store.ResourceBusyError{Resource: p.Resource, HeadJob: p.HeadJob, State: store.JobState(p.State)}
 		if p.Index != nil {
-			return &store.BatchError{Index: *p.Index, Err: busy}
+			return &store.SubmitManyError{Index: *p.Index, Err: busy}
 		}
 		return busy
 	case "job_state":

@@ -88,14 +88,14 @@ func (s *Store) SubmitJob(ctx context.Context, p *store.SubmitParams) (*store.Su
 	return &store.SubmitResult{Job: j, Existing: existing}, nil
 }
 
-// SubmitJobs enqueues a batch with one POST /v1/jobs/batch (the server's body limit,
+// SubmitMany enqueues a batch with one POST /v1/jobs/batch (the server's body limit,
 // server.MaxJobBatchBodyBytes, bounds a batch too). Each job's idempotency key travels in its
 // idempotency_key member.
-func (s *Store) SubmitJobs(ctx context.Context, ps []*store.SubmitParams) ([]*store.SubmitResult, error) {
+func (s *Store) SubmitMany(ctx context.Context, ps []*store.SubmitParams) ([]*store.SubmitResult, error) {
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
-	if err := store.ValidateBatch(ps); err != nil {
+	if err := store.ValidateSubmitMany(ps); err != nil {
 		return nil, err
 	}
 	req := wire.SubmitBatchRequest{Jobs: make([]*wire.SubmitRequest, len(ps))}

@@ -23,7 +23,7 @@ const (
 	// renewSlots is how many renew requests one Store keeps in flight before renewals combine.
 	renewSlots = 4
 	// clientRenewBatch bounds a batch request (its body stays well under the server's limit).
-	clientRenewBatch = store.MaxRenewBatch
+	clientRenewBatch = store.MaxRenewMany
 )
 
 func newRenewCombiner(s *Store) *combine.Combiner[*store.RenewParams, *store.Lease] {

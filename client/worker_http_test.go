@@ -87,7 +87,7 @@ func TestClaimsAboveTheHTTPBoundAreClamped(t *testing.T) {
 	for i := range ps {
 		ps[i] = &store.SubmitParams{Kind: "clamp", Resource: fmt.Sprintf("r/%d", i)}
 	}
-	if _, err := st.SubmitJobs(ctx, ps); err != nil {
+	if _, err := st.SubmitMany(ctx, ps); err != nil {
 		t.Fatal(err)
 	}
 	got, err := st.ClaimJobs(ctx, &store.ClaimParams{Worker: "direct", Kinds: []string{"clamp"}, Limit: store.MaxClaimLimit, TTL: time.Minute})

@@ -254,7 +254,7 @@ func (s *gatedStore) ForceRelease(ctx context.Context, p *store.ForceReleasePara
 	return do(s.g, ctx, classKeep, func() (*store.Lease, error) { return s.Store.ForceRelease(ctx, p) })
 }
 
-func (s *gatedStore) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*store.Rest, error) {
+func (s *gatedStore) ClearRest(ctx context.Context, p *store.ClearRestParams) (*store.Rest, error) {
 	return do(s.g, ctx, classKeep, func() (*store.Rest, error) { return s.Store.ClearRest(ctx, p) })
 }
 
@@ -281,8 +281,8 @@ func (s *gatedJobs) SubmitJob(ctx context.Context, p *store.SubmitParams) (*stor
 	return do(s.g, ctx, classNew, func() (*store.SubmitResult, error) { return s.JobStore.SubmitJob(ctx, p) })
 }
 
-func (s *gatedJobs) SubmitJobs(ctx context.Context, ps []*store.SubmitParams) ([]*store.SubmitResult, error) {
-	return do(s.g, ctx, classNew, func() ([]*store.SubmitResult, error) { return s.JobStore.SubmitJobs(ctx, ps) })
+func (s *gatedJobs) SubmitMany(ctx context.Context, ps []*store.SubmitParams) ([]*store.SubmitResult, error) {
+	return do(s.g, ctx, classNew, func() ([]*store.SubmitResult, error) { return s.JobStore.SubmitMany(ctx, ps) })
 }
 
 func (s *gatedJobs) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.Job, error) {

@@ -37,7 +37,7 @@ func jobProblem(err error, notFound string) (*problem, bool) {
 	var busy *store.ResourceBusyError
 	var state *store.JobStateError
 	var mismatch *store.VersionMismatchError
-	var batch *store.BatchError
+	var batch *store.SubmitManyError
 	switch {
 	case errors.As(err, &busy):
 		p := newProblem(http.StatusConflict, "resource_busy", busy.Error())
@@ -359,10 +359,10 @@ func storeKind(k *wire.Kind) (store.Kind, *problem) {
 	if _, prob := msDuration("timeout_ms", k.TimeoutMs, store.MaxJobTimeout); prob != nil {
 		return store.Kind{}, prob
 	}
-	if _, prob := msDuration("cooldown_ms", k.CooldownMs, store.MaxPause); prob != nil {
+	if _, prob := msDuration("cooldown_ms", k.CooldownMs, store.MaxRest); prob != nil {
 		return store.Kind{}, prob
 	}
-	if _, prob := msDuration("resource_cooldown_ms", k.ResourceCooldownMs, store.MaxPause); prob != nil {
+	if _, prob := msDuration("resource_cooldown_ms", k.ResourceCooldownMs, store.MaxRest); prob != nil {
 		return store.Kind{}, prob
 	}
 	sk := k.Store()

@@ -11,7 +11,7 @@ import (
 	"github.com/batonhq/baton/store"
 )
 
-// MaxJobBatchBodyBytes bounds the body of POST /v1/jobs/batch: up to store.MaxSubmitBatch jobs,
+// MaxJobBatchBodyBytes bounds the body of POST /v1/jobs/batch: up to store.MaxSubmitMany jobs,
 // each with its args (MaxBodyBytes bounds single calls, MaxBatchBodyBytes the other batches).
 // Such bodies are read under a budget (body_budget.go).
 const MaxJobBatchBodyBytes = 8 << 20
@@ -50,7 +50,7 @@ func (s *Server) submitJobs(w http.ResponseWriter, r *http.Request, _ principal)
 		}
 		ps[i] = p
 	}
-	res, err := s.jobs.SubmitJobs(r.Context(), ps)
+	res, err := s.jobs.SubmitMany(r.Context(), ps)
 	if err != nil {
 		s.writeJobError(w, r, err, "not found")
 		return
@@ -83,10 +83,10 @@ func (s *Server) submitJobs(w http.ResponseWriter, r *http.Request, _ principal)
 // batchProblem places an invalid_argument problem of job i: its field becomes jobs[i].field.
 func batchProblem(i int, p *problem) *problem {
 	if p.Code == "invalid_argument" {
-		p.Field = store.BatchField(i, p.Field)
+		p.Field = store.JobField(i, p.Field)
 		p.Detail = p.Field + " " + p.Rule
 	} else if p.Field != "" {
-		p.Field = store.BatchField(i, p.Field)
+		p.Field = store.JobField(i, p.Field)
 	}
 	p.Index = &i
 	return p

@@ -59,8 +59,8 @@ func decodeSubmitBatch(w http.ResponseWriter, r *http.Request) ([]*wire.SubmitRe
 			return fail(invalidArg("jobs", "must be a JSON array"))
 		}
 		for i := 0; dec.More(); i++ {
-			if i == store.MaxSubmitBatch {
-				return fail(invalidArg("jobs", fmt.Sprintf("must hold at most %d jobs (got more)", store.MaxSubmitBatch)))
+			if i == store.MaxSubmitMany {
+				return fail(invalidArg("jobs", fmt.Sprintf("must hold at most %d jobs (got more)", store.MaxSubmitMany)))
 			}
 			var raw json.RawMessage
 			if err := dec.Decode(&raw); err != nil {

@@ -53,7 +53,7 @@ func TestSubmitBatchOverHTTP(t *testing.T) {
 	}{
 		{"no jobs", "", `{"jobs":[]}`, 400, "jobs", -1},
 		{"jobs missing", "", `{}`, 400, "jobs", -1},
-		{"too many jobs", "", `{"jobs":[` + strings.Repeat(`{},`, store.MaxSubmitBatch) + `{}]}`, 400, "jobs", -1},
+		{"too many jobs", "", `{"jobs":[` + strings.Repeat(`{},`, store.MaxSubmitMany) + `{}]}`, 400, "jobs", -1},
 		{"a null job", "", `{"jobs":[` + ok + `,null]}`, 400, "jobs[1]", 1},
 		{"a bad resource", "", `{"jobs":[` + ok + `,` + ok + `,{"kind":"build","resource":""}]}`, 400, "jobs[2].resource", 2},
 		{"a bad delay", "", `{"jobs":[{"kind":"build","resource":"r","delay_ms":-5},` + ok + `]}`, 400, "jobs[0].delay_ms", 0},

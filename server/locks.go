@@ -65,7 +65,7 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request, who principal) 
 		switch {
 		case err == nil:
 			sl.Waited += called.Sub(received)
-		case waitRanOut && r.Context().Err() == nil && !errors.Is(err, store.ErrLockHeld) && !errors.Is(err, store.ErrCooldown):
+		case waitRanOut && r.Context().Err() == nil && !errors.Is(err, store.ErrLockHeld) && !errors.Is(err, store.ErrResting):
 			sl, err = s.afterWait(r.Context(), p, received, called)
 		}
 	} else {
@@ -77,7 +77,7 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request, who principal) 
 		}
 		// A client that waits across several requests of one acquisition (the same lease ID)
 		// makes one contention, not one per request.
-		contended := errors.Is(err, store.ErrLockHeld) || errors.Is(err, store.ErrCooldown)
+		contended := errors.Is(err, store.ErrLockHeld) || errors.Is(err, store.ErrResting)
 		if !contended || req.LeaseID == "" || s.acquires.refused(p.Key, p.LeaseID, received) {
 			s.countFailure(err)
 		}
@@ -173,11 +173,11 @@ func (s *Server) acquireParams(req *wire.AcquireRequest, owner string) (*store.A
 	if prob != nil {
 		return nil, 0, prob
 	}
-	cooldown, prob := msDuration("cooldown_ms", req.CooldownMs, store.MaxPause)
+	cooldown, prob := msDuration("cooldown_ms", req.CooldownMs, store.MaxRest)
 	if prob != nil {
 		return nil, 0, prob
 	}
-	lockDelay, prob := msDuration("lock_delay_ms", req.LockDelayMs, store.MaxPause)
+	lockDelay, prob := msDuration("lock_delay_ms", req.LockDelayMs, store.MaxRest)
 	if prob != nil {
 		return nil, 0, prob
 	}
@@ -207,7 +207,7 @@ func (s *Server) countFailure(err error) {
 	switch {
 	case errors.Is(err, store.ErrLockHeld):
 		reason = "held"
-	case errors.Is(err, store.ErrCooldown):
+	case errors.Is(err, store.ErrResting):
 		reason = "cooldown"
 	case errors.Is(err, store.ErrInvalidArgument):
 		reason = "invalid"
@@ -249,8 +249,8 @@ func (s *Server) renewBatch(w http.ResponseWriter, r *http.Request, who principa
 	if !decodeBatch(w, r, &req) {
 		return
 	}
-	if len(req.Leases) == 0 || len(req.Leases) > store.MaxRenewBatch {
-		writeProblem(w, invalidArg("leases", "must hold 1 to "+strconv.Itoa(store.MaxRenewBatch)+" renewals"))
+	if len(req.Leases) == 0 || len(req.Leases) > store.MaxRenewMany {
+		writeProblem(w, invalidArg("leases", "must hold 1 to "+strconv.Itoa(store.MaxRenewMany)+" renewals"))
 		return
 	}
 	ps := make([]*store.RenewParams, len(req.Leases))

@@ -83,7 +83,7 @@ func ms(d time.Duration) *int64 {
 func problemFor(err error) (p *problem, ok bool) {
 	var inv *store.InvalidArgumentError
 	var held *store.LockHeldError
-	var cool *store.CooldownError
+	var resting *store.RestingError
 	switch {
 	case errors.As(err, &inv):
 		if i, field, ok := batchField(inv.Field); ok {
@@ -96,10 +96,10 @@ func problemFor(err error) (p *problem, ok bool) {
 		p.Key, p.Holder, p.Token, p.ExpiresAt, p.RetryAfterMs = held.Key, held.Holder, held.Token, &exp, ms(held.RetryAfter)
 		p.retryAfter = held.RetryAfter
 		return p, true
-	case errors.As(err, &cool):
-		p := newProblem(http.StatusLocked, "cooldown", cool.Error())
-		p.Key, p.Reason, p.RemainingMs = cool.Key, cool.Reason, ms(cool.Remaining)
-		p.retryAfter = cool.Remaining
+	case errors.As(err, &resting):
+		p := newProblem(http.StatusLocked, "cooldown", resting.Error())
+		p.Key, p.Reason, p.RemainingMs = resting.Key, resting.Reason, ms(resting.Remaining)
+		p.retryAfter = resting.Remaining
 		return p, true
 	case errors.Is(err, store.ErrNotHeld):
 		return newProblem(http.StatusConflict, "not_held", "the lease is not the live lease on its key (expired, released, taken over or force-released)"), true

@@ -19,7 +19,7 @@ func (s *Server) clearRest(w http.ResponseWriter, r *http.Request, who principal
 		return
 	}
 	actor := s.adminActor(who, req.Actor)
-	rest, err := s.st.ClearRest(r.Context(), &store.ForceReleaseParams{Key: req.Key, Reason: req.Reason, Actor: actor, Principal: s.owner(who)})
+	rest, err := s.st.ClearRest(r.Context(), &store.ClearRestParams{Key: req.Key, Reason: req.Reason, Actor: actor, Principal: s.owner(who)})
 	if errors.Is(err, store.ErrNotFound) {
 		writeProblem(w, newProblem(http.StatusNotFound, "not_found", s.notResting(r.Context(), req.Key)))
 		return

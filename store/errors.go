@@ -14,9 +14,9 @@ var (
 	ErrNotHeld = errors.New("baton: lease not held")
 	// ErrNotFound: no live lease on the key.
 	ErrNotFound = errors.New("baton: not found")
-	// ErrCooldown: the key is free but resting (cooldown or lock-delay). The concrete error is
-	// *CooldownError.
-	ErrCooldown = errors.New("baton: key in cooldown")
+	// ErrResting: the key is free but resting, after a release (cooldown) or an expiry or a
+	// force-release (lock-delay). The concrete error is *RestingError.
+	ErrResting = errors.New("baton: key resting")
 	// ErrInvalidArgument: bad input. The concrete error is *InvalidArgumentError.
 	ErrInvalidArgument = errors.New("baton: invalid argument")
 	// ErrClosed: the store was closed.
@@ -41,25 +41,26 @@ func (e *LockHeldError) Error() string {
 // Is reports whether target is ErrLockHeld.
 func (e *LockHeldError) Is(target error) bool { return target == ErrLockHeld }
 
-// Cooldown reasons.
+// The reasons of a rest.
 const (
 	ReasonCooldown  = "cooldown"   // after a clean release
 	ReasonLockDelay = "lock-delay" // after an expiry or a force-release
 )
 
-// CooldownError says a key is resting. It matches ErrCooldown with errors.Is.
-type CooldownError struct {
+// RestingError says a key is resting, why, and for how long. It matches ErrResting with
+// errors.Is.
+type RestingError struct {
 	Key       string
 	Reason    string        // ReasonCooldown or ReasonLockDelay
 	Remaining time.Duration // on the store's clock
 }
 
-func (e *CooldownError) Error() string {
+func (e *RestingError) Error() string {
 	return fmt.Sprintf("baton: lock %q unavailable (%s) for another %s", e.Key, e.Reason, e.Remaining.Round(time.Millisecond))
 }
 
-// Is reports whether target is ErrCooldown.
-func (e *CooldownError) Is(target error) bool { return target == ErrCooldown }
+// Is reports whether target is ErrResting.
+func (e *RestingError) Is(target error) bool { return target == ErrResting }
 
 // InvalidArgumentError names the field and the rule it broke. It matches ErrInvalidArgument.
 type InvalidArgumentError struct {

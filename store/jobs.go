@@ -28,13 +28,13 @@ type JobStore interface {
 	// and Existing=true, whatever the other fields say; concurrent submits with one key create
 	// one job. The kind must be registered.
 	SubmitJob(ctx context.Context, p *SubmitParams) (*SubmitResult, error)
-	// SubmitJobs enqueues 1..MaxSubmitBatch jobs in one atomic step, all or none: each job as
-	// SubmitJob would have, one after the other in batch order (a job sees the jobs before it:
+	// SubmitMany enqueues 1..MaxSubmitMany jobs in one atomic step, all or none: each job as
+	// SubmitJob would have, one after the other in the order of ps (a job sees the jobs before it:
 	// a second job on one resource queues behind the first, or is skipped or refused under its
 	// policy; a repeated idempotency key returns the job of its first occurrence, Existing=true).
 	// The result is aligned with ps. A bad job (*InvalidArgumentError on "jobs[i].field") or a
-	// refused one (*BatchError around *ResourceBusyError) fails the whole batch.
-	SubmitJobs(ctx context.Context, ps []*SubmitParams) ([]*SubmitResult, error)
+	// refused one (*SubmitManyError around *ResourceBusyError) fails them all.
+	SubmitMany(ctx context.Context, ps []*SubmitParams) ([]*SubmitResult, error)
 	// GetJob returns one job, or ErrNotFound.
 	GetJob(ctx context.Context, id int64) (*Job, error)
 	// ListJobs lists jobs by ID, after p.After, at most p.Limit.

@@ -96,10 +96,10 @@ func (k *Kind) Validate() error {
 	if k.Timeout < 0 || k.Timeout > MaxJobTimeout {
 		return invalid("timeout", "must be between 0 and %s (got %s)", MaxJobTimeout, k.Timeout)
 	}
-	if err := validatePause("cooldown", k.Cooldown); err != nil {
+	if err := validateRest("cooldown", k.Cooldown); err != nil {
 		return err
 	}
-	if err := validatePause("resource_cooldown", k.ResourceCooldown); err != nil {
+	if err := validateRest("resource_cooldown", k.ResourceCooldown); err != nil {
 		return err
 	}
 	if len(k.FromStates) > MaxFromStates {

@@ -17,11 +17,11 @@ type Parallelism interface {
 	Parallelism() int
 }
 
-// BatchRenewer is a Store that renews many leases in one round trip and one commit (the SQL
+// ManyRenewer is a Store that renews many leases in one round trip and one commit (the SQL
 // stores). Each renewal keeps its own answer: one not held does not fail the others. An error
 // of the whole call (the store did not answer) is returned as such, and then no result is
 // known. RenewMany (renew_many.go) uses it, or renews one lease at a time without it.
-type BatchRenewer interface {
+type ManyRenewer interface {
 	RenewMany(ctx context.Context, ps []*RenewParams) ([]RenewResult, error)
 }
 
@@ -51,22 +51,22 @@ type Fencer interface {
 	ResetFence(ctx context.Context, p *ResetFenceParams) (token uint64, err error)
 }
 
-// BatchCompleter is implemented by job stores that can complete many attempts in one round
+// ManyCompleter is implemented by job stores that can complete many attempts in one round
 // trip. The result is aligned with ps: nil where CompleteJob would have returned ErrNotHeld.
-type BatchCompleter interface {
-	CompleteJobs(ctx context.Context, ps []*CompleteParams) ([]*Job, error)
+type ManyCompleter interface {
+	CompleteMany(ctx context.Context, ps []*CompleteParams) ([]*Job, error)
 }
 
 // CompleteClaimer is implemented by job stores that can complete many attempts and claim jobs in
 // one round trip. The claim runs after the completions and the promotion of their successors, so
 // it may start the next job of a resource whose job just completed: a worker hands one
 // resource's consecutive jobs on without a wake-up or a round trip of its own. completed is as
-// CompleteJobs's result; claimed as ClaimJobs's, except that a claim finding fewer jobs than
+// CompleteMany's result; claimed as ClaimJobs's, except that a claim finding fewer jobs than
 // claim.Limit does not mark the kinds as awaited (the worker's own claim loop does). Either both
 // happen or, on error, neither.
 type CompleteClaimer interface {
-	BatchCompleter
-	CompleteJobsAndClaim(ctx context.Context, ps []*CompleteParams, claim *ClaimParams) (completed, claimed []*Job, err error)
+	ManyCompleter
+	CompleteManyAndClaim(ctx context.Context, ps []*CompleteParams, claim *ClaimParams) (completed, claimed []*Job, err error)
 }
 
 // KindStatsStore is implemented by job stores that report KindStats (SQLite, PostgreSQL). Its

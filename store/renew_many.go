@@ -7,24 +7,24 @@ import (
 	"sync"
 )
 
-// MaxRenewBatch bounds the renewals of one RenewMany call.
-const MaxRenewBatch = 1000
+// MaxRenewMany bounds the renewals of one RenewMany call.
+const MaxRenewMany = 1000
 
-// RenewResult is the answer to one renewal of a batch: the renewed lease, or the error Renew
+// RenewResult is the answer to one renewal of a RenewMany call: the renewed lease, or the error Renew
 // would have returned for it alone (ErrNotHeld, …).
 type RenewResult struct {
 	Lease *Lease
 	Err   error
 }
 
-// ValidateRenewBatch checks a batch before any of it runs: bad input anywhere rejects all of it,
-// with an error that names the renewal's index.
-func ValidateRenewBatch(ps []*RenewParams) error {
+// ValidateRenewMany checks the renewals of a RenewMany call before any of them runs: bad input
+// anywhere rejects them all, with an error that names the renewal's index.
+func ValidateRenewMany(ps []*RenewParams) error {
 	if len(ps) == 0 {
 		return invalid("leases", "must hold at least one renewal")
 	}
-	if len(ps) > MaxRenewBatch {
-		return invalid("leases", "must hold at most %d renewals, got %d", MaxRenewBatch, len(ps))
+	if len(ps) > MaxRenewMany {
+		return invalid("leases", "must hold at most %d renewals, got %d", MaxRenewMany, len(ps))
 	}
 	for i, p := range ps {
 		if p == nil {
@@ -41,14 +41,14 @@ func ValidateRenewBatch(ps []*RenewParams) error {
 	return nil
 }
 
-// RenewMany renews every lease of ps: in one call if st is a BatchRenewer, otherwise with one
+// RenewMany renews every lease of ps: in one call if st is a ManyRenewer, otherwise with one
 // Renew each, a few at a time.
 func RenewMany(ctx context.Context, st Store, ps []*RenewParams) ([]RenewResult, error) {
-	if err := ValidateRenewBatch(ps); err != nil {
+	if err := ValidateRenewMany(ps); err != nil {
 		return nil, err
 	}
-	if br, ok := st.(BatchRenewer); ok {
-		return br.RenewMany(ctx, ps)
+	if mr, ok := st.(ManyRenewer); ok {
+		return mr.RenewMany(ctx, ps)
 	}
 	const parallel = 8
 	out := make([]RenewResult, len(ps))

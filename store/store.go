@@ -1,5 +1,39 @@
 // Package store is the seam between Baton's lock API and the databases that hold leases.
 //
+// # Glossary
+//
+// One word per idea, in this package, in package baton and in every backend:
+//
+//   - key: the name of a lock. resource: what a job (and a fence) names; jobs on one resource
+//     run one at a time. Both follow the rules of ValidateKey.
+//   - lease: one acquisition of a key (its ID), until released, expired or force-released. A
+//     running job's attempt holds a lease on the job's row.
+//   - holder: who holds a lease, a name the caller chooses (a worker, a job); two acquisitions
+//     with the same holder share the lease. owner: the authenticated principal a lease or an
+//     attempt belongs to, set by a server with authentication; empty otherwise.
+//   - token: the fencing token of a grant or an attempt, greater than every token before it for
+//     the key or resource. fence: a resource's greatest token seen, refusing smaller ones
+//     (Fencer, package fence).
+//   - rest: the time a key stays unavailable although no lease holds it, for one of two
+//     reasons: cooldown, after a clean release (AcquireParams.Cooldown), and lock-delay, after
+//     an expiry or a force-release (AcquireParams.LockDelay). Refused as *RestingError
+//     (ErrResting) with its Reason; ended early by ClearRest; at most MaxRest. The job queue's
+//     cooldowns (Kind.Cooldown, Kind.ResourceCooldown) are a resource's waits after a job,
+//     which delay or skip later jobs rather than refuse an acquire; MaxRest bounds them too.
+//   - job: work of one Kind on one resource, queued behind the resource's earlier jobs. attempt:
+//     one run of a job, with its own lease and token. head: a resource's oldest unfinished job,
+//     the only one that can be claimed. kind: a job kind's stored definition (policy,
+//     attempts, timeout, cooldowns, state guard).
+//   - Many: a Go call that does many of one thing in one round trip (JobStore.SubmitMany,
+//     ManyRenewer.RenewMany, ManyCompleter.CompleteMany), bounded by MaxSubmitMany and
+//     MaxRenewMany. batch: the HTTP API's and the CLI's word for the same, kept in the URLs
+//     (POST /v1/jobs/batch, /v1/locks/renew-batch) and in the wire types, handlers and client
+//     code named after them; and, in a group commit (internal/combine, SQLite's renewals), the
+//     single calls it runs together.
+//   - Page: one answer of a list. A list takes After (the last key or ID of the previous page)
+//     and Limit and returns a slice here; package baton returns an XxxPage of the items and
+//     Next, the After of the following page, set when the page is full.
+//
 // A Store offers a handful of atomic primitives. Each is one atomic step in the backend (a SQL
 // statement or transaction, a Redis Lua script, an etcd Txn), so that every backend can implement it
 // without exposing SQL or transactions here. Keepalive, waiting, holder-side safety and option
@@ -22,13 +56,13 @@ import (
 // Store is implemented by every backend and checked by the conformance suite in storetest.
 //
 // Errors: methods return *InvalidArgumentError for bad input (before writing anything),
-// *LockHeldError and *CooldownError from Acquire, ErrNotHeld from Renew and Release, ErrNotFound
+// *LockHeldError and *RestingError from Acquire, ErrNotHeld from Renew and Release, ErrNotFound
 // from Get and ForceRelease, and ErrClosed after Close. Anything else is a transient store error.
 //
 // Optional capabilities, declared in optional.go and found by type assertion (callers fall back
 // without them): JobStore (the job queue, jobs.go), Parallelism (how many calls it serves at
-// once), BatchRenewer (many renewals in one round trip), Fencer (fences for outside resources),
-// BatchCompleter and CompleteClaimer (many completions, and the next claim, in one round trip),
+// once), ManyRenewer (many renewals in one round trip), Fencer (fences for outside resources),
+// ManyCompleter and CompleteClaimer (many completions, and the next claim, in one round trip),
 // KindStatsStore (per-kind alert figures), TxSubmitter (a submit inside the caller's transaction).
 // Errors may say when to retry: RetryAfterHinter (how long to wait) and RetryableError (whether
 // waiting helps), found with errors.As.
@@ -61,7 +95,7 @@ type Store interface {
 	// if the key is not resting (it is free, or held: ForceRelease that lease first, which
 	// starts its lock-delay). A store with an audit log records it as EventClearRest with
 	// p.Actor and p.Reason, in the same atomic step.
-	ClearRest(ctx context.Context, p *ForceReleaseParams) (*Rest, error)
+	ClearRest(ctx context.Context, p *ClearRestParams) (*Rest, error)
 
 	// Events lists the audit log: every grant, release, expiry takeover and force-release, in
 	// the order of their IDs (increasing, or decreasing with NewestFirst), recorded in the same
@@ -192,6 +226,16 @@ type ForceReleaseParams struct {
 	// Principal is the authenticated principal that forced it (a server with authentication
 	// sets it to the admin's token name), recorded as the event's Principal; empty without
 	// authentication, when Actor is only the caller's word.
+	Principal string
+}
+
+// ClearRestParams are the inputs of Store.ClearRest.
+type ClearRestParams struct {
+	Key    string
+	Reason string
+	Actor  string // who cleared it, for the audit log; "unknown" if empty
+	// Principal is the authenticated admin, recorded as the event's Principal (see
+	// ForceReleaseParams.Principal).
 	Principal string
 }
 

@@ -62,6 +62,7 @@ func TestValidateRefusesNonText(t *testing.T) {
 		{"args surrogate", store.ValidateArgs([]byte(`{"a":["\udfff"]}`)), "args"},
 		{"args NUL", store.ValidateArgs([]byte(`{"a":"x\u0000"}`)), "args"},
 		{"force-release reason NUL", (&store.ForceReleaseParams{Key: "k", Reason: "a\x00b"}).Validate(), "reason"},
+		{"clear-rest reason NUL", (&store.ClearRestParams{Key: "k", Reason: "a\x00b"}).Validate(), "reason"},
 		{"submit idempotency key", (&store.SubmitParams{Kind: "k", Resource: "r", IdempotencyKey: "\xff"}).Validate(), "idempotency_key"},
 		{"claim worker", (&store.ClaimParams{Worker: "w\xff", Kinds: []string{"k"}, Limit: 1, TTL: store.MinTTL}).Validate(), "worker"},
 		{"state", (&store.SetResourceStateParams{Key: "r", State: "S\xff"}).Validate(), "state"},

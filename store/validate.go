@@ -21,8 +21,9 @@ const (
 	// baton.DefaultTTL.
 	DefaultTTLForServer = 15 * time.Second
 	MaxTTL              = 24 * time.Hour
-	// MaxPause bounds cooldown and lock-delay.
-	MaxPause        = 24 * time.Hour
+	// MaxRest bounds a rest: a lease's cooldown and lock-delay, and a job kind's Cooldown and
+	// ResourceCooldown.
+	MaxRest         = 24 * time.Hour
 	DefaultListSize = 100
 	MaxListLimit    = 1000
 )
@@ -89,9 +90,9 @@ func validateJSONObject(field string, raw json.RawMessage) error {
 	return nil
 }
 
-func validatePause(field string, d time.Duration) error {
-	if d < 0 || d > MaxPause {
-		return invalid(field, "must be between 0 and %s (got %s)", MaxPause, d)
+func validateRest(field string, d time.Duration) error {
+	if d < 0 || d > MaxRest {
+		return invalid(field, "must be between 0 and %s (got %s)", MaxRest, d)
 	}
 	return nil
 }
@@ -100,7 +101,7 @@ func validatePause(field string, d time.Duration) error {
 func (p *AcquireParams) Validate() error {
 	return firstError(
 		ValidateKey(p.Key), ValidateLeaseID(p.LeaseID), ValidateHolder(p.Holder), ValidateOwner(p.Owner), ValidateTTL(p.TTL),
-		ValidateMetadata(p.Metadata), validatePause("cooldown", p.Cooldown), validatePause("lock_delay", p.LockDelay))
+		ValidateMetadata(p.Metadata), validateRest("cooldown", p.Cooldown), validateRest("lock_delay", p.LockDelay))
 }
 
 // Validate checks every field.
@@ -115,6 +116,14 @@ func (p *ReleaseParams) Validate() error {
 
 // Validate checks every field and names an unknown actor.
 func (p *ForceReleaseParams) Validate() error {
+	if err := firstError(ValidateKey(p.Key), validateFilter("principal", p.Principal, MaxHolderLen)); err != nil {
+		return err
+	}
+	return validateAdminAction(&p.Actor, p.Reason)
+}
+
+// Validate checks every field and names an unknown actor.
+func (p *ClearRestParams) Validate() error {
 	if err := firstError(ValidateKey(p.Key), validateFilter("principal", p.Principal, MaxHolderLen)); err != nil {
 		return err
 	}
@@ -152,7 +161,7 @@ func (p *ListParams) Validate() error {
 	if p.Limit < 0 || p.Limit > MaxListLimit {
 		return invalid("limit", "must be between 1 and %d (got %d)", MaxListLimit, p.Limit)
 	}
-	// The cursor is named as in baton.ListOptions and the HTTP API.
+	// The cursor is named as in the HTTP API (GET /v1/locks?cursor=).
 	return firstError(validateFilter("prefix", p.Prefix, MaxKeyLen), validateFilter("cursor", p.After, MaxKeyLen),
 		validateFilter("holder", p.Holder, MaxHolderLen))
 }

@@ -155,11 +155,11 @@ func batonSide(b *testing.B, pool *pgxpool.Pool) storetest.JobBench {
 // claim loop (BENCH_BATON_SEPARATE_CLAIMS=1).
 type separateClaims struct {
 	store.JobStore
-	bc store.BatchCompleter
+	mc store.ManyCompleter
 }
 
-func (s separateClaims) CompleteJobs(ctx context.Context, ps []*store.CompleteParams) ([]*store.Job, error) {
-	return s.bc.CompleteJobs(ctx, ps)
+func (s separateClaims) CompleteMany(ctx context.Context, ps []*store.CompleteParams) ([]*store.Job, error) {
+	return s.mc.CompleteMany(ctx, ps)
 }
 
 // walLSN is the server's current WAL insert position.

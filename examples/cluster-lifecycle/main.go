@@ -140,11 +140,11 @@ func run(ctx context.Context, dsn, schema string) error {
 	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM clusters WHERE id = 'c0'").Scan(&n); err != nil {
 		return err
 	}
-	jobs, err := q.List(ctx, baton.JobListParams{Resource: "cluster/c0"})
+	page, err := q.ListJobs(ctx, baton.JobListParams{Resource: "cluster/c0"})
 	if err != nil {
 		return err
 	}
-	fmt.Printf("rolled back: cluster c0 has %d rows and %d jobs\n", n, len(jobs))
+	fmt.Printf("rolled back: cluster c0 has %d rows and %d jobs\n", n, len(page.Jobs))
 
 	// 2. Committed: the row and the jobs. c1 is created then scaled; c2 too, in parallel with
 	// c1; c3's scale asks for a negative size (a permanent failure), and a later scale of c3 is
@@ -198,10 +198,11 @@ func run(ctx context.Context, dsn, schema string) error {
 		}
 		fmt.Printf("cluster %s: %s, %d workers\n", id, r.State, workers)
 	}
-	dead, err := q.List(ctx, baton.JobListParams{State: baton.JobDiscarded})
+	page, err = q.ListJobs(ctx, baton.JobListParams{State: baton.JobDiscarded})
 	if err != nil {
 		return err
 	}
+	dead := page.Jobs
 	for _, j := range dead {
 		e := j.Errors[len(j.Errors)-1]
 		fmt.Printf("dead letter: job %d %s %s after %d attempt(s): %s: %s\n", j.ID, j.Kind, j.Resource, j.Attempt, e.Code, e.Message)

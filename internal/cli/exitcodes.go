@@ -91,7 +91,7 @@ func exitCode(err error) int {
 		return exitError
 	case errors.Is(err, client.ErrUnauthorized), errors.Is(err, client.ErrForbidden):
 		return exitAuth
-	case errors.Is(err, store.ErrLockHeld), errors.Is(err, store.ErrCooldown), errors.Is(err, store.ErrResourceBusy):
+	case errors.Is(err, store.ErrLockHeld), errors.Is(err, store.ErrResting), errors.Is(err, store.ErrResourceBusy):
 		return exitBusy
 	case errors.Is(err, store.ErrJobState), errors.Is(err, store.ErrVersionMismatch):
 		return exitConflict

@@ -58,7 +58,7 @@ func TestExitCode(t *testing.T) {
 		{&store.JobStateError{}, exitConflict},
 		{&store.VersionMismatchError{}, exitConflict},
 		{&store.LockHeldError{}, exitBusy},
-		{&store.CooldownError{}, exitBusy},
+		{&store.RestingError{}, exitBusy},
 		{&store.ResourceBusyError{}, exitBusy},
 		{explain(baton.ErrLeaseLost, "lost"), exitLeaseLost},
 		{explain(errStaleFence, "stale"), exitLeaseLost},

@@ -35,7 +35,7 @@ func (a *app) jobsSubmitFile(name string) error {
 	if err != nil {
 		return usagef("--file %s: %v (nothing written)", name, err)
 	}
-	if err := store.ValidateBatch(ps); err != nil {
+	if err := store.ValidateSubmitMany(ps); err != nil {
 		return batchError(err, lines)
 	}
 	st, ctx, done, err := a.openStore(0)
@@ -43,7 +43,7 @@ func (a *app) jobsSubmitFile(name string) error {
 		return err
 	}
 	defer done()
-	res, err := st.SubmitJobs(ctx, ps)
+	res, err := st.SubmitMany(ctx, ps)
 	if err != nil {
 		return batchError(err, lines)
 	}
@@ -85,8 +85,8 @@ func readJobLines(r io.Reader) ([]*store.SubmitParams, []int, error) {
 		if len(line) == 0 {
 			continue
 		}
-		if len(ps) == store.MaxSubmitBatch {
-			return nil, nil, fmt.Errorf("line %d: a batch holds at most %d jobs", n, store.MaxSubmitBatch)
+		if len(ps) == store.MaxSubmitMany {
+			return nil, nil, fmt.Errorf("line %d: a batch holds at most %d jobs", n, store.MaxSubmitMany)
 		}
 		p, err := parseJobLine(line)
 		if err != nil {
@@ -150,7 +150,7 @@ func batchError(err error, lines []int) error {
 		return i + 1
 	}
 	var inv *store.InvalidArgumentError
-	var be *store.BatchError
+	var se *store.SubmitManyError
 	var busy *store.ResourceBusyError
 	switch {
 	case errors.As(err, &inv):
@@ -162,9 +162,9 @@ func batchError(err error, lines []int) error {
 			}
 			return explain(err, "line %d: invalid %s: %s (nothing written)", line(i), field, inv.Rule)
 		}
-	case errors.As(err, &be) && errors.As(err, &busy):
+	case errors.As(err, &se) && errors.As(err, &busy):
 		return explain(err, "line %d: resource %q is busy: job %d is %s (the reject policy refuses to queue behind it; nothing written)",
-			line(be.Index), busy.Resource, busy.HeadJob, busy.State)
+			line(se.Index), busy.Resource, busy.HeadJob, busy.State)
 	}
 	return err
 }

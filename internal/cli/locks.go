@@ -192,8 +192,8 @@ Exit code 75 if the lock is still held (or resting after a release) when --wait 
 		if wait < 0 {
 			return usagef("--wait must not be negative")
 		}
-		if cooldown < 0 || cooldown > store.MaxPause {
-			return usagef("--cooldown must be between 0 and %s (got %s)", store.MaxPause, cooldown)
+		if cooldown < 0 || cooldown > store.MaxRest {
+			return usagef("--cooldown must be between 0 and %s (got %s)", store.MaxRest, cooldown)
 		}
 		p := &store.AcquireParams{Key: args[0], LeaseID: randomHex(16), Holder: holder, TTL: ttl, Cooldown: cooldown}
 		if p.Holder == "" {
@@ -367,7 +367,7 @@ With -o json: {"rest": {"key": "node/node-1", "reason": "cooldown", "remaining_m
 		defer done()
 		l, err := st.ForceRelease(ctx, p)
 		if errors.Is(err, store.ErrNotFound) {
-			return a.clearRest(st, p)
+			return a.clearRest(st, &store.ClearRestParams{Key: p.Key, Reason: p.Reason, Actor: p.Actor})
 		}
 		if err != nil {
 			return err
@@ -378,7 +378,7 @@ With -o json: {"rest": {"key": "node/node-1", "reason": "cooldown", "remaining_m
 }
 
 // clearRest ends the rest of a key that no lease holds, for force-release.
-func (a *app) clearRest(st store.Store, p *store.ForceReleaseParams) error {
+func (a *app) clearRest(st store.Store, p *store.ClearRestParams) error {
 	ctx, cancel := callContext(0)
 	defer cancel()
 	rest, err := st.ClearRest(ctx, p)

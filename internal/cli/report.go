@@ -115,7 +115,7 @@ func (n flagNames) name(field string) string {
 // describe says what went wrong in one line, naming the holder of a busy lock.
 func describe(g *globals, err error) string {
 	var held *store.LockHeldError
-	var cool *store.CooldownError
+	var resting *store.RestingError
 	var inv *store.InvalidArgumentError
 	var pe *client.ProblemError
 	var opErr *net.OpError
@@ -123,8 +123,8 @@ func describe(g *globals, err error) string {
 	switch {
 	case errors.As(err, &held):
 		return heldMessage(held)
-	case errors.As(err, &cool):
-		return fmt.Sprintf("lock %q is resting (%s) for another %s", cool.Key, cool.Reason, roundDuration(cool.Remaining))
+	case errors.As(err, &resting):
+		return fmt.Sprintf("lock %q is resting (%s) for another %s", resting.Key, resting.Reason, roundDuration(resting.Remaining))
 	case errors.As(err, &inv):
 		return fmt.Sprintf("invalid %s: %s", inv.Field, inv.Rule)
 	case errors.Is(err, client.ErrUnauthorized):

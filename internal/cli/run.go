@@ -104,8 +104,8 @@ func (a *app) runLocked(cmdArgs []string, f runFlags) error {
 		return usagef("--wait must not be negative")
 	case f.grace < 0:
 		return usagef("--grace must not be negative")
-	case f.cooldown < 0 || f.cooldown > store.MaxPause:
-		return usagef("--cooldown must be between 0 and %s (got %s)", store.MaxPause, f.cooldown)
+	case f.cooldown < 0 || f.cooldown > store.MaxRest:
+		return usagef("--cooldown must be between 0 and %s (got %s)", store.MaxRest, f.cooldown)
 	}
 	if err := store.ValidateKey(f.key); err != nil {
 		return err
@@ -260,7 +260,7 @@ func (a *app) acquireForRun(locker *baton.Locker, key string, wait time.Duration
 
 // isBusy says whether err says the lock is held or resting.
 func isBusy(err error) bool {
-	return errors.Is(err, store.ErrLockHeld) || errors.Is(err, store.ErrCooldown)
+	return errors.Is(err, store.ErrLockHeld) || errors.Is(err, store.ErrResting)
 }
 
 // releaseForRun releases the lease with a fresh, bounded context; a failure is reported (the

@@ -34,15 +34,15 @@ func peakRSS(t *testing.T, pid int) int64 {
 	return kb << 10
 }
 
-// maxBatchBody is a POST /v1/jobs/batch body of store.MaxSubmitBatch jobs that fills
+// maxBatchBody is a POST /v1/jobs/batch body of store.MaxSubmitMany jobs that fills
 // server.MaxJobBatchBodyBytes but for a few bytes. Its jobs share one resource: what is measured
 // is the decoding, and 10,000 resource rows per batch only made the writes slower.
 func maxBatchBody(t *testing.T, batch int) []byte {
 	t.Helper()
-	per := server.MaxJobBatchBodyBytes/store.MaxSubmitBatch - 1
+	per := server.MaxJobBatchBodyBytes/store.MaxSubmitMany - 1
 	var b bytes.Buffer
 	b.WriteString(`{"jobs":[`)
-	for i := range store.MaxSubmitBatch {
+	for i := range store.MaxSubmitMany {
 		if i > 0 {
 			b.WriteByte(',')
 		}
@@ -50,7 +50,7 @@ func maxBatchBody(t *testing.T, batch int) []byte {
 		b.WriteString(strings.Replace(job, `"pad":""`, `"pad":"`+strings.Repeat("x", per-len(job))+`"`, 1))
 	}
 	b.WriteString(`]}`)
-	if b.Len() > server.MaxJobBatchBodyBytes || b.Len() < server.MaxJobBatchBodyBytes-store.MaxSubmitBatch-100 {
+	if b.Len() > server.MaxJobBatchBodyBytes || b.Len() < server.MaxJobBatchBodyBytes-store.MaxSubmitMany-100 {
 		t.Fatalf("batch body of %d bytes, want just under %d", b.Len(), server.MaxJobBatchBodyBytes)
 	}
 	return b.Bytes()
@@ -117,7 +117,7 @@ func TestServeConcurrentMaxBatchesStayBounded(t *testing.T) {
 		}
 	}
 	t.Logf("%d concurrent batches of %d jobs (%.1f MiB each): %d written, %d refused 503; peak RSS %.0f MiB (%.0f MiB before)",
-		clients, store.MaxSubmitBatch, float64(len(bodies[0]))/(1<<20), written, clients-written, float64(peak)/(1<<20), float64(before)/(1<<20))
+		clients, store.MaxSubmitMany, float64(len(bodies[0]))/(1<<20), written, clients-written, float64(peak)/(1<<20), float64(before)/(1<<20))
 	if written == 0 {
 		t.Errorf("no batch was written")
 	}

@@ -238,7 +238,7 @@ func (c *countingStore) classify(err error) {
 	var pe *client.ProblemError
 	switch {
 	case err == nil:
-	case errors.Is(err, store.ErrLockHeld), errors.Is(err, store.ErrCooldown):
+	case errors.Is(err, store.ErrLockHeld), errors.Is(err, store.ErrResting):
 		c.held409.Add(1)
 	case errors.As(err, &pe) && pe.Code == "overloaded":
 		c.overload.Add(1)
@@ -381,7 +381,7 @@ func waiters(ctx context.Context, f flags, locker *baton.Locker, cs *countingSto
 				if err != nil {
 					switch {
 					case runCtx.Err() != nil:
-					case errors.Is(err, baton.ErrLockHeld), errors.Is(err, baton.ErrCooldown):
+					case errors.Is(err, baton.ErrLockHeld), errors.Is(err, baton.ErrResting):
 						ranOut.Add(1)
 					default:
 						failed.Add(1)

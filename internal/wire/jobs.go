@@ -210,7 +210,7 @@ type SubmitRequest struct {
 	IdempotencyKey string           `json:"idempotency_key,omitempty"`
 }
 
-// SubmitBatchRequest is the body of POST /v1/jobs/batch: 1..store.MaxSubmitBatch jobs, each with
+// SubmitBatchRequest is the body of POST /v1/jobs/batch: 1..store.MaxSubmitMany jobs, each with
 // the members of a single submit (the idempotency key in idempotency_key).
 type SubmitBatchRequest struct {
 	Jobs []*SubmitRequest `json:"jobs"`

@@ -79,7 +79,7 @@ type RenewRequest struct {
 	TTLMs   *int64 `json:"ttl_ms,omitempty"`
 }
 
-// RenewBatchRequest is the body of POST /v1/locks/renew-batch: up to store.MaxRenewBatch
+// RenewBatchRequest is the body of POST /v1/locks/renew-batch: up to store.MaxRenewMany
 // renewals, renewed in one store call.
 type RenewBatchRequest struct {
 	Leases []RenewRequest `json:"leases"`

@@ -42,7 +42,7 @@ type item struct {
 	key, state, leaseID, holder, rvn string
 	owner                            string // "" if none
 	token                            uint64
-	ttl, cooldown, lockDelay, pause  time.Duration
+	ttl, cooldown, lockDelay, rest   time.Duration
 	metadata                         json.RawMessage
 	acquiredAt                       time.Time
 }
@@ -65,7 +65,7 @@ func decodeItem(m map[string]types.AttributeValue) (*item, error) {
 		nums[i] = n
 	}
 	it.token = uint64(nums[0])
-	it.ttl, it.cooldown, it.lockDelay, it.pause = time.Duration(nums[1]), time.Duration(nums[2]), time.Duration(nums[3]), time.Duration(nums[4])
+	it.ttl, it.cooldown, it.lockDelay, it.rest = time.Duration(nums[1]), time.Duration(nums[2]), time.Duration(nums[3]), time.Duration(nums[4])
 	it.acquiredAt = time.Unix(0, nums[5]).UTC()
 	if md := str(m, "md"); md != "" {
 		it.metadata = json.RawMessage(md)

@@ -144,7 +144,7 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 // a refusal, or a grant conditioned on the version read (a ConditionalCheckFailedException if
 // the item changed meanwhile).
 func (s *Store) decide(ctx context.Context, p *store.AcquireParams, it *item, at time.Time) (*store.Lease, error) {
-	elapsed := s.seen.see(p.Key, it.rvn, it.state == stHeld || it.pause > 0, at)
+	elapsed := s.seen.see(p.Key, it.rvn, it.state == stHeld || it.rest > 0, at)
 	ttl := s.wait(it.ttl)
 	if it.state == stHeld {
 		if it.owner == p.Owner && (it.holder == p.Holder || it.leaseID == p.LeaseID) {
@@ -161,7 +161,7 @@ func (s *Store) decide(ctx context.Context, p *store.AcquireParams, it *item, at
 				ExpiresAt: s.wall().Add(left), RetryAfter: left}
 		}
 		if elapsed < ttl+it.lockDelay {
-			return nil, &store.CooldownError{Key: p.Key, Reason: store.ReasonLockDelay, Remaining: ttl + it.lockDelay - elapsed}
+			return nil, &store.RestingError{Key: p.Key, Reason: store.ReasonLockDelay, Remaining: ttl + it.lockDelay - elapsed}
 		}
 		l, err := s.grant(ctx, p, condSeen, it.rvn)
 		if l != nil {
@@ -169,12 +169,12 @@ func (s *Store) decide(ctx context.Context, p *store.AcquireParams, it *item, at
 		}
 		return l, err
 	}
-	if elapsed < it.pause {
+	if elapsed < it.rest {
 		reason := store.ReasonCooldown
 		if it.state == stForced {
 			reason = store.ReasonLockDelay
 		}
-		return nil, &store.CooldownError{Key: p.Key, Reason: reason, Remaining: it.pause - elapsed}
+		return nil, &store.RestingError{Key: p.Key, Reason: reason, Remaining: it.rest - elapsed}
 	}
 	return s.grant(ctx, p, condSeen, it.rvn)
 }

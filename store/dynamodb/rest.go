@@ -14,7 +14,7 @@ import (
 // forced tombstone without rest, so the next grant is not reported as a takeover. The rest's
 // remaining time is measured like Acquire's, from when this store first saw the item's version
 // (see observe.go). No audit log.
-func (s *Store) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*store.Rest, error) {
+func (s *Store) ClearRest(ctx context.Context, p *store.ClearRestParams) (*store.Rest, error) {
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
@@ -32,14 +32,14 @@ func (s *Store) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*st
 		if it == nil {
 			return nil, store.ErrNotFound
 		}
-		elapsed := s.seen.see(p.Key, it.rvn, it.state == stHeld || it.pause > 0, at)
+		elapsed := s.seen.see(p.Key, it.rvn, it.state == stHeld || it.rest > 0, at)
 		ttl := s.wait(it.ttl)
 		rest := &store.Rest{Key: p.Key, Reason: store.ReasonLockDelay}
 		switch {
 		case it.state == stHeld && elapsed >= ttl && elapsed < ttl+it.lockDelay:
 			rest.Remaining = ttl + it.lockDelay - elapsed
-		case it.state != stHeld && elapsed < it.pause:
-			rest.Remaining = it.pause - elapsed
+		case it.state != stHeld && elapsed < it.rest:
+			rest.Remaining = it.rest - elapsed
 			if it.state == stReleased {
 				rest.Reason = store.ReasonCooldown
 			}

@@ -349,8 +349,8 @@ func TestRenewWithOtherTTL(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 			continue
 		}
-		var cool *store.CooldownError
-		if !errors.As(err, &cool) || cool.Reason != store.ReasonLockDelay {
+		var resting *store.RestingError
+		if !errors.As(err, &resting) || resting.Reason != store.ReasonLockDelay {
 			t.Fatalf("first answer after expiry: %v, want the lock-delay", err)
 		}
 		break

@@ -102,7 +102,7 @@ func (s *Store) refuse(ctx context.Context, p *store.AcquireParams, st *state) (
 		if err != nil {
 			return nil, true, err
 		}
-		return nil, true, &store.CooldownError{Key: p.Key, Reason: reason, Remaining: left}
+		return nil, true, &store.RestingError{Key: p.Key, Reason: reason, Remaining: left}
 	}
 	return nil, false, nil
 }
@@ -458,10 +458,10 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 	return nil, fmt.Errorf("etcd: release %q: too much contention", p.Key)
 }
 
-// end deletes the lease at kv if it is unchanged, puts the rest key for pause, and records how
+// end deletes the lease at kv if it is unchanged, puts the rest key for length, and records how
 // the lease ended. ok is false if the lease key changed meanwhile.
-func (s *Store) end(ctx context.Context, key string, kv *mvccKV, rec *record, how, reason string, pause time.Duration) (bool, error) {
-	ok, err := s.endIf(ctx, key, rec, how, reason, pause,
+func (s *Store) end(ctx context.Context, key string, kv *mvccKV, rec *record, how, reason string, length time.Duration) (bool, error) {
+	ok, err := s.endIf(ctx, key, rec, how, reason, length,
 		clientv3.Compare(clientv3.ModRevision(s.LeaseKey(key)), "=", kv.ModRevision))
 	if err != nil || !ok {
 		return ok, err
@@ -479,8 +479,8 @@ func (s *Store) end(ctx context.Context, key string, kv *mvccKV, rec *record, ho
 
 // endHeld is end for a lease granted by this store, guarded by the grant's revision and its
 // etcd lease instead of a read of the key; the etcd lease goes back to the pool.
-func (s *Store) endHeld(ctx context.Context, key string, h *heldLease, how, reason string, pause time.Duration) (bool, error) {
-	ok, err := s.endIf(ctx, key, h.rec, how, reason, pause,
+func (s *Store) endHeld(ctx context.Context, key string, h *heldLease, how, reason string, length time.Duration) (bool, error) {
+	ok, err := s.endIf(ctx, key, h.rec, how, reason, length,
 		clientv3.Compare(clientv3.CreateRevision(s.LeaseKey(key)), "=", h.rev),
 		clientv3.Compare(clientv3.LeaseValue(s.LeaseKey(key)), "=", int64(h.etcd.id)))
 	if err != nil || !ok {
@@ -492,20 +492,20 @@ func (s *Store) endHeld(ctx context.Context, key string, h *heldLease, how, reas
 }
 
 // endIf runs the ending Txn under cmps.
-func (s *Store) endIf(ctx context.Context, key string, rec *record, how, reason string, pause time.Duration, cmps ...clientv3.Cmp) (bool, error) {
+func (s *Store) endIf(ctx context.Context, key string, rec *record, how, reason string, length time.Duration, cmps ...clientv3.Cmp) (bool, error) {
 	lastVal, _ := json.Marshal(last{LeaseID: rec.LeaseID, State: how})
 	ops := []clientv3.Op{clientv3.OpDelete(s.LeaseKey(key)), clientv3.OpPut(s.lastKey(key), string(lastVal))}
 	if rec.DelayLease != 0 || rec.LockDelayNs > 0 {
 		ops = append(ops, clientv3.OpDelete(s.delayKey(key))) // only leases with a lock-delay have one
 	}
 	var restID clientv3.LeaseID
-	if pause > 0 {
-		g, err := s.cli.Grant(ctx, seconds(pause))
+	if length > 0 {
+		g, err := s.cli.Grant(ctx, seconds(length))
 		if err != nil {
 			return false, s.closed.Wrap(err)
 		}
 		restID = g.ID
-		rv, _ := json.Marshal(rest{Reason: reason, Ns: int64(pause)})
+		rv, _ := json.Marshal(rest{Reason: reason, Ns: int64(length)})
 		ops = append(ops, clientv3.OpPut(s.restKey(key), string(rv), clientv3.WithLease(restID)))
 	}
 	resp, err := s.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()

@@ -13,7 +13,7 @@ import (
 // delay/<key> (lock-delay after an expiry) keys of a key that no lease holds, in one Txn guarded
 // by "no lease key, rest and delay keys unchanged since read". No audit log. The deletions wake
 // waiters in every process through the watch.
-func (s *Store) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*store.Rest, error) {
+func (s *Store) ClearRest(ctx context.Context, p *store.ClearRestParams) (*store.Rest, error) {
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}

@@ -67,7 +67,7 @@ func TestForceAndClearRestAnnotations(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("force-release by alice", "named", "forced", "stuck job", "alice", true)
-	rest, err := s.ClearRest(ctx, &store.ForceReleaseParams{Key: "named", Reason: "maintenance over", Actor: "bob"})
+	rest, err := s.ClearRest(ctx, &store.ClearRestParams{Key: "named", Reason: "maintenance over", Actor: "bob"})
 	if err != nil || rest.Reason != store.ReasonLockDelay {
 		t.Fatalf("ClearRest after a force-release: %+v, %v; want the lock-delay ended", rest, err)
 	}
@@ -81,7 +81,7 @@ func TestForceAndClearRestAnnotations(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("force-release without an actor", "anonymous", "forced", "no actor", "unknown", true)
-	if _, err := s.ClearRest(ctx, &store.ForceReleaseParams{Key: "anonymous", Reason: "cleared, no actor"}); err != nil {
+	if _, err := s.ClearRest(ctx, &store.ClearRestParams{Key: "anonymous", Reason: "cleared, no actor"}); err != nil {
 		t.Fatal(err)
 	}
 	check("clear-rest without an actor", "anonymous", "forced", "cleared, no actor", "unknown", false)
@@ -90,7 +90,7 @@ func TestForceAndClearRestAnnotations(t *testing.T) {
 	// record into a forced one carrying the reason and actor.
 	acquire("expired", "e1")
 	clock.advance(time.Minute) // past the TTL plus drift, well inside the hour's lock-delay
-	rest, err = s.ClearRest(ctx, &store.ForceReleaseParams{Key: "expired", Reason: "holder gone"})
+	rest, err = s.ClearRest(ctx, &store.ClearRestParams{Key: "expired", Reason: "holder gone"})
 	if err != nil || rest.Reason != store.ReasonLockDelay {
 		t.Fatalf("ClearRest after an expiry: %+v, %v; want the lock-delay ended", rest, err)
 	}

@@ -238,16 +238,16 @@ func (s *Store) acquireOn(ctx context.Context, p *store.AcquireParams, v *view) 
 			ExpiresAt: v.now.Add(left), RetryAfter: left}
 	case rec.State == stateHeld: // expired for this store
 		if rest := v.ttl + rec.LockDelay - v.unchanged; rest > 0 {
-			return nil, false, &store.CooldownError{Key: p.Key, Reason: store.ReasonLockDelay, Remaining: rest}
+			return nil, false, &store.RestingError{Key: p.Key, Reason: store.ReasonLockDelay, Remaining: rest}
 		}
 		tookOver = true
 	default:
-		reason, pause := store.ReasonCooldown, rec.Cooldown
+		reason, length := store.ReasonCooldown, rec.Cooldown
 		if rec.State == stateForced {
-			reason, pause = store.ReasonLockDelay, rec.LockDelay
+			reason, length = store.ReasonLockDelay, rec.LockDelay
 		}
-		if rest := pause - v.unchanged; rest > 0 {
-			return nil, false, &store.CooldownError{Key: p.Key, Reason: reason, Remaining: rest}
+		if rest := length - v.unchanged; rest > 0 {
+			return nil, false, &store.RestingError{Key: p.Key, Reason: reason, Remaining: rest}
 		}
 	}
 	next := grantRecord(p, rec.Token+1, s.now())

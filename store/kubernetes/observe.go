@@ -27,7 +27,7 @@ type sighting struct {
 }
 
 // maxSightings bounds the map; beyond it, sightings older than the longest TTL plus the longest
-// pause are dropped (they can no longer shorten any wait).
+// rest are dropped (they can no longer shorten any wait).
 const maxSightings = 50000
 
 // see records that object name had resourceVersion rv at time at (taken after the response or
@@ -60,7 +60,7 @@ func (s *sightings) see(name, rv string, at time.Time) time.Time {
 }
 
 func (s *sightings) prune(now time.Time) {
-	const horizon = 48 * time.Hour // MaxTTL + MaxPause
+	const horizon = 48 * time.Hour // MaxTTL + MaxRest
 	for k, v := range s.m {
 		if now.Sub(v.first) > horizon {
 			delete(s.m, k)

@@ -12,7 +12,7 @@ import (
 // takeover). The rest's remaining time is measured like Acquire's, from when this store first
 // saw the object's resourceVersion. The write's new resourceVersion wakes waiters through the
 // watch. No audit log beyond the force-reason and force-actor annotations.
-func (s *Store) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*store.Rest, error) {
+func (s *Store) ClearRest(ctx context.Context, p *store.ClearRestParams) (*store.Rest, error) {
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}

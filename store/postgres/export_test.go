@@ -44,9 +44,9 @@ func RunningJobsSQL(schema string) (reap, stats string) {
 		strings.ReplaceAll(kindStatsSQL, "{jobs}", pgx.Identifier{schema, "jobs"}.Sanitize())
 }
 
-// SubmitBatchSQL returns the bulk submit's statements of schema: the resource lock, the insert
+// SubmitManySQL returns the bulk submit's statements of schema: the resource lock, the insert
 // of a batch without idempotency keys, and the insert of a batch with some.
-func SubmitBatchSQL(schema string) (lock, noKeys, keys string) {
+func SubmitManySQL(schema string) (lock, noKeys, keys string) {
 	q := buildSubmitQueries(schema, "c")
 	return q.lock, q.insertNoKeys, q.insert
 }

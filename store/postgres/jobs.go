@@ -79,14 +79,14 @@ func scanKind(r pgx.Row) (store.Kind, error) {
 	return k, err
 }
 
-// SubmitJob enqueues a job in a transaction of its own: a batch of one (see SubmitJobs), one
+// SubmitJob enqueues a job in a transaction of its own: a SubmitMany of one job, one
 // round trip.
 func (s *Store) SubmitJob(ctx context.Context, p *store.SubmitParams) (*store.SubmitResult, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	out, err := s.submitMany(ctx, []*store.SubmitParams{p})
-	var fail *batchFailure
+	var fail *submitFailure
 	if errors.As(err, &fail) {
 		return nil, fail.err
 	}

@@ -124,19 +124,19 @@ func (s *Store) wakeLocal(j *store.Job) {
 	s.hub.Notify(notify.JobKey(j.Kind))
 }
 
-// CompleteJobs completes many attempts in one round trip (one statement, one promotion, one
+// CompleteMany completes many attempts in one round trip (one statement, one promotion, one
 // commit): the result is aligned with ps, nil where the attempt was no longer running with that
 // token or is another owner's (ErrNotHeld for CompleteJob). A worker pool calls it with the attempts that ended while
 // its previous completion was in flight.
-func (s *Store) CompleteJobs(ctx context.Context, ps []*store.CompleteParams) ([]*store.Job, error) {
+func (s *Store) CompleteMany(ctx context.Context, ps []*store.CompleteParams) ([]*store.Job, error) {
 	done, _, err := s.completeAndClaim(ctx, ps, nil)
 	return done, err
 }
 
-// CompleteJobsAndClaim is CompleteJobs followed by a claim, in the same batch: one implicit
+// CompleteManyAndClaim is CompleteMany followed by a claim, in the same batch: one implicit
 // transaction, one commit, one round trip. The claim statement takes its snapshot after the
 // promotion, so it sees the successors just promoted.
-func (s *Store) CompleteJobsAndClaim(ctx context.Context, ps []*store.CompleteParams, claim *store.ClaimParams) ([]*store.Job, []*store.Job, error) {
+func (s *Store) CompleteManyAndClaim(ctx context.Context, ps []*store.CompleteParams, claim *store.ClaimParams) ([]*store.Job, []*store.Job, error) {
 	if err := claim.Validate(); err != nil {
 		return nil, nil, err
 	}

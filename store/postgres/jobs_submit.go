@@ -22,16 +22,16 @@ import (
 // snapshot), or a deadlock with it. The next try sees the winner's job.
 const submitTries = 10
 
-// SubmitJobs enqueues a batch in one round trip and one transaction (see store.JobStore and
+// SubmitMany enqueues the jobs of ps in one round trip and one transaction (see store.JobStore and
 // submitInsertSQL). Workers of this process are woken once per kind; others through NOTIFY.
-func (s *Store) SubmitJobs(ctx context.Context, ps []*store.SubmitParams) ([]*store.SubmitResult, error) {
-	if err := store.ValidateBatch(ps); err != nil {
+func (s *Store) SubmitMany(ctx context.Context, ps []*store.SubmitParams) ([]*store.SubmitResult, error) {
+	if err := store.ValidateSubmitMany(ps); err != nil {
 		return nil, err
 	}
 	out, err := s.submitMany(ctx, ps)
-	var fail *batchFailure
+	var fail *submitFailure
 	if errors.As(err, &fail) {
-		return nil, store.InBatch(fail.index, fail.err)
+		return nil, store.AtJob(fail.index, fail.err)
 	}
 	if err != nil {
 		return nil, s.jobErr("submit jobs", err)
@@ -39,14 +39,14 @@ func (s *Store) SubmitJobs(ctx context.Context, ps []*store.SubmitParams) ([]*st
 	return out, nil
 }
 
-// batchFailure is the job of a batch the statement refused, with the error a single submit of it
+// submitFailure is the job of ps the statement refused, with the error a single submit of it
 // would have returned.
-type batchFailure struct {
+type submitFailure struct {
 	index int
 	err   error
 }
 
-func (e *batchFailure) Error() string { return fmt.Sprintf("job %d: %v", e.index, e.err) }
+func (e *submitFailure) Error() string { return fmt.Sprintf("job %d: %v", e.index, e.err) }
 
 // submitMany runs the submit pipeline, retrying the races it can lose (see submitTries).
 func (s *Store) submitMany(ctx context.Context, ps []*store.SubmitParams) ([]*store.SubmitResult, error) {
@@ -200,7 +200,7 @@ func ranks(ps []*store.SubmitParams) (rn, first []int32, ok bool) {
 // plain SQL statement can fail on purpose and say why): reason, index from 1, head job, state.
 var refusalRE = regexp.MustCompile(`baton-batch-refused:(kind|busy):(\d+):(\d*):([a-z]*)`)
 
-// refusal turns the statement's refusal into a *batchFailure holding the error a single submit
+// refusal turns the statement's refusal into a *submitFailure holding the error a single submit
 // of the job would give; other errors pass unchanged.
 func (s *Store) refusal(ps []*store.SubmitParams, err error) error {
 	var pe *pgconn.PgError
@@ -217,9 +217,9 @@ func (s *Store) refusal(ps []*store.SubmitParams, err error) error {
 	}
 	p := ps[idx-1]
 	if m[1] == "kind" {
-		return &batchFailure{index: idx - 1, err: unknownKind(p.Kind)}
+		return &submitFailure{index: idx - 1, err: unknownKind(p.Kind)}
 	}
 	head, _ := strconv.ParseInt(m[3], 10, 64)
-	return &batchFailure{index: idx - 1,
+	return &submitFailure{index: idx - 1,
 		err: &store.ResourceBusyError{Resource: p.Resource, HeadJob: head, State: store.JobState(m[4])}}
 }

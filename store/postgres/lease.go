@@ -55,7 +55,7 @@ func buildQueries(schema string) queries {
 		// The WHERE branches are disjoint. free ("a.available_at <= now()") is the takeover: a row
 		// with ended = 0 has available_at = expires_at + lock delay, so a free row is never live.
 		// mine is the live lease of the holder and owner ($9), which keeps its ID, token,
-		// acquisition time, metadata and pauses and only gets a new expiry; a live lease of the
+		// acquisition time, metadata and rests and only gets a new expiry; a live lease of the
 		// same holder and another owner is not mine, and refuses the key like any other holder's.
 		// mark ($8, a waiting caller, refused by a live lease of another holder or owner) changes
 		// only waiters, so that the release of that lease sends a NOTIFY; it is done at most once
@@ -233,9 +233,9 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 			return nil, &store.LockHeldError{Key: p.Key, Holder: l.Holder, Token: l.Token,
 				ExpiresAt: l.ExpiresAt, RetryAfter: l.TTLLeft}
 		case ended == 1:
-			return nil, &store.CooldownError{Key: p.Key, Reason: store.ReasonCooldown, Remaining: micros(untilAvailable)}
+			return nil, &store.RestingError{Key: p.Key, Reason: store.ReasonCooldown, Remaining: micros(untilAvailable)}
 		default: // expired or force-released
-			return nil, &store.CooldownError{Key: p.Key, Reason: store.ReasonLockDelay, Remaining: micros(untilAvailable)}
+			return nil, &store.RestingError{Key: p.Key, Reason: store.ReasonLockDelay, Remaining: micros(untilAvailable)}
 		}
 	}
 	if lastHolder != nil {

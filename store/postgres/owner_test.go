@@ -32,7 +32,7 @@ func TestAuditPrincipals(t *testing.T) {
 	exec(t, "UPDATE "+id("leases")+" SET expires_at = now() - interval '1 second', available_at = now() - interval '1 second'")
 	must(s.Acquire(ctx, &store.AcquireParams{Key: "k", LeaseID: "b", Holder: "h", Owner: "bob", TTL: time.Minute, LockDelay: time.Hour}))
 	must(s.ForceRelease(ctx, &store.ForceReleaseParams{Key: "k", Reason: "stuck", Actor: "ops", Principal: "root"}))
-	must(s.ClearRest(ctx, &store.ForceReleaseParams{Key: "k", Reason: "drained", Actor: "ops", Principal: "admin"}))
+	must(s.ClearRest(ctx, &store.ClearRestParams{Key: "k", Reason: "drained", Actor: "ops", Principal: "admin"}))
 
 	submit(t, s, "apply", "r")
 	claim := func(owner string) *store.Job {
@@ -135,9 +135,9 @@ func TestMigrateToOwners(t *testing.T) {
 	checkPrincipals(t, s, "new", []string{"acquire alice"})
 }
 
-// CompleteJobsAndClaim completes only the attempts of the owners named, and the jobs it claims
+// CompleteManyAndClaim completes only the attempts of the owners named, and the jobs it claims
 // are the claim's owner's.
-func TestCompleteJobsAndClaimOwners(t *testing.T) {
+func TestCompleteManyAndClaimOwners(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	s := jobStore(t, store.Kind{Name: "k"})
@@ -149,18 +149,18 @@ func TestCompleteJobsAndClaimOwners(t *testing.T) {
 	}
 	a := jobs[0]
 	claim := &store.ClaimParams{Worker: "w2", Owner: "bob", Kinds: []string{"k"}, Limit: 1, TTL: time.Minute}
-	done, claimed, err := s.CompleteJobsAndClaim(ctx, []*store.CompleteParams{{ID: a.ID, Token: a.Token, Owner: "bob"}}, claim)
+	done, claimed, err := s.CompleteManyAndClaim(ctx, []*store.CompleteParams{{ID: a.ID, Token: a.Token, Owner: "bob"}}, claim)
 	if err != nil || len(done) != 1 || done[0] != nil || len(claimed) != 1 || claimed[0].Owner != "bob" {
-		t.Fatalf("CompleteJobsAndClaim of alice's attempt by bob = %v, %v, %v; want no completion and one job for bob",
+		t.Fatalf("CompleteManyAndClaim of alice's attempt by bob = %v, %v, %v; want no completion and one job for bob",
 			done, claimed, err)
 	}
 	if j, err := s.GetJob(ctx, a.ID); err != nil || j.State != store.JobRunning || j.Owner != "alice" {
 		t.Fatalf("alice's job after bob's completion = %+v, %v; want running, alice's", j, err)
 	}
 	b := claimed[0]
-	done, _, err = s.CompleteJobsAndClaim(ctx, []*store.CompleteParams{{ID: a.ID, Token: a.Token, Owner: "alice"},
+	done, _, err = s.CompleteManyAndClaim(ctx, []*store.CompleteParams{{ID: a.ID, Token: a.Token, Owner: "alice"},
 		{ID: b.ID, Token: b.Token, Owner: "bob"}}, claim)
 	if err != nil || len(done) != 2 || done[0] == nil || done[0].Owner != "alice" || done[1] == nil || done[1].Owner != "bob" {
-		t.Fatalf("CompleteJobsAndClaim by the owners = %v, %v; want both completed", done, err)
+		t.Fatalf("CompleteManyAndClaim by the owners = %v, %v; want both completed", done, err)
 	}
 }

@@ -211,7 +211,7 @@ func TestLeaseLifecycle(t *testing.T) {
 
 	// Cooldown after a clean release, measured on the database clock.
 	_, err = s.Acquire(ctx, acquireParams("svc/api", "job-8"))
-	var cd *store.CooldownError
+	var cd *store.RestingError
 	if !errors.As(err, &cd) || cd.Reason != store.ReasonCooldown || cd.Remaining <= 59*time.Minute || cd.Remaining > time.Hour {
 		t.Fatalf("Acquire in cooldown: %v", err)
 	}
@@ -242,12 +242,12 @@ func TestForceRelease(t *testing.T) {
 		t.Fatalf("Release after force-release: %v, want ErrNotHeld", err)
 	}
 	_, err = s.Acquire(ctx, acquireParams("db/primary", "next"))
-	var cd *store.CooldownError
+	var cd *store.RestingError
 	if !errors.As(err, &cd) || cd.Reason != store.ReasonLockDelay || cd.Remaining <= 9*time.Minute || cd.Remaining > 10*time.Minute {
 		t.Fatalf("Acquire during lock delay: %v", err)
 	}
 	// The former holder is refused too: the delay protects against its own in-flight writes.
-	if _, err := s.Acquire(ctx, acquireParams("db/primary", "stuck")); !errors.Is(err, store.ErrCooldown) {
+	if _, err := s.Acquire(ctx, acquireParams("db/primary", "stuck")); !errors.Is(err, store.ErrResting) {
 		t.Fatalf("former holder during lock delay: %v", err)
 	}
 	if _, err := s.ForceRelease(ctx, &store.ForceReleaseParams{Key: "db/primary"}); !isInvalid(err, "reason") {

@@ -49,7 +49,7 @@ func renewSlots(maxConns int32) int { return max(2, int(maxConns)/2) }
 func newRenewCombiner(s *Store) *combine.Combiner[*store.RenewParams, *store.Lease] {
 	return &combine.Combiner[*store.RenewParams, *store.Lease]{
 		Slots:    renewSlots(s.pool.Config().MaxConns),
-		MaxBatch: store.MaxRenewBatch,
+		MaxBatch: store.MaxRenewMany,
 		Run: func(ctx context.Context, calls []*combine.Call[*store.RenewParams, *store.Lease]) {
 			if len(calls) == 1 {
 				calls[0].Res, calls[0].Err = s.renewOne(ctx, calls[0].Req)
@@ -71,9 +71,9 @@ func newRenewCombiner(s *Store) *combine.Combiner[*store.RenewParams, *store.Lea
 	}
 }
 
-// RenewMany renews every lease of ps in one statement; see store.BatchRenewer.
+// RenewMany renews every lease of ps in one statement; see store.ManyRenewer.
 func (s *Store) RenewMany(ctx context.Context, ps []*store.RenewParams) ([]store.RenewResult, error) {
-	if err := store.ValidateRenewBatch(ps); err != nil {
+	if err := store.ValidateRenewMany(ps); err != nil {
 		return nil, err
 	}
 	if err := s.closed.Check(); err != nil {
@@ -125,4 +125,4 @@ func batchName(keys []string) string {
 	return keys[0] + " (and " + strconv.Itoa(len(keys)-1) + " more)"
 }
 
-var _ store.BatchRenewer = (*Store)(nil)
+var _ store.ManyRenewer = (*Store)(nil)

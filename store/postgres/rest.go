@@ -35,7 +35,7 @@ SELECT ended, (extract(epoch FROM available_at - now()) * 1000000)::bigint,
 }
 
 // ClearRest ends the cooldown or lock-delay of a key that no live lease holds.
-func (s *Store) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*store.Rest, error) {
+func (s *Store) ClearRest(ctx context.Context, p *store.ClearRestParams) (*store.Rest, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ import (
 func TestSubmitPlansProbeByIndex(t *testing.T) {
 	schema := newSchema(t)
 	openStore(t, schema)
-	lock, noKeys, keys := postgres.SubmitBatchSQL(schema)
+	lock, noKeys, keys := postgres.SubmitManySQL(schema)
 	for _, c := range []struct{ name, sql, args string }{
 		{"lock", lock, `('{r}')`},
 		{"no keys", noKeys, `('{k}', '{r}', '{"{}"}', '{""}', '{0}', '{0}', '{NULL}', '{0}', '{1}', '{1}')`},

@@ -162,7 +162,7 @@ func TestLayoutMigrationEndedOldLease(t *testing.T) {
 	ctx := testCtx(t)
 	old := newV1(t, srv.addr())
 	s := openSingle(t, srv.addr(), "baton:")
-	var cd *store.CooldownError
+	var cd *store.RestingError
 
 	// Expired with a minute's lock-delay (the expiry is the lease key's deletion).
 	if _, err := old.grant(ctx, "a", "old-a", time.Minute, 0, time.Minute); err != nil {
@@ -243,7 +243,7 @@ func TestGrantWritesOneKey(t *testing.T) {
 	if len(keys) != 2 {
 		t.Fatalf("keys after a grant and a release: %v, want baton:lease:k and baton:token", keys)
 	}
-	var cd *store.CooldownError
+	var cd *store.RestingError
 	if _, err := acquire(ctx, s, "k", "b"); !errors.As(err, &cd) || cd.Reason != "cooldown" {
 		t.Fatalf("acquire in the cooldown: %v", err)
 	}

@@ -104,8 +104,8 @@ func TestRecordSharedWithPreviousScripts(t *testing.T) {
 	if _, err := s.Release(ctx, &store.ReleaseParams{Key: "k", LeaseID: "p3"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := acquire(ctx, s, "k", "c2"); !errors.Is(err, store.ErrCooldown) {
-		t.Fatalf("current grant in the cooldown of the previous version's lease: %v, want ErrCooldown", err)
+	if _, err := acquire(ctx, s, "k", "c2"); !errors.Is(err, store.ErrResting) {
+		t.Fatalf("current grant in the cooldown of the previous version's lease: %v, want ErrResting", err)
 	}
 	c3, err := s.Acquire(ctx, &store.AcquireParams{Key: "k2", LeaseID: "c3", Holder: "c3", TTL: time.Minute, Cooldown: time.Minute})
 	if err != nil || c3.Token != 4 {
@@ -117,8 +117,8 @@ func TestRecordSharedWithPreviousScripts(t *testing.T) {
 	if v := prev.grant(t, "k2", "p4", 0); v[0] != "rest" || v[1] != "cooldown" {
 		t.Fatalf("previous grant in the cooldown of the current version's lease: %v, want rest cooldown", v)
 	}
-	if _, err := acquire(ctx, s, "k2", "c4"); !errors.Is(err, store.ErrCooldown) {
-		t.Fatalf("current grant in the cooldown it started through the previous release: %v, want ErrCooldown", err)
+	if _, err := acquire(ctx, s, "k2", "c4"); !errors.Is(err, store.ErrResting) {
+		t.Fatalf("current grant in the cooldown it started through the previous release: %v, want ErrResting", err)
 	}
 }
 

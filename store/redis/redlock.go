@@ -246,7 +246,7 @@ func (s *RedlockStore) Acquire(ctx context.Context, p *store.AcquireParams) (*st
 		}
 	}
 	if rest != nil {
-		return nil, &store.CooldownError{Key: p.Key, Reason: rest.reason, Remaining: rest.wait}
+		return nil, &store.RestingError{Key: p.Key, Reason: rest.reason, Remaining: rest.wait}
 	}
 	return nil, noQuorum("acquire "+p.Key, votes, len(s.nodes), errs)
 }

@@ -69,7 +69,7 @@ func (n *node) clearRest(ctx context.Context, key string) (*reply, error) {
 }
 
 // ClearRest ends the cooldown or lock-delay of a key that no live lease holds. No audit log.
-func (s *Store) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*store.Rest, error) {
+func (s *Store) ClearRest(ctx context.Context, p *store.ClearRestParams) (*store.Rest, error) {
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
@@ -89,7 +89,7 @@ func (s *Store) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*st
 
 // ClearRest ends the rest on every node that has one; it returns the longest that was left,
 // or ErrNotFound if no node had one.
-func (s *RedlockStore) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*store.Rest, error) {
+func (s *RedlockStore) ClearRest(ctx context.Context, p *store.ClearRestParams) (*store.Rest, error) {
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}

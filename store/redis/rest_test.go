@@ -17,7 +17,7 @@ func TestClearRestEarlierLayout(t *testing.T) {
 	s := openSingle(t, srv.addr(), "baton:")
 	clear := func(key string) *store.Rest {
 		t.Helper()
-		r, err := s.ClearRest(ctx, &store.ForceReleaseParams{Key: key, Reason: "test", Actor: "ops"})
+		r, err := s.ClearRest(ctx, &store.ClearRestParams{Key: key, Reason: "test", Actor: "ops"})
 		if err != nil {
 			t.Fatalf("ClearRest(%s): %v", key, err)
 		}
@@ -28,7 +28,7 @@ func TestClearRestEarlierLayout(t *testing.T) {
 	if _, err := old.grant(ctx, "a", "old-a", time.Minute, 0, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ClearRest(ctx, &store.ForceReleaseParams{Key: "a", Reason: "test"}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.ClearRest(ctx, &store.ClearRestParams{Key: "a", Reason: "test"}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("ClearRest of a live lease of the earlier layout: %v, want ErrNotFound", err)
 	}
 	delKey(t, srv.addr(), "baton:lease:a")
@@ -52,7 +52,7 @@ func TestClearRestEarlierLayout(t *testing.T) {
 	if _, err := acquire(ctx, s, "c", "n"); err != nil {
 		t.Fatalf("acquire after clearing the cooldown: %v", err)
 	}
-	if _, err := s.ClearRest(ctx, &store.ForceReleaseParams{Key: "never", Reason: "test"}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.ClearRest(ctx, &store.ClearRestParams{Key: "never", Reason: "test"}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("ClearRest of a key never used: %v, want ErrNotFound", err)
 	}
 }

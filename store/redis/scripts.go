@@ -34,13 +34,13 @@ import goredis "github.com/redis/go-redis/v9"
 //	P released  the Pub/Sub channel of releases of leases with waiters (w); the payload is K.
 //
 // The earlier layout (before 2026-11-22), which the scripts still serve, so that leases granted
-// and pauses started by an earlier version keep their guarantees across an upgrade:
+// and rests started by an earlier version keep their guarantees across an upgrade:
 //
 //	P lease:K   a hash id, holder, token, acq, acqs, acqu, md, cd, ld, w; PX = TTL (it exists
 //	            only while its lease lives).
 //	P shadow:K  a hash id, ended (0 live when written, 1 released, 2 force-released), avail
 //	            (ms, with ended=0: expiry + lock-delay), r; PX = retention.
-//	P rest:K    a string "cooldown" or "lock-delay" with PX = the pause.
+//	P rest:K    a string "cooldown" or "lock-delay" with PX = the rest.
 //
 // A lease:K hash with an id is a live lease of the earlier layout: every script serves it in
 // that layout (renew, release, force-release, re-acquire by its holder, waiter mark) until it
@@ -83,7 +83,7 @@ end
 // legacy reads, if KEYS[1] has no record, the earlier layout's shadow and rest keys (named by
 // the Lua expressions sk and rk, evaluated only then, into locals sk and rk) into the record's
 // locals (and sets old): an expiry resting until avail becomes st = 0, exp = now, ld = avail -
-// now; a release or force-release st = 1 or 2 with the rest key's pause as ru, rr. One EXISTS
+// now; a release or force-release st = 1 or 2 with the rest key's length as ru, rr. One EXISTS
 // when neither key exists.
 func legacy(sk, rk string) string {
 	return `
@@ -263,7 +263,7 @@ return {'ok', id, holder, tok, ` + acqMS + `, exp, ttl, md, cd, ld, ow}
 // the lease expired there while the node was cut off) while other nodes still renew it, so
 // that the holder's majority heals instead of shrinking with every restart. It writes only if
 // the node is free for this lease: no live lease on the key (another lease is a lost vote:
-// "held"), no cooldown or lock-delay (another lease's, or a pause: a lost vote: "rest"), and this
+// "held"), no cooldown or lock-delay (another lease's, or a rest: a lost vote: "rest"), and this
 // lease ID was not released or force-released on this node ("nothld": an end the holder must not
 // undo). The lease is written as a grant would have written it, with the ID, holder, token,
 // acquisition time, metadata, cooldown and lock-delay that the renewing nodes hold (not a new

@@ -271,7 +271,7 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 		s.observe(r.lease.Token)
 		return nil, heldError(r.lease)
 	case "rest":
-		return nil, &store.CooldownError{Key: p.Key, Reason: r.reason, Remaining: r.wait}
+		return nil, &store.RestingError{Key: p.Key, Reason: r.reason, Remaining: r.wait}
 	case "reset":
 		return nil, fmt.Errorf("%w: counter %d, this store has seen token %d", ErrTokensReset, r.n, s.maxSeen.Load())
 	}

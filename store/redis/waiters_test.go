@@ -104,7 +104,7 @@ func TestPublishOnlyWithWaiters(t *testing.T) {
 	}
 }
 
-// Leases and pauses written by the previous script version (a shadow without the r field, DEL +
+// Leases and rests written by the previous script version (a shadow without the r field, DEL +
 // HSET on release) are honoured: a rolling upgrade keeps cooldowns and lock-delays.
 func TestOldFormatShadowKeepsPauses(t *testing.T) {
 	srv := startServer(t, false)
@@ -115,7 +115,7 @@ func TestOldFormatShadowKeepsPauses(t *testing.T) {
 	// Released by the old script with a cooldown: shadow {id, ended=1}, rest key set.
 	admin.HSet(ctx, "baton:shadow:a", "id", "old", "ended", "1")
 	admin.Set(ctx, "baton:rest:a", "cooldown", 10*time.Second)
-	var cd *store.CooldownError
+	var cd *store.RestingError
 	if _, err := acquire(ctx, s, "a", "n"); !errors.As(err, &cd) || cd.Reason != "cooldown" {
 		t.Fatalf("acquire during an old release's cooldown: %v", err)
 	}
@@ -134,7 +134,7 @@ func TestOldFormatShadowKeepsPauses(t *testing.T) {
 	if _, err := acquire(ctx, s, "c", "n"); !errors.As(err, &cd) || cd.Reason != "lock-delay" {
 		t.Fatalf("acquire during an old expiry's lock-delay: %v", err)
 	}
-	// A new release with a cooldown, then the pause ends: the next grant does not take over.
+	// A new release with a cooldown, then the rest ends: the next grant does not take over.
 	if _, err := s.Acquire(ctx, &store.AcquireParams{Key: "d", LeaseID: "d1", Holder: "d1", TTL: time.Minute, Cooldown: 300 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}

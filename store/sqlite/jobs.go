@@ -225,10 +225,10 @@ func (s *Store) FailJob(ctx context.Context, p *store.FailParams) (*store.Job, e
 	return out, nil
 }
 
-// CompleteJobs completes many attempts in one write transaction (one commit, one fsync). The
+// CompleteMany completes many attempts in one write transaction (one commit, one fsync). The
 // result is aligned with ps: nil where the attempt was no longer running with that token, or is
 // another owner's.
-func (s *Store) CompleteJobs(ctx context.Context, ps []*store.CompleteParams) ([]*store.Job, error) {
+func (s *Store) CompleteMany(ctx context.Context, ps []*store.CompleteParams) ([]*store.Job, error) {
 	for _, p := range ps {
 		if err := p.Validate(); err != nil {
 			return nil, err

@@ -169,11 +169,11 @@ func (x *jobTx) submitHead(resource string) (*store.Job, error) {
 	return h, err
 }
 
-// SubmitJobs enqueues a batch in one write transaction, each job as SubmitJob would in batch
-// order; a refused or bad job rolls the whole batch back. Workers are woken once per kind, after
+// SubmitMany enqueues the jobs of ps in one write transaction, each as SubmitJob would, in the
+// order of ps; a refused or bad job rolls them all back. Workers are woken once per kind, after
 // the commit.
-func (s *Store) SubmitJobs(ctx context.Context, ps []*store.SubmitParams) ([]*store.SubmitResult, error) {
-	if err := store.ValidateBatch(ps); err != nil {
+func (s *Store) SubmitMany(ctx context.Context, ps []*store.SubmitParams) ([]*store.SubmitResult, error) {
+	if err := store.ValidateSubmitMany(ps); err != nil {
 		return nil, err
 	}
 	out := make([]*store.SubmitResult, len(ps))
@@ -183,7 +183,7 @@ func (s *Store) SubmitJobs(ctx context.Context, ps []*store.SubmitParams) ([]*st
 		for i, p := range ps {
 			res, err := x.submit(p)
 			if err != nil {
-				return store.InBatch(i, err)
+				return store.AtJob(i, err)
 			}
 			out[i] = res
 		}

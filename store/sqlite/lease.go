@@ -84,7 +84,7 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 			if r.ended == 1 {
 				reason = store.ReasonCooldown
 			}
-			return nil, &store.CooldownError{Key: p.Key, Reason: reason, Remaining: time.Duration(r.availableAt - now)}
+			return nil, &store.RestingError{Key: p.Key, Reason: reason, Remaining: time.Duration(r.availableAt - now)}
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err

@@ -33,7 +33,7 @@ func TestAuditPrincipals(t *testing.T) {
 	c.off.Add(int64(2 * time.Second))
 	must(s.Acquire(ctx, &store.AcquireParams{Key: "k", LeaseID: "b", Holder: "h", Owner: "bob", TTL: time.Minute, LockDelay: time.Hour}))
 	must(s.ForceRelease(ctx, &store.ForceReleaseParams{Key: "k", Reason: "stuck", Actor: "ops", Principal: "root"}))
-	must(s.ClearRest(ctx, &store.ForceReleaseParams{Key: "k", Reason: "drained", Actor: "ops", Principal: "admin"}))
+	must(s.ClearRest(ctx, &store.ClearRestParams{Key: "k", Reason: "drained", Actor: "ops", Principal: "admin"}))
 
 	must(nil, s.RegisterKinds(ctx, []store.Kind{{Name: "apply", MaxAttempts: 2, ResourceCooldown: time.Hour}}))
 	must(s.SubmitJob(ctx, &store.SubmitParams{Kind: "apply", Resource: "r"}))

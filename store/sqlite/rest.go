@@ -16,7 +16,7 @@ const clearRestSQL = `UPDATE leases SET available_at = ?2, end_actor = ?3, end_r
 
 // ClearRest ends the cooldown or lock-delay of a key that no live lease holds. The audit
 // trigger records it (leases_audit_clear_rest).
-func (s *Store) ClearRest(ctx context.Context, p *store.ForceReleaseParams) (*store.Rest, error) {
+func (s *Store) ClearRest(ctx context.Context, p *store.ClearRestParams) (*store.Rest, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}

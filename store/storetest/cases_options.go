@@ -22,12 +22,12 @@ func testCooldown(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	_, err := e.locker.TryAcquire(e.ctx, "cool")
-	var cool *baton.CooldownError
-	if !errors.As(err, &cool) || !errors.Is(err, baton.ErrCooldown) || cool.Reason != store.ReasonCooldown {
-		t.Fatalf("TryAcquire during cooldown: %v, want ErrCooldown (cooldown)", err)
+	var resting *baton.RestingError
+	if !errors.As(err, &resting) || !errors.Is(err, baton.ErrResting) || resting.Reason != store.ReasonCooldown {
+		t.Fatalf("TryAcquire during cooldown: %v, want ErrResting (cooldown)", err)
 	}
-	if cool.Remaining <= 0 || cool.Remaining > time.Second {
-		t.Fatalf("remaining %s, want in (0, 1s]", cool.Remaining)
+	if resting.Remaining <= 0 || resting.Remaining > time.Second {
+		t.Fatalf("remaining %s, want in (0, 1s]", resting.Remaining)
 	}
 	b, err := e.locker.Acquire(e.ctx, "cool", baton.WithWaitTimeout(5*time.Second))
 	if err != nil {
@@ -42,9 +42,9 @@ func testCooldown(t *testing.T, h Harness) {
 func expectLockDelay(t *testing.T, e *env, key string) {
 	t.Helper()
 	_, err := e.locker.TryAcquire(e.ctx, key)
-	var cool *baton.CooldownError
-	if !errors.As(err, &cool) || cool.Reason != store.ReasonLockDelay || cool.Remaining <= 0 {
-		t.Fatalf("TryAcquire during lock-delay: %v, want ErrCooldown (lock-delay)", err)
+	var resting *baton.RestingError
+	if !errors.As(err, &resting) || resting.Reason != store.ReasonLockDelay || resting.Remaining <= 0 {
+		t.Fatalf("TryAcquire during lock-delay: %v, want ErrResting (lock-delay)", err)
 	}
 	b, err := e.locker.Acquire(e.ctx, key, baton.WithWaitTimeout(5*time.Second))
 	if err != nil {
@@ -64,9 +64,9 @@ func testLockDelayAfterExpiry(t *testing.T, h Harness) {
 			time.Sleep(20 * time.Millisecond)
 			continue
 		}
-		var cool *baton.CooldownError
-		if !errors.As(err, &cool) || cool.Reason != store.ReasonLockDelay {
-			t.Fatalf("first answer after expiry of %s: %v, want ErrCooldown (lock-delay)", a.ID, err)
+		var resting *baton.RestingError
+		if !errors.As(err, &resting) || resting.Reason != store.ReasonLockDelay {
+			t.Fatalf("first answer after expiry of %s: %v, want ErrResting (lock-delay)", a.ID, err)
 		}
 		break
 	}
@@ -99,11 +99,11 @@ func testMetadata(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	check("Get", info.Metadata)
-	page, err := e.locker.List(e.ctx, baton.ListOptions{Prefix: "meta"})
+	page, err := e.locker.ListLeases(e.ctx, baton.LeaseListParams{Prefix: "meta"})
 	if err != nil || len(page.Leases) != 1 {
-		t.Fatalf("List = %+v, %v", page, err)
+		t.Fatalf("ListLeases = %+v, %v", page, err)
 	}
-	check("List", page.Leases[0].Metadata)
+	check("ListLeases", page.Leases[0].Metadata)
 	b := e.acquire("no-meta")
 	if len(b.Metadata) != 0 {
 		t.Fatalf("lease without metadata has %q", b.Metadata)
@@ -125,9 +125,9 @@ func testList(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	var keys []string
-	cursor, pages := "", 0
+	after, pages := "", 0
 	for {
-		page, err := e.locker.List(e.ctx, baton.ListOptions{Prefix: "a/", Limit: 2, Cursor: cursor})
+		page, err := e.locker.ListLeases(e.ctx, baton.LeaseListParams{Prefix: "a/", Limit: 2, After: after})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,18 +138,18 @@ func testList(t *testing.T, h Harness) {
 		for _, l := range page.Leases {
 			keys = append(keys, l.Key)
 		}
-		if page.NextCursor == "" {
+		if page.Next == "" {
 			break
 		}
-		cursor = page.NextCursor
+		after = page.Next
 	}
 	want := []string{"a/1", "a/2", "a/3", "a/4", "a/5", "a/special"}
 	if !reflect.DeepEqual(keys, want) || pages > 4 {
 		t.Fatalf("paged list of a/ = %v in %d pages, want %v (released keys excluded)", keys, pages, want)
 	}
-	listKeys := func(opts baton.ListOptions) []string {
+	listKeys := func(p baton.LeaseListParams) []string {
 		t.Helper()
-		page, err := e.locker.List(e.ctx, opts)
+		page, err := e.locker.ListLeases(e.ctx, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,16 +159,16 @@ func testList(t *testing.T, h Harness) {
 		}
 		return ks
 	}
-	if got := listKeys(baton.ListOptions{Prefix: "p%"}); !reflect.DeepEqual(got, []string{"p%/x"}) {
+	if got := listKeys(baton.LeaseListParams{Prefix: "p%"}); !reflect.DeepEqual(got, []string{"p%/x"}) {
 		t.Fatalf("prefix %q = %v: wildcard characters must match literally", "p%", got)
 	}
-	if got := listKeys(baton.ListOptions{Prefix: "p_"}); !reflect.DeepEqual(got, []string{"p_/y"}) {
+	if got := listKeys(baton.LeaseListParams{Prefix: "p_"}); !reflect.DeepEqual(got, []string{"p_/y"}) {
 		t.Fatalf("prefix %q = %v: wildcard characters must match literally", "p_", got)
 	}
-	if got := listKeys(baton.ListOptions{Holder: "special-holder"}); !reflect.DeepEqual(got, []string{"a/special"}) {
+	if got := listKeys(baton.LeaseListParams{Holder: "special-holder"}); !reflect.DeepEqual(got, []string{"a/special"}) {
 		t.Fatalf("holder filter = %v", got)
 	}
-	if got := listKeys(baton.ListOptions{}); len(got) != 10 {
+	if got := listKeys(baton.LeaseListParams{}); len(got) != 10 {
 		t.Fatalf("list all = %v, want 10 live keys", got)
 	}
 }
@@ -304,7 +304,7 @@ func testInvalidArguments(t *testing.T, h Harness) {
 		}
 	}
 	// Nothing was written.
-	page, err := e.locker.List(e.ctx, baton.ListOptions{})
+	page, err := e.locker.ListLeases(e.ctx, baton.LeaseListParams{})
 	if err != nil {
 		t.Fatal(err)
 	}

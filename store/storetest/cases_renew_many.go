@@ -11,7 +11,7 @@ import (
 	"github.com/batonhq/baton/store"
 )
 
-// testRenewMany checks store.RenewMany (one call on a BatchRenewer, one Renew each otherwise):
+// testRenewMany checks store.RenewMany (one call on a ManyRenewer, one Renew each otherwise):
 // every renewal gets its own answer, held leases are extended without a new token, the others
 // are ErrNotHeld, and bad input anywhere changes nothing.
 func testRenewMany(t *testing.T, h Harness) {
@@ -105,7 +105,7 @@ func testRenewMany(t *testing.T, h Harness) {
 	if _, err := store.RenewMany(ctx, e.store, nil); !errors.Is(err, store.ErrInvalidArgument) {
 		t.Errorf("RenewMany(nil) = %v; want an invalid argument", err)
 	}
-	tooMany := make([]*store.RenewParams, store.MaxRenewBatch+1)
+	tooMany := make([]*store.RenewParams, store.MaxRenewMany+1)
 	for i := range tooMany {
 		tooMany[i] = &store.RenewParams{Key: "rm/a", LeaseID: a.ID, TTL: ttl}
 	}

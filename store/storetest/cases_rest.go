@@ -14,13 +14,13 @@ import (
 // to clear (ErrNotFound), and a held key keeps its lease.
 func testClearRest(t *testing.T, h Harness) {
 	e := newEnv(t, h, nil)
-	admin := func(key string) *store.ForceReleaseParams {
-		return &store.ForceReleaseParams{Key: key, Reason: "node fixed by hand", Actor: "ops"}
+	admin := func(key string) *store.ClearRestParams {
+		return &store.ClearRestParams{Key: key, Reason: "node fixed by hand", Actor: "ops"}
 	}
 	if _, err := e.store.ClearRest(e.ctx, admin("rest-never")); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("ClearRest on a key never used: %v, want ErrNotFound", err)
 	}
-	if _, err := e.store.ClearRest(e.ctx, &store.ForceReleaseParams{Key: "rest-never"}); !errors.Is(err, store.ErrInvalidArgument) {
+	if _, err := e.store.ClearRest(e.ctx, &store.ClearRestParams{Key: "rest-never"}); !errors.Is(err, store.ErrInvalidArgument) {
 		t.Fatalf("ClearRest without a reason: %v, want ErrInvalidArgument", err)
 	}
 
@@ -35,8 +35,8 @@ func testClearRest(t *testing.T, h Harness) {
 	if err := a.Release(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.locker.TryAcquire(e.ctx, "rest-cool"); !errors.Is(err, baton.ErrCooldown) {
-		t.Fatalf("TryAcquire after a release with a 1h cooldown: %v, want ErrCooldown", err)
+	if _, err := e.locker.TryAcquire(e.ctx, "rest-cool"); !errors.Is(err, baton.ErrResting) {
+		t.Fatalf("TryAcquire after a release with a 1h cooldown: %v, want ErrResting", err)
 	}
 	rest, err := e.store.ClearRest(e.ctx, admin("rest-cool"))
 	if err != nil {

@@ -91,15 +91,15 @@ func RunJobAudit(t *testing.T, s AuditedJobStore) {
 		ev(store.EventJobRenew, second, "", ""),
 		ev(store.EventJobComplete, second, string(store.JobSucceeded), ""),
 	}
-	if bc, ok := s.(store.BatchCompleter); ok {
+	if mc, ok := s.(store.ManyCompleter); ok {
 		next, err := s.SubmitJob(ctx, &store.SubmitParams{Kind: "audit.apply", Resource: res})
 		if err != nil {
 			t.Fatal(err)
 		}
 		sub = next
 		third := claim("worker-c")
-		if done, err := bc.CompleteJobs(ctx, []*store.CompleteParams{{ID: third.ID, Token: third.Token, Owner: third.Owner}}); err != nil || len(done) != 1 || done[0] == nil {
-			t.Fatalf("CompleteJobs = %v, %v", done, err)
+		if done, err := mc.CompleteMany(ctx, []*store.CompleteParams{{ID: third.ID, Token: third.Token, Owner: third.Owner}}); err != nil || len(done) != 1 || done[0] == nil {
+			t.Fatalf("CompleteMany = %v, %v", done, err)
 		}
 		want = append(want, ev(store.EventJobClaim, third, "", ""), ev(store.EventJobComplete, third, string(store.JobSucceeded), ""))
 	}

@@ -64,7 +64,7 @@ func timedDrain(ctx context.Context, jb JobBench, workers, n int) (time.Duration
 }
 
 // DrainStore is Baton's drain at the store level: each worker claims up to batch jobs of kind
-// per round trip and completes them (in one round trip if the store is a BatchCompleter), until
+// per round trip and completes them (in one round trip if the store is a ManyCompleter), until
 // n jobs have completed.
 func DrainStore(s store.JobStore, kind string, batch int) func(ctx context.Context, workers, n int) error {
 	return func(ctx context.Context, workers, n int) error {
@@ -80,12 +80,12 @@ func DrainStore(s store.JobStore, kind string, batch int) func(ctx context.Conte
 						errs <- err
 						return
 					}
-					if bc, ok := s.(store.BatchCompleter); ok && len(js) > 1 {
+					if mc, ok := s.(store.ManyCompleter); ok && len(js) > 1 {
 						ps := make([]*store.CompleteParams, len(js))
 						for i, j := range js {
 							ps[i] = &store.CompleteParams{ID: j.ID, Token: j.Token}
 						}
-						res, err := bc.CompleteJobs(ctx, ps)
+						res, err := mc.CompleteMany(ctx, ps)
 						if err != nil {
 							errs <- err
 							return

@@ -329,24 +329,24 @@ func testJobSubscribe(t *testing.T, h JobHarness) {
 	e.sub("sub", "sub/2")
 }
 
-// testJobCompleteMany checks a BatchCompleter: results aligned with the request, stale attempts
+// testJobCompleteMany checks a ManyCompleter: results aligned with the request, stale attempts
 // left out, successors promoted.
 func testJobCompleteMany(t *testing.T, h JobHarness) {
 	e := newJobEnv(t, h, store.Kind{Name: "many", SuccessState: "DONE"})
-	bc, ok := e.s.(store.BatchCompleter)
+	mc, ok := e.s.(store.ManyCompleter)
 	requireNotApplicable(t, ok, "the store does not complete in batches")
 	a := e.sub("many", "m/1")
 	ja := e.claimOne(a.ID, "many")
 	b := e.sub("many", "m/2")
 	jb := e.claimOne(b.ID, "many")
 	next := e.sub("many", "m/1")
-	res, err := bc.CompleteJobs(e.ctx, []*store.CompleteParams{
+	res, err := mc.CompleteMany(e.ctx, []*store.CompleteParams{
 		{ID: ja.ID, Token: ja.Token}, {ID: jb.ID, Token: jb.Token + 1000}, {ID: jb.ID, Token: jb.Token}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res) != 3 || res[0] == nil || res[0].State != store.JobSucceeded || res[1] != nil || res[2] == nil || res[2].ID != b.ID {
-		t.Fatalf("CompleteJobs = %v; want [a succeeded, nil (stale token), b succeeded]", res)
+		t.Fatalf("CompleteMany = %v; want [a succeeded, nil (stale token), b succeeded]", res)
 	}
 	if r := e.resource("m/1"); r.State != "DONE" {
 		t.Fatalf("resource m/1 = %+v; want DONE", r)
@@ -357,7 +357,7 @@ func testJobCompleteMany(t *testing.T, h JobHarness) {
 }
 
 // testJobCompleteAndClaim checks a CompleteClaimer: the claim in the completions' round trip
-// starts the successor they promoted, stale attempts are left out as by CompleteJobs, and bad
+// starts the successor they promoted, stale attempts are left out as by CompleteMany, and bad
 // claim parameters are refused before anything is written.
 func testJobCompleteAndClaim(t *testing.T, h JobHarness) {
 	e := newJobEnv(t, h, store.Kind{Name: "cc"})
@@ -367,12 +367,12 @@ func testJobCompleteAndClaim(t *testing.T, h JobHarness) {
 	ja := e.claimOne(a.ID, "cc")
 	next := e.sub("cc", "cc/1")
 	ps := []*store.CompleteParams{{ID: ja.ID, Token: ja.Token}, {ID: ja.ID, Token: ja.Token + 1000}}
-	_, _, err := cc.CompleteJobsAndClaim(e.ctx, ps, &store.ClaimParams{Worker: "w2", Kinds: []string{"cc"}, Limit: 0, TTL: time.Minute})
+	_, _, err := cc.CompleteManyAndClaim(e.ctx, ps, &store.ClaimParams{Worker: "w2", Kinds: []string{"cc"}, Limit: 0, TTL: time.Minute})
 	wantInvalid(t, "a claim with limit 0", err, "limit")
 	if g := e.get(a.ID); g.State != store.JobRunning {
 		t.Fatalf("a refused call completed the job: %s", show(g))
 	}
-	done, claimed, err := cc.CompleteJobsAndClaim(e.ctx, ps, &store.ClaimParams{Worker: "w2", Kinds: []string{"cc"}, Limit: 5, TTL: time.Minute})
+	done, claimed, err := cc.CompleteManyAndClaim(e.ctx, ps, &store.ClaimParams{Worker: "w2", Kinds: []string{"cc"}, Limit: 5, TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,8 +384,8 @@ func testJobCompleteAndClaim(t *testing.T, h JobHarness) {
 		t.Fatalf("claimed = %v; want the next job on cc/1, running for w2 with a newer token", claimed)
 	}
 	// Nothing to complete: a claim alone.
-	if done, claimed, err = cc.CompleteJobsAndClaim(e.ctx, nil, &store.ClaimParams{Worker: "w2", Kinds: []string{"cc"}, Limit: 5, TTL: time.Minute}); err != nil || len(done) != 0 || len(claimed) != 0 {
-		t.Fatalf("CompleteJobsAndClaim(nil) = %v, %v, %v; want nothing", done, claimed, err)
+	if done, claimed, err = cc.CompleteManyAndClaim(e.ctx, nil, &store.ClaimParams{Worker: "w2", Kinds: []string{"cc"}, Limit: 5, TTL: time.Minute}); err != nil || len(done) != 0 || len(claimed) != 0 {
+		t.Fatalf("CompleteManyAndClaim(nil) = %v, %v, %v; want nothing", done, claimed, err)
 	}
 }
 
@@ -413,7 +413,7 @@ func testJobCompleteAndClaimHandsOff(t *testing.T, h JobHarness) {
 	for i, j := range running {
 		ps[i] = &store.CompleteParams{ID: j.ID, Token: j.Token}
 	}
-	done, claimed, err := cc.CompleteJobsAndClaim(e.ctx, ps, claimFor("w2", 2, "ho"))
+	done, claimed, err := cc.CompleteManyAndClaim(e.ctx, ps, claimFor("w2", 2, "ho"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +444,7 @@ func testJobCompleteAndClaimHandsOff(t *testing.T, h JobHarness) {
 	jb := e.claimOne(b.ID, "ho")
 	bNext := e.submit(store.SubmitParams{Kind: "ho", Resource: "pr/1", Priority: 5})
 	urgent := e.submit(store.SubmitParams{Kind: "ho", Resource: "pr/2", Priority: 0})
-	_, claimed, err = cc.CompleteJobsAndClaim(e.ctx, []*store.CompleteParams{{ID: jb.ID, Token: jb.Token}}, claimFor("w2", 1, "ho"))
+	_, claimed, err = cc.CompleteManyAndClaim(e.ctx, []*store.CompleteParams{{ID: jb.ID, Token: jb.Token}}, claimFor("w2", 1, "ho"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +468,7 @@ func testJobCompleteAndClaimHandsOff(t *testing.T, h JobHarness) {
 	jg := e.claimOne(g.ID, "guarded")
 	guardedNext := e.sub("guarded", "pr/5")
 	ps = []*store.CompleteParams{{ID: jc.ID, Token: jc.Token}, {ID: jo.ID, Token: jo.Token}, {ID: jg.ID, Token: jg.Token}}
-	if _, claimed, err = cc.CompleteJobsAndClaim(e.ctx, ps, claimFor("w3", 5, "cool", "guarded")); err != nil {
+	if _, claimed, err = cc.CompleteManyAndClaim(e.ctx, ps, claimFor("w3", 5, "cool", "guarded")); err != nil {
 		t.Fatal(err)
 	}
 	if len(claimed) != 1 || claimed[0].ID != guardedNext.ID || claimed[0].State != store.JobRunning {

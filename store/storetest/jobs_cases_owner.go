@@ -40,12 +40,12 @@ func testJobOwnerKeepsAttempt(t *testing.T, h JobHarness) {
 			t.Fatalf("complete by owner %q: %v; want ErrNotHeld", owner, err)
 		}
 		unchanged(fmt.Sprintf("a completion by owner %q", owner))
-		if bc, ok := e.s.(store.BatchCompleter); ok {
-			done, err := bc.CompleteJobs(e.ctx, []*store.CompleteParams{{ID: j.ID, Token: j.Token, Owner: owner}})
+		if mc, ok := e.s.(store.ManyCompleter); ok {
+			done, err := mc.CompleteMany(e.ctx, []*store.CompleteParams{{ID: j.ID, Token: j.Token, Owner: owner}})
 			if err != nil || len(done) != 1 || done[0] != nil {
-				t.Fatalf("CompleteJobs by owner %q = %v, %v; want no completion", owner, done, err)
+				t.Fatalf("CompleteMany by owner %q = %v, %v; want no completion", owner, done, err)
 			}
-			unchanged(fmt.Sprintf("CompleteJobs by owner %q", owner))
+			unchanged(fmt.Sprintf("CompleteMany by owner %q", owner))
 		}
 		if _, err := e.s.FailJob(e.ctx, &store.FailParams{ID: j.ID, Token: j.Token, Owner: owner, Permanent: true}); !errors.Is(err, store.ErrNotHeld) {
 			t.Fatalf("fail by owner %q: %v; want ErrNotHeld", owner, err)

@@ -10,7 +10,7 @@ import (
 )
 
 // testJobSubmitRacesCompletion: jobs submitted to a resource while its running job completes
-// (through CompleteJobs when the store batches, the worker's path) are never stranded. A submit
+// (through CompleteMany when the store batches, the worker's path) are never stranded. A submit
 // that still sees the running job queues behind it without becoming the head; the completion
 // must then see that job and promote it. If a completion decided the successor without holding
 // the resource as submits do, a job could commit behind a head that is gone: unfinished, never
@@ -18,8 +18,8 @@ import (
 // until nothing is unfinished. A store that batches is run both ways: its single CompleteJob
 // (the HTTP API's path) has a statement of its own.
 func testJobSubmitRacesCompletion(t *testing.T, h JobHarness) {
-	if _, batched := h.NewJobStore(t).(store.BatchCompleter); batched {
-		t.Run("CompleteJobs", func(t *testing.T) { submitRacesCompletion(t, h, true) })
+	if _, batched := h.NewJobStore(t).(store.ManyCompleter); batched {
+		t.Run("CompleteMany", func(t *testing.T) { submitRacesCompletion(t, h, true) })
 		t.Run("CompleteJob", func(t *testing.T) { submitRacesCompletion(t, h, false) })
 		return
 	}
@@ -29,14 +29,14 @@ func testJobSubmitRacesCompletion(t *testing.T, h JobHarness) {
 func submitRacesCompletion(t *testing.T, h JobHarness, batch bool) {
 	e := newJobEnv(t, h, store.Kind{Name: "race"})
 	const resources, rounds = 4, 40
-	bc, _ := e.s.(store.BatchCompleter)
+	mc, _ := e.s.(store.ManyCompleter)
 	complete := func(js []*store.Job) error {
 		if batch {
 			ps := make([]*store.CompleteParams, len(js))
 			for i, j := range js {
 				ps[i] = &store.CompleteParams{ID: j.ID, Token: j.Token}
 			}
-			_, err := bc.CompleteJobs(e.ctx, ps)
+			_, err := mc.CompleteMany(e.ctx, ps)
 			return err
 		}
 		for _, j := range js {
@@ -110,7 +110,7 @@ func testJobsHaveTheirResources(t *testing.T, h JobHarness) {
 		}
 		ps = append(ps, &store.SubmitParams{Kind: kind, Resource: fmt.Sprintf("hr/batch/%d", i%7)})
 	}
-	out, err := e.s.SubmitJobs(e.ctx, ps)
+	out, err := e.s.SubmitMany(e.ctx, ps)
 	if err != nil {
 		t.Fatal(err)
 	}

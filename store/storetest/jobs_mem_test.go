@@ -169,10 +169,10 @@ func (s *memJobStore) SubmitJob(_ context.Context, p *store.SubmitParams) (*stor
 	return s.submitLocked(p)
 }
 
-// SubmitJobs submits each job in turn under the lock and, if one fails, removes what the
+// SubmitMany submits each job in turn under the lock and, if one fails, removes what the
 // others added (a submit adds a job, maybe a resource and a key, and touches nothing else).
-func (s *memJobStore) SubmitJobs(_ context.Context, ps []*store.SubmitParams) ([]*store.SubmitResult, error) {
-	if err := store.ValidateBatch(ps); err != nil {
+func (s *memJobStore) SubmitMany(_ context.Context, ps []*store.SubmitParams) ([]*store.SubmitResult, error) {
+	if err := store.ValidateSubmitMany(ps); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -191,7 +191,7 @@ func (s *memJobStore) SubmitJobs(_ context.Context, ps []*store.SubmitParams) ([
 			for _, r := range newResources {
 				delete(s.resources, r)
 			}
-			return nil, store.InBatch(i, err)
+			return nil, store.AtJob(i, err)
 		}
 		if !had {
 			newResources = append(newResources, p.Resource)

@@ -34,7 +34,7 @@ func RunJobs(t *testing.T, h JobHarness) {
 	}{
 		{"ExclusionAndOrderUnderConcurrency", testJobExclusion},
 		{"IdempotentSubmit", testJobIdempotency},
-		{"BatchConcurrency", testJobBatchConcurrency},
+		{"SubmitManyConcurrency", testJobSubmitManyConcurrency},
 		{"SubmitRacesCompletion", testJobSubmitRacesCompletion},
 		{"JobsHaveTheirResources", testJobsHaveTheirResources},
 	}
@@ -81,11 +81,11 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"Resources", testJobResources},
 		{"JobCounts", testJobCounts},
 		{"BadSubmit", testJobBadSubmit},
-		// Batches.
-		{"BatchOrderAndHeads", testJobBatchOrder},
-		{"BatchIdempotency", testJobBatchIdempotency},
-		{"BatchPolicies", testJobBatchPolicies},
-		{"BatchBadInput", testJobBatchBadInput},
+		// SubmitMany.
+		{"SubmitManyOrderAndHeads", testJobSubmitManyOrder},
+		{"SubmitManyIdempotency", testJobSubmitManyIdempotency},
+		{"SubmitManyPolicies", testJobSubmitManyPolicies},
+		{"SubmitManyBadInput", testJobSubmitManyBadInput},
 		{"BadInput", testJobBadInput},
 	}
 	for _, c := range parallel {

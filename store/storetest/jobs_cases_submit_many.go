@@ -20,16 +20,16 @@ func (e *jobEnv) submitMany(ps ...store.SubmitParams) []*store.SubmitResult {
 	for i := range ps {
 		in[i] = &ps[i]
 	}
-	out, err := e.s.SubmitJobs(e.ctx, in)
+	out, err := e.s.SubmitMany(e.ctx, in)
 	if err != nil {
-		e.t.Fatalf("SubmitJobs(%d jobs): %v", len(ps), err)
+		e.t.Fatalf("SubmitMany(%d jobs): %v", len(ps), err)
 	}
 	if len(out) != len(ps) {
-		e.t.Fatalf("SubmitJobs(%d jobs) returned %d results", len(ps), len(out))
+		e.t.Fatalf("SubmitMany(%d jobs) returned %d results", len(ps), len(out))
 	}
 	for i, r := range out {
 		if r == nil || r.Job == nil {
-			e.t.Fatalf("SubmitJobs result %d is empty", i)
+			e.t.Fatalf("SubmitMany result %d is empty", i)
 		}
 	}
 	return out
@@ -50,10 +50,10 @@ func (e *jobEnv) wantNothingWritten(what, prefix string) {
 	}
 }
 
-// testJobBatchOrder: a batch over several resources keeps batch order within each resource
+// testJobSubmitManyOrder: a batch over several resources keeps batch order within each resource
 // (queue positions and claims), marks exactly the first job of each free resource as its head,
 // queues the rest, and wakes the kind's subscribers.
-func testJobBatchOrder(t *testing.T, h JobHarness) {
+func testJobSubmitManyOrder(t *testing.T, h JobHarness) {
 	e := newJobEnv(t, h, store.Kind{Name: "bo"})
 	pre := e.sub("bo", "bo/busy")
 	wake, cancel := e.s.SubscribeJobs("bo")
@@ -89,7 +89,7 @@ func testJobBatchOrder(t *testing.T, h JobHarness) {
 			t.Fatalf("job %s queued before %s, submitted earlier in the batch", show(j), show(prev))
 		}
 		if got := e.get(j.ID); got.Head != j.Head || got.State != j.State || got.Seq != j.Seq || argN(t, got) != argN(t, j) {
-			t.Fatalf("GetJob(%d) = %s; SubmitJobs returned %s", j.ID, show(got), show(j))
+			t.Fatalf("GetJob(%d) = %s; SubmitMany returned %s", j.ID, show(got), show(j))
 		}
 		last[j.Resource] = j
 	}
@@ -131,9 +131,9 @@ func argN(t *testing.T, j *store.Job) int {
 	return *a.N
 }
 
-// testJobBatchIdempotency: a key that names a job returns it; a key repeated in the batch
+// testJobSubmitManyIdempotency: a key that names a job returns it; a key repeated in the batch
 // creates one job, returned again for the later occurrences, whatever their other fields say.
-func testJobBatchIdempotency(t *testing.T, h JobHarness) {
+func testJobSubmitManyIdempotency(t *testing.T, h JobHarness) {
 	e := newJobEnv(t, h, store.Kind{Name: "bi"}, store.Kind{Name: "bi2"})
 	old := e.submit(store.SubmitParams{Kind: "bi", Resource: "bi/1", IdempotencyKey: "bi-old"})
 	out := e.submitMany(
@@ -175,9 +175,9 @@ func testJobBatchIdempotency(t *testing.T, h JobHarness) {
 	}
 }
 
-// testJobBatchPolicies: skip and reject apply per job, against the resource's jobs before the
+// testJobSubmitManyPolicies: skip and reject apply per job, against the resource's jobs before the
 // batch and against the jobs before it in the batch; one refusal refuses the whole batch.
-func testJobBatchPolicies(t *testing.T, h JobHarness) {
+func testJobSubmitManyPolicies(t *testing.T, h JobHarness) {
 	e := newJobEnv(t, h, store.Kind{Name: "bq"}, store.Kind{Name: "bs", Policy: store.PolicySkip},
 		store.Kind{Name: "br", Policy: store.PolicyReject})
 	pre := e.sub("bq", "bp/busy")
@@ -234,12 +234,12 @@ func testJobBatchPolicies(t *testing.T, h JobHarness) {
 			{Kind: "br", Resource: "bp/new2"},
 		}, 2, 0},
 	} {
-		_, err := e.s.SubmitJobs(e.ctx, c.ps)
-		var be *store.BatchError
+		_, err := e.s.SubmitMany(e.ctx, c.ps)
+		var se *store.SubmitManyError
 		var busy *store.ResourceBusyError
-		if !errors.As(err, &be) || be.Index != c.index || !errors.As(err, &busy) || !errors.Is(err, store.ErrResourceBusy) ||
+		if !errors.As(err, &se) || se.Index != c.index || !errors.As(err, &busy) || !errors.Is(err, store.ErrResourceBusy) ||
 			busy.Resource != c.ps[c.index].Resource || (c.head != 0 && busy.HeadJob != c.head) {
-			t.Fatalf("batch refused %s: %v; want a BatchError at %d around a ResourceBusyError on %q", c.name, err, c.index,
+			t.Fatalf("batch refused %s: %v; want a SubmitManyError at %d around a ResourceBusyError on %q", c.name, err, c.index,
 				c.ps[c.index].Resource)
 		}
 	}
@@ -256,12 +256,12 @@ func testJobBatchPolicies(t *testing.T, h JobHarness) {
 	}
 }
 
-// testJobBatchBadInput: bad input anywhere refuses the whole batch with an error naming the job
+// testJobSubmitManyBadInput: bad input anywhere refuses the whole batch with an error naming the job
 // and its field, and writes nothing; so do an empty and an oversized batch.
-func testJobBatchBadInput(t *testing.T, h JobHarness) {
+func testJobSubmitManyBadInput(t *testing.T, h JobHarness) {
 	e := newJobEnv(t, h, store.Kind{Name: "bb"})
 	ok := func(r string) *store.SubmitParams { return &store.SubmitParams{Kind: "bb", Resource: "bb/" + r} }
-	huge := make([]*store.SubmitParams, store.MaxSubmitBatch+1)
+	huge := make([]*store.SubmitParams, store.MaxSubmitMany+1)
 	for i := range huge {
 		huge[i] = ok("huge")
 	}
@@ -279,7 +279,7 @@ func testJobBatchBadInput(t *testing.T, h JobHarness) {
 		{"an unregistered kind", []*store.SubmitParams{ok("a"), {Kind: "nope", Resource: "bb/d", IdempotencyKey: "bb-k"}, ok("e")}, "jobs[1].kind"},
 		{"an unregistered kind after a refusable job", []*store.SubmitParams{ok("a"), ok("b"), {Kind: "nope", Resource: "bb/f"}}, "jobs[2].kind"},
 	} {
-		_, err := e.s.SubmitJobs(e.ctx, c.ps)
+		_, err := e.s.SubmitMany(e.ctx, c.ps)
 		wantInvalid(t, "batch with "+c.name, err, c.field)
 	}
 	e.wantNothingWritten("after refused batches", "bb/")
@@ -287,11 +287,11 @@ func testJobBatchBadInput(t *testing.T, h JobHarness) {
 		t.Fatalf("key of a refused batch names job %d", r[0].Job.ID)
 	}
 	// A large batch (a tenth of the limit: the limit itself takes long under -race) is one step.
-	full := make([]*store.SubmitParams, store.MaxSubmitBatch/10)
+	full := make([]*store.SubmitParams, store.MaxSubmitMany/10)
 	for i := range full {
 		full[i] = &store.SubmitParams{Kind: "bb", Resource: fmt.Sprintf("bb/full/%d", i%100)}
 	}
-	out, err := e.s.SubmitJobs(e.ctx, full)
+	out, err := e.s.SubmitMany(e.ctx, full)
 	if err != nil || len(out) != len(full) {
 		t.Fatalf("batch of %d jobs: %d results, %v", len(full), len(out), err)
 	}
@@ -300,10 +300,10 @@ func testJobBatchBadInput(t *testing.T, h JobHarness) {
 	}
 }
 
-// testJobBatchConcurrency: concurrent batches over shared resources, some with keys that other
+// testJobSubmitManyConcurrency: concurrent batches over shared resources, some with keys that other
 // batches share, leave one head per resource with work, each resource's jobs in the order of
 // every batch, and one job per key.
-func testJobBatchConcurrency(t *testing.T, h JobHarness) {
+func testJobSubmitManyConcurrency(t *testing.T, h JobHarness) {
 	e := newJobEnv(t, h, store.Kind{Name: "bc"})
 	const goroutines, batches, perBatch, resources = 4, 5, 40, 7
 	type sub struct {
@@ -327,7 +327,7 @@ func testJobBatchConcurrency(t *testing.T, h JobHarness) {
 						ps[i].IdempotencyKey = fmt.Sprintf("bc-%d-%d", b, i) // shared by the goroutines
 					}
 				}
-				out, err := e.s.SubmitJobs(e.ctx, ps)
+				out, err := e.s.SubmitMany(e.ctx, ps)
 				if err != nil {
 					errs <- err
 					return
@@ -344,7 +344,7 @@ func testJobBatchConcurrency(t *testing.T, h JobHarness) {
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
-		t.Fatalf("concurrent SubmitJobs: %v", err)
+		t.Fatalf("concurrent SubmitMany: %v", err)
 	}
 	byKey := map[string]int64{}
 	created := map[string]int{}

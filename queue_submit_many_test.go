@@ -29,10 +29,10 @@ func TestQueueSubmitMany(t *testing.T) {
 			t.Fatalf("SubmitMany changed the caller's params: %+v", ps[0])
 		}
 		_, err = q.SubmitMany(ctx, []baton.SubmitParams{{Kind: "build", Resource: "repo/c"}, {Kind: "gate", Resource: "repo/a"}})
-		var be *baton.BatchError
+		var se *baton.SubmitManyError
 		var busy *baton.ResourceBusyError
-		if !errors.As(err, &be) || be.Index != 1 || !errors.As(err, &busy) || busy.HeadJob != res[0].Job.ID {
-			t.Fatalf("SubmitMany with a refused job: %v; want a BatchError at 1 naming head %d", err, res[0].Job.ID)
+		if !errors.As(err, &se) || se.Index != 1 || !errors.As(err, &busy) || busy.HeadJob != res[0].Job.ID {
+			t.Fatalf("SubmitMany with a refused job: %v; want a SubmitManyError at 1 naming head %d", err, res[0].Job.ID)
 		}
 		if _, err := q.Resource(ctx, "repo/c"); !errors.Is(err, baton.ErrNotFound) {
 			t.Fatalf("resource of a refused batch: %v; want not found", err)

@@ -207,9 +207,9 @@ func (s *Store) renewOn(ctx context.Context, stmt *sql.Stmt, p *store.RenewParam
 }
 
 // RenewMany renews every lease of ps in one transaction (or two, past maxRenewBatch); see
-// store.BatchRenewer. The renewals join the same batches as single ones.
+// store.ManyRenewer. The renewals join the same batches as single ones.
 func (s *Store) RenewMany(ctx context.Context, ps []*store.RenewParams) ([]store.RenewResult, error) {
-	if err := store.ValidateRenewBatch(ps); err != nil {
+	if err := store.ValidateRenewMany(ps); err != nil {
 		return nil, err
 	}
 	if err := s.closed.Check(); err != nil {
@@ -234,4 +234,4 @@ func (s *Store) RenewMany(ctx context.Context, ps []*store.RenewParams) ([]store
 	return out, nil
 }
 
-var _ store.BatchRenewer = (*Store)(nil)
+var _ store.ManyRenewer = (*Store)(nil)
