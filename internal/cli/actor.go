@@ -27,3 +27,12 @@ func osActor() string {
 	}
 	return name
 }
+
+// actor is the actor an admin's change sends: the OS user without a token; with a token, none,
+// as the server records the token's name instead.
+func (a *app) actor() string {
+	if a.g.token != "" {
+		return ""
+	}
+	return osActor()
+}

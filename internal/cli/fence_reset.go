@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/batonhq/baton/client"
 	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
 )
@@ -34,33 +36,27 @@ With -o json: {"resource", "token"} (the token the fence held).`,
 	a.addGlobalFlags(cmd, true)
 	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit log (required)")
 	cmd.RunE = func(_ *cobra.Command, args []string) error {
-		if reason == "" {
-			return usagef("--reason is required")
-		}
-		p := &store.ResetFenceParams{Resource: args[0], Reason: reason}
-		if a.g.token == "" {
-			p.Actor = osActor() // with a token, the server records the token's name instead
-		}
-		if err := p.Validate(); err != nil {
+		if err := required("reason", reason); err != nil {
 			return err
 		}
-		st, ctx, done, err := a.openStore(0)
-		if err != nil {
-			return err
-		}
-		defer done()
-		token, err := st.ResetFence(ctx, p)
-		if errors.Is(err, store.ErrNotFound) {
-			return explain(err, "resource %q has no fence: nothing to reset", p.Resource)
-		}
-		if err != nil {
-			return err
-		}
-		if a.g.output == "json" {
-			return writeJSON(a.stdout, wire.FenceResetResponse{Resource: p.Resource, Token: token})
-		}
-		_, err = fmt.Fprintf(a.stdout, "reset the fence of %s (it held token %d)\n", printable(p.Resource), token)
-		return err
+		p := &store.ResetFenceParams{Resource: args[0], Reason: reason, Actor: a.actor()}
+		return a.call(p, func(ctx context.Context, st *client.Store) error { return a.resetFence(ctx, st, p) })
 	}
 	return cmd
+}
+
+// resetFence is fence reset's call.
+func (a *app) resetFence(ctx context.Context, st *client.Store, p *store.ResetFenceParams) error {
+	token, err := st.ResetFence(ctx, p)
+	if errors.Is(err, store.ErrNotFound) {
+		return explain(err, "resource %q has no fence: nothing to reset", p.Resource)
+	}
+	if err != nil {
+		return err
+	}
+	if a.g.output == "json" {
+		return writeJSON(a.stdout, wire.FenceResetResponse{Resource: p.Resource, Token: token})
+	}
+	_, err = fmt.Fprintf(a.stdout, "reset the fence of %s (it held token %d)\n", printable(p.Resource), token)
+	return err
 }

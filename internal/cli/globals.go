@@ -93,6 +93,28 @@ func (a *app) openStore(extra time.Duration) (st *client.Store, ctx context.Cont
 	return st, ctx, func() { cancel(); st.Close() }, nil
 }
 
+// call checks p, then runs fn with the server's store for the time of one request: the body of
+// a command that makes one call.
+func (a *app) call(p interface{ Validate() error }, fn func(ctx context.Context, st *client.Store) error) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	st, ctx, done, err := a.openStore(0)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return fn(ctx, st)
+}
+
+// required is the usage error of a required flag left out (or empty).
+func required(flag, value string) error {
+	if value == "" {
+		return usagef("--%s is required", flag)
+	}
+	return nil
+}
+
 func callContext(extra time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), requestTimeout+extra)
 }

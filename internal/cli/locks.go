@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/client"
 	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
 )
@@ -247,26 +248,20 @@ Example:
 	cmd.Flags().StringVar(&lease, "lease", "", "the lease `ID` (required)")
 	cmd.Flags().DurationVar(&ttl, "ttl", baton.DefaultTTL, "new `TTL` from now, 1s to 24h")
 	cmd.RunE = func(_ *cobra.Command, args []string) error {
-		if lease == "" {
-			return usagef("--lease is required")
+		if err := required("lease", lease); err != nil {
+			return err
 		}
 		p := &store.RenewParams{Key: args[0], LeaseID: lease, TTL: ttl}
-		if err := p.Validate(); err != nil {
-			return err
-		}
-		st, ctx, done, err := a.openStore(0)
-		if err != nil {
-			return err
-		}
-		defer done()
-		l, err := st.Renew(ctx, p)
-		if errors.Is(err, store.ErrNotHeld) {
-			return explain(err, "lease %s is not the live lease on %q (it expired, was released, taken over or force-released)", p.LeaseID, p.Key)
-		}
-		if err != nil {
-			return err
-		}
-		return writeLease(a.stdout, a.g, l)
+		return a.call(p, func(ctx context.Context, st *client.Store) error {
+			l, err := st.Renew(ctx, p)
+			if errors.Is(err, store.ErrNotHeld) {
+				return explain(err, "lease %s is not the live lease on %q (it expired, was released, taken over or force-released)", p.LeaseID, p.Key)
+			}
+			if err != nil {
+				return err
+			}
+			return writeLease(a.stdout, a.g, l)
+		})
 	}
 	return cmd
 }
@@ -292,36 +287,33 @@ With -o json: {"released": true, "already_released": false}`,
 	a.addGlobalFlags(cmd, true)
 	cmd.Flags().StringVar(&lease, "lease", "", "the lease `ID` (required)")
 	cmd.RunE = func(_ *cobra.Command, args []string) error {
-		if lease == "" {
-			return usagef("--lease is required")
+		if err := required("lease", lease); err != nil {
+			return err
 		}
 		p := &store.ReleaseParams{Key: args[0], LeaseID: lease}
-		if err := p.Validate(); err != nil {
-			return err
-		}
-		st, ctx, done, err := a.openStore(0)
-		if err != nil {
-			return err
-		}
-		defer done()
-		res, err := st.Release(ctx, p)
-		if errors.Is(err, store.ErrNotHeld) {
-			return explain(err, "lease %s is not the live lease on %q (it expired and the key was taken, or it was force-released)", p.LeaseID, p.Key)
-		}
-		if err != nil {
-			return err
-		}
-		switch {
-		case a.g.output == "json":
-			return writeJSON(a.stdout, map[string]bool{"released": !res.AlreadyReleased, "already_released": res.AlreadyReleased})
-		case res.AlreadyReleased:
-			_, err = fmt.Fprintf(a.stdout, "lease %s on %s was already released\n", p.LeaseID, p.Key)
-		default:
-			_, err = fmt.Fprintf(a.stdout, "released lease %s on %s\n", p.LeaseID, p.Key)
-		}
-		return err
+		return a.call(p, func(ctx context.Context, st *client.Store) error { return a.release(ctx, st, p) })
 	}
 	return cmd
+}
+
+// release is locks release's call.
+func (a *app) release(ctx context.Context, st *client.Store, p *store.ReleaseParams) error {
+	res, err := st.Release(ctx, p)
+	if errors.Is(err, store.ErrNotHeld) {
+		return explain(err, "lease %s is not the live lease on %q (it expired and the key was taken, or it was force-released)", p.LeaseID, p.Key)
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case a.g.output == "json":
+		return writeJSON(a.stdout, map[string]bool{"released": !res.AlreadyReleased, "already_released": res.AlreadyReleased})
+	case res.AlreadyReleased:
+		_, err = fmt.Fprintf(a.stdout, "lease %s on %s was already released\n", p.LeaseID, p.Key)
+	default:
+		_, err = fmt.Fprintf(a.stdout, "released lease %s on %s\n", p.LeaseID, p.Key)
+	}
+	return err
 }
 
 func (a *app) locksForceReleaseCommand() *cobra.Command {
@@ -350,29 +342,20 @@ With -o json: {"rest": {"key": "node/node-1", "reason": "cooldown", "remaining_m
 	a.addGlobalFlags(cmd, true)
 	cmd.Flags().StringVar(&reason, "reason", "", "why, for the server's log (required)")
 	cmd.RunE = func(_ *cobra.Command, args []string) error {
-		if reason == "" {
-			return usagef("--reason is required")
-		}
-		p := &store.ForceReleaseParams{Key: args[0], Reason: reason}
-		if a.g.token == "" {
-			p.Actor = osActor() // with a token, the server records the token's name instead
-		}
-		if err := p.Validate(); err != nil {
+		if err := required("reason", reason); err != nil {
 			return err
 		}
-		st, ctx, done, err := a.openStore(0)
-		if err != nil {
-			return err
-		}
-		defer done()
-		l, err := st.ForceRelease(ctx, p)
-		if errors.Is(err, store.ErrNotFound) {
-			return a.clearRest(st, &store.ClearRestParams{Key: p.Key, Reason: p.Reason, Actor: p.Actor})
-		}
-		if err != nil {
-			return err
-		}
-		return writeLease(a.stdout, a.g, l)
+		p := &store.ForceReleaseParams{Key: args[0], Reason: reason, Actor: a.actor()}
+		return a.call(p, func(ctx context.Context, st *client.Store) error {
+			l, err := st.ForceRelease(ctx, p)
+			if errors.Is(err, store.ErrNotFound) {
+				return a.clearRest(st, &store.ClearRestParams{Key: p.Key, Reason: p.Reason, Actor: p.Actor})
+			}
+			if err != nil {
+				return err
+			}
+			return writeLease(a.stdout, a.g, l)
+		})
 	}
 	return cmd
 }

@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/batonhq/baton/client"
 	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
 )
@@ -32,31 +34,28 @@ With -o json: {"resource", "until", "remaining_ms", "job"}.`,
 	a.addGlobalFlags(cmd, true)
 	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit log (required)")
 	cmd.RunE = func(_ *cobra.Command, args []string) error {
-		if reason == "" {
-			return usagef("--reason is required")
+		if err := required("reason", reason); err != nil {
+			return err
 		}
 		p := &store.ClearCooldownParams{Resource: args[0], Reason: reason}
-		if err := p.Validate(); err != nil {
-			return err
-		}
-		st, ctx, done, err := a.openStore(0)
-		if err != nil {
-			return err
-		}
-		defer done()
-		cd, err := st.ClearResourceCooldown(ctx, p)
-		if errors.Is(err, store.ErrNotFound) {
-			return explain(err, "resource %q is not cooling down: no cooldown to clear", p.Resource)
-		}
-		if err != nil {
-			return err
-		}
-		if a.g.output == "json" {
-			return writeJSON(a.stdout, wire.ResourceCooldownFrom(cd))
-		}
-		_, err = fmt.Fprintf(a.stdout, "cleared the cooldown of %s after job %d (%s were left)\n",
-			printable(cd.Resource), cd.Job, roundDuration(cd.Left))
-		return err
+		return a.call(p, func(ctx context.Context, st *client.Store) error { return a.clearCooldown(ctx, st, p) })
 	}
 	return cmd
+}
+
+// clearCooldown is resources clear-cooldown's call.
+func (a *app) clearCooldown(ctx context.Context, st *client.Store, p *store.ClearCooldownParams) error {
+	cd, err := st.ClearResourceCooldown(ctx, p)
+	if errors.Is(err, store.ErrNotFound) {
+		return explain(err, "resource %q is not cooling down: no cooldown to clear", p.Resource)
+	}
+	if err != nil {
+		return err
+	}
+	if a.g.output == "json" {
+		return writeJSON(a.stdout, wire.ResourceCooldownFrom(cd))
+	}
+	_, err = fmt.Fprintf(a.stdout, "cleared the cooldown of %s after job %d (%s were left)\n",
+		printable(cd.Resource), cd.Job, roundDuration(cd.Left))
+	return err
 }
