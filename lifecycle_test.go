@@ -3,6 +3,7 @@ package baton_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +30,8 @@ func TestCreateDuringDestroy(t *testing.T) {
 		}
 		destroyRunning, releaseDestroy := make(chan struct{}), make(chan struct{})
 		createStarted := make(chan string, 2)
+		destroyAtCreate := make(chan baton.JobState, 2)
+		var destroyID atomic.Int64
 		ends, onEnd := endedChan(8)
 		w, err := q.NewWorker(baton.WorkerConfig{Concurrency: 4, OnJobEnd: onEnd, Handlers: map[string]baton.Handler{
 			"destroy": func(ctx context.Context, j *baton.Job) error {
@@ -41,7 +44,12 @@ func TestCreateDuringDestroy(t *testing.T) {
 				if err != nil {
 					return err
 				}
+				d, err := q.Get(ctx, destroyID.Load())
+				if err != nil {
+					return err
+				}
 				createStarted <- r.State
+				destroyAtCreate <- d.State
 				return nil
 			},
 		}})
@@ -50,6 +58,7 @@ func TestCreateDuringDestroy(t *testing.T) {
 		}
 		runWorker(t, w)
 		destroy := submit(t, q, baton.SubmitParams{Kind: "destroy", Resource: "cluster/1"})
+		destroyID.Store(destroy.ID)
 		recv(t, destroyRunning)
 		if r, _ := q.Resource(ctx, "cluster/1"); r.State != "DESTROYING" || r.RunningJob != destroy.ID {
 			t.Fatalf("during DESTROY the resource is %+v; want DESTROYING, running job %d", r, destroy.ID)
@@ -74,14 +83,21 @@ func TestCreateDuringDestroy(t *testing.T) {
 		default:
 		}
 		close(releaseDestroy)
-		if e := waitEnded(t, ends); e.job.ID != destroy.ID || e.outcome != baton.JobSucceeded {
-			t.Fatalf("first to end: job %d %s; want DESTROY succeeded", e.job.ID, e.outcome)
-		}
+		// CREATE starts only once DESTROY's end is in the store. (OnJobEnd callbacks run on
+		// each job's own worker slot, so their order is not the order of the ends.)
 		if st := recv(t, createStarted); st != "CREATING" {
 			t.Fatalf("CREATE started with the resource %s; want CREATING (from DESTROYED)", st)
 		}
-		if e := waitEnded(t, ends); e.job.ID != create.ID || e.outcome != baton.JobSucceeded {
-			t.Fatalf("second to end: job %d %s; want CREATE succeeded", e.job.ID, e.outcome)
+		if st := recv(t, destroyAtCreate); st != baton.JobSucceeded {
+			t.Fatalf("when CREATE started, DESTROY was %s; want succeeded", st)
+		}
+		ended := map[int64]baton.JobState{}
+		for range 2 {
+			e := waitEnded(t, ends)
+			ended[e.job.ID] = e.outcome
+		}
+		if ended[destroy.ID] != baton.JobSucceeded || ended[create.ID] != baton.JobSucceeded {
+			t.Fatalf("ends: %v; want DESTROY (job %d) and CREATE (job %d) succeeded", ended, destroy.ID, create.ID)
 		}
 		if r, _ := q.Resource(ctx, "cluster/1"); r.State != "READY" {
 			t.Fatalf("after CREATE the resource is %s; want READY", r.State)
