@@ -54,3 +54,11 @@ class ResourceMethods:
         if not isinstance(token, int) or isinstance(token, bool) or token <= 0:
             raise ValueError(f"baton: token must be a positive integer (got {token!r})")
         return self._request("POST", "/v1/fences/check", body={"resource": resource, "token": token})
+
+    def reset_fence(self, resource: str, reason: str) -> dict:
+        """Deletes resource's fence (admin), audited with reason, so that its next check accepts
+        any token the store has issued (docs/fencing.md, "Resetting a fence"); returns
+        {"resource", "token"}: the token the fence held. NotFoundError if it has no fence."""
+        if not reason:
+            raise ValueError("baton: reason is required to reset a fence")
+        return self._request("DELETE", "/v1/fences/" + key_path(resource), query={"reason": reason})

@@ -160,6 +160,26 @@ class LockAndFenceRoutesTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             C.check_fence("db/orders", 0)
 
+    def test_reset_fence(self):
+        # A fence that holds a newer token than any current holder (restored from a backup, say)
+        # refuses everyone until an admin resets it; the reset answers the token it held.
+        tokens = []
+        for _ in range(2):
+            lease = C.try_acquire("py/fence-reset-tokens")
+            tokens.append(lease.token)
+            lease.release()
+        older, newer = tokens
+        C.check_fence("db/restored", newer)
+        with self.assertRaises(baton.StaleTokenError):
+            C.check_fence("db/restored", older)
+        self.assertEqual(C.reset_fence("db/restored", "restored from backup"), {"resource": "db/restored", "token": newer})
+        self.assertEqual(C.check_fence("db/restored", older)["token"], older, "after the reset an older token passes")
+        C.reset_fence("db/restored", "again")
+        with self.assertRaises(baton.NotFoundError):
+            C.reset_fence("db/restored", "no fence left")
+        with self.assertRaises(ValueError):
+            C.reset_fence("db/restored", "")
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -351,6 +351,16 @@ export class BatonClient {
     return this.request('POST', '/v1/fences/check', { body: { resource, token }, signal: opts.signal });
   }
 
+  /**
+   * Deletes a resource's fence (admin), audited with reason, so that its next check accepts any
+   * token the store has issued (docs/fencing.md, "Resetting a fence"). Resolves to the token
+   * the fence held; NotFoundError if it has no fence.
+   */
+  async resetFence(resource, reason, opts = {}) {
+    if (!reason) throw new TypeError('baton: reason is required to reset a fence');
+    return this.request('DELETE', `/v1/fences/${keyPath(resource)}`, { query: { reason }, signal: opts.signal });
+  }
+
   // Jobs.
 
   /** Creates or replaces a kind (admin). */

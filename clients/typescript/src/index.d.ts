@@ -134,6 +134,8 @@ export declare class BatonClient {
   forceRelease(key: string, reason: string, opts?: Sig): Promise<api.Lease>;
   clearRest(key: string, reason: string, opts?: Sig): Promise<api.Rest>;
   checkFence(resource: string, token: number, opts?: Sig): Promise<api.FenceCheckResponse>;
+  /** Deletes a resource's fence (admin), audited with reason; resolves to the token it held. */
+  resetFence(resource: string, reason: string, opts?: Sig): Promise<api.FenceResetResponse>;
   putKind(name: string, kind?: api.Kind, opts?: Sig): Promise<api.Kind>;
   listKinds(opts?: Sig): Promise<api.Kind[]>;
   listPeriodic(opts?: Sig): Promise<api.PeriodicJob[]>;

@@ -102,3 +102,20 @@ test('checkFence raises the fence and refuses an older token with StaleTokenErro
   assert.ok(unissued instanceof InvalidArgumentError, String(unissued));
   assert.equal(unissued.field, 'token');
 });
+
+test('resetFence deletes a poisoned fence and answers the token it held', async () => {
+  const tokens = [];
+  for (let i = 0; i < 2; i++) {
+    const l = await c.tryAcquire('ts/fence-reset-tokens');
+    tokens.push(l.token);
+    await l.release();
+  }
+  const [older, newer] = tokens;
+  await c.checkFence('db/restored', newer);
+  assert.ok((await c.checkFence('db/restored', older).catch((e) => e)) instanceof StaleTokenError);
+  assert.deepEqual(await c.resetFence('db/restored', 'restored from backup'), { resource: 'db/restored', token: newer });
+  assert.deepEqual(await c.checkFence('db/restored', older), { resource: 'db/restored', token: older }, 'after the reset an older token passes');
+  await c.resetFence('db/restored', 'again');
+  await assert.rejects(c.resetFence('db/restored', 'no fence left'), NotFoundError);
+  await assert.rejects(c.resetFence('db/restored', ''), TypeError);
+});
