@@ -55,8 +55,8 @@ Output (table):
 	fs.BoolVar(&follow, "follow", false, "then print new events as they happen, until interrupted")
 	pollFlag(cmd, &interval)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if limit < 0 || limit > store.MaxListLimit {
-			return usagef("--limit must be between 1 and %d", store.MaxListLimit)
+		if err := checkLimit(limit); err != nil {
+			return err
 		}
 		if err := checkInterval(interval); err != nil {
 			return err

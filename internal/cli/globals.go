@@ -99,12 +99,25 @@ func (a *app) call(p interface{ Validate() error }, fn func(ctx context.Context,
 	if err := p.Validate(); err != nil {
 		return err
 	}
+	return a.withStore(fn)
+}
+
+// withStore opens the store, runs fn within one call's time, and closes the store.
+func (a *app) withStore(fn func(ctx context.Context, st *client.Store) error) error {
 	st, ctx, done, err := a.openStore(0)
 	if err != nil {
 		return err
 	}
 	defer done()
 	return fn(ctx, st)
+}
+
+// checkLimit is the rule of every --limit: 0 (the default page) or 1 to store.MaxListLimit.
+func checkLimit(limit int) error {
+	if limit < 0 || limit > store.MaxListLimit {
+		return usagef("--limit must be between 1 and %d", store.MaxListLimit)
+	}
+	return nil
 }
 
 // required is the usage error of a required flag left out (or empty).

@@ -132,8 +132,8 @@ func (a *app) jobsListCommand(dlq bool) *cobra.Command {
 	fs.IntVar(&limit, "limit", 0, "at most `N` jobs (1-1000; default 100)")
 	fs.Int64Var(&after, "after", 0, "only jobs with an ID greater than `ID` (the next page)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if limit < 0 || limit > store.MaxListLimit {
-			return usagef("--limit must be between 1 and %d", store.MaxListLimit)
+		if err := checkLimit(limit); err != nil {
+			return err
 		}
 		filters := jobFilters{states: states.vals, kinds: kinds.vals, resources: resources.vals}
 		if dlq {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/batonhq/baton/client"
 	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
 )
@@ -47,16 +49,13 @@ func (a *app) kindsListCommand() *cobra.Command {
 	}, meta{exits: exitsRead, names: jobNames})
 	a.addGlobalFlags(cmd, true)
 	cmd.RunE = func(*cobra.Command, []string) error {
-		st, ctx, done, err := a.openStore(0)
-		if err != nil {
-			return err
-		}
-		defer done()
-		kinds, err := st.Kinds(ctx)
-		if err != nil {
-			return err
-		}
-		return writeKinds(a.stdout, a.g, kinds)
+		return a.withStore(func(ctx context.Context, st *client.Store) error {
+			kinds, err := st.Kinds(ctx)
+			if err != nil {
+				return err
+			}
+			return writeKinds(a.stdout, a.g, kinds)
+		})
 	}
 	return cmd
 }

@@ -68,8 +68,8 @@ With -o json, a JSON array of lease objects (docs/http-api.md).`,
 	fs.BoolVar(&watch, "watch", false, "then print the list again each time a lease is taken, released or taken over, until interrupted")
 	pollFlag(cmd, &interval)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if limit < 0 || limit > store.MaxListLimit {
-			return usagef("--limit must be between 1 and %d", store.MaxListLimit)
+		if err := checkLimit(limit); err != nil {
+			return err
 		}
 		if err := checkInterval(interval); err != nil {
 			return err

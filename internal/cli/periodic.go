@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"time"
@@ -41,16 +42,13 @@ With -o json: an array of {"name", "schedule", "kind", "resource", "args", "poli
 	}, meta{exits: exitsRead, names: jobNames})
 	a.addGlobalFlags(cmd, true)
 	cmd.RunE = func(*cobra.Command, []string) error {
-		st, ctx, done, err := a.openStore(0)
-		if err != nil {
-			return err
-		}
-		defer done()
-		jobs, err := st.PeriodicJobs(ctx)
-		if err != nil {
-			return err
-		}
-		return writePeriodic(a.stdout, a.g, jobs, time.Now())
+		return a.withStore(func(ctx context.Context, st *client.Store) error {
+			jobs, err := st.PeriodicJobs(ctx)
+			if err != nil {
+				return err
+			}
+			return writePeriodic(a.stdout, a.g, jobs, time.Now())
+		})
 	}
 	return cmd
 }

@@ -54,8 +54,8 @@ Example:
 	cmd.Flags().StringVar(&prefix, "prefix", "", "only keys starting with `P`")
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most `N` resources (1-1000), one page")
 	cmd.RunE = func(*cobra.Command, []string) error {
-		if limit < 0 || limit > store.MaxListLimit {
-			return usagef("--limit must be between 1 and %d", store.MaxListLimit)
+		if err := checkLimit(limit); err != nil {
+			return err
 		}
 		p := &store.ResourceListParams{Prefix: prefix, Limit: limit}
 		if limit == 0 {
