@@ -403,7 +403,7 @@ func (s *Store) Capabilities() store.Capabilities {
 		if info.FencingTokens != nil {
 			caps.FencingTokens = *info.FencingTokens
 		}
-		caps.Audit = info.Audit
+		caps.Audit, caps.OneResource = info.Audit, info.OneResource
 	}
 	return caps
 }
@@ -427,7 +427,8 @@ type serverInfo struct {
 	Store         string `json:"store"`
 	FencingTokens *bool  `json:"fencing_tokens"`
 	MaxWaitMs     *int64 `json:"max_wait_ms"`
-	Audit         bool   `json:"audit"` // false from servers older than the field
+	Audit         bool   `json:"audit"`        // false from servers older than the field
+	OneResource   bool   `json:"one_resource"` // likewise
 }
 
 // A failed fetch is not retried for infoRetry, so that callers do not each pay for it while the

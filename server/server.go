@@ -367,5 +367,6 @@ func (s *Server) info(w http.ResponseWriter, _ *http.Request, p principal) {
 		"max_wait_ms":    s.cfg.MaxWait.Milliseconds(),
 		"jobs":           s.jobs != nil,
 		"audit":          s.cfg.Store.Capabilities().Audit,
+		"one_resource":   s.cfg.Store.Capabilities().OneResource,
 	})
 }

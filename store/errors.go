@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -45,13 +46,21 @@ func (e *LockHeldError) Is(target error) bool { return target == ErrLockHeld }
 const (
 	ReasonCooldown  = "cooldown"   // after a clean release
 	ReasonLockDelay = "lock-delay" // after an expiry or a force-release
+	// ReasonResourceCooldown: after a job whose kind has a resource cooldown
+	// (Kind.ResourceCooldown), on a store where leases and jobs share one resource.
+	ReasonResourceCooldown = "resource-cooldown"
 )
+
+// JobHolder is the holder a lease refusal names when a job attempt holds the key: "job:<id>".
+// Where leases and jobs share one store (SQLite, PostgreSQL), a key is one resource: a live lease
+// and a running job attempt on it exclude each other.
+func JobHolder(id int64) string { return "job:" + strconv.FormatInt(id, 10) }
 
 // RestingError says a key is resting, why, and for how long. It matches ErrResting with
 // errors.Is.
 type RestingError struct {
 	Key       string
-	Reason    string        // ReasonCooldown or ReasonLockDelay
+	Reason    string        // ReasonCooldown, ReasonLockDelay or ReasonResourceCooldown
 	Remaining time.Duration // on the store's clock
 }
 

@@ -130,6 +130,11 @@ type Capabilities struct {
 	// database backend does; the HTTP client does not take an owner from its caller: its server
 	// sets it from the caller's token.
 	Owners bool
+	// OneResource is true when a key is one resource for leases and jobs alike: a live lease and
+	// a running job attempt on the same key exclude each other, whichever path took the key, and
+	// tokens per key strictly increase across both (SQLite and PostgreSQL, whose leases and jobs
+	// share one database).
+	OneResource bool
 }
 
 // Lease is a lease as the store sees it. Times are on the store's clock.

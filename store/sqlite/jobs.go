@@ -79,6 +79,10 @@ func (s *Store) ListJobs(ctx context.Context, p *store.JobListParams) ([]*store.
 // kind's guard refuses its resource's state is discarded instead (and the next job of its
 // resource promoted, which may then be claimed by the same call).
 //
+// One resource, one line: a head whose resource a lease holds, or that rests after a lease (its
+// cooldown or lock-delay), is not claimed; the lease row is read in the claim's write
+// transaction, and an acquire reads the running jobs in its own (see the acquire statement).
+//
 // INDEXED BY: without statistics SQLite would rather read jobs_by_state, i.e. every queued job,
 // heads or not; the partial index reads heads only (and the statement fails if it cannot).
 func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.Job, error) {
@@ -94,9 +98,10 @@ func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.J
 		out = nil
 		for len(out) < p.Limit {
 			cands, err := scanJobs(x.q.QueryContext(x.ctx, `SELECT `+jobColumns+` FROM jobs INDEXED BY jobs_claimable
-				WHERE head AND state IN `+sqlClaimable+` AND scheduled_at <= ?
-					AND kind IN (SELECT value FROM json_each(?))
-				ORDER BY priority, seq LIMIT ?`, x.now.UnixNano(), string(kinds), p.Limit-len(out)))
+				WHERE head AND state IN `+sqlClaimable+` AND scheduled_at <= ?1
+					AND kind IN (SELECT value FROM json_each(?2))
+					AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.key = jobs.resource AND l.available_at > ?1)
+				ORDER BY priority, seq LIMIT ?3`, x.now.UnixNano(), string(kinds), p.Limit-len(out)))
 			if err != nil || len(cands) == 0 {
 				return err
 			}

@@ -161,3 +161,13 @@ func TestJobConformance(t *testing.T) {
 		},
 	})
 }
+
+// Leases and jobs wake each other in one process (the one-resource line).
+func TestOneResourceWakeUps(t *testing.T) {
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "wake.db"), sqlite.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	storetest.RunOneResourceWakeUps(t, s)
+}

@@ -63,6 +63,9 @@ func (x *jobTx) promote(resource string) error {
 // cooldown starts. (A head its guard refused is not settled: it did not start.)
 func (x *jobTx) end(j *store.Job, st store.JobState, settle bool) error {
 	wasHead := j.Head
+	if j.State == store.JobRunning {
+		x.freed[j.Resource] = true
+	}
 	j.State, j.Head, j.FinishedAt = st, false, x.now
 	if settle && wasHead && j.Attempt > 0 {
 		k, err := x.kind(j.Kind)
@@ -111,6 +114,7 @@ func (x *jobTx) end(j *store.Job, st store.JobState, settle bool) error {
 func (x *jobTx) endAttempt(j *store.Job, code, msg string, permanent bool, backoff time.Duration) error {
 	x.addError(j, code, msg)
 	j.LeaseExpiresAt = time.Time{}
+	x.freed[j.Resource] = true
 	switch {
 	case j.CancelRequested:
 		return x.end(j, store.JobCancelled, true)

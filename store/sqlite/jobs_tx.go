@@ -28,6 +28,9 @@ type jobTx struct {
 	kinds map[string]*store.Kind
 	res   map[string]*resourceRow
 	wake  map[string]bool
+	// freed holds the resources whose running attempt ended: this process's lock waiters on them
+	// are woken once the transaction commits.
+	freed map[string]bool
 	// heads, set for a batch submit only (in which nothing else changes a head), remembers
 	// each resource's head (nil: none) once read or made, instead of reading it per job.
 	heads map[string]*store.Job
@@ -71,7 +74,7 @@ func (x *jobTx) closeStmts() {
 func newJobTx(ctx context.Context, q querier, now time.Time) *jobTx {
 	now = time.Unix(0, now.UnixNano()) // as it reads back from the file
 	return &jobTx{ctx: ctx, q: q, now: now, kinds: map[string]*store.Kind{},
-		res: map[string]*resourceRow{}, wake: map[string]bool{}}
+		res: map[string]*resourceRow{}, wake: map[string]bool{}, freed: map[string]bool{}}
 }
 
 // inTx runs fn in one write transaction (BEGIN IMMEDIATE: the write lock is taken at once, so
@@ -94,6 +97,9 @@ func (s *Store) inTx(ctx context.Context, op string, fn func(x *jobTx) error) er
 		return s.wrap(op, err)
 	}
 	s.wakeKinds(x.wake)
+	for key := range x.freed {
+		s.hub.Notify(key)
+	}
 	return nil
 }
 

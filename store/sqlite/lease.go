@@ -7,6 +7,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/batonhq/baton/internal/notify"
 	"github.com/batonhq/baton/store"
 )
 
@@ -73,7 +74,12 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 		err = r.scan(s.stmts.selectRow.QueryRowContext(ctx, p.Key))
 		now = s.now().UnixNano()
 		switch {
-		case errors.Is(err, sql.ErrNoRows): // deleted in between: try again
+		case errors.Is(err, sql.ErrNoRows) || err == nil && r.availableAt <= now:
+			// No lease refused the key: a job attempt holds it, or it rests after a job, or it
+			// came free in between (try again).
+			if err := s.jobRefusal(ctx, p.Key, now); err != nil {
+				return nil, err
+			}
 		case err != nil:
 			return nil, s.wrap("acquire", err)
 		case r.ended == 0 && r.expiresAt > now:
@@ -89,6 +95,39 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+	}
+}
+
+// jobRefusal says why the job side of the key refuses a lease at now: a running attempt holds it
+// (LockHeldError naming "job:<id>"), or it rests after a job (RestingError, resource cooldown).
+// nil if neither, when the key came free meanwhile.
+func (s *Store) jobRefusal(ctx context.Context, key string, now int64) error {
+	var id, token, expires int64
+	err := s.stmts.runningJob.QueryRowContext(ctx, key, now).Scan(&id, &token, &expires)
+	if err == nil {
+		return &store.LockHeldError{Key: key, Holder: store.JobHolder(id), Token: uint64(token),
+			ExpiresAt: time.Unix(0, expires), RetryAfter: time.Duration(expires - now)}
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return s.wrap("acquire", err)
+	}
+	var until int64
+	err = s.stmts.resourceRest.QueryRowContext(ctx, key, now).Scan(&until)
+	if err == nil {
+		return &store.RestingError{Key: key, Reason: store.ReasonResourceCooldown, Remaining: time.Duration(until - now)}
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return s.wrap("acquire", err)
+	}
+	return nil
+}
+
+// wakeJobs wakes this process's workers of the kind of the key's head job, if one waits to be
+// claimed: a lease that ended may have been all that held it back.
+func (s *Store) wakeJobs(ctx context.Context, key string) {
+	var kind string
+	if s.stmts.headKind.QueryRowContext(ctx, key).Scan(&kind) == nil {
+		s.hub.Notify(notify.JobKey(kind))
 	}
 }
 
@@ -124,6 +163,7 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 		return nil, s.wrap("release", err)
 	} else if n == 1 {
 		s.hub.Notify(p.Key)
+		s.wakeJobs(ctx, p.Key)
 		// Best effort: if another process re-granted the key meanwhile, Held stays zero.
 		var held int64
 		_ = s.stmts.heldFor.QueryRowContext(ctx, p.Key, p.LeaseID, now).Scan(&held)
@@ -157,6 +197,7 @@ func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (
 		return nil, s.wrap("force-release", err)
 	}
 	s.hub.Notify(p.Key)
+	s.wakeJobs(ctx, p.Key)
 	return r.lease(now), nil
 }
 

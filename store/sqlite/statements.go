@@ -9,6 +9,7 @@ const leaseColumns = `key, lease_id, holder, owner, token, acquired_at, expires_
 
 // statements are prepared once per Store.
 type statements struct {
+	runningJob, resourceRest, headKind                                                             *sql.Stmt
 	selectRow, acquire, renew, release, heldFor, releasedBy, forceRelease, get, events, eventsDesc *sql.Stmt
 	// list holds one statement per shape of keyRange, so that each reads the primary key as
 	// one range.
@@ -29,18 +30,33 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 		sql string
 	}{
 		{&st.selectRow, `SELECT ` + leaseColumns + ` FROM leases WHERE key = ?`},
+		// The job attempt that holds a resource, and the resource's rest after a job: what a
+		// refused acquire names when no lease refused it. ?1 key, ?2 now.
+		{&st.runningJob, `SELECT id, token, lease_expires_at FROM jobs
+			WHERE resource = ?1 AND state = 'running' AND lease_expires_at > ?2`},
+		{&st.resourceRest, `SELECT cooldown_until FROM resources WHERE key = ?1 AND cooldown_until > ?2`},
+		// The kind of the resource's head, if it waits to be claimed: a release wakes its workers.
+		{&st.headKind, `SELECT kind FROM jobs WHERE resource = ?1 AND head AND state IN ` + sqlClaimable + ` LIMIT 1`},
 		// acquire grants a free key (available_at <= now: released, expired or force-released
 		// and past its cooldown or lock-delay) or renews the live lease of the same holder and
 		// owner, in one statement, and returns nothing if it did neither (a live lease of the
 		// same holder and another owner is not the caller's: nothing changes). The token is the
 		// counter plus one, read inside the statement's write transaction; the triggers advance
 		// the counter. The idempotent re-acquire keeps ID, token, acquisition time and metadata.
+		// One resource, one line: the key is not granted while a job attempt holds it (a running
+		// job on the resource whose attempt's lease is live) or while the resource rests after a
+		// job (its resource cooldown). Both are read in the statement's write transaction, and
+		// a claim reads the lease row in its own (see ClaimJobs), so neither side can act on a
+		// stale read: SQLite runs one writer at a time. The SELECT's WHERE holds for the
+		// re-acquire by the lease's own holder too, which can only be live when no job is.
 		// ?1 key, ?2 lease_id, ?3 holder, ?4 now, ?5 ttl, ?6 cooldown, ?7 lock delay, ?8 metadata,
 		// ?9 owner.
 		{&st.acquire, `INSERT INTO leases AS a (key, lease_id, holder, owner, token, acquired_at, expires_at, ended,
 				available_at, cooldown_ns, lock_delay_ns, metadata)
-			VALUES (?1, ?2, ?3, ?9, (SELECT value + 1 FROM counters WHERE name = 'token'), ?4, ?4 + ?5, 0,
-				?4 + ?5 + ?7, ?6, ?7, ?8)
+			SELECT ?1, ?2, ?3, ?9, (SELECT value + 1 FROM counters WHERE name = 'token'), ?4, ?4 + ?5, 0,
+				?4 + ?5 + ?7, ?6, ?7, ?8
+			WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE resource = ?1 AND state = 'running' AND lease_expires_at > ?4)
+				AND coalesce((SELECT cooldown_until FROM resources WHERE key = ?1), 0) <= ?4
 			ON CONFLICT (key) DO UPDATE SET
 				lease_id      = iif(a.available_at <= ?4, excluded.lease_id, a.lease_id),
 				holder        = iif(a.available_at <= ?4, excluded.holder, a.holder),
@@ -94,7 +110,7 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 }
 
 func (st *statements) close() {
-	for _, s := range append([]*sql.Stmt{st.selectRow, st.acquire, st.renew, st.release, st.heldFor,
+	for _, s := range append([]*sql.Stmt{st.runningJob, st.resourceRest, st.headKind, st.selectRow, st.acquire, st.renew, st.release, st.heldFor,
 		st.releasedBy, st.forceRelease, st.get, st.events, st.eventsDesc}, st.list[:]...) {
 		if s != nil {
 			s.Close()

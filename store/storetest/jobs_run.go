@@ -37,6 +37,7 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"SubmitManyConcurrency", testJobSubmitManyConcurrency},
 		{"SubmitRacesCompletion", testJobSubmitRacesCompletion},
 		{"JobsHaveTheirResources", testJobsHaveTheirResources},
+		{"OneResourceExclusion", testOneResourceExclusion},
 	}
 	for _, c := range serial {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
@@ -57,6 +58,8 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"AttemptTokensPassFences", testJobFenceTokens},
 		{"SubscribeWakes", testJobSubscribe},
 		{"SubscribeSeveralKinds", testJobSubscribeKinds},
+		// Leases and jobs on one resource.
+		{"OneResourceRefusals", testOneResourceRefusals},
 		// Policies and guards.
 		{"PolicyReject", testJobPolicyReject},
 		{"PolicySkip", testJobPolicySkip},

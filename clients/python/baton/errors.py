@@ -53,7 +53,8 @@ class LockHeldError(BatonError):
 
 
 class CooldownError(BatonError):
-    """423 cooldown: the key rests after a release ("cooldown") or an expiry ("lock-delay")."""
+    """423 cooldown: the key rests after a release ("cooldown"), an expiry ("lock-delay"), or a job
+    whose kind has a resource cooldown ("resource-cooldown")."""
 
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)

@@ -128,6 +128,8 @@ export interface Info {
   jobs?: boolean;
   /** the store keeps an audit log (GET /v1/events answers 501 otherwise) */
   audit?: boolean;
+  /** a key is one resource for leases and jobs: a live lease and a running job attempt on it exclude each other, and an acquire refused by an attempt names holder job:<id> (SQLite and PostgreSQL) */
+  one_resource?: boolean;
   /** the server checks bearer tokens (false: every caller is admin) */
   auth: boolean;
   /** the caller: the token's name, or "anonymous" without auth */
@@ -156,7 +158,7 @@ export interface Problem {
   expires_at?: string;
   /** when to try again */
   retry_after_ms?: number;
-  /** cooldown: cooldown or lock-delay */
+  /** cooldown: cooldown or lock-delay (after a lease), or resource-cooldown (after a job whose kind has a resource cooldown) */
   reason?: string;
   /** cooldown: how long the key still rests */
   remaining_ms?: number;
