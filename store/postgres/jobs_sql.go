@@ -70,7 +70,7 @@ func buildJobQueries(schema, channel string) jobQueries {
 	// The schema is [a-z0-9_] and the channel derives from it, so neither can hold a quote.
 	r := strings.NewReplacer(
 		"{jobs}", id("jobs"), "{resources}", id("resources"), "{kinds}", id("job_kinds"),
-		"{token_seq}", "'"+id("token_seq")+"'", "{job_seq}", "'"+id("job_seq")+"'",
+		"{leases}", id("leases"), "{token_seq}", "'"+id("token_seq")+"'", "{job_seq}", "'"+id("job_seq")+"'",
 		"{channel}", "'"+channel+"'", "{jobkey}", "E'\\x1fjob:'",
 	)
 	q := func(s string) string { return r.Replace(s) }
@@ -120,9 +120,16 @@ WHERE k.name = $1 AND k.waiting_until > now()`),
 		promoteRejected: q(strings.ReplaceAll(promote, "{set}", rejectedSet)),
 
 		// $1 id, $2 token, $3 ttl ms, $4 owner.
-		heartbeat: q(`UPDATE {jobs} j SET lease_expires_at = now() + $3::bigint * interval '1 millisecond'
-WHERE j.id = $1 AND j.token = $2 AND j.owner = $4 AND j.state = 'running' AND j.lease_expires_at > now()
-RETURNING j.cancel_requested, (extract(epoch FROM j.lease_expires_at - now()) * 1000000)::bigint`),
+		// An attempt that holds its key's leases row as its gate extends the row with it.
+		heartbeat: q(`WITH u AS (
+	UPDATE {jobs} j SET lease_expires_at = now() + $3::bigint * interval '1 millisecond'
+	WHERE j.id = $1 AND j.token = $2 AND j.owner = $4 AND j.state = 'running' AND j.lease_expires_at > now()
+	RETURNING j.id, j.resource, j.gated, j.cancel_requested, j.lease_expires_at
+), g AS (
+	UPDATE {leases} l SET expires_at = u.lease_expires_at, available_at = u.lease_expires_at
+	FROM u WHERE u.gated AND l.key = u.resource AND l.job_id = u.id
+)
+SELECT u.cancel_requested, (extract(epoch FROM u.lease_expires_at - now()) * 1000000)::bigint FROM u`),
 		finish:          q(finishSQL),
 		completeMany:    q(completeManySQL),
 		promoteMany:     q(strings.ReplaceAll(promote, "{set}", `SELECT resource FROM {jobs} WHERE id = ANY($1)`)),
@@ -249,6 +256,15 @@ func listJobsSQL(filters int, state store.JobState) string {
 // another transaction would only make promote re-check a resource, which is always correct).
 const rejectedSet = `SELECT resource FROM {jobs} WHERE state = 'discarded' AND finished_at = now()`
 
+// One resource, one line: a head whose key a lease holds or rests after (its leases row is not
+// available) is not picked. gate takes the key's leases row for each picked job of a lock key
+// (a key with a row; or one the job was gated on when the key became one, see resource_line.go,
+// whose row this statement's snapshot may not see: ON CONFLICT finds it anyway): it locks the
+// row, re-checks that it is available on its latest version (a lease granted meanwhile refuses
+// it) and draws the attempt's token under that lock, so that per key tokens strictly increase
+// across leases and attempts. A job whose gate was refused is not started, and is picked again
+// by a later claim. Jobs of keys that were never locked write no row.
+//
 // claimSQL starts up to $2 claimable heads of kinds $1 for worker $3 with a lease of $4 ms, as
 // attempts of owner $5.
 //
@@ -268,10 +284,11 @@ const rejectedSet = `SELECT resource FROM {jobs} WHERE state = 'discarded' AND f
 // cost of a small claim) is skipped.
 const claimSQL = `WITH picked AS (
 	SELECT x.* FROM unnest($1::text[]) AS kk (kind) CROSS JOIN LATERAL (
-		SELECT j.id, j.kind, j.resource, j.attempt, j.priority, j.seq
+		SELECT j.id, j.kind, j.resource, j.attempt, j.priority, j.seq, j.gated
 		FROM {jobs} j
 		WHERE j.kind = kk.kind AND j.head AND j.state IN ('scheduled', 'available', 'retryable')
 			AND j.scheduled_at <= now()
+			AND NOT EXISTS (SELECT 1 FROM {leases} l WHERE l.key = j.resource AND l.available_at > now())
 		ORDER BY j.priority, j.seq
 		LIMIT $2
 		FOR UPDATE OF j SKIP LOCKED
@@ -280,8 +297,21 @@ const claimSQL = `WITH picked AS (
 	LIMIT $2
 ), cand AS (
 	SELECT p.id, p.resource, p.attempt, k.from_states, k.running_state, k.timeout_ms,
-		cardinality(k.from_states) > 0 OR k.running_state <> '' AS guarded
+		cardinality(k.from_states) > 0 OR k.running_state <> '' AS guarded,
+		coalesce(p.gated, false) OR EXISTS (SELECT 1 FROM {leases} l WHERE l.key = p.resource) AS gate
 	FROM picked p JOIN {kinds} k ON k.name = p.kind
+), gate AS (
+	INSERT INTO {leases} AS l (key, lease_id, holder, owner, token, acquired_at, expires_at, ended, available_at,
+		cooldown_ms, lock_delay_ms, job_id)
+	SELECT c.resource, '', 'job:' || c.id, $5, nextval({token_seq}), now(), now() + $4::bigint * interval '1 millisecond',
+		0, now() + $4::bigint * interval '1 millisecond', 0, 0, c.id
+	FROM cand c WHERE c.gate
+	ON CONFLICT (key) DO UPDATE SET lease_id = '', holder = excluded.holder, owner = excluded.owner,
+		token = nextval({token_seq}), acquired_at = now(), expires_at = excluded.expires_at, ended = 0,
+		available_at = excluded.available_at, cooldown_ms = 0, lock_delay_ms = 0, metadata = NULL,
+		took_over = false, job_id = excluded.job_id
+	WHERE l.available_at <= now()
+	RETURNING l.key, l.token
 ), guard AS (
 	UPDATE {resources} r SET
 		state = CASE WHEN c.running_state <> '' THEN c.running_state ELSE r.state END,
@@ -295,11 +325,13 @@ const claimSQL = `WITH picked AS (
 ), started AS (
 	UPDATE {jobs} j SET state = 'running', attempt = j.attempt + 1, attempted_at = now(), worker = $3,
 		owner = $5, reaped = false,
-		token = nextval({token_seq}), lease_expires_at = now() + $4::bigint * interval '1 millisecond',
-		timeout_ms = c.timeout_ms, cancel_requested = false
+		token = CASE WHEN c.gate THEN (SELECT g.token FROM gate g WHERE g.key = c.resource) ELSE nextval({token_seq}) END,
+		lease_expires_at = now() + $4::bigint * interval '1 millisecond',
+		timeout_ms = c.timeout_ms, cancel_requested = false, gated = c.gate
 	FROM cand c
 	WHERE j.id = ANY (ARRAY(SELECT id FROM cand)) AND j.id = c.id
 		AND (NOT c.guarded OR c.resource IN (SELECT key FROM guard))
+		AND (NOT c.gate OR c.resource IN (SELECT key FROM gate))
 	RETURNING ` + jobCols + `
 ), rejected AS (
 	UPDATE {jobs} j SET state = 'discarded', head = false, finished_at = now(),
@@ -367,7 +399,7 @@ const finishSQL = `WITH j0 AS (
 	WHERE s.ns = '' AND NOT s.cools
 	FOR NO KEY UPDATE OF r
 )
-UPDATE {jobs} j SET state = nx.next, head = (nx.next = 'retryable'), lease_expires_at = NULL, reaped = $8,
+UPDATE {jobs} j SET state = nx.next, head = (nx.next = 'retryable'), lease_expires_at = NULL, reaped = $8, gated = NULL,
 	finished_at = CASE WHEN nx.next = 'retryable' THEN NULL ELSE now() END,
 	scheduled_at = CASE WHEN nx.next = 'retryable' THEN now() + $7::bigint * interval '1 millisecond'
 		ELSE j.scheduled_at END,
@@ -413,7 +445,7 @@ RETURNING ` + jobCols
 // because the final SELECT reads it.
 const completeManySQL = `WITH j AS (
 	UPDATE {jobs} j SET state = 'succeeded', head = false, lease_expires_at = NULL, finished_at = now(),
-		reaped = false
+		reaped = false, gated = NULL
 	FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS req (id, token, owner)
 	WHERE j.id = req.id AND j.token = req.token AND j.owner = req.owner AND coalesce(j.state, '') = 'running'
 	RETURNING j.*

@@ -216,6 +216,11 @@ func TestJobConformance(t *testing.T) {
 	}})
 }
 
+// Leases and jobs wake each other, through NOTIFY (the one-resource line).
+func TestOneResourceWakeUps(t *testing.T) {
+	storetest.RunOneResourceWakeUps(t, openStore(t, newSchema(t)))
+}
+
 // A running job without a lease (only a hand edit or a bug can make one) is reaped as
 // lock_state_lost, and its resource is not left stuck.
 func TestJobsReapLockStateLost(t *testing.T) {

@@ -100,6 +100,7 @@ ON CONFLICT (key) DO UPDATE SET
 	expires_at    = CASE WHEN a.available_at <= now() OR (a.holder = excluded.holder AND a.owner = excluded.owner)
 		THEN excluded.expires_at ELSE a.expires_at END,
 	took_over     = CASE WHEN a.available_at <= now() THEN a.ended = 0 ELSE a.took_over END,
+	job_id        = CASE WHEN a.available_at <= now() THEN 0 ELSE a.job_id END,
 	ended         = 0,
 	waiters       = CASE WHEN a.available_at <= now() THEN false
 		WHEN a.holder = excluded.holder AND a.owner = excluded.owner THEN a.waiters ELSE true END
@@ -127,14 +128,20 @@ WHERE key = $1 AND lease_id = $2 AND owner = $4 AND ` + live + `
 RETURNING ` + leaseCols,
 
 		// The NOTIFY is part of the releasing transaction: it is delivered iff the release
-		// commits, and sent only if a waiter marked the lease. Exec reports one row per release.
+		// commits, and sent only if a waiter marked the lease. The resource's head job, if it
+		// waits to be claimed, may have been held back by the lease: its kind's workers are
+		// woken too if any wait (one probe of the one-head-per-resource index). Exec reports one row per release.
 		// $1 key, $2 lease_id, $3 channel, $4 owner.
 		release: `WITH u AS (
 	UPDATE ` + t + ` SET ended = 1, available_at = now() + cooldown_ms * interval '1 millisecond'
 	WHERE key = $1 AND lease_id = $2 AND owner = $4 AND ` + live + `
 	RETURNING key, waiters, (extract(epoch FROM now() - acquired_at) * 1000000)::bigint AS held_us
 )
-SELECT held_us, CASE WHEN waiters THEN pg_notify($3, key)::text END FROM u`,
+SELECT held_us, CASE WHEN waiters THEN pg_notify($3, key)::text END, (SELECT count(*) FROM (
+	SELECT pg_notify($3, E'\x1fjob:' || k.name) FROM ` + pgx.Identifier{schema, "jobs"}.Sanitize() + ` h
+	JOIN ` + pgx.Identifier{schema, "job_kinds"}.Sanitize() + ` k ON k.name = h.kind
+	WHERE h.resource = u.key AND h.head AND h.state IN ('scheduled', 'available', 'retryable') AND k.waiting_until > now()
+) n)::int FROM u`,
 
 		// Only the owner learns that its lease was released already. $1 key, $2 lease_id, $3 owner.
 		released: `SELECT EXISTS (SELECT 1 FROM ` + t + ` WHERE key = $1 AND lease_id = $2 AND owner = $3 AND ended = 1)`,
@@ -144,7 +151,7 @@ SELECT held_us, CASE WHEN waiters THEN pg_notify($3, key)::text END FROM u`,
 		// $5 principal.
 		forceRelease: `WITH old AS (
 	SELECT key, lease_id, holder, owner, token, acquired_at, expires_at, metadata, waiters
-	FROM ` + t + ` WHERE key = $1 AND ` + live + `
+	FROM ` + t + ` WHERE key = $1 AND ` + live + ` AND job_id = 0
 	FOR UPDATE
 ), u AS (
 	UPDATE ` + t + ` l SET ended = 2, end_actor = $3, end_reason = $4, end_principal = $5,
@@ -155,7 +162,8 @@ SELECT held_us, CASE WHEN waiters THEN pg_notify($3, key)::text END FROM u`,
 )
 SELECT ` + leaseCols + `, CASE WHEN waiters THEN pg_notify($2, key)::text END IS NULL FROM u`,
 
-		get: `SELECT ` + leaseCols + ` FROM ` + t + ` WHERE key = $1 AND ` + live,
+		// A job attempt's gate (job_id <> 0, see claimSQL) is not a lease.
+		get: `SELECT ` + leaseCols + ` FROM ` + t + ` WHERE key = $1 AND ` + live + ` AND job_id = 0`,
 
 		// $1 after (the cursor), $2 key or '', $3 limit.
 		events: `SELECT id, at, kind, key, lease_id, holder, token, actor, principal, reason, job_id, job_kind, attempt, outcome FROM ` + pgx.Identifier{schema, "events"}.Sanitize() + `
@@ -175,7 +183,7 @@ WHERE id < $1 AND ($2 = '' OR key = $2) ORDER BY id DESC LIMIT $3`,
 
 func listSQL(table, upper string) string {
 	return `SELECT ` + leaseCols + ` FROM ` + table + `
-WHERE ` + live + ` AND key > $1 AND key >= $2` + upper + ` AND starts_with(key, $2) AND ($3 = '' OR holder = $3)
+WHERE ` + live + ` AND job_id = 0 AND key > $1 AND key >= $2` + upper + ` AND starts_with(key, $2) AND ($3 = '' OR holder = $3)
 ORDER BY key
 LIMIT $4`
 }
@@ -199,6 +207,7 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 		md = string(p.Metadata)
 	}
 	var lastHolder *store.Lease
+	marked := false
 	for range acquireAttempts {
 		var (
 			granted, isLive, freed, tookOver bool
@@ -212,6 +221,13 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			continue // the row appeared after the statement's snapshot
+		case isFirstGrantOfResource(err) && !marked:
+			// The key is a resource that was never locked: make it a lock key, then grant.
+			if err := s.markLockKey(ctx, p.Key); err != nil {
+				return nil, s.fail("acquire", p.Key, err)
+			}
+			marked = true
+			continue
 		case err != nil:
 			var pgErr *pgconn.PgError
 			// Class 22 is a data exception: valid JSON that jsonb cannot hold (\u0000, numbers
@@ -234,6 +250,8 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 				ExpiresAt: l.ExpiresAt, RetryAfter: l.TTLLeft}
 		case ended == 1:
 			return nil, &store.RestingError{Key: p.Key, Reason: store.ReasonCooldown, Remaining: micros(untilAvailable)}
+		case ended == 3:
+			return nil, &store.RestingError{Key: p.Key, Reason: store.ReasonResourceCooldown, Remaining: micros(untilAvailable)}
 		default: // expired or force-released
 			return nil, &store.RestingError{Key: p.Key, Reason: store.ReasonLockDelay, Remaining: micros(untilAvailable)}
 		}
@@ -285,7 +303,8 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 	}
 	var heldUs int64
 	var notified *string
-	err := s.pool.QueryRow(ctx, s.q.release, p.Key, p.LeaseID, s.channel, p.Owner).Scan(&heldUs, &notified)
+	var jobsWoken int
+	err := s.pool.QueryRow(ctx, s.q.release, p.Key, p.LeaseID, s.channel, p.Owner).Scan(&heldUs, &notified, &jobsWoken)
 	if err == nil {
 		s.hub.Notify(p.Key)
 		return &store.ReleaseResult{Held: micros(heldUs)}, nil

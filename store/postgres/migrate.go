@@ -146,7 +146,9 @@ func apply(ctx context.Context, pool *pgxpool.Pool, schema string, m migration) 
 			return nil
 		}
 		// No arguments: pgx sends it with the simple protocol, which allows several statements.
-		if _, err := tx.Exec(ctx, m.sql); err != nil {
+		// {channel} is the schema's NOTIFY channel ([a-z0-9_], see channelName), for triggers
+		// that wake waiters.
+		if _, err := tx.Exec(ctx, strings.ReplaceAll(m.sql, "{channel}", channelName(schema))); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, "INSERT INTO "+versions+" (version, applied_at) VALUES ($1, now())", m.version)

@@ -77,10 +77,10 @@ func TestRunningJobsReadThroughAnIndex(t *testing.T) {
 	schema := newSchema(t)
 	openStore(t, schema)
 	id := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
-	exec(t, `INSERT INTO `+id("jobs")+` (seq, kind, resource, state, max_attempts, scheduled_at, lease_expires_at)
+	exec(t, `INSERT INTO `+id("jobs")+` (seq, kind, resource, state, max_attempts, scheduled_at, lease_expires_at, gated)
 		SELECT i, 'k' || (i % 5), 'r/' || lpad(i::text, 6, '0'),
 			CASE WHEN i % 100 = 0 THEN 'running' ELSE 'succeeded' END, 3, now(),
-			CASE WHEN i % 100 = 0 THEN now() + (i % 7 - 3) * interval '1 minute' END
+			CASE WHEN i % 100 = 0 THEN now() + (i % 7 - 3) * interval '1 minute' END, false
 		FROM generate_series(1, 50000) AS i`)
 	exec(t, `ANALYZE `+id("jobs"))
 	reap, stats := postgres.RunningJobsSQL(schema)

@@ -32,12 +32,18 @@ const clearCooldownSQL = `WITH r0 AS (
 	INSERT INTO {events} (kind, key, lease_id, holder, token, actor, reason, principal)
 	SELECT '` + store.EventResourceCooldownCleared + `', u.key, '', '', u.cooldown_job, $2, $3, $4 FROM u
 	WHERE EXISTS (SELECT FROM pg_trigger WHERE tgrelid = '{leases}'::regclass AND tgname = 'leases_audit_update')
+), gate AS (
+	-- The key's leases row rests after the job too (ended 3, see jobs_gate_end): it is freed with
+	-- the cooldown, and lock waiters are woken.
+	UPDATE {leases} l SET available_at = now() FROM u WHERE l.key = u.key AND l.ended = 3 AND l.job_id = 0
+		AND l.available_at > now()
+	RETURNING pg_notify({channel}, l.key)::text
 ), woken AS (
 	SELECT pg_notify({channel}, {jobkey} || k.name) FROM {kinds} k
 	WHERE k.name = ANY (ARRAY(SELECT kind FROM h)) AND k.waiting_until > now()
 )
 SELECT u.cooldown_until, u.cooldown_job, (extract(epoch FROM u.cooldown_until - now()) * 1000000)::bigint,
-	coalesce((SELECT kind FROM h LIMIT 1), ''), (SELECT count(*) FROM woken)::int
+	coalesce((SELECT kind FROM h LIMIT 1), ''), (SELECT count(*) FROM woken)::int + (SELECT count(*) FROM gate)::int
 FROM u`
 
 func buildClearCooldownSQL(schema, channel string) string {

@@ -19,7 +19,7 @@ func clearRestQuery(schema string) string {
 	t := pgx.Identifier{schema, "leases"}.Sanitize()
 	return `WITH old AS (
 	SELECT key, lease_id, holder, token, ended, available_at, waiters FROM ` + t + `
-	WHERE key = $1 AND available_at > now() AND NOT (` + live + `)
+	WHERE key = $1 AND available_at > now() AND NOT (` + live + `) AND ended <> 3
 	FOR UPDATE
 ), u AS (
 	UPDATE ` + t + ` l SET available_at = now(), end_actor = $3, end_reason = $4, end_principal = $5

@@ -66,7 +66,8 @@ type Store struct {
 	pool      *pgxpool.Pool
 	ownsPool  bool
 	schema    string
-	channel   string // NOTIFY channel, sent as a bind parameter to pg_notify
+	channel   string   // NOTIFY channel, sent as a bind parameter to pg_notify
+	markLock  []string // markLockKey's statements
 	q         queries
 	clearRest string // clearRestQuery
 	// clearCooldown is clearCooldownSQL.
@@ -170,6 +171,7 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg Config, ownsPool bool
 		channel:       channelName(cfg.Schema),
 		q:             buildQueries(cfg.Schema),
 		clearRest:     clearRestQuery(cfg.Schema),
+		markLock:      markLockSQL(cfg.Schema),
 		clearCooldown: buildClearCooldownSQL(cfg.Schema, channelName(cfg.Schema)),
 		jq:            buildJobQueries(cfg.Schema, channelName(cfg.Schema)),
 		sq:            buildSubmitQueries(cfg.Schema, channelName(cfg.Schema)),
@@ -203,7 +205,7 @@ func (s *Store) Close() error {
 // Capabilities reports fencing tokens (one database sequence, drawn under the row lock of the
 // grant), cross-process wake-ups (LISTEN/NOTIFY) and owners.
 func (s *Store) Capabilities() store.Capabilities {
-	return store.Capabilities{FencingTokens: true, PushWakeup: true, Audit: s.audit, Owners: true}
+	return store.Capabilities{FencingTokens: true, PushWakeup: true, Audit: s.audit, Owners: true, OneResource: true}
 }
 
 // Subscribe registers interest in key. Wake-ups come from releases in this process at once and
