@@ -89,3 +89,9 @@ func openDefault(b *testing.B, schema string) *postgres.Store {
 	b.Cleanup(func() { s.Close() })
 	return s
 }
+
+// BenchmarkCrossHandoff: a key's handoff between leases and jobs (the one-resource line), with
+// lease to lease as the baseline in the same run.
+func BenchmarkCrossHandoff(b *testing.B) {
+	storetest.BenchCrossHandoff(b, openDefault(b, newSchema(b)))
+}

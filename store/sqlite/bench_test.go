@@ -77,3 +77,14 @@ func openDefault(b *testing.B, path string) *sqlite.Store {
 	b.Cleanup(func() { s.Close() })
 	return s
 }
+
+// BenchmarkCrossHandoff: a key's handoff between leases and jobs (the one-resource line), with
+// lease to lease as the baseline in the same run.
+func BenchmarkCrossHandoff(b *testing.B) {
+	s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "handoff.db"), sqlite.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	storetest.BenchCrossHandoff(b, s)
+}
