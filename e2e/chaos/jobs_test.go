@@ -27,13 +27,17 @@ const (
 	jobLeaseTTL    = 2 * time.Second
 	jobKind        = "chaos"
 	jobMaxAttempts = 100
+	// jobLockers `baton run --lock` loops take the jobs' resources as locks at the same time (a
+	// key is one resource for leases and jobs), each CMD the same fenced client as the jobs'.
+	jobLockers = 2
 )
 
 // TestJobsChaos: jobs over a few resources, run by 3 `baton worker`s whose CMD is the fenced
-// resource's client (per resource, token from BATON_FENCING_TOKEN), with kill -9 and SIGSTOP of
+// resource's client (per resource, token from BATON_FENCING_TOKEN), while 2 `baton run --lock`
+// loops take the same resources as locks with the same client as CMD, with kill -9 and SIGSTOP of
 // workers and server (and PostgreSQL) restarts after a fault-free third. Checked: no overlap and
-// tokens in order per resource (checkFencing), every job ends succeeded (none lost), and jobs
-// of a resource run in submission order.
+// tokens in order per resource across jobs and locks (checkFencing), every job ends succeeded
+// (none lost), and jobs of a resource run in submission order.
 func TestJobsChaos(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
 		runJobs(t, "sqlite://"+filepath.Join(t.TempDir(), "baton.db"), nil)
@@ -96,6 +100,22 @@ func runJobs(t *testing.T, store string, pg *postgres) {
 		workers[i] = w
 		wg.Go(func() { h.loop(w) })
 	}
+	lockers := make([]*workerSlot, jobLockers)
+	var lwg sync.WaitGroup
+	lockRuns := &counter{}
+	for i := range lockers {
+		l := &workerSlot{name: fmt.Sprintf("l%d", i)}
+		lockers[i] = l
+		lwg.Go(func() { h.lockLoop(l, lockRuns) })
+	}
+	stopLockers := func() {
+		for _, l := range lockers {
+			l.mu.Lock()
+			l.quit = true
+			l.mu.Unlock()
+		}
+		lwg.Wait()
+	}
 
 	// Submit one job per resource about every 1.5 s, in order, until the end; seq[id] is the
 	// job's place in its resource's queue.
@@ -115,7 +135,7 @@ func runJobs(t *testing.T, store string, pg *postgres) {
 	}()
 	t.Cleanup(func() { // after a fatal error, nothing may outlive the test
 		h.quit.Store(true)
-		for _, w := range workers {
+		for _, w := range append(workers, lockers...) {
 			w.mu.Lock()
 			w.quit = true
 			if w.cmd != nil {
@@ -124,6 +144,7 @@ func runJobs(t *testing.T, store string, pg *postgres) {
 			w.mu.Unlock()
 		}
 		wg.Wait()
+		lwg.Wait()
 		<-faultsDone
 	})
 submitting: // until the faults have ended
@@ -142,6 +163,7 @@ submitting: // until the faults have ended
 		time.Sleep(1500 * time.Millisecond) // the submission rate
 	}
 
+	stopLockers() // each ends after its current run
 	r := &report{}
 	notes := &counter{}
 	// Every job must end succeeded. The jobs' states are the signal; the bound is on progress:
@@ -234,9 +256,9 @@ submitting: // until the faults have ended
 		}
 	}
 	t.Logf("chaos jobs summary (%s, %s, %d workers, %d resources, lease TTL %s, fault-free until %s):\n"+
-		"  jobs: %d (CMD runs: %d), drained in %s after the end, workers stopped in %s\n  CMD exits: %s\n  attempts and errors: %s\n  faults: %s\n  notes: %s\n  violations: %s",
+		"  jobs: %d (CMD runs: %d), lock runs on the same resources: %s, drained in %s after the end, workers stopped in %s\n  CMD exits: %s\n  attempts and errors: %s\n  faults: %s\n  notes: %s\n  violations: %s",
 		storeName(store), describeDuration(dur), jobWorkers, jobResources, jobLeaseTTL, faultFreeEnd.Round(time.Second),
-		len(jobs), len(sp), drained.Round(time.Millisecond), stopped.Round(time.Millisecond), byStatus, attempts, faults, notes, r.violations.String())
+		len(jobs), len(sp), lockRuns, drained.Round(time.Millisecond), stopped.Round(time.Millisecond), byStatus, attempts, faults, notes, r.violations.String())
 	if r.violations.get("job_stuck") > 0 || r.violations.get("job_order") > 0 {
 		out, _ := os.ReadFile(filepath.Join(h.dir, "workers.log"))
 		t.Logf("worker log (tail):\n%s", tail(out, 6000))
@@ -301,6 +323,46 @@ func (h *jobHarness) loop(w *workerSlot) {
 			h.t.Errorf("baton worker %s exited %d (usage or CMD error), not restarted; see %s", w.name, code, logf.Name())
 			return
 		}
+	}
+}
+
+// lockLoop runs `baton run --lock` on the jobs' resources, one after another, until told to quit.
+// Its CMD is the fenced client, so the resource sees locks and jobs on one key alike. Runs are
+// paced (a short pause between them) so that the jobs keep draining.
+func (h *jobHarness) lockLoop(l *workerSlot, runs *counter) {
+	for n := 0; ; n++ {
+		key := fmt.Sprintf("chaos/r%d", rand.IntN(jobResources))
+		cmd := exec.Command(binary, "run", "--server", h.srv.url, "--lock", key, "--holder", fmt.Sprintf("chaos-%s-%d", l.name, n),
+			"--ttl", jobLeaseTTL.String(), "--wait", "20s", "--", fencedCmd)
+		cmd.Env = append(os.Environ(), "BATON_CHAOS_CLIENT="+l.name, "BATON_CHAOS_RUN="+fmt.Sprintf("%s-%d", l.name, n),
+			"BATON_CHAOS_SLOW=0", "BATON_CHAOS_RESOURCE="+h.res.url)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		l.mu.Lock()
+		if l.quit {
+			l.mu.Unlock()
+			return
+		}
+		if err := cmd.Start(); err != nil {
+			l.mu.Unlock()
+			h.t.Error(err)
+			return
+		}
+		l.cmd = cmd
+		l.mu.Unlock()
+		_ = cmd.Wait()
+		l.mu.Lock()
+		l.cmd = nil
+		l.mu.Unlock()
+		switch code := exitCode(cmd.ProcessState); code {
+		case 0:
+			runs.add("ok", 1)
+		case 2, 126, 127:
+			h.t.Errorf("baton run --lock %s exited %d (usage or CMD error)", key, code)
+			return
+		default:
+			runs.add(fmt.Sprintf("exit_%d", code), 1)
+		}
+		time.Sleep(time.Duration(200+rand.IntN(600)) * time.Millisecond) // pacing, not synchronisation
 	}
 }
 
