@@ -298,25 +298,7 @@ func (h *jobHarness) loop(w *workerSlot) {
 		cmd.Env = append(os.Environ(), "BATON_CHAOS_CLIENT="+w.name,
 			"BATON_CHAOS_RESOURCE="+h.res.url)
 		cmd.Stdout, cmd.Stderr = logf, logf
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		w.mu.Lock()
-		if w.quit {
-			w.mu.Unlock()
-			return
-		}
-		if err := cmd.Start(); err != nil {
-			w.mu.Unlock()
-			h.t.Error(err)
-			return
-		}
-		w.cmd = cmd
-		w.mu.Unlock()
-		_ = cmd.Wait()
-		w.mu.Lock()
-		w.cmd = nil
-		quit := w.quit
-		w.mu.Unlock()
-		if quit {
+		if !h.runIn(w, cmd) || w.quitting() {
 			return
 		}
 		if code := exitCode(cmd.ProcessState); code == 2 || code == 127 || code == 126 {
@@ -324,6 +306,36 @@ func (h *jobHarness) loop(w *workerSlot) {
 			return
 		}
 	}
+}
+
+// runIn runs cmd in its own process group as w's current process and waits for it; false if w
+// was told to quit first (cmd is not started) or cmd could not start.
+func (h *jobHarness) runIn(w *workerSlot, cmd *exec.Cmd) bool {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	w.mu.Lock()
+	if w.quit {
+		w.mu.Unlock()
+		return false
+	}
+	if err := cmd.Start(); err != nil {
+		w.mu.Unlock()
+		h.t.Error(err)
+		return false
+	}
+	w.cmd = cmd
+	w.mu.Unlock()
+	_ = cmd.Wait()
+	w.mu.Lock()
+	w.cmd = nil
+	w.mu.Unlock()
+	return true
+}
+
+// quitting reports whether w was told to quit.
+func (w *workerSlot) quitting() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.quit
 }
 
 // lockLoop runs `baton run --lock` on the jobs' resources, one after another, until told to quit.
@@ -336,23 +348,9 @@ func (h *jobHarness) lockLoop(l *workerSlot, runs *counter) {
 			"--ttl", jobLeaseTTL.String(), "--wait", "20s", "--", fencedCmd)
 		cmd.Env = append(os.Environ(), "BATON_CHAOS_CLIENT="+l.name, "BATON_CHAOS_RUN="+fmt.Sprintf("%s-%d", l.name, n),
 			"BATON_CHAOS_SLOW=0", "BATON_CHAOS_RESOURCE="+h.res.url)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		l.mu.Lock()
-		if l.quit {
-			l.mu.Unlock()
+		if !h.runIn(l, cmd) {
 			return
 		}
-		if err := cmd.Start(); err != nil {
-			l.mu.Unlock()
-			h.t.Error(err)
-			return
-		}
-		l.cmd = cmd
-		l.mu.Unlock()
-		_ = cmd.Wait()
-		l.mu.Lock()
-		l.cmd = nil
-		l.mu.Unlock()
 		switch code := exitCode(cmd.ProcessState); code {
 		case 0:
 			runs.add("ok", 1)
