@@ -66,3 +66,6 @@ func MigrateTo(ctx context.Context, pool *pgxpool.Pool, schema string, version i
 
 // EnableAudit creates the audit triggers of schema.
 var EnableAudit = enableAudit
+
+// ClaimSQL returns the claim statement of schema.
+func ClaimSQL(schema string) string { return buildJobQueries(schema, channelName(schema)).claim }

@@ -263,7 +263,9 @@ const rejectedSet = `SELECT resource FROM {jobs} WHERE state = 'discarded' AND f
 // row, re-checks that it is available on its latest version (a lease granted meanwhile refuses
 // it) and draws the attempt's token under that lock, so that per key tokens strictly increase
 // across leases and attempts. A job whose gate was refused is not started, and is picked again
-// by a later claim. Jobs of keys that were never locked write no row.
+// by a later claim. Jobs of keys that were never locked write no row. The probes of leases are
+// written as LIMIT 1 subqueries, which PostgreSQL runs per row through the primary key: as
+// EXISTS, a plan made while the table was small hashed a scan of the whole table.
 //
 // claimSQL starts up to $2 claimable heads of kinds $1 for worker $3 with a lease of $4 ms, as
 // attempts of owner $5.
@@ -288,7 +290,7 @@ const claimSQL = `WITH picked AS (
 		FROM {jobs} j
 		WHERE j.kind = kk.kind AND j.head AND j.state IN ('scheduled', 'available', 'retryable')
 			AND j.scheduled_at <= now()
-			AND NOT EXISTS (SELECT 1 FROM {leases} l WHERE l.key = j.resource AND l.available_at > now())
+			AND (SELECT true FROM {leases} l WHERE l.key = j.resource AND l.available_at > now() LIMIT 1) IS NULL
 		ORDER BY j.priority, j.seq
 		LIMIT $2
 		FOR UPDATE OF j SKIP LOCKED
@@ -298,7 +300,7 @@ const claimSQL = `WITH picked AS (
 ), cand AS (
 	SELECT p.id, p.resource, p.attempt, k.from_states, k.running_state, k.timeout_ms,
 		cardinality(k.from_states) > 0 OR k.running_state <> '' AS guarded,
-		coalesce(p.gated, false) OR EXISTS (SELECT 1 FROM {leases} l WHERE l.key = p.resource) AS gate
+		coalesce(p.gated, false) OR (SELECT true FROM {leases} l WHERE l.key = p.resource LIMIT 1) IS NOT NULL AS gate
 	FROM picked p JOIN {kinds} k ON k.name = p.kind
 ), gate AS (
 	INSERT INTO {leases} AS l (key, lease_id, holder, owner, token, acquired_at, expires_at, ended, available_at,
