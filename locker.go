@@ -68,7 +68,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Leas
 		ctx, cancel = context.WithTimeout(ctx, o.waitTimeout)
 		defer cancel()
 	}
-	sl, start, err := l.wait(ctx, p, func() (*store.Lease, error) { return l.grant(ctx, p) })
+	sl, start, err := l.wait(ctx, p, true, func() (*store.Lease, error) { return l.grant(ctx, p) })
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +85,7 @@ func (l *Locker) AcquireRecord(ctx context.Context, p *store.AcquireParams) (*st
 		return nil, err
 	}
 	called := time.Now()
-	sl, start, err := l.wait(ctx, p, func() (*store.Lease, error) { return l.store.Acquire(ctx, p) })
+	sl, start, err := l.wait(ctx, p, false, func() (*store.Lease, error) { return l.store.Acquire(ctx, p) })
 	if err != nil {
 		return nil, err
 	}
@@ -95,15 +95,26 @@ func (l *Locker) AcquireRecord(ctx context.Context, p *store.AcquireParams) (*st
 
 // wait retries attempt until it grants, ctx ends, or it fails with anything but a held key, a
 // resting one or a transient store error. It returns the granted lease and the instant the
-// granting attempt began.
-func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, attempt func() (*store.Lease, error)) (*store.Lease, time.Time, error) {
+// granting attempt began. On giving up it leaves the store's line, unless ctx's deadline ended
+// the wait and leaveOnDeadline is false.
+func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, leaveOnDeadline bool, attempt func() (*store.Lease, error)) (*store.Lease, time.Time, error) {
 	p.Wait = true
 	// Subscribe before the first attempt so that a release between the attempt and the wait
-	// still wakes us.
-	waiter := notify.NewWaiter(l.store.Subscribe(p.Key))
+	// still wakes us. A store with a line wakes its front by name, and keeps our ticket alive
+	// only while we retry: we retry at least every third of the ticket's TTL (p.TTL).
+	line, _ := l.store.(store.LineWaiter)
+	var waiter *notify.Waiter
+	if line != nil {
+		waiter = notify.NewWaiter(line.SubscribeAs(p.Key, p.LeaseID))
+	} else {
+		waiter = notify.NewWaiter(l.store.Subscribe(p.Key))
+	}
 	defer waiter.Close()
 	var refusal error // the last refusal: who we were waiting for, or why the store failed
 	gaveUp := func() error {
+		if line != nil && refusal != nil && (leaveOnDeadline || !errors.Is(ctx.Err(), context.DeadlineExceeded)) {
+			l.leaveLine(ctx, line, p)
+		}
 		if refusal == nil {
 			return ctx.Err()
 		}
@@ -131,7 +142,9 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, attempt func(
 			// the caller is not its owner, and waiting would not make it so.
 			return nil, time.Time{}, err
 		case errors.As(err, &held):
-			wait = min(wait, held.RetryAfter+time.Millisecond)
+			if held.RetryAfter > 0 { // zero when the key is free and a job is first in line
+				wait = min(wait, held.RetryAfter+time.Millisecond)
+			}
 			failures = 0
 		case errors.As(err, &resting):
 			wait = min(wait, resting.Remaining+time.Millisecond)
@@ -151,6 +164,9 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, attempt func(
 			return nil, time.Time{}, err
 		}
 		refusal = err
+		if line != nil {
+			wait = min(wait, p.TTL/3)
+		}
 		var ev notify.Event
 		if failures > 0 {
 			// A wake-up after a store failure is no sign the store is back (the HTTP client's
@@ -162,6 +178,16 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, attempt func(
 		if ev == notify.Cancelled {
 			return nil, time.Time{}, gaveUp()
 		}
+	}
+}
+
+// leaveLine removes the ticket of a waiter that gave up, so that it does not hold the line until
+// it expires. Best effort, bounded: the ticket expires within p.TTL anyway.
+func (l *Locker) leaveLine(ctx context.Context, line store.LineWaiter, p *store.AcquireParams) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.PollInterval)
+	defer cancel()
+	if err := line.LeaveLine(ctx, p.Key, p.LeaseID, p.Owner); err != nil {
+		l.cfg.Logger.Debug("baton: leaving the line failed; the ticket expires by itself", "key", p.Key, "err", err)
 	}
 }
 

@@ -21,6 +21,7 @@ type acquireOptions struct {
 	stopGrace   time.Duration
 	cooldown    time.Duration
 	lockDelay   time.Duration
+	first       string // the break-glass reason; "" for a plain request
 }
 
 // WithHolder names the holder (a worker or job id). Two acquisitions with the same holder share
@@ -65,6 +66,12 @@ func WithCooldown(d time.Duration) Option { return func(o *acquireOptions) { o.c
 // so that a stalled holder's in-flight writes drain before the next holder starts.
 func WithLockDelay(d time.Duration) Option { return func(o *acquireOptions) { o.lockDelay = d } }
 
+// WithFirst puts the request before every other waiting request and job of the key (break-glass),
+// on a store with a line (SQLite, PostgreSQL; through a server, admins only). It still waits for
+// the current holder. reason is required and kept with the request's ticket (the audit log does
+// not record tickets yet; the grant is its acquire event).
+func WithFirst(reason string) Option { return func(o *acquireOptions) { o.first = reason } }
+
 // checkStopGrace checks a stop-grace against the TTL named ttlField: at most a third of it, so
 // that renews (every TTL/3) have time to succeed before the work is told to stop.
 func checkStopGrace(grace, ttl time.Duration, ttlField string) error {
@@ -93,6 +100,7 @@ func (l *Locker) params(key string, opts []Option) (*store.AcquireParams, acquir
 	p := &store.AcquireParams{
 		Key: key, LeaseID: newID(), Holder: holder, TTL: o.ttl,
 		Metadata: o.metadata, Cooldown: o.cooldown, LockDelay: o.lockDelay,
+		First: o.first != "", FirstReason: o.first,
 	}
 	if err := p.Validate(); err != nil {
 		return nil, o, err

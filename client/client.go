@@ -195,6 +195,8 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 		Metadata:    p.Metadata,
 		CooldownMs:  ceilMs(p.Cooldown),
 		LockDelayMs: ceilMs(p.LockDelay),
+		First:       p.First,
+		FirstReason: p.FirstReason,
 	}
 	var wait time.Duration
 	if p.Wait {
@@ -403,7 +405,7 @@ func (s *Store) Capabilities() store.Capabilities {
 		if info.FencingTokens != nil {
 			caps.FencingTokens = *info.FencingTokens
 		}
-		caps.Audit, caps.OneResource = info.Audit, info.OneResource
+		caps.Audit, caps.OneResource, caps.Line = info.Audit, info.OneResource, info.Line
 	}
 	return caps
 }
@@ -429,6 +431,7 @@ type serverInfo struct {
 	MaxWaitMs     *int64 `json:"max_wait_ms"`
 	Audit         bool   `json:"audit"`        // false from servers older than the field
 	OneResource   bool   `json:"one_resource"` // likewise
+	Line          bool   `json:"line"`         // likewise
 }
 
 // A failed fetch is not retried for infoRetry, so that callers do not each pay for it while the

@@ -160,7 +160,7 @@ func bodyExcerpt(contentType string, raw []byte) string {
 func storeError(p *problemJSON) error {
 	switch p.Code {
 	case "lock_held":
-		e := &store.LockHeldError{Key: p.Key, Holder: p.Holder, Token: p.Token, RetryAfter: msOf(p.RetryAfterMs)}
+		e := &store.LockHeldError{Key: p.Key, Holder: p.Holder, Token: p.Token, RetryAfter: msOf(p.RetryAfterMs), Ahead: p.Ahead}
 		if p.ExpiresAt != nil {
 			e.ExpiresAt = p.ExpiresAt.UTC()
 		}

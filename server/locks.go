@@ -42,6 +42,11 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request, who principal) 
 		return
 	}
 	p, wait, prob := s.acquireParams(&req, s.owner(who))
+	if prob == nil && req.First && s.cfg.Auth != nil && who.role < RoleAdmin {
+		prob = newProblem(http.StatusForbidden, "forbidden",
+			fmt.Sprintf("first (break-glass) needs the %s role; token %q has %s", RoleAdmin, who.name, who.role))
+		prob.RequiredRole = RoleAdmin.String()
+	}
 	if prob != nil {
 		s.metrics.failures.WithLabelValues("invalid").Inc()
 		s.metrics.acquisitions.WithLabelValues("failed").Inc()
@@ -194,7 +199,7 @@ func (s *Server) acquireParams(req *wire.AcquireRequest, owner string) (*store.A
 		leaseID = newLeaseID()
 	}
 	p := &store.AcquireParams{Key: req.Key, LeaseID: leaseID, Holder: holder, Owner: owner, TTL: ttl,
-		Metadata: md, Cooldown: cooldown, LockDelay: lockDelay}
+		Metadata: md, Cooldown: cooldown, LockDelay: lockDelay, First: req.First, FirstReason: req.FirstReason}
 	if err := p.Validate(); err != nil {
 		prob, _ := problemFor(err)
 		return nil, 0, prob

@@ -92,8 +92,11 @@ func problemFor(err error) (p *problem, ok bool) {
 		return invalidArg(apiField(inv.Field), inv.Rule), true
 	case errors.As(err, &held):
 		p := newProblem(http.StatusConflict, "lock_held", held.Error())
-		exp := wire.T(held.ExpiresAt)
-		p.Key, p.Holder, p.Token, p.ExpiresAt, p.RetryAfterMs = held.Key, held.Holder, held.Token, &exp, ms(held.RetryAfter)
+		p.Key, p.Holder, p.Token, p.RetryAfterMs, p.Ahead = held.Key, held.Holder, held.Token, ms(held.RetryAfter), held.Ahead
+		if !held.ExpiresAt.IsZero() { // zero for a free key with others ahead in its line
+			exp := wire.T(held.ExpiresAt)
+			p.ExpiresAt = &exp
+		}
 		p.retryAfter = held.RetryAfter
 		return p, true
 	case errors.As(err, &resting):

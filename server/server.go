@@ -368,5 +368,6 @@ func (s *Server) info(w http.ResponseWriter, _ *http.Request, p principal) {
 		"jobs":           s.jobs != nil,
 		"audit":          s.cfg.Store.Capabilities().Audit,
 		"one_resource":   s.cfg.Store.Capabilities().OneResource,
+		"line":           s.cfg.Store.Capabilities().Line,
 	})
 }

@@ -32,11 +32,23 @@ type LockHeldError struct {
 	ExpiresAt time.Time // on the store's clock
 	// RetryAfter is how long, on the store's clock, until the lease expires unless renewed.
 	RetryAfter time.Duration
+	// Ahead is how many tickets wait before the caller in the key's line (LineWaiter): lock
+	// requests and ready jobs that arrived first. A free key refuses a caller with tickets ahead;
+	// Holder then names the first of them (a lock ticket's holder, or JobHolder of a job) and
+	// Token is zero.
+	Ahead int
 }
 
 func (e *LockHeldError) Error() string {
-	return fmt.Sprintf("baton: lock %q held by %q (token %d) until %s (in %s)",
+	if e.Token == 0 && e.Ahead > 0 {
+		return fmt.Sprintf("baton: lock %q is free but %d ahead in its line, first %q", e.Key, e.Ahead, e.Holder)
+	}
+	msg := fmt.Sprintf("baton: lock %q held by %q (token %d) until %s (in %s)",
 		e.Key, e.Holder, e.Token, e.ExpiresAt.UTC().Format(time.RFC3339), e.RetryAfter.Round(time.Millisecond))
+	if e.Ahead > 0 {
+		msg += fmt.Sprintf("; %d ahead in its line", e.Ahead)
+	}
+	return msg
 }
 
 // Is reports whether target is ErrLockHeld.

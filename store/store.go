@@ -135,6 +135,10 @@ type Capabilities struct {
 	// tokens per key strictly increase across both (SQLite and PostgreSQL, whose leases and jobs
 	// share one database).
 	OneResource bool
+	// Line is true when a key's waiting lock requests and its jobs wait in one FIFO line
+	// (LineWaiter; served by a server over such a store): a free key goes to the front of its
+	// line, and nobody overtakes it.
+	Line bool
 }
 
 // Lease is a lease as the store sees it. Times are on the store's clock.
@@ -183,8 +187,16 @@ type AcquireParams struct {
 	LockDelay time.Duration
 	// Wait says the caller will wait for the key if refused. A store whose wake-up costs
 	// something on every release (PostgreSQL's NOTIFY serialises commits) records the waiter in
-	// the same atomic step as the refusal, and pushes on release only to keys with waiters.
+	// the same atomic step as the refusal, and pushes on release only to keys with waiters. A
+	// store with a line (LineWaiter) also keeps the caller's ticket: the refusal enqueues it (or
+	// keeps it alive), and the grant ends it.
 	Wait bool
+	// First puts the caller's ticket before every other waiting ticket and job of the key
+	// (break-glass), on a store with a line; it still waits for the current holder. FirstReason
+	// says why and is required with First (ignored without it); both are recorded with the
+	// ticket. A server lets only admins set First.
+	First       bool
+	FirstReason string
 }
 
 // RenewParams are the inputs of Store.Renew.

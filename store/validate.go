@@ -101,7 +101,17 @@ func validateRest(field string, d time.Duration) error {
 func (p *AcquireParams) Validate() error {
 	return firstError(
 		ValidateKey(p.Key), ValidateLeaseID(p.LeaseID), ValidateHolder(p.Holder), ValidateOwner(p.Owner), ValidateTTL(p.TTL),
-		ValidateMetadata(p.Metadata), validateRest("cooldown", p.Cooldown), validateRest("lock_delay", p.LockDelay))
+		ValidateMetadata(p.Metadata), validateRest("cooldown", p.Cooldown), validateRest("lock_delay", p.LockDelay),
+		p.validateFirst())
+}
+
+// validateFirst checks a break-glass request's reason, which First requires; without First a
+// reason is checked the same way and then ignored.
+func (p *AcquireParams) validateFirst() error {
+	if !p.First && p.FirstReason == "" {
+		return nil
+	}
+	return validateReason("first_reason", p.FirstReason)
 }
 
 // Validate checks every field.
@@ -139,15 +149,20 @@ func validateAdminAction(actor *string, reason string) error {
 	if err := validateName("actor", *actor, MaxHolderLen); err != nil {
 		return err
 	}
+	return validateReason("reason", reason)
+}
+
+// validateReason checks the reason an admin gives for a change, under the name field.
+func validateReason(field, reason string) error {
 	if reason == "" {
-		return invalid("reason", "must not be empty")
+		return invalid(field, "must not be empty")
 	}
 	if len(reason) > MaxReasonLen || !utf8.ValidString(reason) {
-		return invalid("reason", "must be valid UTF-8 of at most %d bytes", MaxReasonLen)
+		return invalid(field, "must be valid UTF-8 of at most %d bytes", MaxReasonLen)
 	}
 	for _, r := range reason {
 		if unicode.IsControl(r) && r != '\t' && r != '\n' {
-			return invalid("reason", "must not contain control characters other than tab and newline (found %U)", r)
+			return invalid(field, "must not contain control characters other than tab and newline (found %U)", r)
 		}
 	}
 	return nil

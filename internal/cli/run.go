@@ -24,8 +24,9 @@ import (
 const releaseTimeout = 10 * time.Second
 
 func (a *app) runCommand() *cobra.Command {
-	var key, holder string
+	var key, holder, reason string
 	var ttl, wait, grace, cooldown time.Duration
+	var first bool
 	var noWait bool
 	cmd := a.command(&cobra.Command{
 		Use:   "run --lock KEY [--ttl 15s] [--wait 1m | --no-wait] [--holder NAME] [--grace 5s] [--cooldown D] -- CMD [ARGS...]",
@@ -75,9 +76,12 @@ Examples:
 	fs.StringVar(&holder, "holder", "", "holder `name`, e.g. a job ID, unique to this run: runs with the same holder share the lock (default: host:pid:random)")
 	fs.DurationVar(&grace, "grace", 0, "how long CMD has between SIGTERM and SIGKILL when the lease is failing; at most TTL/3 (default: 10s or TTL/3, whichever is less)")
 	fs.DurationVar(&cooldown, "cooldown", 0, "keep KEY resting for `duration` after the lease is released, 0 to 24h")
+	fs.BoolVar(&first, "first", false, "break-glass: go before every waiting lock request and job of KEY (admin only); still waits for the holder; needs --reason")
+	fs.StringVar(&reason, "reason", "", "why this run goes --first, kept with its ticket")
 	cmd.RunE = func(cmd *cobra.Command, cmdArgs []string) error {
 		return a.runLocked(cmdArgs, runFlags{key: key, holder: holder, ttl: ttl, wait: wait, grace: grace,
-			cooldown: cooldown, noWait: noWait, waitSet: cmd.Flags().Changed("wait"), graceSet: cmd.Flags().Changed("grace")})
+			cooldown: cooldown, noWait: noWait, waitSet: cmd.Flags().Changed("wait"), graceSet: cmd.Flags().Changed("grace"),
+			first: first, reason: reason})
 	}
 	return cmd
 }
@@ -87,6 +91,8 @@ type runFlags struct {
 	key, holder                string
 	ttl, wait, grace, cooldown time.Duration
 	noWait, waitSet, graceSet  bool
+	first                      bool
+	reason                     string
 }
 
 // runLocked is baton run: CMD (cmdArgs) under the lock. Its error is CMD's exit status
@@ -106,6 +112,10 @@ func (a *app) runLocked(cmdArgs []string, f runFlags) error {
 		return usagef("--grace must not be negative")
 	case f.cooldown < 0 || f.cooldown > store.MaxRest:
 		return usagef("--cooldown must be between 0 and %s (got %s)", store.MaxRest, f.cooldown)
+	case f.first && f.reason == "":
+		return usagef("--first needs --reason TEXT: a break-glass run is audited")
+	case !f.first && f.reason != "":
+		return usagef("--reason is for --first")
 	}
 	if err := store.ValidateKey(f.key); err != nil {
 		return err
@@ -158,6 +168,9 @@ func (a *app) runLocked(cmdArgs []string, f runFlags) error {
 	// CMD is told to stop --grace before the lease's local deadline when renews fail, so that
 	// it is dead by then (superviseRun).
 	opts := []baton.Option{baton.WithTTL(f.ttl), baton.WithCooldown(f.cooldown), baton.WithStopGrace(f.grace)}
+	if f.first {
+		opts = append(opts, baton.WithFirst(f.reason))
+	}
 	if f.holder != "" {
 		opts = append(opts, baton.WithHolder(f.holder))
 	}

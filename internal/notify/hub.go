@@ -16,7 +16,10 @@ type Hub struct {
 	subs map[string][]*sub // in subscription order
 }
 
-type sub struct{ ch chan struct{} }
+type sub struct {
+	ch chan struct{}
+	id string // the waiter's name in the store's line (a lease ID); "" if none
+}
 
 // NewHub returns an empty hub.
 func NewHub() *Hub { return &Hub{subs: make(map[string][]*sub)} }
@@ -27,7 +30,13 @@ func NewHub() *Hub { return &Hub{subs: make(map[string][]*sub)} }
 // counts as woken for each of them, and the next wake-up of any of them goes to another
 // subscriber; nobody needs to merge channels.
 func (h *Hub) Subscribe(keys ...string) (<-chan struct{}, func()) {
-	s := &sub{ch: make(chan struct{}, 1)}
+	return h.SubscribeAs("", keys...)
+}
+
+// SubscribeAs is Subscribe for a waiter that has a name in the store's line (the lease ID of its
+// ticket), so that NotifyID can wake exactly the waiter at the front of a key's line.
+func (h *Hub) SubscribeAs(id string, keys ...string) (<-chan struct{}, func()) {
+	s := &sub{ch: make(chan struct{}, 1), id: id}
 	h.mu.Lock()
 	for _, key := range keys {
 		h.subs[key] = append(h.subs[key], s)
@@ -68,6 +77,21 @@ func (h *Hub) Notify(key string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	wakeOne(h.subs[key])
+}
+
+// NotifyID wakes the subscriber of key named id, the waiter at the front of the key's line, and
+// reports whether this hub has one. A store whose line says who is next wakes that waiter only:
+// waking another would cost it an attempt the line refuses, and the front a poll interval.
+func (h *Hub) NotifyID(key, id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range h.subs[key] {
+		if s.id == id {
+			wake(s)
+			return true
+		}
+	}
+	return false
 }
 
 // NotifyAll wakes every subscriber of every key, for instance after a lost notification

@@ -32,3 +32,22 @@ func TestSubscribeSeveralKeys(t *testing.T) {
 		t.Fatalf("key b after the subscriber of a and b left: %v, want only the other", list)
 	}
 }
+
+// NotifyID wakes the named subscriber even when it subscribed last, and no one else; an unknown
+// name wakes nobody and says so.
+func TestNotifyIDWakesTheFront(t *testing.T) {
+	h := NewHub()
+	first, c1 := h.SubscribeAs("a1", "k")
+	defer c1()
+	front, c2 := h.SubscribeAs("a2", "k")
+	defer c2()
+	if !h.NotifyID("k", "a2") {
+		t.Fatal("NotifyID(k, a2) found no subscriber a2")
+	}
+	if len(front) != 1 || len(first) != 0 {
+		t.Fatalf("NotifyID(k, a2): front=%d first=%d, want only the named subscriber woken", len(front), len(first))
+	}
+	if h.NotifyID("k", "gone") || len(first) != 0 {
+		t.Fatal("NotifyID of a name with no subscriber woke someone or claimed to")
+	}
+}

@@ -70,6 +70,10 @@ type AcquireRequest struct {
 	Metadata    json.RawMessage `json:"metadata,omitempty"`
 	CooldownMs  int64           `json:"cooldown_ms,omitempty"`
 	LockDelayMs int64           `json:"lock_delay_ms,omitempty"`
+	// First puts the request before every other in the key's line (break-glass, admin only);
+	// FirstReason, required with it, is recorded.
+	First       bool   `json:"first,omitempty"`
+	FirstReason string `json:"first_reason,omitempty"`
 }
 
 // RenewRequest is the body of POST /v1/locks/renew. A nil TTLMs means the default.
@@ -193,6 +197,8 @@ type Problem struct {
 	RetryAfterMs *int64 `json:"retry_after_ms,omitempty"`
 	Reason       string `json:"reason,omitempty"`
 	RemainingMs  *int64 `json:"remaining_ms,omitempty"`
+	// Ahead is, in a lock_held refusal, how many wait before the caller in the key's line.
+	Ahead int `json:"ahead,omitempty"`
 
 	// Job queue members: resource_busy names the resource and its head job (and the head's
 	// state); job_state the job, the operation and the state that forbade it;

@@ -70,7 +70,7 @@ func buildJobQueries(schema, channel string) jobQueries {
 	// The schema is [a-z0-9_] and the channel derives from it, so neither can hold a quote.
 	r := strings.NewReplacer(
 		"{jobs}", id("jobs"), "{resources}", id("resources"), "{kinds}", id("job_kinds"),
-		"{leases}", id("leases"), "{token_seq}", "'"+id("token_seq")+"'", "{job_seq}", "'"+id("job_seq")+"'",
+		"{leases}", id("leases"), "{tickets}", id("tickets"), "{token_seq}", "'"+id("token_seq")+"'", "{job_seq}", "'"+id("job_seq")+"'",
 		"{channel}", "'"+channel+"'", "{jobkey}", "E'\\x1fjob:'",
 	)
 	q := func(s string) string { return r.Replace(s) }
@@ -257,7 +257,8 @@ func listJobsSQL(filters int, state store.JobState) string {
 const rejectedSet = `SELECT resource FROM {jobs} WHERE state = 'discarded' AND finished_at = now()`
 
 // One resource, one line: a head whose key a lease holds or rests after (its leases row is not
-// available) is not picked. gate takes the key's leases row for each picked job of a lock key
+// available), or for which a lock ticket that arrived before it waits (a live ticket, or any
+// break-glass one), is not picked. gate takes the key's leases row for each picked job of a lock key
 // (a key with a row; or one the job was gated on when the key became one, see resource_line.go,
 // whose row this statement's snapshot may not see: ON CONFLICT finds it anyway): it locks the
 // row, re-checks that it is available on its latest version (a lease granted meanwhile refuses
@@ -291,6 +292,8 @@ const claimSQL = `WITH picked AS (
 		WHERE j.kind = kk.kind AND j.head AND j.state IN ('scheduled', 'available', 'retryable')
 			AND j.scheduled_at <= now()
 			AND (SELECT true FROM {leases} l WHERE l.key = j.resource AND l.available_at > now() LIMIT 1) IS NULL
+			AND (SELECT true FROM {tickets} t WHERE t.key = j.resource AND t.expires_at > now()
+				AND (t.first OR t.created_at < j.created_at) LIMIT 1) IS NULL
 		ORDER BY j.priority, j.seq
 		LIMIT $2
 		FOR UPDATE OF j SKIP LOCKED

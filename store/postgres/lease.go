@@ -33,6 +33,8 @@ func buildQueries(schema string) queries {
 	t := pgx.Identifier{schema, "leases"}.Sanitize()
 	// The schema name is [a-z0-9_], so the quoted identifier cannot contain a single quote.
 	seq := "'" + pgx.Identifier{schema, "token_seq"}.Sanitize() + "'"
+	tk := pgx.Identifier{schema, "tickets"}.Sanitize()
+	lineFree := lineFreeSQL(schema)
 	return queries{
 		// acquire grants a free key, or renews the caller's own live lease (same holder and same
 		// owner), in one statement, and when it grants nothing it returns the row that refused it
@@ -77,7 +79,12 @@ func buildQueries(schema string) queries {
 		// Columns: granted, then leaseCols, then ended, microseconds until available, live,
 		// freed (available by the clock at the end of the wait), took over an expired lease.
 		// $1 key, $2 lease_id, $3 holder, $4 ttl ms, $5 metadata, $6 cooldown ms, $7 lock delay ms,
-		// $8 wait, $9 owner.
+		// $8 wait, $9 owner, $10 first (break-glass), $11 its reason.
+		//
+		// The line (lineFree): a free key is granted only when no live ticket and no ready head
+		// job arrived before the caller; enq enqueues a refused waiter's ticket (or keeps it
+		// alive, its place kept) and granted ends the caller's ticket, in the same statement.
+		// The row lock that serialises grants of the key is held while the line is read.
 		acquire: `WITH ins AS (
 INSERT INTO ` + t + ` AS a
 	(key, lease_id, holder, owner, token, acquired_at, expires_at, ended, available_at, cooldown_ms, lock_delay_ms, metadata)
@@ -104,19 +111,30 @@ ON CONFLICT (key) DO UPDATE SET
 	ended         = 0,
 	waiters       = CASE WHEN a.available_at <= now() THEN false
 		WHEN a.holder = excluded.holder AND a.owner = excluded.owner THEN a.waiters ELSE true END
-WHERE a.available_at <= now()
+WHERE (a.available_at <= now() AND ` + lineFree + `)
 	OR (a.ended = 0 AND a.expires_at > now()
 		AND ((a.holder = excluded.holder AND a.owner = excluded.owner) OR ($8::boolean AND NOT a.waiters)))
 RETURNING a.*
 ), cur AS (
 	SELECT * FROM ` + t + ` WHERE key = $1 FOR SHARE
+), enq AS (
+	INSERT INTO ` + tk + ` AS tk (key, lease_id, holder, owner, created_at, expires_at, first, actor, reason)
+	SELECT $1, $2, $3, $9, now(), now() + $4::bigint * interval '1 millisecond', $10,
+		CASE WHEN $10 THEN $3 ELSE '' END, $11
+	WHERE $8 AND NOT EXISTS (SELECT FROM ins WHERE ins.holder = $3 AND ins.owner = $9)
+	ON CONFLICT (key, lease_id) DO UPDATE SET
+		created_at = CASE WHEN tk.expires_at > now() AND tk.first >= excluded.first THEN tk.created_at ELSE excluded.created_at END,
+		first = excluded.first, actor = excluded.actor, reason = excluded.reason, expires_at = excluded.expires_at
+	WHERE tk.owner = excluded.owner
+), granted AS (
+	DELETE FROM ` + tk + ` WHERE key = $1 AND lease_id = $2 AND EXISTS (SELECT FROM ins WHERE ins.holder = $3 AND ins.owner = $9)
 )
 SELECT holder = $3 AND owner = $9, ` + leaseCols + `, ended,
-	(extract(epoch FROM available_at - now()) * 1000000)::bigint, ` + live + `, false, took_over FROM ins
+	(extract(epoch FROM available_at - now()) * 1000000)::bigint, ` + live + `, false, took_over, false FROM ins
 UNION ALL
 SELECT false, ` + leaseCols + `, ended,
 	(extract(epoch FROM available_at - now()) * 1000000)::bigint,
-	` + live + `, available_at <= clock_timestamp(), false
+	` + live + `, available_at <= clock_timestamp(), false, available_at <= now() AND NOT ` + lineFree + `
 FROM cur WHERE NOT EXISTS (SELECT FROM ins)`,
 
 		// $1 key, $2 lease_id, $3 ttl ms, $4 owner.
@@ -136,8 +154,13 @@ RETURNING ` + leaseCols,
 	UPDATE ` + t + ` SET ended = 1, available_at = now() + cooldown_ms * interval '1 millisecond'
 	WHERE key = $1 AND lease_id = $2 AND owner = $4 AND ` + live + `
 	RETURNING key, waiters, (extract(epoch FROM now() - acquired_at) * 1000000)::bigint AS held_us
+), front AS (
+	SELECT f.lease_id FROM ` + tk + ` f, u WHERE f.key = u.key AND f.expires_at > now()
+	ORDER BY f.first DESC, f.created_at, f.lease_id LIMIT 1
 )
-SELECT held_us, CASE WHEN waiters THEN pg_notify($3, key)::text END, (SELECT count(*) FROM (
+SELECT held_us, CASE WHEN (SELECT lease_id FROM front) IS NOT NULL THEN pg_notify($3, key || E'\x1e' || (SELECT lease_id FROM front))::text
+		WHEN waiters THEN pg_notify($3, key)::text END,
+	(SELECT lease_id FROM front), (SELECT count(*) FROM (
 	SELECT pg_notify($3, E'\x1fjob:' || k.name) FROM ` + pgx.Identifier{schema, "jobs"}.Sanitize() + ` h
 	JOIN ` + pgx.Identifier{schema, "job_kinds"}.Sanitize() + ` k ON k.name = h.kind
 	WHERE h.resource = u.key AND h.head AND h.state IN ('scheduled', 'available', 'retryable') AND k.waiting_until > now()
@@ -210,14 +233,14 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	marked := false
 	for range acquireAttempts {
 		var (
-			granted, isLive, freed, tookOver bool
-			ended                            int16
-			untilAvailable                   int64
+			granted, isLive, freed, tookOver, blocked bool
+			ended                                     int16
+			untilAvailable                            int64
 		)
 		l, err := scanLease(s.pool.QueryRow(ctx, s.q.acquire,
 			p.Key, p.LeaseID, p.Holder, p.TTL.Milliseconds(), md, p.Cooldown.Milliseconds(), p.LockDelay.Milliseconds(), p.Wait,
-			p.Owner),
-			[]any{&granted}, &ended, &untilAvailable, &isLive, &freed, &tookOver)
+			p.Owner, p.First, p.FirstReason),
+			[]any{&granted}, &ended, &untilAvailable, &isLive, &freed, &tookOver, &blocked)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			continue // the row appeared after the statement's snapshot
@@ -240,14 +263,20 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 		case granted:
 			l.TookOver = tookOver
 			return l, nil
+		case blocked:
+			// Free, but others wait before the caller in the key's line.
+			if err := s.lineRefusal(ctx, p, nil); err != nil {
+				return nil, err
+			}
+			continue
 		case freed || isLive && l.Holder == p.Holder && l.Owner == p.Owner:
 			// Available by the clock once the statement had the row (it came free while the
 			// statement waited), or, which the statement rules out, ours: try again.
 			lastHolder = l
 			continue
 		case isLive:
-			return nil, &store.LockHeldError{Key: p.Key, Holder: l.Holder, Token: l.Token,
-				ExpiresAt: l.ExpiresAt, RetryAfter: l.TTLLeft}
+			return nil, s.lineRefusal(ctx, p, &store.LockHeldError{Key: p.Key, Holder: l.Holder, Token: l.Token,
+				ExpiresAt: l.ExpiresAt, RetryAfter: l.TTLLeft})
 		case ended == 1:
 			return nil, &store.RestingError{Key: p.Key, Reason: store.ReasonCooldown, Remaining: micros(untilAvailable)}
 		case ended == 3:
@@ -302,11 +331,13 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 		return nil, err
 	}
 	var heldUs int64
-	var notified *string
+	var notified, front *string
 	var jobsWoken int
-	err := s.pool.QueryRow(ctx, s.q.release, p.Key, p.LeaseID, s.channel, p.Owner).Scan(&heldUs, &notified, &jobsWoken)
+	err := s.pool.QueryRow(ctx, s.q.release, p.Key, p.LeaseID, s.channel, p.Owner).Scan(&heldUs, &notified, &front, &jobsWoken)
 	if err == nil {
-		s.hub.Notify(p.Key)
+		if front == nil || !s.hub.NotifyID(p.Key, *front) {
+			s.hub.Notify(p.Key)
+		}
 		return &store.ReleaseResult{Held: micros(heldUs)}, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {

@@ -124,7 +124,7 @@ func (l *listener) dispatch(ctx context.Context, conn *pgxpool.Conn) {
 		switch {
 		case err == nil:
 			if n != nil {
-				l.hub.Notify(n.Payload)
+				wakeFromPayload(l.hub, n.Payload)
 			}
 			continue
 		case ctx.Err() != nil:

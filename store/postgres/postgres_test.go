@@ -555,13 +555,17 @@ func releaseWithWaiter(t *testing.T, ctx context.Context, holder, waiter *postgr
 }
 
 // markWaiter makes the refused, waiting acquire that Locker.Acquire makes before it waits: it
-// flags the live lease on key so that its release sends a NOTIFY.
+// flags the live lease on key so that its release sends a NOTIFY. Then it leaves the line.
 func markWaiter(t *testing.T, ctx context.Context, s *postgres.Store, key string) {
 	t.Helper()
 	p := acquireParams(key, "waiter-"+randHex())
 	p.Wait = true
 	if _, err := s.Acquire(ctx, p); !errors.Is(err, store.ErrLockHeld) {
 		t.Fatalf("waiting acquire of a held key: %v, want ErrLockHeld", err)
+	}
+	// The waiter gives up its ticket (the line would refuse the next acquire); the flag stays.
+	if err := s.LeaveLine(ctx, key, p.LeaseID, p.Owner); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -69,6 +69,8 @@ type Store struct {
 	channel   string   // NOTIFY channel, sent as a bind parameter to pg_notify
 	markLock  []string // markLockKey's statements
 	q         queries
+	lineSQL   string // lineQuery
+	leaveSQL  string // leaveQuery
 	clearRest string // clearRestQuery
 	// clearCooldown is clearCooldownSQL.
 	clearCooldown string
@@ -170,6 +172,8 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg Config, ownsPool bool
 		schema:        cfg.Schema,
 		channel:       channelName(cfg.Schema),
 		q:             buildQueries(cfg.Schema),
+		lineSQL:       lineQuery(cfg.Schema),
+		leaveSQL:      leaveQuery(cfg.Schema),
 		clearRest:     clearRestQuery(cfg.Schema),
 		markLock:      markLockSQL(cfg.Schema),
 		clearCooldown: buildClearCooldownSQL(cfg.Schema, channelName(cfg.Schema)),
@@ -205,7 +209,7 @@ func (s *Store) Close() error {
 // Capabilities reports fencing tokens (one database sequence, drawn under the row lock of the
 // grant), cross-process wake-ups (LISTEN/NOTIFY) and owners.
 func (s *Store) Capabilities() store.Capabilities {
-	return store.Capabilities{FencingTokens: true, PushWakeup: true, Audit: s.audit, Owners: true, OneResource: true}
+	return store.Capabilities{FencingTokens: true, PushWakeup: true, Audit: s.audit, Owners: true, OneResource: true, Line: true}
 }
 
 // Subscribe registers interest in key. Wake-ups come from releases in this process at once and

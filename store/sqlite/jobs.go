@@ -101,6 +101,8 @@ func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.J
 				WHERE head AND state IN `+sqlClaimable+` AND scheduled_at <= ?1
 					AND kind IN (SELECT value FROM json_each(?2))
 					AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.key = jobs.resource AND l.available_at > ?1)
+					AND NOT EXISTS (SELECT 1 FROM tickets t WHERE t.key = jobs.resource AND t.expires_at > ?1
+						AND (t.first OR t.created_at < jobs.created_at))
 				ORDER BY priority, seq LIMIT ?3`, x.now.UnixNano(), string(kinds), p.Limit-len(out)))
 			if err != nil || len(cands) == 0 {
 				return err

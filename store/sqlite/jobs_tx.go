@@ -98,7 +98,7 @@ func (s *Store) inTx(ctx context.Context, op string, fn func(x *jobTx) error) er
 	}
 	s.wakeKinds(x.wake)
 	for key := range x.freed {
-		s.hub.Notify(key)
+		s.wakeFront(ctx, key)
 	}
 	return nil
 }

@@ -62,7 +62,7 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 		var r row
 		var tookOver bool
 		err := s.stmts.acquire.QueryRowContext(ctx, p.Key, p.LeaseID, p.Holder, now, int64(p.TTL),
-			int64(p.Cooldown), int64(p.LockDelay), nullable(p.Metadata), p.Owner).Scan(r.fields(&tookOver)...)
+			int64(p.Cooldown), int64(p.LockDelay), nullable(p.Metadata), p.Owner, p.First).Scan(r.fields(&tookOver)...)
 		if err == nil {
 			l := r.lease(now)
 			l.TookOver = tookOver
@@ -71,26 +71,11 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 		if !errors.Is(err, sql.ErrNoRows) {
 			return nil, s.wrap("acquire", err)
 		}
-		err = r.scan(s.stmts.selectRow.QueryRowContext(ctx, p.Key))
-		now = s.now().UnixNano()
-		switch {
-		case errors.Is(err, sql.ErrNoRows) || err == nil && r.availableAt <= now:
-			// No lease refused the key: a job attempt holds it, or it rests after a job, or it
-			// came free in between (try again).
-			if err := s.jobRefusal(ctx, p.Key, now); err != nil {
-				return nil, err
+		if refusal, err := s.refusal(ctx, p); err != nil || refusal != nil {
+			if refusal != nil && p.Wait {
+				err = s.enqueue(ctx, p)
 			}
-		case err != nil:
-			return nil, s.wrap("acquire", err)
-		case r.ended == 0 && r.expiresAt > now:
-			return nil, &store.LockHeldError{Key: p.Key, Holder: r.holder, Token: uint64(r.token),
-				ExpiresAt: time.Unix(0, r.expiresAt), RetryAfter: time.Duration(r.expiresAt - now)}
-		case r.availableAt > now:
-			reason := store.ReasonLockDelay
-			if r.ended == 1 {
-				reason = store.ReasonCooldown
-			}
-			return nil, &store.RestingError{Key: p.Key, Reason: reason, Remaining: time.Duration(r.availableAt - now)}
+			return nil, errors.Join(refusal, err)
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -98,28 +83,78 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	}
 }
 
+// refusal says why an acquire that granted nothing was refused: a lease holds the key or it rests
+// (read from its row), a job attempt holds it or it rests after a job, or tickets wait before the
+// caller in its line. nil, nil if none of these holds any more (the key came free in between).
+func (s *Store) refusal(ctx context.Context, p *store.AcquireParams) (error, error) {
+	var r row
+	err := r.scan(s.stmts.selectRow.QueryRowContext(ctx, p.Key))
+	now := s.now().UnixNano()
+	var refusal error
+	switch {
+	case errors.Is(err, sql.ErrNoRows) || err == nil && r.availableAt <= now:
+		// No lease refused the key: a job attempt holds it, or it rests after a job, or its
+		// line has tickets ahead, or it came free in between.
+		if refusal, err = s.jobRefusal(ctx, p.Key, now); err != nil {
+			return nil, err
+		}
+	case err != nil:
+		return nil, s.wrap("acquire", err)
+	case r.ended == 0 && r.expiresAt > now:
+		refusal = &store.LockHeldError{Key: p.Key, Holder: r.holder, Token: uint64(r.token),
+			ExpiresAt: time.Unix(0, r.expiresAt), RetryAfter: time.Duration(r.expiresAt - now)}
+	case r.availableAt > now:
+		reason := store.ReasonLockDelay
+		if r.ended == 1 {
+			reason = store.ReasonCooldown
+		}
+		return &store.RestingError{Key: p.Key, Reason: reason, Remaining: time.Duration(r.availableAt - now)}, nil
+	}
+	if _, resting := refusal.(*store.RestingError); resting {
+		return refusal, nil
+	}
+	line, err := s.readLine(ctx, p.Key, now, maxLineRead)
+	if err != nil {
+		return nil, err
+	}
+	ahead, front := line.ahead(p.LeaseID, p.First, now)
+	held, _ := refusal.(*store.LockHeldError)
+	switch {
+	case held != nil:
+		held.Ahead = ahead
+	case ahead > 0:
+		// RetryAfter: when the front ticket expires unless its waiter keeps it; zero for a job.
+		e := &store.LockHeldError{Key: p.Key, Holder: front.Holder, Ahead: ahead}
+		if !front.ExpiresAt.IsZero() {
+			e.RetryAfter = time.Duration(front.ExpiresAt.UnixNano() - now)
+		}
+		return e, nil
+	}
+	return refusal, nil
+}
+
 // jobRefusal says why the job side of the key refuses a lease at now: a running attempt holds it
 // (LockHeldError naming "job:<id>"), or it rests after a job (RestingError, resource cooldown).
-// nil if neither, when the key came free meanwhile.
-func (s *Store) jobRefusal(ctx context.Context, key string, now int64) error {
+// nil if neither.
+func (s *Store) jobRefusal(ctx context.Context, key string, now int64) (refusal, err error) {
 	var id, token, expires int64
-	err := s.stmts.runningJob.QueryRowContext(ctx, key, now).Scan(&id, &token, &expires)
+	err = s.stmts.runningJob.QueryRowContext(ctx, key, now).Scan(&id, &token, &expires)
 	if err == nil {
 		return &store.LockHeldError{Key: key, Holder: store.JobHolder(id), Token: uint64(token),
-			ExpiresAt: time.Unix(0, expires), RetryAfter: time.Duration(expires - now)}
+			ExpiresAt: time.Unix(0, expires), RetryAfter: time.Duration(expires - now)}, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
-		return s.wrap("acquire", err)
+		return nil, s.wrap("acquire", err)
 	}
 	var until int64
 	err = s.stmts.resourceRest.QueryRowContext(ctx, key, now).Scan(&until)
 	if err == nil {
-		return &store.RestingError{Key: key, Reason: store.ReasonResourceCooldown, Remaining: time.Duration(until - now)}
+		return &store.RestingError{Key: key, Reason: store.ReasonResourceCooldown, Remaining: time.Duration(until - now)}, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
-		return s.wrap("acquire", err)
+		return nil, s.wrap("acquire", err)
 	}
-	return nil
+	return nil, nil
 }
 
 // wakeJobs wakes this process's workers of the kind of the key's head job, if one waits to be
@@ -162,8 +197,7 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 	if n, err := res.RowsAffected(); err != nil {
 		return nil, s.wrap("release", err)
 	} else if n == 1 {
-		s.hub.Notify(p.Key)
-		s.wakeJobs(ctx, p.Key)
+		s.wakeFront(ctx, p.Key)
 		// Best effort: if another process re-granted the key meanwhile, Held stays zero.
 		var held int64
 		_ = s.stmts.heldFor.QueryRowContext(ctx, p.Key, p.LeaseID, now).Scan(&held)
@@ -196,8 +230,7 @@ func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (
 	if err != nil {
 		return nil, s.wrap("force-release", err)
 	}
-	s.hub.Notify(p.Key)
-	s.wakeJobs(ctx, p.Key)
+	s.wakeFront(ctx, p.Key)
 	return r.lease(now), nil
 }
 

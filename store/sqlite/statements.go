@@ -9,7 +9,7 @@ const leaseColumns = `key, lease_id, holder, owner, token, acquired_at, expires_
 
 // statements are prepared once per Store.
 type statements struct {
-	runningJob, resourceRest, headKind                                                             *sql.Stmt
+	runningJob, resourceRest, headKind, line, enqueue, leave                                       *sql.Stmt
 	selectRow, acquire, renew, release, heldFor, releasedBy, forceRelease, get, events, eventsDesc *sql.Stmt
 	// list holds one statement per shape of keyRange, so that each reads the primary key as
 	// one range.
@@ -30,6 +30,9 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 		sql string
 	}{
 		{&st.selectRow, `SELECT ` + leaseColumns + ` FROM leases WHERE key = ?`},
+		{&st.line, lineSQL},
+		{&st.enqueue, enqueueSQL},
+		{&st.leave, `DELETE FROM tickets WHERE key = ?1 AND lease_id = ?2 AND owner = ?3`},
 		// The job attempt that holds a resource, and the resource's rest after a job: what a
 		// refused acquire names when no lease refused it. ?1 key, ?2 now.
 		{&st.runningJob, `SELECT id, token, lease_expires_at FROM jobs
@@ -49,14 +52,17 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 		// a claim reads the lease row in its own (see ClaimJobs), so neither side can act on a
 		// stale read: SQLite runs one writer at a time. The SELECT's WHERE holds for the
 		// re-acquire by the lease's own holder too, which can only be live when no job is.
+		// The line (lineFreeSQL): nobody is granted a free key while a ticket or a ready job that
+		// arrived first waits; the grant ends the caller's own ticket (a trigger).
 		// ?1 key, ?2 lease_id, ?3 holder, ?4 now, ?5 ttl, ?6 cooldown, ?7 lock delay, ?8 metadata,
-		// ?9 owner.
+		// ?9 owner, ?10 first (break-glass).
 		{&st.acquire, `INSERT INTO leases AS a (key, lease_id, holder, owner, token, acquired_at, expires_at, ended,
 				available_at, cooldown_ns, lock_delay_ns, metadata)
 			SELECT ?1, ?2, ?3, ?9, (SELECT value + 1 FROM counters WHERE name = 'token'), ?4, ?4 + ?5, 0,
 				?4 + ?5 + ?7, ?6, ?7, ?8
 			WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE resource = ?1 AND state = 'running' AND lease_expires_at > ?4)
 				AND coalesce((SELECT cooldown_until FROM resources WHERE key = ?1), 0) <= ?4
+				AND ` + lineFreeSQL + `
 			ON CONFLICT (key) DO UPDATE SET
 				lease_id      = iif(a.available_at <= ?4, excluded.lease_id, a.lease_id),
 				holder        = iif(a.available_at <= ?4, excluded.holder, a.holder),
@@ -110,7 +116,7 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 }
 
 func (st *statements) close() {
-	for _, s := range append([]*sql.Stmt{st.runningJob, st.resourceRest, st.headKind, st.selectRow, st.acquire, st.renew, st.release, st.heldFor,
+	for _, s := range append([]*sql.Stmt{st.runningJob, st.resourceRest, st.headKind, st.line, st.enqueue, st.leave, st.selectRow, st.acquire, st.renew, st.release, st.heldFor,
 		st.releasedBy, st.forceRelease, st.get, st.events, st.eventsDesc}, st.list[:]...) {
 		if s != nil {
 			s.Close()

@@ -160,12 +160,13 @@ func testOneResourceRefusals(t *testing.T, h JobHarness) {
 	done := e.complete(j)
 
 	// Once it ends, the lease is granted above the job's token; while the lease lives, the next
-	// job is not claimed; the lease's cooldown holds it too, until an admin clears it.
-	next := e.sub("apply", "state/a")
+	// job (submitted after the lease's request, so behind it in the line) is not claimed; the
+	// lease's cooldown holds it too, until an admin clears it.
 	l, err := acquire("state/a", "l2")
 	if err != nil || l.Token <= done.Token {
 		t.Fatalf("Acquire(state/a) after job %d ended: %+v, %v; want a grant above token %d", j.ID, l, err, done.Token)
 	}
+	next := e.sub("apply", "state/a")
 	e.claimNone("a lease holds state/a", "apply")
 	if _, err := ls.Release(e.ctx, &store.ReleaseParams{Key: "state/a", LeaseID: l.ID}); err != nil {
 		t.Fatal(err)
@@ -226,7 +227,7 @@ func RunOneResourceWakeUps(t *testing.T, s interface {
 	e.complete(j)
 	<-lockWake // the hang guard is the test's timeout
 
-	l, err := s.Acquire(e.ctx, &store.AcquireParams{Key: "wake/a", LeaseID: "w1", Holder: "ops", TTL: time.Minute})
+	l, err := s.Acquire(e.ctx, &store.AcquireParams{Key: "wake/a", LeaseID: "w0", Holder: "ops", TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,8 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"SubmitRacesCompletion", testJobSubmitRacesCompletion},
 		{"JobsHaveTheirResources", testJobsHaveTheirResources},
 		{"OneResourceExclusion", testOneResourceExclusion},
+		{"LineFIFO", testLineFIFO},
+		{"LineNoStarvation", testLineNoStarvation},
 	}
 	for _, c := range serial {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
@@ -60,6 +62,8 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"SubscribeSeveralKinds", testJobSubscribeKinds},
 		// Leases and jobs on one resource.
 		{"OneResourceRefusals", testOneResourceRefusals},
+		{"LineAbandoned", testLineAbandoned},
+		{"LineWithJobs", testLineWithJobs},
 		// Policies and guards.
 		{"PolicyReject", testJobPolicyReject},
 		{"PolicySkip", testJobPolicySkip},

@@ -42,6 +42,10 @@ export interface AcquireRequest {
   cooldown_ms?: number;
   /** after an expiry or force-release the key rests this long */
   lock_delay_ms?: number;
+  /** break-glass (admin only when the server checks tokens): the request goes before every other waiting request and job of the key; it still waits for the holder. Needs first_reason */
+  first?: boolean;
+  /** why the request goes first, recorded with its ticket; required with first (1 to 1024 bytes, no control characters but tab and newline), ignored without it */
+  first_reason?: string;
 }
 
 export interface RenewRequest {
@@ -136,6 +140,8 @@ export interface Info {
   principal: string;
   /** the caller's role */
   role: "read" | "write" | "admin";
+  /** lock waiters wait in one FIFO line per key with the key's jobs (tickets, by arrival); a free key goes to the front of its line (SQLite and PostgreSQL) */
+  line?: boolean;
 }
 
 /** RFC 9457 problem document with Baton's stable code and extension members */
@@ -173,6 +179,8 @@ export interface Problem {
   index?: number;
   /** stale_token: the greater token already presented for the resource */
   current_token?: number;
+  /** lock_held: how many wait before the caller in the key's line; with a free key, holder names the first of them and token is absent */
+  ahead?: number;
 }
 
 export interface JobError {

@@ -1,0 +1,53 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// LineWaiter is implemented by stores whose keys have one FIFO line (SQLite, PostgreSQL): a
+// waiting lock request is a ticket in the same line as the key's unfinished jobs, ordered by
+// arrival, and a free key is granted only to the front of its line.
+//
+//   - An Acquire with Wait that is refused enqueues a ticket named by its LeaseID, or keeps it
+//     alive: it expires TTL after the latest refused attempt, and an expired ticket is skipped
+//     (its waiter's next refusal puts it at the back). The grant ends the ticket.
+//   - An Acquire is refused (*LockHeldError with Ahead) while a live ticket or a ready job that
+//     arrived before it waits, even if the key is free: nobody overtakes the line, TryAcquire
+//     included. A job's arrival is its submit; a head job that is not ready (scheduled for later,
+//     or backing off) lets tickets behind it go first.
+//   - A claim skips a head job while a live ticket that arrived before the job waits.
+//   - A break-glass ticket (AcquireParams.First) is before every other ticket and job.
+//
+// When a key frees, the store wakes the front of its line: the subscriber named by the front
+// ticket's lease ID (SubscribeAs), or the workers of the front job's kind.
+type LineWaiter interface {
+	// SubscribeAs is Store.Subscribe for the waiter whose ticket is leaseID.
+	SubscribeAs(key, leaseID string) (wake <-chan struct{}, cancel func())
+	// LeaveLine removes the ticket of (key, leaseID, owner), if any, and wakes the next in line:
+	// for a waiter that gives up, so that it does not hold the line until its ticket expires.
+	LeaveLine(ctx context.Context, key, leaseID, owner string) error
+}
+
+// Ticket is a waiting request in a key's line.
+type Ticket struct {
+	// Position is 1 for the front of the line.
+	Position int
+	// Job is the waiting job's ID; zero for a lock ticket.
+	Job     int64
+	JobKind string
+	// LeaseID, Holder and Owner are a lock ticket's; Holder is JobHolder(Job) for a job.
+	LeaseID string
+	Holder  string
+	Owner   string
+	// Since is its arrival: a lock ticket's first refusal, a job's submit.
+	Since time.Time
+	// ExpiresAt is when a lock ticket expires unless its waiter keeps it alive; for a job, zero.
+	ExpiresAt time.Time
+	// NotBefore is when a job that is not ready (scheduled, or backing off) becomes ready;
+	// zero if it is ready. Until then tickets behind it may go first.
+	NotBefore time.Time
+	// First marks a break-glass ticket; FirstReason is why it was put first.
+	First       bool
+	FirstReason string
+}

@@ -1,0 +1,184 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/batonhq/baton/internal/notify"
+	"github.com/batonhq/baton/store"
+)
+
+// One resource, one line (store.LineWaiter): a key's waiting lock requests (tickets, see
+// migrations/0011_tickets.sql) and its unfinished jobs that are not running wait in one line, by
+// arrival. The acquire statement reads the line while it holds the key's row lock, which every
+// grant of the key takes (and every claim of a job on a key that was ever locked, for its gate),
+// and enqueues or ends the caller's ticket in the same statement.
+
+// lineFreeSQL is the acquire statement's line condition: no live ticket arrived before the
+// caller (a break-glass ticket is before every other; ties go by lease ID) and no ready head job
+// was submitted before it (none at all for a break-glass request). The caller's arrival is its
+// live ticket's, or now() if it has none. A head that is not ready (scheduled_at in the future:
+// scheduled, or backing off) holds no one up. $1 key, $2 lease_id, $10 first.
+func lineFreeSQL(schema string) string {
+	tk, jobs := pgx.Identifier{schema, "tickets"}.Sanitize(), pgx.Identifier{schema, "jobs"}.Sanitize()
+	my := `coalesce((SELECT m.created_at FROM ` + tk + ` m WHERE m.key = $1 AND m.lease_id = $2 AND m.expires_at > now()), now())`
+	return `(NOT EXISTS (SELECT 1 FROM ` + tk + ` t WHERE t.key = $1 AND t.lease_id <> $2 AND t.expires_at > now()
+		AND ((t.first AND NOT $10::boolean) OR (t.first = $10::boolean AND (t.created_at, t.lease_id) < (` + my + `, $2::text))))
+	AND ($10::boolean OR NOT EXISTS (SELECT 1 FROM ` + jobs + ` h WHERE h.resource = $1 AND h.head
+		AND h.state IN ('scheduled', 'available', 'retryable') AND h.scheduled_at <= now() AND h.created_at <= ` + my + `)))`
+}
+
+// lineQuery reads a key's line in order: break-glass tickets, then tickets and jobs by arrival (a
+// job before a ticket of the same instant). Expired tickets are skipped. $1 key, $2 limit.
+func lineQuery(schema string) string {
+	tk, jobs := pgx.Identifier{schema, "tickets"}.Sanitize(), pgx.Identifier{schema, "jobs"}.Sanitize()
+	return `SELECT job, kind, lease_id, holder, owner, created_at, expires_at, not_before, first, reason FROM (
+	SELECT 0::bigint AS job, '' AS kind, lease_id, holder, owner, created_at, expires_at, NULL::timestamptz AS not_before,
+		first, reason
+	FROM ` + tk + ` WHERE key = $1 AND expires_at > now()
+	UNION ALL
+	SELECT id, kind, '', 'job:' || id, '', created_at, NULL, CASE WHEN scheduled_at > now() THEN scheduled_at END, false, ''
+	FROM ` + jobs + ` WHERE resource = $1 AND state IN ('scheduled', 'available', 'retryable')
+) l ORDER BY first DESC, created_at, job = 0, job, lease_id LIMIT $2`
+}
+
+// maxLineRead bounds the entries of a line read to place a refused caller.
+const maxLineRead = 1000
+
+func (s *Store) readLine(ctx context.Context, key string, limit int) ([]*store.Ticket, error) {
+	rows, err := s.pool.Query(ctx, s.lineSQL, key, limit)
+	if err != nil {
+		return nil, s.fail("line", key, err)
+	}
+	defer rows.Close()
+	var l []*store.Ticket
+	for rows.Next() {
+		t := &store.Ticket{Position: len(l) + 1}
+		var expires, notBefore *time.Time
+		if err := rows.Scan(&t.Job, &t.JobKind, &t.LeaseID, &t.Holder, &t.Owner, &t.Since, &expires, &notBefore,
+			&t.First, &t.FirstReason); err != nil {
+			return nil, s.fail("line", key, err)
+		}
+		if expires != nil {
+			t.ExpiresAt = *expires
+		}
+		if notBefore != nil {
+			t.NotBefore = *notBefore
+		}
+		l = append(l, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("line", key, err)
+	}
+	return l, nil
+}
+
+// lineRefusal completes a refusal with the caller's place in the key's line: held (a holder
+// refused it; nil if the key is free) gets Ahead; a free key is refused naming the first ahead,
+// or, if nobody is ahead by now, nil: the caller should try again.
+func (s *Store) lineRefusal(ctx context.Context, p *store.AcquireParams, held *store.LockHeldError) error {
+	l, err := s.readLine(ctx, p.Key, maxLineRead)
+	if err != nil {
+		if held != nil {
+			return held // the refusal stands; only its place is unknown
+		}
+		return err
+	}
+	n := 0
+	var front *store.Ticket
+	for _, t := range l {
+		if t.Job == 0 && t.LeaseID == p.LeaseID {
+			break
+		}
+		if p.First && !t.First || t.Job != 0 && !t.NotBefore.IsZero() {
+			continue
+		}
+		if front == nil {
+			front = t
+		}
+		n++
+	}
+	if held != nil {
+		held.Ahead = n
+		return held
+	}
+	if front == nil { // the line moved on meanwhile: the caller may be next; try again
+		return nil
+	}
+	e := &store.LockHeldError{Key: p.Key, Holder: front.Holder, Ahead: n}
+	if !front.ExpiresAt.IsZero() {
+		e.RetryAfter = max(time.Until(front.ExpiresAt), 0)
+	}
+	return e
+}
+
+// SubscribeAs is Subscribe for the waiter of ticket leaseID: a key that frees wakes the front of
+// its line by name, here and, through NOTIFY, in every process.
+func (s *Store) SubscribeAs(key, leaseID string) (<-chan struct{}, func()) {
+	return s.closed.Subscribe(func(keys ...string) (<-chan struct{}, func()) {
+		return s.hub.SubscribeAs(leaseID, keys...)
+	}, key)
+}
+
+// LeaveLine removes a waiter's ticket and, if the key is free, wakes the next in line.
+func (s *Store) LeaveLine(ctx context.Context, key, leaseID, owner string) error {
+	if err := s.closed.Check(); err != nil {
+		return err
+	}
+	var front *string
+	var notified any
+	err := s.pool.QueryRow(ctx, s.leaveSQL, key, leaseID, owner, s.channel).Scan(&front, &notified)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return s.fail("leave line", key, err)
+	}
+	if front != nil {
+		s.hub.NotifyID(key, *front)
+	}
+	return nil
+}
+
+// leaveQuery deletes a ticket and, when the key is available, NOTIFYs the new front by name.
+// $1 key, $2 lease_id, $3 owner, $4 channel.
+func leaveQuery(schema string) string {
+	tk, leases := pgx.Identifier{schema, "tickets"}.Sanitize(), pgx.Identifier{schema, "leases"}.Sanitize()
+	return `WITH d AS (
+	DELETE FROM ` + tk + ` WHERE key = $1 AND lease_id = $2 AND owner = $3 RETURNING key
+), front AS (
+	SELECT f.lease_id FROM ` + tk + ` f WHERE f.key = $1 AND f.lease_id <> $2 AND f.expires_at > now()
+		AND EXISTS (SELECT FROM d) AND NOT EXISTS (SELECT FROM ` + leases + ` l WHERE l.key = $1 AND l.available_at > now())
+	ORDER BY f.first DESC, f.created_at, f.lease_id LIMIT 1
+)
+SELECT lease_id, pg_notify($4, $1 || E'\x1e' || lease_id) FROM front`
+}
+
+// Line returns key's line.
+func (s *Store) Line(ctx context.Context, key string, limit int) ([]*store.Ticket, error) {
+	if err := store.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if err := s.closed.Check(); err != nil {
+		return nil, err
+	}
+	return s.readLine(ctx, key, limit)
+}
+
+// wakeFromPayload hands a NOTIFY payload to the hub: a key (wake one waiter), or a key and the
+// lease ID of its front ticket (wake that waiter; if it does not wait in this process, one
+// waiter of the key, which may wait without a name: its attempt costs little, a missed wake-up a
+// poll interval).
+func wakeFromPayload(hub *notify.Hub, payload string) {
+	if key, id, ok := strings.Cut(payload, "\x1e"); ok {
+		if !hub.NotifyID(key, id) {
+			hub.Notify(key)
+		}
+		return
+	}
+	hub.Notify(payload)
+}

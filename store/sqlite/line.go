@@ -1,0 +1,173 @@
+package sqlite
+
+import (
+	"context"
+	"time"
+
+	"github.com/batonhq/baton/internal/notify"
+	"github.com/batonhq/baton/store"
+)
+
+// One resource, one line (store.LineWaiter): a key's waiting lock requests (tickets, see
+// migrations/0008_tickets.sql) and its unfinished jobs that are not running wait in one line,
+// by arrival. SQLite runs one writer at a time, so the statements that grant (acquire) and claim
+// read the line in their own write transaction and act on it in the same step.
+
+// myArrival is the caller's place: its live ticket's arrival, or now if it has none (then every
+// live ticket is ahead). ?1 key, ?2 lease_id, ?4 now.
+const myArrival = `coalesce((SELECT created_at FROM tickets WHERE key = ?1 AND lease_id = ?2 AND expires_at > ?4), ?4)`
+
+// lineFreeSQL is the acquire statement's line condition: the caller renews its own live lease,
+// or no live ticket arrived before it (a break-glass ticket is before every other; ties go by
+// lease ID) and no ready head job was submitted before it (none at all for a break-glass
+// request). A head that is not ready (scheduled_at in the future: scheduled, or backing off)
+// holds no one up. ?1 key, ?2 lease_id, ?3 holder, ?4 now, ?9 owner, ?10 first.
+const lineFreeSQL = `(EXISTS (SELECT 1 FROM leases m WHERE m.key = ?1 AND m.ended = 0 AND m.expires_at > ?4
+						AND m.holder = ?3 AND m.owner = ?9)
+					OR (NOT EXISTS (SELECT 1 FROM tickets t WHERE t.key = ?1 AND t.lease_id <> ?2 AND t.expires_at > ?4
+							AND (t.first > ?10 OR (t.first = ?10 AND (t.created_at < ` + myArrival + `
+								OR (t.created_at = ` + myArrival + ` AND t.lease_id < ?2)))))
+						AND (?10 OR NOT EXISTS (SELECT 1 FROM jobs h WHERE h.resource = ?1 AND h.head
+							AND h.state IN ` + sqlClaimable + ` AND h.scheduled_at <= ?4 AND h.created_at <= ` + myArrival + `))))`
+
+// lineSQL reads a key's line in order: break-glass tickets, then tickets and jobs by arrival (a
+// job before a ticket of the same instant). Expired tickets are skipped. ?1 key, ?2 now, ?3 limit.
+const lineSQL = `SELECT job, kind, lease_id, holder, owner, created_at, expires_at, not_before, first, reason FROM (
+		SELECT 0 AS job, '' AS kind, lease_id, holder, owner, created_at, expires_at, 0 AS not_before, first, reason
+		FROM tickets WHERE key = ?1 AND expires_at > ?2
+		UNION ALL
+		SELECT id, kind, '', 'job:' || id, '', created_at, 0, iif(scheduled_at > ?2, scheduled_at, 0), 0, ''
+		FROM jobs WHERE resource = ?1 AND state IN ` + sqlClaimable + `)
+	ORDER BY first DESC, created_at, job = 0, job, lease_id LIMIT ?3`
+
+// enqueueSQL enqueues the ticket of a refused waiter, or keeps its live ticket alive (its place
+// kept); a ticket that expired starts again at the back. ?1 key, ?2 lease_id, ?3 holder,
+// ?4 owner, ?5 now, ?6 ttl, ?7 first, ?8 reason.
+const enqueueSQL = `INSERT INTO tickets (key, lease_id, holder, owner, created_at, expires_at, first, actor, reason)
+	VALUES (?1, ?2, ?3, ?4, ?5, ?5 + ?6, ?7, iif(?7, ?3, ''), ?8)
+	ON CONFLICT (key, lease_id) DO UPDATE SET
+		created_at = iif(tickets.expires_at > ?5 AND tickets.first >= excluded.first, tickets.created_at, excluded.created_at),
+		first = excluded.first, actor = excluded.actor, reason = excluded.reason,
+		expires_at = excluded.expires_at
+	WHERE tickets.owner = excluded.owner`
+
+// maxLineRead bounds the entries of a line read to place a refused caller or wake the front.
+const maxLineRead = 1000
+
+// line is a key's line as read at one instant.
+type line []*store.Ticket
+
+func (s *Store) readLine(ctx context.Context, key string, now int64, limit int) (line, error) {
+	rows, err := s.stmts.line.QueryContext(ctx, key, now, limit)
+	if err != nil {
+		return nil, s.wrap("line", err)
+	}
+	defer rows.Close()
+	var l line
+	for rows.Next() {
+		t := &store.Ticket{Position: len(l) + 1}
+		var since, expires, notBefore int64
+		if err := rows.Scan(&t.Job, &t.JobKind, &t.LeaseID, &t.Holder, &t.Owner, &since, &expires, &notBefore,
+			&t.First, &t.FirstReason); err != nil {
+			return nil, s.wrap("line", err)
+		}
+		t.Since = time.Unix(0, since)
+		if expires > 0 {
+			t.ExpiresAt = time.Unix(0, expires)
+		}
+		if notBefore > 0 {
+			t.NotBefore = time.Unix(0, notBefore)
+		}
+		l = append(l, t)
+	}
+	return l, s.wrap("line", rows.Err())
+}
+
+// ahead counts the entries that wait before the ticket leaseID (or before a newcomer, if it has
+// none) and returns the first of them: tickets, and jobs that are ready. A break-glass newcomer
+// has only break-glass tickets ahead.
+func (l line) ahead(leaseID string, first bool, now int64) (int, *store.Ticket) {
+	n := 0
+	var front *store.Ticket
+	for _, t := range l {
+		if t.Job == 0 && t.LeaseID == leaseID {
+			break
+		}
+		if first && !t.First || t.Job != 0 && !t.NotBefore.IsZero() {
+			continue
+		}
+		if front == nil {
+			front = t
+		}
+		n++
+	}
+	return n, front
+}
+
+// front is the entry that a free key goes to next: the first ticket or ready job.
+func (l line) front() *store.Ticket {
+	for _, t := range l {
+		if t.Job == 0 || t.NotBefore.IsZero() {
+			return t
+		}
+	}
+	return nil
+}
+
+// enqueue keeps the ticket of a refused waiter (store.AcquireParams.Wait).
+func (s *Store) enqueue(ctx context.Context, p *store.AcquireParams) error {
+	_, err := s.stmts.enqueue.ExecContext(ctx, p.Key, p.LeaseID, p.Holder, p.Owner, s.now().UnixNano(), int64(p.TTL),
+		p.First, p.FirstReason)
+	return s.wrap("acquire", err)
+}
+
+// SubscribeAs is Subscribe for the waiter of ticket leaseID: a key that frees wakes the front of
+// its line by name.
+func (s *Store) SubscribeAs(key, leaseID string) (<-chan struct{}, func()) {
+	return s.hub.SubscribeAs(leaseID, key)
+}
+
+// LeaveLine removes a waiter's ticket and wakes the next in line.
+func (s *Store) LeaveLine(ctx context.Context, key, leaseID, owner string) error {
+	if err := s.closed.Check(); err != nil {
+		return err
+	}
+	res, err := s.stmts.leave.ExecContext(ctx, key, leaseID, owner)
+	if err != nil {
+		return s.wrap("leave line", err)
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		s.wakeFront(ctx, key)
+	}
+	return nil
+}
+
+// wakeFront wakes whoever is at the front of key's line, which may go now: the waiter of the
+// front ticket (or, if it waits in no hub of this process, one waiter of the key), or the workers
+// of the front job's kind. With nobody in line, one waiter of the key, if any.
+func (s *Store) wakeFront(ctx context.Context, key string) {
+	l, err := s.readLine(ctx, key, s.now().UnixNano(), 16)
+	front := l.front()
+	switch {
+	case err != nil:
+		s.hub.Notify(key)
+		s.wakeJobs(ctx, key)
+	case front == nil:
+		s.hub.Notify(key)
+	case front.Job != 0:
+		s.hub.Notify(notify.JobKey(front.JobKind))
+	case !s.hub.NotifyID(key, front.LeaseID):
+		s.hub.Notify(key)
+	}
+}
+
+// Line returns the holders of key and its line.
+func (s *Store) Line(ctx context.Context, key string, limit int) ([]*store.Ticket, error) {
+	if err := store.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if err := s.closed.Check(); err != nil {
+		return nil, err
+	}
+	return s.readLine(ctx, key, s.now().UnixNano(), limit)
+}

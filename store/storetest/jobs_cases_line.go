@@ -1,0 +1,365 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/store"
+)
+
+// One line per resource (Capabilities.Line): waiting lock requests are tickets in one FIFO line
+// with the resource's jobs, by arrival. The cases talk to the store as a waiter does: an Acquire
+// with Wait that is refused enqueues (or keeps alive) the caller's ticket, named by its lease ID.
+// Through the HTTP client such an Acquire waits in the server for a short while (enqueueWait),
+// whose refusal leaves the ticket in place.
+
+// enqueueWait bounds the server-side wait of one waiting Acquire through the HTTP client.
+const enqueueWait = 400 * time.Millisecond
+
+// lineStore is a job store that grants leases and keeps one line per key.
+func lineStore(t *testing.T, e *jobEnv) store.Store {
+	t.Helper()
+	ls := resourceStore(t, e)
+	requireNotApplicable(t, ls.Capabilities().Line, "the store keeps no line of waiters")
+	return ls
+}
+
+// waitOnce is one waiting attempt: granted, or refused with the caller's ticket kept.
+func waitOnce(ctx context.Context, ls store.Store, key, id string, ttl time.Duration, first bool) (*store.Lease, error) {
+	ctx, cancel := context.WithTimeout(ctx, enqueueWait)
+	defer cancel()
+	p := &store.AcquireParams{Key: key, LeaseID: id, Holder: "h-" + id, TTL: ttl, Wait: true}
+	if first {
+		p.First, p.FirstReason = true, "break-glass in a test"
+	}
+	l, err := ls.Acquire(ctx, p)
+	if err != nil && ctx.Err() != nil && !errors.Is(err, store.ErrLockHeld) && !errors.Is(err, store.ErrResting) {
+		return nil, fmt.Errorf("%w (the wait ran out: %w)", store.ErrLockHeld, err)
+	}
+	return l, err
+}
+
+// mustQueue enqueues id's ticket and checks how many the store says wait before it.
+func mustQueue(t *testing.T, ctx context.Context, ls store.Store, key, id string, ttl time.Duration, ahead int) {
+	t.Helper()
+	_, err := waitOnce(ctx, ls, key, id, ttl, false)
+	var held *store.LockHeldError
+	if !errors.As(err, &held) {
+		t.Fatalf("waiting Acquire(%s) as %s: %v; want ErrLockHeld, enqueued", key, id, err)
+	}
+	if held.Ahead != ahead {
+		t.Fatalf("waiting Acquire(%s) as %s: %d ahead, want %d (%v)", key, id, held.Ahead, ahead, err)
+	}
+}
+
+func release(t *testing.T, ctx context.Context, ls store.Store, l *store.Lease) {
+	t.Helper()
+	if _, err := ls.Release(ctx, &store.ReleaseParams{Key: l.Key, LeaseID: l.ID}); err != nil {
+		t.Fatalf("Release(%s, %s): %v", l.Key, l.ID, err)
+	}
+}
+
+// testLineFIFO: waiters that queued one after another are granted in that order, although all
+// of them retry at once whenever the key frees; every waiter that is not at the front is
+// refused with its place; a newcomer without a ticket (TryAcquire) does not overtake them.
+func testLineFIFO(t *testing.T, h JobHarness) {
+	e := newJobEnv(t, h)
+	ls := lineStore(t, e)
+	const key, waiters = "line/fifo", 6
+	first, err := ls.Acquire(e.ctx, &store.AcquireParams{Key: key, LeaseID: "holder", Holder: "holder", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range waiters {
+		mustQueue(t, e.ctx, ls, key, fmt.Sprint("w", i), time.Minute, i)
+	}
+	release(t, e.ctx, ls, first)
+	_, err = ls.Acquire(e.ctx, &store.AcquireParams{Key: key, LeaseID: "newcomer", Holder: "newcomer", TTL: time.Minute})
+	var held *store.LockHeldError
+	if !errors.As(err, &held) || held.Ahead != waiters || held.Holder != "h-w0" {
+		t.Fatalf("TryAcquire of the free key with %d waiting: %v; want ErrLockHeld, %d ahead, first h-w0", waiters, err, waiters)
+	}
+
+	var (
+		mu     sync.Mutex
+		order  []int
+		tokens []uint64
+		wg     sync.WaitGroup
+		errs   = make(chan error, waiters)
+	)
+	for i := range waiters {
+		wg.Go(func() {
+			id := fmt.Sprint("w", i)
+			for {
+				l, err := waitOnce(e.ctx, ls, key, id, time.Minute, false)
+				if errors.Is(err, store.ErrLockHeld) || errors.Is(err, store.ErrResting) {
+					time.Sleep(2 * time.Millisecond) // pacing the retries
+					continue
+				}
+				if err != nil {
+					errs <- fmt.Errorf("%s: %w", id, err)
+					return
+				}
+				mu.Lock()
+				order, tokens = append(order, i), append(tokens, l.Token)
+				mu.Unlock()
+				if _, err := ls.Release(e.ctx, &store.ReleaseParams{Key: key, LeaseID: id}); err != nil {
+					errs <- fmt.Errorf("%s: release: %w", id, err)
+				}
+				return
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if !slices.IsSorted(order) || len(order) != waiters {
+		t.Fatalf("grant order %v; want the order the waiters queued in, 0..%d", order, waiters-1)
+	}
+	for i := 1; i < len(tokens); i++ {
+		if tokens[i] <= tokens[i-1] {
+			t.Fatalf("tokens in grant order %v do not strictly increase", tokens)
+		}
+	}
+}
+
+// testLineAbandoned: a waiter that stops retrying holds the line no longer than its ticket's
+// TTL; one that leaves (LineWaiter.LeaveLine) holds it no longer at all.
+func testLineAbandoned(t *testing.T, h JobHarness) {
+	e := newJobEnv(t, h)
+	ls := lineStore(t, e)
+	const key, ttl = "line/abandoned", time.Second
+	hold, err := ls.Acquire(e.ctx, &store.AcquireParams{Key: key, LeaseID: "holder", Holder: "holder", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued := time.Now() // the ticket's TTL runs from its latest refusal, after this
+	mustQueue(t, e.ctx, ls, key, "gone", ttl, 0)
+	mustQueue(t, e.ctx, ls, key, "next", time.Minute, 1)
+	release(t, e.ctx, ls, hold)
+	// "gone" never comes back: "next" is refused while gone's ticket lives, then granted.
+	for {
+		l, err := waitOnce(e.ctx, ls, key, "next", time.Minute, false)
+		var held *store.LockHeldError
+		if errors.As(err, &held) {
+			if held.Holder != "h-gone" || held.Ahead != 1 {
+				t.Fatalf("next refused by %q with %d ahead; want h-gone, 1 ahead", held.Holder, held.Ahead)
+			}
+			if e.canAdvance() {
+				e.advance(ttl)
+			} else {
+				time.Sleep(10 * time.Millisecond) // pacing the retries while the ticket lives
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(queued); !e.canAdvance() && waited < ttl-100*time.Millisecond {
+			t.Fatalf("next granted %s after the abandoned ticket was queued, before its TTL %s ran out", waited, ttl)
+		}
+		hold = l
+		break
+	}
+
+	lw, ok := ls.(store.LineWaiter)
+	if !ok {
+		return // through a server: a waiter that gives up leaves in the server
+	}
+	mustQueue(t, e.ctx, ls, key, "leaver", time.Hour, 0)
+	mustQueue(t, e.ctx, ls, key, "after", time.Minute, 1)
+	release(t, e.ctx, ls, hold)
+	if err := lw.LeaveLine(e.ctx, key, "leaver", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := waitOnce(e.ctx, ls, key, "after", time.Minute, false); err != nil {
+		t.Fatalf("Acquire after the waiter ahead left the line: %v", err)
+	}
+}
+
+// testLineWithJobs: lock tickets and jobs share one line by arrival. A job submitted before a
+// lock request runs first; a job submitted after it waits for it; a head job that is not ready
+// holds no lock up; a break-glass request goes before both and still waits for the holder.
+func testLineWithJobs(t *testing.T, h JobHarness) {
+	e := newJobEnv(t, h, store.Kind{Name: "line"})
+	ls := lineStore(t, e)
+	const key = "line/jobs"
+	j1 := e.sub("line", key)
+	mustQueue(t, e.ctx, ls, key, "lock", time.Minute, 1)
+	j2 := e.sub("line", key)
+	c1 := e.claimOne(j1.ID, "line")
+	e.complete(c1)
+	e.claimNone("the lock request arrived before job 2", "line")
+	l, err := waitOnce(e.ctx, ls, key, "lock", time.Minute, false)
+	if err != nil {
+		t.Fatalf("the lock request at the front after job 1: %v", err)
+	}
+	if l.Token <= c1.Token {
+		t.Fatalf("lease token %d not above job 1's %d", l.Token, c1.Token)
+	}
+	e.claimNone("the lease holds the key", "line")
+	release(t, e.ctx, ls, l)
+	c2 := e.claimOne(j2.ID, "line")
+	if c2.Token <= l.Token {
+		t.Fatalf("job 2's token %d not above the lease's %d", c2.Token, l.Token)
+	}
+	e.complete(c2)
+
+	// A head scheduled for later (or backing off) lets a lock go first.
+	later := e.submit(store.SubmitParams{Kind: "line", Resource: "line/later", Delay: time.Hour})
+	if l, err := ls.Acquire(e.ctx, &store.AcquireParams{Key: "line/later", LeaseID: "now", Holder: "now", TTL: time.Minute}); err != nil {
+		t.Fatalf("Acquire beside job %d scheduled in an hour: %v; want granted", later.ID, err)
+	} else {
+		release(t, e.ctx, ls, l)
+	}
+
+	// Break-glass: before the waiting lock and the queued job, after the holder.
+	const bg = "line/break-glass"
+	hold, err := ls.Acquire(e.ctx, &store.AcquireParams{Key: bg, LeaseID: "holder", Holder: "holder", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustQueue(t, e.ctx, ls, bg, "plain", time.Minute, 0)
+	queued := e.sub("line", bg)
+	if _, err := waitOnce(e.ctx, ls, bg, "first", time.Minute, true); !errors.Is(err, store.ErrLockHeld) {
+		t.Fatalf("break-glass request while the key is held: %v; want ErrLockHeld (it waits for the holder)", err)
+	}
+	release(t, e.ctx, ls, hold)
+	e.claimNone("two lock requests are ahead of the job", "line")
+	if _, err := waitOnce(e.ctx, ls, bg, "plain", time.Minute, false); !errors.Is(err, store.ErrLockHeld) {
+		t.Fatalf("the earlier plain request overtook the break-glass one: %v", err)
+	}
+	f, err := waitOnce(e.ctx, ls, bg, "first", time.Minute, true)
+	if err != nil {
+		t.Fatalf("break-glass request after the holder released: %v", err)
+	}
+	release(t, e.ctx, ls, f)
+	p, err := waitOnce(e.ctx, ls, bg, "plain", time.Minute, false)
+	if err != nil {
+		t.Fatalf("plain request after the break-glass one: %v", err)
+	}
+	release(t, e.ctx, ls, p)
+	e.complete(e.claimOne(queued.ID, "line"))
+}
+
+// testLineNoStarvation: a steady stream of lock requests and jobs on one key. Every job runs and
+// every lock request is granted; lock requests are granted in the order they queued, and no
+// holder overlaps another.
+func testLineNoStarvation(t *testing.T, h JobHarness) {
+	e := newJobEnv(t, h, store.Kind{Name: "stream"})
+	ls := lineStore(t, e)
+	const key, lockers, rounds, jobs = "line/stream", 4, 5, 20
+	var (
+		qmu       sync.Mutex // orders the queueing of lock requests: one at a time
+		mu        sync.Mutex
+		queued    []string // lock requests in the order they queued
+		granted   []string // in the order they were granted
+		busy      string
+		overlaps  int
+		wg        sync.WaitGroup
+		errs      = make(chan error, lockers+1)
+		jobsDone  int
+		jobsMu    sync.Mutex
+		submitted []int64
+	)
+	occupy := func(who string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if busy != "" {
+			overlaps++
+			t.Errorf("%s granted while %s holds the key", who, busy)
+		}
+		busy = who
+	}
+	vacate := func() { mu.Lock(); busy = ""; mu.Unlock() }
+	for range jobs - lockers*((rounds+1)/2) {
+		submitted = append(submitted, e.sub("stream", key).ID)
+	}
+	for w := range lockers {
+		wg.Go(func() {
+			for r := range rounds {
+				id := fmt.Sprintf("l%d-%d", w, r)
+				qmu.Lock()
+				l, err := waitOnce(e.ctx, ls, key, id, time.Minute, false)
+				if err == nil || errors.Is(err, store.ErrLockHeld) || errors.Is(err, store.ErrResting) {
+					mu.Lock()
+					queued = append(queued, id) // granted at once, or queued
+					mu.Unlock()
+				}
+				qmu.Unlock()
+				for err != nil {
+					if !errors.Is(err, store.ErrLockHeld) && !errors.Is(err, store.ErrResting) {
+						errs <- fmt.Errorf("%s: %w", id, err)
+						return
+					}
+					time.Sleep(2 * time.Millisecond) // pacing the retries
+					l, err = waitOnce(e.ctx, ls, key, id, time.Minute, false)
+				}
+				occupy(id)
+				mu.Lock()
+				granted = append(granted, id)
+				mu.Unlock()
+				vacate()
+				if _, err := ls.Release(e.ctx, &store.ReleaseParams{Key: key, LeaseID: l.ID}); err != nil {
+					errs <- fmt.Errorf("%s: release: %w", id, err)
+					return
+				}
+				if r%2 == 0 {
+					j := e.sub("stream", key)
+					jobsMu.Lock()
+					submitted = append(submitted, j.ID)
+					jobsMu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for {
+			jobsMu.Lock()
+			finished := jobsDone == jobs
+			jobsMu.Unlock()
+			if finished {
+				return
+			}
+			js, err := e.s.ClaimJobs(e.ctx, &store.ClaimParams{Worker: "w", Kinds: []string{"stream"}, Limit: 1, TTL: time.Minute})
+			if err != nil {
+				errs <- err
+				return
+			}
+			if len(js) == 0 {
+				time.Sleep(2 * time.Millisecond) // pacing the claims
+				continue
+			}
+			occupy(fmt.Sprint("job ", js[0].ID))
+			vacate()
+			if _, err := e.s.CompleteJob(e.ctx, &store.CompleteParams{ID: js[0].ID, Token: js[0].Token}); err != nil {
+				errs <- err
+				return
+			}
+			jobsMu.Lock()
+			jobsDone++
+			jobsMu.Unlock()
+		}
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if overlaps > 0 {
+		t.Fatalf("%d overlaps", overlaps)
+	}
+	if !slices.Equal(queued, granted) {
+		t.Fatalf("lock requests granted in the order\n%v\nbut queued in\n%v", granted, queued)
+	}
+	if len(submitted) != jobs {
+		t.Fatalf("%d jobs submitted, want %d", len(submitted), jobs)
+	}
+}
