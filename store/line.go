@@ -51,3 +51,46 @@ type Ticket struct {
 	First       bool
 	FirstReason string
 }
+
+// LineReader is implemented by stores with a line (LineWaiter): it reads one resource as its
+// holders and its line see it.
+type LineReader interface {
+	// ResourceLine returns key's holder, rest and line (at most limit tickets, 1..MaxListLimit),
+	// read at one instant of the store's clock. A key nobody holds, waits for or rests is
+	// returned empty, not ErrNotFound.
+	ResourceLine(ctx context.Context, key string, limit int) (*ResourceLine, error)
+}
+
+// ResourceLine is a resource's holder, rest and line.
+type ResourceLine struct {
+	Key string
+	// Holder is the live lease on the key, or the running job attempt that holds it (Holder
+	// JobHolder(HolderJob), its token and lease expiry); nil if none.
+	Holder    *Lease
+	HolderJob int64
+	// Rest is the key's rest if it rests (no holder): ReasonCooldown, ReasonLockDelay or
+	// ReasonResourceCooldown, and what is left of it; nil otherwise.
+	Rest *Rest
+	// Tickets are the waiting lock requests and the unfinished jobs that are not running, in
+	// line order (Position 1 first).
+	Tickets []*Ticket
+}
+
+// Place finds a request's place in a line read in order: how many wait before the lock ticket
+// leaseID (before a newcomer, if it has none) and the first of them. Jobs that are not ready do
+// not count; a break-glass request (first) has only break-glass tickets before it.
+func Place(line []*Ticket, leaseID string, first bool) (ahead int, front *Ticket) {
+	for _, t := range line {
+		if t.Job == 0 && t.LeaseID == leaseID {
+			break
+		}
+		if first && !t.First || t.Job != 0 && !t.NotBefore.IsZero() {
+			continue
+		}
+		if front == nil {
+			front = t
+		}
+		ahead++
+	}
+	return ahead, front
+}

@@ -219,3 +219,11 @@ func firstError(errs ...error) error {
 	}
 	return nil
 }
+
+// ValidateListLimit checks a page size: 1..MaxListLimit.
+func ValidateListLimit(limit int) error {
+	if limit < 1 || limit > MaxListLimit {
+		return invalid("limit", "must be between 1 and %d (got %d)", MaxListLimit, limit)
+	}
+	return nil
+}

@@ -156,7 +156,7 @@ RETURNING ` + leaseCols,
 	RETURNING key, waiters, (extract(epoch FROM now() - acquired_at) * 1000000)::bigint AS held_us
 ), front AS (
 	SELECT f.lease_id FROM ` + tk + ` f, u WHERE f.key = u.key AND f.expires_at > now()
-	ORDER BY f.first DESC, f.created_at, f.lease_id LIMIT 1
+	ORDER BY f.first DESC, f.created_at, f.seq LIMIT 1
 )
 SELECT held_us, CASE WHEN (SELECT lease_id FROM front) IS NOT NULL THEN pg_notify($3, key || E'\x1e' || (SELECT lease_id FROM front))::text
 		WHEN waiters THEN pg_notify($3, key)::text END,

@@ -19,15 +19,16 @@ import (
 // and enqueues or ends the caller's ticket in the same statement.
 
 // lineFreeSQL is the acquire statement's line condition: no live ticket arrived before the
-// caller (a break-glass ticket is before every other; ties go by lease ID) and no ready head job
+// caller (a break-glass ticket is before every other; ties go by enqueue order) and no ready head job
 // was submitted before it (none at all for a break-glass request). The caller's arrival is its
 // live ticket's, or now() if it has none. A head that is not ready (scheduled_at in the future:
 // scheduled, or backing off) holds no one up. $1 key, $2 lease_id, $10 first.
 func lineFreeSQL(schema string) string {
 	tk, jobs := pgx.Identifier{schema, "tickets"}.Sanitize(), pgx.Identifier{schema, "jobs"}.Sanitize()
 	my := `coalesce((SELECT m.created_at FROM ` + tk + ` m WHERE m.key = $1 AND m.lease_id = $2 AND m.expires_at > now()), now())`
+	mySeq := `coalesce((SELECT m.seq FROM ` + tk + ` m WHERE m.key = $1 AND m.lease_id = $2 AND m.expires_at > now()), 9223372036854775807)`
 	return `(NOT EXISTS (SELECT 1 FROM ` + tk + ` t WHERE t.key = $1 AND t.lease_id <> $2 AND t.expires_at > now()
-		AND ((t.first AND NOT $10::boolean) OR (t.first = $10::boolean AND (t.created_at, t.lease_id) < (` + my + `, $2::text))))
+		AND ((t.first AND NOT $10::boolean) OR (t.first = $10::boolean AND (t.created_at, t.seq) < (` + my + `, ` + mySeq + `))))
 	AND ($10::boolean OR NOT EXISTS (SELECT 1 FROM ` + jobs + ` h WHERE h.resource = $1 AND h.head
 		AND h.state IN ('scheduled', 'available', 'retryable') AND h.scheduled_at <= now() AND h.created_at <= ` + my + `)))`
 }
@@ -38,12 +39,12 @@ func lineQuery(schema string) string {
 	tk, jobs := pgx.Identifier{schema, "tickets"}.Sanitize(), pgx.Identifier{schema, "jobs"}.Sanitize()
 	return `SELECT job, kind, lease_id, holder, owner, created_at, expires_at, not_before, first, reason FROM (
 	SELECT 0::bigint AS job, '' AS kind, lease_id, holder, owner, created_at, expires_at, NULL::timestamptz AS not_before,
-		first, reason
+		first, reason, seq
 	FROM ` + tk + ` WHERE key = $1 AND expires_at > now()
 	UNION ALL
-	SELECT id, kind, '', 'job:' || id, '', created_at, NULL, CASE WHEN scheduled_at > now() THEN scheduled_at END, false, ''
+	SELECT id, kind, '', 'job:' || id, '', created_at, NULL, CASE WHEN scheduled_at > now() THEN scheduled_at END, false, '', 0
 	FROM ` + jobs + ` WHERE resource = $1 AND state IN ('scheduled', 'available', 'retryable')
-) l ORDER BY first DESC, created_at, job = 0, job, lease_id LIMIT $2`
+) l ORDER BY first DESC, created_at, job = 0, job, seq LIMIT $2`
 }
 
 // maxLineRead bounds the entries of a line read to place a refused caller.
@@ -54,6 +55,15 @@ func (s *Store) readLine(ctx context.Context, key string, limit int) ([]*store.T
 	if err != nil {
 		return nil, s.fail("line", key, err)
 	}
+	l, err := scanLine(rows)
+	if err != nil {
+		return nil, s.fail("line", key, err)
+	}
+	return l, nil
+}
+
+// scanLine reads the rows of lineQuery and closes them.
+func scanLine(rows pgx.Rows) ([]*store.Ticket, error) {
 	defer rows.Close()
 	var l []*store.Ticket
 	for rows.Next() {
@@ -61,7 +71,7 @@ func (s *Store) readLine(ctx context.Context, key string, limit int) ([]*store.T
 		var expires, notBefore *time.Time
 		if err := rows.Scan(&t.Job, &t.JobKind, &t.LeaseID, &t.Holder, &t.Owner, &t.Since, &expires, &notBefore,
 			&t.First, &t.FirstReason); err != nil {
-			return nil, s.fail("line", key, err)
+			return nil, err
 		}
 		if expires != nil {
 			t.ExpiresAt = *expires
@@ -71,10 +81,7 @@ func (s *Store) readLine(ctx context.Context, key string, limit int) ([]*store.T
 		}
 		l = append(l, t)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, s.fail("line", key, err)
-	}
-	return l, nil
+	return l, rows.Err()
 }
 
 // lineRefusal completes a refusal with the caller's place in the key's line: held (a holder
@@ -88,20 +95,7 @@ func (s *Store) lineRefusal(ctx context.Context, p *store.AcquireParams, held *s
 		}
 		return err
 	}
-	n := 0
-	var front *store.Ticket
-	for _, t := range l {
-		if t.Job == 0 && t.LeaseID == p.LeaseID {
-			break
-		}
-		if p.First && !t.First || t.Job != 0 && !t.NotBefore.IsZero() {
-			continue
-		}
-		if front == nil {
-			front = t
-		}
-		n++
-	}
+	n, front := store.Place(l, p.LeaseID, p.First)
 	if held != nil {
 		held.Ahead = n
 		return held
@@ -153,20 +147,90 @@ func leaveQuery(schema string) string {
 ), front AS (
 	SELECT f.lease_id FROM ` + tk + ` f WHERE f.key = $1 AND f.lease_id <> $2 AND f.expires_at > now()
 		AND EXISTS (SELECT FROM d) AND NOT EXISTS (SELECT FROM ` + leases + ` l WHERE l.key = $1 AND l.available_at > now())
-	ORDER BY f.first DESC, f.created_at, f.lease_id LIMIT 1
+	ORDER BY f.first DESC, f.created_at, f.seq LIMIT 1
 )
 SELECT lease_id, pg_notify($4, $1 || E'\x1e' || lease_id) FROM front`
 }
 
-// Line returns key's line.
-func (s *Store) Line(ctx context.Context, key string, limit int) ([]*store.Ticket, error) {
+// resourceLineQuery reads a key's holder and rest in one statement: the live leases row (a lease,
+// or a job attempt's gate), else a running attempt on a key never locked; the row's rest and the
+// resource's cooldown. $1 key.
+func resourceLineQuery(schema string) string {
+	leases, jobs := pgx.Identifier{schema, "leases"}.Sanitize(), pgx.Identifier{schema, "jobs"}.Sanitize()
+	resources := pgx.Identifier{schema, "resources"}.Sanitize()
+	return `SELECT h.lease_id, h.holder, h.owner, h.token, h.acquired_at, h.expires_at, h.job_id,
+	(extract(epoch FROM h.expires_at - now()) * 1000000)::bigint,
+	r.ended, (extract(epoch FROM r.available_at - now()) * 1000000)::bigint,
+	(extract(epoch FROM c.cooldown_until - now()) * 1000000)::bigint
+FROM (SELECT 1) one
+LEFT JOIN LATERAL (
+	SELECT lease_id, holder, owner, token, acquired_at, expires_at, job_id FROM ` + leases + `
+	WHERE key = $1 AND ended = 0 AND expires_at > now()
+	UNION ALL
+	SELECT '', 'job:' || id, owner, token, attempted_at, lease_expires_at, id FROM ` + jobs + `
+	WHERE resource = $1 AND state = 'running' AND lease_expires_at > now()
+	LIMIT 1
+) h ON true
+LEFT JOIN ` + leases + ` r ON r.key = $1 AND r.available_at > now() AND NOT (r.ended = 0 AND r.expires_at > now())
+LEFT JOIN ` + resources + ` c ON c.key = $1 AND c.cooldown_until > now()`
+}
+
+// ResourceLine returns key's holder, rest and line, read in one repeatable-read transaction.
+func (s *Store) ResourceLine(ctx context.Context, key string, limit int) (*store.ResourceLine, error) {
 	if err := store.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if err := store.ValidateListLimit(limit); err != nil {
 		return nil, err
 	}
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
-	return s.readLine(ctx, key, limit)
+	out := &store.ResourceLine{Key: key}
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var (
+			leaseID, holder, owner              *string
+			token, jobID, ttlUs, restUs, coolUs *int64
+			acquired, expires                   *time.Time
+			ended                               *int16
+		)
+		if err := tx.QueryRow(ctx, s.resourceLineSQL, key).Scan(&leaseID, &holder, &owner, &token, &acquired, &expires,
+			&jobID, &ttlUs, &ended, &restUs, &coolUs); err != nil {
+			return err
+		}
+		if holder != nil {
+			out.Holder = &store.Lease{Key: key, ID: *leaseID, Holder: *holder, Owner: *owner, Token: uint64(*token),
+				AcquiredAt: *acquired, ExpiresAt: *expires, TTLLeft: micros(*ttlUs)}
+			out.HolderJob = *jobID
+			if out.HolderJob != 0 {
+				out.Holder.ID = ""
+			}
+		} else {
+			if ended != nil {
+				reason := store.ReasonLockDelay
+				switch *ended {
+				case 1:
+					reason = store.ReasonCooldown
+				case 3:
+					reason = store.ReasonResourceCooldown
+				}
+				out.Rest = &store.Rest{Key: key, Reason: reason, Remaining: micros(*restUs)}
+			}
+			if coolUs != nil && (out.Rest == nil || micros(*coolUs) > out.Rest.Remaining) {
+				out.Rest = &store.Rest{Key: key, Reason: store.ReasonResourceCooldown, Remaining: micros(*coolUs)}
+			}
+		}
+		rows, err := tx.Query(ctx, s.lineSQL, key, limit)
+		if err != nil {
+			return err
+		}
+		out.Tickets, err = scanLine(rows)
+		return err
+	})
+	if err != nil {
+		return nil, s.fail("resource line", key, err)
+	}
+	return out, nil
 }
 
 // wakeFromPayload hands a NOTIFY payload to the hub: a key (wake one waiter), or a key and the

@@ -63,15 +63,17 @@ var errNilPool = &store.InvalidArgumentError{Field: "pool", Rule: "must not be n
 
 // Store is a store.Store on PostgreSQL. It is safe for concurrent use.
 type Store struct {
-	pool      *pgxpool.Pool
-	ownsPool  bool
-	schema    string
-	channel   string   // NOTIFY channel, sent as a bind parameter to pg_notify
-	markLock  []string // markLockKey's statements
-	q         queries
-	lineSQL   string // lineQuery
-	leaveSQL  string // leaveQuery
-	clearRest string // clearRestQuery
+	pool     *pgxpool.Pool
+	ownsPool bool
+	schema   string
+	channel  string   // NOTIFY channel, sent as a bind parameter to pg_notify
+	markLock []string // markLockKey's statements
+	q        queries
+	lineSQL  string // lineQuery
+	leaveSQL string // leaveQuery
+	// resourceLineSQL is resourceLineQuery.
+	resourceLineSQL string
+	clearRest       string // clearRestQuery
 	// clearCooldown is clearCooldownSQL.
 	clearCooldown string
 	jq            jobQueries
@@ -167,20 +169,21 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg Config, ownsPool bool
 		}
 	}
 	s := &Store{
-		pool:          pool,
-		ownsPool:      ownsPool,
-		schema:        cfg.Schema,
-		channel:       channelName(cfg.Schema),
-		q:             buildQueries(cfg.Schema),
-		lineSQL:       lineQuery(cfg.Schema),
-		leaveSQL:      leaveQuery(cfg.Schema),
-		clearRest:     clearRestQuery(cfg.Schema),
-		markLock:      markLockSQL(cfg.Schema),
-		clearCooldown: buildClearCooldownSQL(cfg.Schema, channelName(cfg.Schema)),
-		jq:            buildJobQueries(cfg.Schema, channelName(cfg.Schema)),
-		sq:            buildSubmitQueries(cfg.Schema, channelName(cfg.Schema)),
-		hub:           notify.NewHub(),
-		audit:         cfg.Audit,
+		pool:            pool,
+		ownsPool:        ownsPool,
+		schema:          cfg.Schema,
+		channel:         channelName(cfg.Schema),
+		q:               buildQueries(cfg.Schema),
+		lineSQL:         lineQuery(cfg.Schema),
+		leaveSQL:        leaveQuery(cfg.Schema),
+		resourceLineSQL: resourceLineQuery(cfg.Schema),
+		clearRest:       clearRestQuery(cfg.Schema),
+		markLock:        markLockSQL(cfg.Schema),
+		clearCooldown:   buildClearCooldownSQL(cfg.Schema, channelName(cfg.Schema)),
+		jq:              buildJobQueries(cfg.Schema, channelName(cfg.Schema)),
+		sq:              buildSubmitQueries(cfg.Schema, channelName(cfg.Schema)),
+		hub:             notify.NewHub(),
+		audit:           cfg.Audit,
 	}
 	s.renews = newRenewCombiner(s)
 	lis, err := startListener(ctx, pool, s.channel, s.hub)

@@ -72,10 +72,15 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 			return nil, s.wrap("acquire", err)
 		}
 		if refusal, err := s.refusal(ctx, p); err != nil || refusal != nil {
-			if refusal != nil && p.Wait {
+			if err == nil && p.Wait {
+				// A refusal whose ticket was not written is no place in the line: the caller
+				// gets the store's error, and tries again.
 				err = s.enqueue(ctx, p)
 			}
-			return nil, errors.Join(refusal, err)
+			if err != nil {
+				return nil, err
+			}
+			return nil, refusal
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -117,7 +122,7 @@ func (s *Store) refusal(ctx context.Context, p *store.AcquireParams) (error, err
 	if err != nil {
 		return nil, err
 	}
-	ahead, front := line.ahead(p.LeaseID, p.First, now)
+	ahead, front := store.Place(line, p.LeaseID, p.First)
 	held, _ := refusal.(*store.LockHeldError)
 	switch {
 	case held != nil:

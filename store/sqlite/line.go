@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"time"
 
 	"github.com/batonhq/baton/internal/notify"
@@ -13,40 +15,45 @@ import (
 // by arrival. SQLite runs one writer at a time, so the statements that grant (acquire) and claim
 // read the line in their own write transaction and act on it in the same step.
 
-// myArrival is the caller's place: its live ticket's arrival, or now if it has none (then every
-// live ticket is ahead). ?1 key, ?2 lease_id, ?4 now.
-const myArrival = `coalesce((SELECT created_at FROM tickets WHERE key = ?1 AND lease_id = ?2 AND expires_at > ?4), ?4)`
+// myArrival and mySeq are the caller's place: its live ticket's arrival and enqueue order, or now
+// and the end if it has none (then every live ticket is ahead). ?1 key, ?2 lease_id, ?4 now.
+const (
+	myArrival = `coalesce((SELECT created_at FROM tickets WHERE key = ?1 AND lease_id = ?2 AND expires_at > ?4), ?4)`
+	mySeq     = `coalesce((SELECT seq FROM tickets WHERE key = ?1 AND lease_id = ?2 AND expires_at > ?4), 9223372036854775807)`
+)
 
 // lineFreeSQL is the acquire statement's line condition: the caller renews its own live lease,
 // or no live ticket arrived before it (a break-glass ticket is before every other; ties go by
-// lease ID) and no ready head job was submitted before it (none at all for a break-glass
+// enqueue order) and no ready head job was submitted before it (none at all for a break-glass
 // request). A head that is not ready (scheduled_at in the future: scheduled, or backing off)
 // holds no one up. ?1 key, ?2 lease_id, ?3 holder, ?4 now, ?9 owner, ?10 first.
 const lineFreeSQL = `(EXISTS (SELECT 1 FROM leases m WHERE m.key = ?1 AND m.ended = 0 AND m.expires_at > ?4
 						AND m.holder = ?3 AND m.owner = ?9)
 					OR (NOT EXISTS (SELECT 1 FROM tickets t WHERE t.key = ?1 AND t.lease_id <> ?2 AND t.expires_at > ?4
 							AND (t.first > ?10 OR (t.first = ?10 AND (t.created_at < ` + myArrival + `
-								OR (t.created_at = ` + myArrival + ` AND t.lease_id < ?2)))))
+								OR (t.created_at = ` + myArrival + ` AND t.seq < ` + mySeq + `)))))
 						AND (?10 OR NOT EXISTS (SELECT 1 FROM jobs h WHERE h.resource = ?1 AND h.head
 							AND h.state IN ` + sqlClaimable + ` AND h.scheduled_at <= ?4 AND h.created_at <= ` + myArrival + `))))`
 
 // lineSQL reads a key's line in order: break-glass tickets, then tickets and jobs by arrival (a
 // job before a ticket of the same instant). Expired tickets are skipped. ?1 key, ?2 now, ?3 limit.
 const lineSQL = `SELECT job, kind, lease_id, holder, owner, created_at, expires_at, not_before, first, reason FROM (
-		SELECT 0 AS job, '' AS kind, lease_id, holder, owner, created_at, expires_at, 0 AS not_before, first, reason
+		SELECT 0 AS job, '' AS kind, lease_id, holder, owner, created_at, expires_at, 0 AS not_before, first, reason, seq
 		FROM tickets WHERE key = ?1 AND expires_at > ?2
 		UNION ALL
-		SELECT id, kind, '', 'job:' || id, '', created_at, 0, iif(scheduled_at > ?2, scheduled_at, 0), 0, ''
+		SELECT id, kind, '', 'job:' || id, '', created_at, 0, iif(scheduled_at > ?2, scheduled_at, 0), 0, '', 0
 		FROM jobs WHERE resource = ?1 AND state IN ` + sqlClaimable + `)
-	ORDER BY first DESC, created_at, job = 0, job, lease_id LIMIT ?3`
+	ORDER BY first DESC, created_at, job = 0, job, seq LIMIT ?3`
 
 // enqueueSQL enqueues the ticket of a refused waiter, or keeps its live ticket alive (its place
 // kept); a ticket that expired starts again at the back. ?1 key, ?2 lease_id, ?3 holder,
 // ?4 owner, ?5 now, ?6 ttl, ?7 first, ?8 reason.
-const enqueueSQL = `INSERT INTO tickets (key, lease_id, holder, owner, created_at, expires_at, first, actor, reason)
-	VALUES (?1, ?2, ?3, ?4, ?5, ?5 + ?6, ?7, iif(?7, ?3, ''), ?8)
+const enqueueSQL = `INSERT INTO tickets (key, lease_id, holder, owner, created_at, expires_at, first, actor, reason, seq)
+	VALUES (?1, ?2, ?3, ?4, ?5, ?5 + ?6, ?7, iif(?7, ?3, ''), ?8,
+		(SELECT coalesce(max(seq), 0) + 1 FROM tickets WHERE key = ?1))
 	ON CONFLICT (key, lease_id) DO UPDATE SET
 		created_at = iif(tickets.expires_at > ?5 AND tickets.first >= excluded.first, tickets.created_at, excluded.created_at),
+		seq = iif(tickets.expires_at > ?5 AND tickets.first >= excluded.first, tickets.seq, excluded.seq),
 		first = excluded.first, actor = excluded.actor, reason = excluded.reason,
 		expires_at = excluded.expires_at
 	WHERE tickets.owner = excluded.owner`
@@ -62,6 +69,12 @@ func (s *Store) readLine(ctx context.Context, key string, now int64, limit int) 
 	if err != nil {
 		return nil, s.wrap("line", err)
 	}
+	l, err := scanLine(rows)
+	return l, s.wrap("line", err)
+}
+
+// scanLine reads the rows of lineSQL and closes them.
+func scanLine(rows *sql.Rows) (line, error) {
 	defer rows.Close()
 	var l line
 	for rows.Next() {
@@ -69,7 +82,7 @@ func (s *Store) readLine(ctx context.Context, key string, now int64, limit int) 
 		var since, expires, notBefore int64
 		if err := rows.Scan(&t.Job, &t.JobKind, &t.LeaseID, &t.Holder, &t.Owner, &since, &expires, &notBefore,
 			&t.First, &t.FirstReason); err != nil {
-			return nil, s.wrap("line", err)
+			return nil, err
 		}
 		t.Since = time.Unix(0, since)
 		if expires > 0 {
@@ -80,28 +93,7 @@ func (s *Store) readLine(ctx context.Context, key string, now int64, limit int) 
 		}
 		l = append(l, t)
 	}
-	return l, s.wrap("line", rows.Err())
-}
-
-// ahead counts the entries that wait before the ticket leaseID (or before a newcomer, if it has
-// none) and returns the first of them: tickets, and jobs that are ready. A break-glass newcomer
-// has only break-glass tickets ahead.
-func (l line) ahead(leaseID string, first bool, now int64) (int, *store.Ticket) {
-	n := 0
-	var front *store.Ticket
-	for _, t := range l {
-		if t.Job == 0 && t.LeaseID == leaseID {
-			break
-		}
-		if first && !t.First || t.Job != 0 && !t.NotBefore.IsZero() {
-			continue
-		}
-		if front == nil {
-			front = t
-		}
-		n++
-	}
-	return n, front
+	return l, rows.Err()
 }
 
 // front is the entry that a free key goes to next: the first ticket or ready job.
@@ -161,13 +153,69 @@ func (s *Store) wakeFront(ctx context.Context, key string) {
 	}
 }
 
-// Line returns the holders of key and its line.
-func (s *Store) Line(ctx context.Context, key string, limit int) ([]*store.Ticket, error) {
+// ResourceLine returns key's holder, rest and line, read in one transaction.
+func (s *Store) ResourceLine(ctx context.Context, key string, limit int) (*store.ResourceLine, error) {
 	if err := store.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if err := store.ValidateListLimit(limit); err != nil {
 		return nil, err
 	}
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
-	return s.readLine(ctx, key, s.now().UnixNano(), limit)
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, s.wrap("resource line", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	now := s.now().UnixNano()
+	out := &store.ResourceLine{Key: key}
+	var r row
+	switch err := r.scan(tx.StmtContext(ctx, s.stmts.selectRow).QueryRowContext(ctx, key)); {
+	case err == nil && r.ended == 0 && r.expiresAt > now:
+		out.Holder = r.lease(now)
+	case err == nil && r.availableAt > now:
+		reason := store.ReasonLockDelay
+		if r.ended == 1 {
+			reason = store.ReasonCooldown
+		}
+		out.Rest = &store.Rest{Key: key, Reason: reason, Remaining: time.Duration(r.availableAt - now)}
+	case err != nil && !errors.Is(err, sql.ErrNoRows):
+		return nil, s.wrap("resource line", err)
+	}
+	if out.Holder == nil {
+		var id, token, expires, attempted int64
+		err := tx.QueryRowContext(ctx, `SELECT id, token, lease_expires_at, coalesce(attempted_at, 0) FROM jobs
+			WHERE resource = ?1 AND state = 'running' AND lease_expires_at > ?2`, key, now).
+			Scan(&id, &token, &expires, &attempted)
+		switch {
+		case err == nil:
+			out.HolderJob = id
+			out.Holder = &store.Lease{Key: key, Holder: store.JobHolder(id), Token: uint64(token),
+				AcquiredAt: time.Unix(0, attempted), ExpiresAt: time.Unix(0, expires), TTLLeft: time.Duration(expires - now)}
+			out.Rest = nil
+		case !errors.Is(err, sql.ErrNoRows):
+			return nil, s.wrap("resource line", err)
+		}
+	}
+	if out.Holder == nil {
+		var until int64
+		err := tx.StmtContext(ctx, s.stmts.resourceRest).QueryRowContext(ctx, key, now).Scan(&until)
+		switch {
+		case err == nil && (out.Rest == nil || time.Duration(until-now) > out.Rest.Remaining):
+			out.Rest = &store.Rest{Key: key, Reason: store.ReasonResourceCooldown, Remaining: time.Duration(until - now)}
+		case err != nil && !errors.Is(err, sql.ErrNoRows):
+			return nil, s.wrap("resource line", err)
+		}
+	}
+	rows, err := tx.StmtContext(ctx, s.stmts.line).QueryContext(ctx, key, now, limit)
+	if err != nil {
+		return nil, s.wrap("resource line", err)
+	}
+	out.Tickets, err = scanLine(rows)
+	if err != nil {
+		return nil, s.wrap("resource line", err)
+	}
+	return out, nil
 }

@@ -29,19 +29,26 @@ func lineStore(t *testing.T, e *jobEnv) store.Store {
 	return ls
 }
 
-// waitOnce is one waiting attempt: granted, or refused with the caller's ticket kept.
-func waitOnce(ctx context.Context, ls store.Store, key, id string, ttl time.Duration, first bool) (*store.Lease, error) {
-	ctx, cancel := context.WithTimeout(ctx, enqueueWait)
+// waitOnce is one waiting attempt: granted, or refused with the caller's ticket kept. An attempt
+// that runs out of time without an answer is made again.
+func waitOnce(parent context.Context, ls store.Store, key, id string, ttl time.Duration, first bool) (*store.Lease, error) {
+	ctx, cancel := context.WithTimeout(parent, enqueueWait)
 	defer cancel()
 	p := &store.AcquireParams{Key: key, LeaseID: id, Holder: "h-" + id, TTL: ttl, Wait: true}
 	if first {
 		p.First, p.FirstReason = true, "break-glass in a test"
 	}
-	l, err := ls.Acquire(ctx, p)
-	if err != nil && ctx.Err() != nil && !errors.Is(err, store.ErrLockHeld) && !errors.Is(err, store.ErrResting) {
-		return nil, fmt.Errorf("%w (the wait ran out: %w)", store.ErrLockHeld, err)
+	for {
+		l, err := ls.Acquire(ctx, p)
+		if err == nil || errors.Is(err, store.ErrLockHeld) || errors.Is(err, store.ErrResting) || ctx.Err() == nil ||
+			parent.Err() != nil {
+			return l, err
+		}
+		// The attempt ran out of time before the store answered (a loaded machine): it may or
+		// may not have enqueued the ticket, so try again; a ticket that exists keeps its place.
+		ctx, cancel = context.WithTimeout(parent, enqueueWait)
+		defer cancel()
 	}
-	return l, err
 }
 
 // mustQueue enqueues id's ticket and checks how many the store says wait before it.
@@ -361,5 +368,67 @@ func testLineNoStarvation(t *testing.T, h JobHarness) {
 	}
 	if len(submitted) != jobs {
 		t.Fatalf("%d jobs submitted, want %d", len(submitted), jobs)
+	}
+}
+
+// testLineVisible: ResourceLine shows who holds a key, whether it rests and why, and who waits,
+// in order, whatever path each came from.
+func testLineVisible(t *testing.T, h JobHarness) {
+	e := newJobEnv(t, h, store.Kind{Name: "see"}, store.Kind{Name: "cool", ResourceCooldown: time.Hour})
+	ls := lineStore(t, e)
+	lr, ok := ls.(store.LineReader)
+	requireNotApplicable(t, ok, "the store does not read lines (LineReader)")
+	view := func(key string) *store.ResourceLine {
+		t.Helper()
+		v, err := lr.ResourceLine(e.ctx, key, 100)
+		if err != nil {
+			t.Fatalf("ResourceLine(%s): %v", key, err)
+		}
+		return v
+	}
+	if v := view("see/none"); v.Holder != nil || v.Rest != nil || len(v.Tickets) != 0 {
+		t.Fatalf("ResourceLine of an unknown key: %+v; want empty", v)
+	}
+
+	const key = "see/a"
+	l, err := ls.Acquire(e.ctx, &store.AcquireParams{Key: key, LeaseID: "holder", Holder: "ops", TTL: time.Minute, Cooldown: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustQueue(t, e.ctx, ls, key, "w1", time.Minute, 0)
+	j := e.sub("see", key)
+	mustQueue(t, e.ctx, ls, key, "w2", time.Minute, 2)
+	v := view(key)
+	if v.Holder == nil || v.Holder.Holder != "ops" || v.Holder.Token != l.Token || v.HolderJob != 0 || v.Rest != nil {
+		t.Fatalf("ResourceLine(%s) held by a lease: holder %+v job %d rest %+v; want ops, token %d", key, v.Holder, v.HolderJob, v.Rest, l.Token)
+	}
+	want := []string{"h-w1", store.JobHolder(j.ID), "h-w2"}
+	if len(v.Tickets) != len(want) {
+		t.Fatalf("ResourceLine(%s): %d tickets, want %v", key, len(v.Tickets), want)
+	}
+	for i, tk := range v.Tickets {
+		if tk.Holder != want[i] || tk.Position != i+1 {
+			t.Fatalf("ticket %d: %s at position %d; want %s at %d", i, tk.Holder, tk.Position, want[i], i+1)
+		}
+	}
+	if tk := v.Tickets[1]; tk.Job != j.ID || tk.JobKind != "see" || !tk.ExpiresAt.IsZero() || v.Tickets[0].ExpiresAt.IsZero() {
+		t.Fatalf("the job's ticket %+v, the lock's %+v; want job %d of kind see without expiry, the lock's with one", tk, v.Tickets[0], j.ID)
+	}
+	release(t, e.ctx, ls, l)
+	if v := view(key); v.Holder != nil || v.Rest == nil || v.Rest.Reason != store.ReasonCooldown || v.Rest.Remaining <= 59*time.Minute {
+		t.Fatalf("ResourceLine(%s) after a release with a cooldown: holder %+v rest %+v; want resting (cooldown), about an hour", key, v.Holder, v.Rest)
+	}
+
+	// A running job holds the key; after a kind with a resource cooldown, the key rests.
+	c := e.claimOne(e.sub("cool", "see/b").ID, "cool")
+	if v := view("see/b"); v.HolderJob != c.ID || v.Holder == nil || v.Holder.Holder != store.JobHolder(c.ID) || v.Holder.Token != c.Token {
+		t.Fatalf("ResourceLine(see/b) while job %d runs: holder %+v job %d; want the job, token %d", c.ID, v.Holder, v.HolderJob, c.Token)
+	}
+	e.complete(c)
+	if v := view("see/b"); v.Holder != nil || v.Rest == nil || v.Rest.Reason != store.ReasonResourceCooldown {
+		t.Fatalf("ResourceLine(see/b) after a job with a resource cooldown: holder %+v rest %+v; want resting (%s)", v.Holder, v.Rest, store.ReasonResourceCooldown)
+	}
+	if _, err := lr.ResourceLine(e.ctx, "see/a", 0); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Fatalf("ResourceLine with limit 0: %v; want ErrInvalidArgument", err)
 	}
 }

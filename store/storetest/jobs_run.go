@@ -64,6 +64,7 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"OneResourceRefusals", testOneResourceRefusals},
 		{"LineAbandoned", testLineAbandoned},
 		{"LineWithJobs", testLineWithJobs},
+		{"LineVisible", testLineVisible},
 		// Policies and guards.
 		{"PolicyReject", testJobPolicyReject},
 		{"PolicySkip", testJobPolicySkip},

@@ -14,9 +14,11 @@ CREATE TABLE tickets (
     first      boolean     NOT NULL DEFAULT false,
     actor      text        NOT NULL DEFAULT '',
     reason     text        NOT NULL DEFAULT '',
+    -- Orders tickets of one arrival instant by when they were enqueued.
+    seq        bigint      GENERATED ALWAYS AS IDENTITY,
     PRIMARY KEY (key, lease_id)
 );
-CREATE INDEX tickets_line ON tickets (key, first DESC, created_at, lease_id);
+CREATE INDEX tickets_line ON tickets (key, first DESC, created_at, seq);
 
 -- The end of a gated attempt wakes the front ticket's waiter by name (payload key, then \x1e and
 -- its lease ID), or, with no ticket, the waiters marked on the row.
@@ -35,7 +37,7 @@ BEGIN
         ended = CASE WHEN cool IS NOT NULL THEN 3 ELSE 1 END, waiters = false
     WHERE key = NEW.resource;
     SELECT lease_id INTO front FROM tickets WHERE key = NEW.resource AND expires_at > now()
-        ORDER BY first DESC, created_at, lease_id LIMIT 1;
+        ORDER BY first DESC, created_at, seq LIMIT 1;
     IF front IS NOT NULL THEN
         PERFORM pg_notify('{channel}', NEW.resource || E'\x1e' || front);
     ELSIF marked THEN

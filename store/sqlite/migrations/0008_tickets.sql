@@ -14,9 +14,11 @@ CREATE TABLE tickets (
     first      INTEGER NOT NULL DEFAULT 0 CHECK (first IN (0, 1)),
     actor      TEXT    NOT NULL DEFAULT '', -- of a break-glass ticket: who put it first
     reason     TEXT    NOT NULL DEFAULT '', -- and why
+    -- Orders tickets of one arrival instant (a coarse or stopped clock) by when they were enqueued.
+    seq        INTEGER NOT NULL,
     PRIMARY KEY (key, lease_id)
 ) WITHOUT ROWID;
-CREATE INDEX tickets_line ON tickets (key, first DESC, created_at);
+CREATE INDEX tickets_line ON tickets (key, first DESC, created_at, seq);
 
 CREATE TRIGGER leases_grant_ends_ticket_insert AFTER INSERT ON leases
 BEGIN
