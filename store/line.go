@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -93,4 +94,32 @@ func Place(line []*Ticket, leaseID string, first bool) (ahead int, front *Ticket
 		ahead++
 	}
 	return ahead, front
+}
+
+// WorkerActivity is implemented by job stores that can say when a worker last asked for jobs of
+// a kind, for explaining why a job waits.
+type WorkerActivity interface {
+	// LastClaim is the latest time, on this process's clock, that a worker asked for jobs of
+	// kind (a claim, whether it found any) or was running one, as far as the store can tell:
+	// claims made through this store value, and on PostgreSQL the marks of waiting workers and
+	// the running jobs of every process. Zero if none is known.
+	LastClaim(ctx context.Context, kind string) (time.Time, error)
+}
+
+// ClaimClock records, per kind, when a worker last asked this process's store for jobs.
+type ClaimClock struct{ m sync.Map } // kind -> time.Time
+
+// Saw records a claim for kinds at now.
+func (c *ClaimClock) Saw(kinds []string, now time.Time) {
+	for _, k := range kinds {
+		c.m.Store(k, now)
+	}
+}
+
+// Last is the latest recorded claim for kind; zero if none.
+func (c *ClaimClock) Last(kind string) time.Time {
+	if v, ok := c.m.Load(kind); ok {
+		return v.(time.Time)
+	}
+	return time.Time{}
 }

@@ -21,6 +21,7 @@ func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.J
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	s.claims.Saw(p.Kinds, time.Now())
 	jobs, err := s.claim(ctx, p, p.Limit)
 	if err != nil || len(jobs) == p.Limit {
 		return jobs, err

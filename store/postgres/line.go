@@ -246,3 +246,34 @@ func wakeFromPayload(hub *notify.Hub, payload string) {
 	}
 	hub.Notify(payload)
 }
+
+// LastClaim: this process's latest claim of kind, or now if a job of the kind runs (in any
+// process), or the latest mark of a waiting worker (a mark lasts 30 s from when it was made).
+func (s *Store) LastClaim(ctx context.Context, kind string) (time.Time, error) {
+	last := s.claims.Last(kind)
+	var running bool
+	var markedAgo *int64
+	err := s.pool.QueryRow(ctx, s.lastClaimSQL, kind).Scan(&running, &markedAgo)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return last, nil
+	case err != nil:
+		return time.Time{}, s.fail("last claim", kind, err)
+	case running:
+		return time.Now(), nil
+	case markedAgo != nil:
+		if at := time.Now().Add(-micros(*markedAgo)); at.After(last) {
+			last = at
+		}
+	}
+	return last, nil
+}
+
+// lastClaimQuery: whether a job of kind $1 runs, and how long ago (µs) a waiting worker last
+// marked the kind (waiting_until is the mark plus 30 s), if it ever did.
+func lastClaimQuery(schema string) string {
+	kinds, jobs := pgx.Identifier{schema, "job_kinds"}.Sanitize(), pgx.Identifier{schema, "jobs"}.Sanitize()
+	return `SELECT EXISTS (SELECT 1 FROM ` + jobs + ` WHERE state = 'running' AND kind = $1),
+	CASE WHEN waiting_until > '-infinity' THEN (extract(epoch FROM now() - (waiting_until - interval '30 seconds')) * 1000000)::bigint END
+FROM ` + kinds + ` WHERE name = $1`
+}

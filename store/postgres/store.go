@@ -69,10 +69,12 @@ type Store struct {
 	channel  string   // NOTIFY channel, sent as a bind parameter to pg_notify
 	markLock []string // markLockKey's statements
 	q        queries
-	lineSQL  string // lineQuery
-	leaveSQL string // leaveQuery
+	lineSQL  string           // lineQuery
+	leaveSQL string           // leaveQuery
+	claims   store.ClaimClock // when workers last asked this process for each kind
 	// resourceLineSQL is resourceLineQuery.
 	resourceLineSQL string
+	lastClaimSQL    string // lastClaimQuery
 	clearRest       string // clearRestQuery
 	// clearCooldown is clearCooldownSQL.
 	clearCooldown string
@@ -177,6 +179,7 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg Config, ownsPool bool
 		lineSQL:         lineQuery(cfg.Schema),
 		leaveSQL:        leaveQuery(cfg.Schema),
 		resourceLineSQL: resourceLineQuery(cfg.Schema),
+		lastClaimSQL:    lastClaimQuery(cfg.Schema),
 		clearRest:       clearRestQuery(cfg.Schema),
 		markLock:        markLockSQL(cfg.Schema),
 		clearCooldown:   buildClearCooldownSQL(cfg.Schema, channelName(cfg.Schema)),

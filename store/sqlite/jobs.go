@@ -93,6 +93,7 @@ func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.J
 	if err != nil {
 		return nil, err
 	}
+	s.claims.Saw(p.Kinds, time.Now())
 	var out []*store.Job
 	err = s.inTx(ctx, "claim jobs", func(x *jobTx) error {
 		out = nil

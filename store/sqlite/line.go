@@ -219,3 +219,17 @@ func (s *Store) ResourceLine(ctx context.Context, key string, limit int) (*store
 	}
 	return out, nil
 }
+
+// LastClaim: this process's latest claim of kind, or now if a job of the kind runs. Workers of
+// other processes on the same file are seen only while they run a job.
+func (s *Store) LastClaim(ctx context.Context, kind string) (time.Time, error) {
+	var running bool
+	err := s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM jobs WHERE state = 'running' AND kind = ?1)`, kind).Scan(&running)
+	if err != nil {
+		return time.Time{}, s.wrap("last claim", err)
+	}
+	if running {
+		return time.Now(), nil
+	}
+	return s.claims.Last(kind), nil
+}

@@ -41,6 +41,7 @@ type Store struct {
 	db     *sql.DB
 	now    func() time.Time
 	hub    *notify.Hub
+	claims store.ClaimClock // when workers last asked for each kind
 	closed store.Closed
 	stmts  statements
 	audit  bool

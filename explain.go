@@ -1,0 +1,210 @@
+package baton
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/batonhq/baton/store"
+)
+
+// Why a resource is not granted now, or a job does not run now: the codes of a WaitReason.
+const (
+	WaitHeld        = "held"         // a lease or a job attempt holds the resource
+	WaitAhead       = "ahead"        // tickets wait before it in the resource's line
+	WaitResting     = "resting"      // the resource rests: cooldown, lock-delay or resource cooldown
+	WaitGuard       = "guard"        // the resource's state fails the job kind's guard
+	WaitScheduled   = "scheduled"    // the job is scheduled for later
+	WaitBackingOff  = "backing_off"  // the job failed and waits before its next attempt
+	WaitNoWorker    = "no_worker"    // no worker of the job's kind has asked for work in the last minute
+	WaitUnknownKind = "unknown_kind" // the job's kind is not registered
+)
+
+// NoWorkerAfter is how long since a worker of a kind last asked for jobs before an explanation
+// says that none does.
+const NoWorkerAfter = time.Minute
+
+// WaitReason is one reason why a resource is not granted now or a job does not run now. Message
+// says it in a sentence; the other fields carry its parts, those of other codes being zero.
+type WaitReason struct {
+	Code    string
+	Message string
+	// held: who holds the resource (a lease's holder, or JobHolder of a job attempt), the job,
+	// the token, and until when (the holder's lease expiry unless renewed).
+	Holder string
+	Job    int64
+	Token  uint64
+	// Until is when the rest, the schedule or the backoff ends, or the holder's lease expires.
+	Until time.Time
+	// ahead: how many wait before it, and the first of them (as Holder).
+	Ahead int
+	// resting: cooldown, lock-delay or resource-cooldown.
+	Rest string
+	// guard: the resource's state and the states the kind starts from.
+	State   string
+	Allowed []string
+}
+
+// Explanation answers "why isn't this running now?" for a resource (Key) or a job (Job, with its
+// State). No Reasons means nothing holds it back: a resource would be granted to a newcomer, a
+// job would be claimed by the next worker that asks. A job that is not waiting (running or
+// finished) has State set and no Reasons.
+type Explanation struct {
+	Key      string
+	Job      int64
+	JobState store.JobState
+	Reasons  []WaitReason
+}
+
+// ErrNoLine is returned by Explain on a store that keeps no line per resource (only SQLite and
+// PostgreSQL do).
+var ErrNoLine = errors.New("baton: this store keeps no line per resource: nothing to explain")
+
+// Explain says why key would not be granted to a newcomer now: who holds it, how many wait
+// before it in the line (a newcomer goes to the back), and whether it rests.
+func (l *Locker) Explain(ctx context.Context, key string) (*Explanation, error) {
+	if err := store.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	lr, ok := l.store.(store.LineReader)
+	if !ok {
+		return nil, ErrNoLine
+	}
+	rl, err := lr.ResourceLine(ctx, key, store.MaxListLimit)
+	if err != nil {
+		return nil, err
+	}
+	e := &Explanation{Key: key}
+	e.Reasons = resourceReasons(rl)
+	if n, front := store.Place(rl.Tickets, "", false); n > 0 {
+		e.Reasons = append(e.Reasons, aheadReason(n, front))
+	}
+	return e, nil
+}
+
+// Explain says why job id does not run now: its resource is held, others wait before it in the
+// resource's line, the resource rests, its state fails the kind's guard, the job is scheduled for
+// later or backing off, no worker of its kind asks for work, or its kind is unknown.
+func (q *Queue) Explain(ctx context.Context, id int64) (*Explanation, error) {
+	lr, ok := q.st.(store.LineReader)
+	if !ok {
+		return nil, ErrNoLine
+	}
+	j, err := q.st.GetJob(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	e := &Explanation{Key: j.Resource, Job: j.ID, JobState: j.State}
+	switch j.State {
+	case store.JobScheduled, store.JobAvailable, store.JobRetryable:
+	default:
+		return e, nil // running or finished: not waiting
+	}
+	rl, err := lr.ResourceLine(ctx, j.Resource, store.MaxListLimit)
+	if err != nil {
+		return nil, err
+	}
+	e.Reasons = resourceReasons(rl)
+	if n, front := jobPlace(rl.Tickets, j.ID); n > 0 {
+		e.Reasons = append(e.Reasons, aheadReason(n, front))
+	}
+	for _, t := range rl.Tickets {
+		if t.Job == j.ID && !t.NotBefore.IsZero() {
+			r := WaitReason{Code: WaitScheduled, Until: t.NotBefore,
+				Message: "scheduled for " + t.NotBefore.UTC().Format(time.RFC3339)}
+			if j.Attempt > 0 {
+				r.Code = WaitBackingOff
+				r.Message = fmt.Sprintf("backing off after attempt %d until %s", j.Attempt, t.NotBefore.UTC().Format(time.RFC3339))
+			}
+			e.Reasons = append(e.Reasons, r)
+		}
+	}
+	kinds, err := q.st.Kinds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(kinds, func(k store.Kind) bool { return k.Name == j.Kind })
+	if i < 0 {
+		e.Reasons = append(e.Reasons, WaitReason{Code: WaitUnknownKind,
+			Message: fmt.Sprintf("kind %q is not registered: no worker can run it", j.Kind)})
+		return e, nil
+	}
+	if k := kinds[i]; len(k.FromStates) > 0 {
+		res, err := q.st.GetResource(ctx, j.Resource)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		state := ""
+		if res != nil {
+			state = res.State
+		}
+		if !slices.Contains(k.FromStates, state) && !(j.Attempt > 0 && k.RunningState != "" && state == k.RunningState) {
+			e.Reasons = append(e.Reasons, WaitReason{Code: WaitGuard, State: state, Allowed: k.FromStates,
+				Message: fmt.Sprintf("resource state %q fails kind %q's guard (starts only from %s): it will be discarded when claimed",
+					state, k.Name, strings.Join(k.FromStates, ", "))})
+		}
+	}
+	if wa, ok := q.st.(store.WorkerActivity); ok {
+		last, err := wa.LastClaim(ctx, j.Kind)
+		if err != nil {
+			return nil, err
+		}
+		if time.Since(last) > NoWorkerAfter {
+			msg := fmt.Sprintf("no worker of kind %q has asked for work in the last %s", j.Kind, NoWorkerAfter)
+			if !last.IsZero() {
+				msg += " (last " + last.UTC().Format(time.RFC3339) + ")"
+			}
+			e.Reasons = append(e.Reasons, WaitReason{Code: WaitNoWorker, Until: last, Message: msg})
+		}
+	}
+	return e, nil
+}
+
+// resourceReasons: the holder of the resource, or its rest.
+func resourceReasons(rl *store.ResourceLine) []WaitReason {
+	var out []WaitReason
+	if h := rl.Holder; h != nil {
+		what := "lease"
+		if rl.HolderJob != 0 {
+			what = "job attempt"
+		}
+		out = append(out, WaitReason{Code: WaitHeld, Holder: h.Holder, Job: rl.HolderJob, Token: h.Token, Until: h.ExpiresAt,
+			Message: fmt.Sprintf("held by %s (%s, token %d) until %s unless renewed", h.Holder, what, h.Token,
+				h.ExpiresAt.UTC().Format(time.RFC3339))})
+	}
+	if r := rl.Rest; r != nil {
+		until := time.Now().Add(r.Remaining)
+		out = append(out, WaitReason{Code: WaitResting, Rest: r.Reason, Until: until,
+			Message: fmt.Sprintf("resting until %s (%s)", until.UTC().Format(time.RFC3339), r.Reason)})
+	}
+	return out
+}
+
+func aheadReason(n int, front *store.Ticket) WaitReason {
+	what := "lock request of " + front.Holder
+	if front.Job != 0 {
+		what = fmt.Sprintf("job %d (%s)", front.Job, front.JobKind)
+	}
+	return WaitReason{Code: WaitAhead, Ahead: n, Holder: front.Holder, Job: front.Job,
+		Message: fmt.Sprintf("%d ahead in the line, first the %s", n, what)}
+}
+
+// jobPlace counts the entries before job id in its resource's line: the lock tickets that arrived
+// before it and the resource's earlier jobs, which run first whether ready or not.
+func jobPlace(line []*store.Ticket, id int64) (int, *store.Ticket) {
+	n := 0
+	var front *store.Ticket
+	for _, t := range line {
+		if t.Job == id {
+			break
+		}
+		if front == nil {
+			front = t
+		}
+		n++
+	}
+	return n, front
+}
