@@ -61,7 +61,7 @@ type Explanation struct {
 
 // ErrNoLine is returned by Explain on a store that keeps no line per resource (only SQLite and
 // PostgreSQL do).
-var ErrNoLine = errors.New("baton: this store keeps no line per resource: nothing to explain")
+var ErrNoLine = store.ErrNoLine
 
 // Explain says why key would not be granted to a newcomer now: who holds it, how many wait
 // before it in the line (a newcomer goes to the back), and whether it rests.
@@ -89,11 +89,16 @@ func (l *Locker) Explain(ctx context.Context, key string) (*Explanation, error) 
 // resource's line, the resource rests, its state fails the kind's guard, the job is scheduled for
 // later or backing off, no worker of its kind asks for work, or its kind is unknown.
 func (q *Queue) Explain(ctx context.Context, id int64) (*Explanation, error) {
-	lr, ok := q.st.(store.LineReader)
+	return ExplainJob(ctx, q.st, id)
+}
+
+// ExplainJob is Queue.Explain over a job store, for a server that holds no Queue.
+func ExplainJob(ctx context.Context, st store.JobStore, id int64) (*Explanation, error) {
+	lr, ok := st.(store.LineReader)
 	if !ok {
 		return nil, ErrNoLine
 	}
-	j, err := q.st.GetJob(ctx, id)
+	j, err := st.GetJob(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +127,7 @@ func (q *Queue) Explain(ctx context.Context, id int64) (*Explanation, error) {
 			e.Reasons = append(e.Reasons, r)
 		}
 	}
-	kinds, err := q.st.Kinds(ctx)
+	kinds, err := st.Kinds(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +138,7 @@ func (q *Queue) Explain(ctx context.Context, id int64) (*Explanation, error) {
 		return e, nil
 	}
 	if k := kinds[i]; len(k.FromStates) > 0 {
-		res, err := q.st.GetResource(ctx, j.Resource)
+		res, err := st.GetResource(ctx, j.Resource)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return nil, err
 		}
@@ -147,7 +152,7 @@ func (q *Queue) Explain(ctx context.Context, id int64) (*Explanation, error) {
 					state, k.Name, strings.Join(k.FromStates, ", "))})
 		}
 	}
-	if wa, ok := q.st.(store.WorkerActivity); ok {
+	if wa, ok := st.(store.WorkerActivity); ok {
 		last, err := wa.LastClaim(ctx, j.Kind)
 		if err != nil {
 			return nil, err

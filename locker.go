@@ -103,6 +103,9 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, leaveOnDeadli
 	// still wakes us. A store with a line wakes its front by name, and keeps our ticket alive
 	// only while we retry: we retry at least every third of the ticket's TTL (p.TTL).
 	line, _ := l.store.(store.LineWaiter)
+	if line != nil && !l.store.Capabilities().Line {
+		line = nil // a wrapper that passes the methods on to a store without a line
+	}
 	var waiter *notify.Waiter
 	if line != nil {
 		waiter = notify.NewWaiter(line.SubscribeAs(p.Key, p.LeaseID))

@@ -300,3 +300,50 @@ func (s *gatedJobs) CompleteJob(ctx context.Context, p *store.CompleteParams) (*
 func (s *gatedJobs) FailJob(ctx context.Context, p *store.FailParams) (*store.Job, error) {
 	return do(s.g, ctx, classKeep, func() (*store.Job, error) { return s.JobStore.FailJob(ctx, p) })
 }
+
+// The line's optional capabilities (store.LineWaiter, store.LineReader, store.WorkerActivity)
+// pass through the gate's wrappers to the store beneath, so that the server's waiters are woken
+// at the front of the line and leave it, and explain can read it. A store without them gets the
+// plain behaviour: Subscribe, nothing to leave, ErrNoLine.
+
+// SubscribeAs is the store's, or Subscribe.
+func (s *gatedStore) SubscribeAs(key, leaseID string) (<-chan struct{}, func()) {
+	if lw, ok := s.Store.(store.LineWaiter); ok {
+		return lw.SubscribeAs(key, leaseID)
+	}
+	return s.Store.Subscribe(key)
+}
+
+// LeaveLine is the store's, or nothing to do.
+func (s *gatedStore) LeaveLine(ctx context.Context, key, leaseID, owner string) error {
+	if lw, ok := s.Store.(store.LineWaiter); ok {
+		return lw.LeaveLine(ctx, key, leaseID, owner)
+	}
+	return nil
+}
+
+// ResourceLine is the store's, or ErrNoLine.
+func (s *gatedStore) ResourceLine(ctx context.Context, key string, limit int) (*store.ResourceLine, error) {
+	return resourceLine(ctx, s.Store, key, limit)
+}
+
+// ResourceLine is the store's, or ErrNoLine.
+func (s *gatedJobs) ResourceLine(ctx context.Context, key string, limit int) (*store.ResourceLine, error) {
+	return resourceLine(ctx, s.JobStore, key, limit)
+}
+
+func resourceLine(ctx context.Context, st any, key string, limit int) (*store.ResourceLine, error) {
+	if lr, ok := st.(store.LineReader); ok {
+		return lr.ResourceLine(ctx, key, limit)
+	}
+	return nil, store.ErrNoLine
+}
+
+// LastClaim is the store's; a store that cannot tell says now, so that explain names no missing
+// worker it cannot know of.
+func (s *gatedJobs) LastClaim(ctx context.Context, kind string) (time.Time, error) {
+	if wa, ok := s.JobStore.(store.WorkerActivity); ok {
+		return wa.LastClaim(ctx, kind)
+	}
+	return time.Now(), nil
+}

@@ -34,5 +34,6 @@ func Routes(s *Server) []string {
 	for _, rt := range s.routeTable() {
 		out = append(out, rt.method+" "+rt.path)
 	}
-	return out
+	// Served by getResource when the key ends in /explain (a wildcard ends its pattern).
+	return append(out, "GET /v1/resources/{key...}/explain")
 }

@@ -48,6 +48,10 @@ func noResource(key string) string {
 
 func (s *Server) getResource(w http.ResponseWriter, r *http.Request, _ principal) {
 	key := r.PathValue("key")
+	if k, ok := strings.CutSuffix(key, "/explain"); ok {
+		s.explainResource(w, r, k)
+		return
+	}
 	if err := store.ValidateResource(key); err != nil {
 		writeProblem(w, invalid(err))
 		return

@@ -291,6 +291,7 @@ func (s *Server) routeTable() []route {
 		{"/v1/jobs", http.MethodGet, "jobs", RoleRead, s.jobRoute(s.listJobs)},
 		{"/v1/jobs/batch", http.MethodPost, "jobs_batch", RoleWrite, s.jobRoute(s.submitJobs)},
 		{"/v1/jobs/{id}", http.MethodGet, "job", RoleRead, s.jobRoute(s.getJob)},
+		{"/v1/jobs/{id}/explain", http.MethodGet, "job_explain", RoleRead, s.jobRoute(s.explainJob)}, // explain.go
 		{"/v1/jobs/{id}/cancel", http.MethodPost, "job_cancel", RoleWrite, s.jobRoute(s.cancelJob)},
 		{"/v1/jobs/{id}/retry", http.MethodPost, "job_retry", RoleWrite, s.jobRoute(s.retryJob)},
 		{"/v1/jobs/counts", http.MethodGet, "job_counts", RoleRead, s.jobRoute(s.jobCounts)},

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -52,6 +53,9 @@ type Ticket struct {
 	First       bool
 	FirstReason string
 }
+
+// ErrNoLine: the store keeps no line per resource (only SQLite and PostgreSQL do).
+var ErrNoLine = errors.New("baton: this store keeps no line per resource")
 
 // LineReader is implemented by stores with a line (LineWaiter): it reads one resource as its
 // holders and its line see it.

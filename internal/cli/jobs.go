@@ -22,6 +22,7 @@ submission order; run them with 'baton worker'. See also 'baton dlq', 'baton res
 		a.jobsSubmitCommand(),
 		a.jobsListCommand(false),
 		a.jobsShowCommand(),
+		a.jobsExplainCommand(),
 		a.jobsCancelCommand(),
 		a.jobsRetryCommand(),
 		a.jobsStatsCommand(),

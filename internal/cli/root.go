@@ -58,6 +58,7 @@ before or after the command): --server URL (env BATON_SERVER, default ` + defaul
 		a.jobsCommand(),
 		a.dlqCommand(),
 		a.resourcesCommand(),
+		a.explainCommand(),
 		a.kindsCommand(),
 		a.periodicCommand(),
 		a.workerCommand(),

@@ -459,3 +459,36 @@ export interface ClearCooldownRequest {
   /** recorded only on a server without auth */
   actor?: string;
 }
+
+export interface Explanation {
+  /** the resource */
+  key: string;
+  /** the job explained (job explanations only) */
+  job?: number;
+  /** the job's state; a running or finished job has no reasons */
+  job_state?: string;
+  /** each reason that holds, none if nothing holds it back */
+  reasons: WaitReason[];
+}
+
+export interface WaitReason {
+  code: "held" | "ahead" | "resting" | "guard" | "scheduled" | "backing_off" | "no_worker" | "unknown_kind";
+  /** the reason in a sentence */
+  message: string;
+  /** held: who holds it (job:<id> for a job attempt); ahead: the first ahead */
+  holder?: string;
+  /** held or ahead: the job, if it is one */
+  job?: number;
+  /** held: the holder's fencing token */
+  token?: number;
+  /** held: the holder's lease expiry unless renewed; resting, scheduled, backing_off: when it ends; no_worker: the last time a worker asked, if known */
+  until?: string;
+  /** ahead: how many wait before it */
+  ahead?: number;
+  /** resting: cooldown, lock-delay or resource-cooldown */
+  rest?: string;
+  /** guard: the resource's state */
+  state?: string;
+  /** guard: the states the kind starts from */
+  allowed?: string[];
+}
