@@ -40,4 +40,3 @@ func (s *Store) ExplainJob(ctx context.Context, id int64) (*baton.Explanation, e
 	}
 	return resp.Baton(), nil
 }
-
