@@ -142,7 +142,11 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, leaveOnDeadli
 		switch {
 		case errors.As(err, &held) && p.Owner != "" && held.Holder == p.Holder:
 			// A lease of this holder string under another owner (store.AcquireParams.Owner):
-			// the caller is not its owner, and waiting would not make it so.
+			// the caller is not its owner, and waiting would not make it so. Its refusal
+			// enqueued a ticket: leave the line.
+			if line != nil {
+				l.leaveLine(ctx, line, p)
+			}
 			return nil, time.Time{}, err
 		case errors.As(err, &held):
 			if held.RetryAfter > 0 { // zero when the key is free and a job is first in line

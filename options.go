@@ -68,8 +68,8 @@ func WithLockDelay(d time.Duration) Option { return func(o *acquireOptions) { o.
 
 // WithFirst puts the request before every other waiting request and job of the key (break-glass),
 // on a store with a line (SQLite, PostgreSQL; through a server, admins only). It still waits for
-// the current holder. reason is required and kept with the request's ticket (the audit log does
-// not record tickets yet; the grant is its acquire event).
+// the current holder. reason is required, and recorded with the request in the audit log
+// (ticket_first).
 func WithFirst(reason string) Option { return func(o *acquireOptions) { o.first = reason } }
 
 // checkStopGrace checks a stop-grace against the TTL named ttlField: at most a third of it, so

@@ -127,3 +127,8 @@ func (c *ClaimClock) Last(kind string) time.Time {
 	}
 	return time.Time{}
 }
+
+// ValidateLineRead checks the arguments of LineReader.ResourceLine.
+func ValidateLineRead(key string, limit int) error {
+	return firstError(ValidateKey(key), ValidateListLimit(limit))
+}

@@ -282,6 +282,12 @@ const (
 	// EventResourceCooldownCleared: an admin ended a job resource's cooldown early; Key is the
 	// resource, Token the job whose end had started the cooldown.
 	EventResourceCooldownCleared = "resource_cooldown_cleared"
+	// Ticket events (a store with a line): a waiting lock request joined the key's line, or
+	// rejoined it after its ticket expired (EventTicketEnqueue), or a break-glass request was put
+	// at its front (EventTicketFirst; Actor its holder, Reason its reason). Token is 0; the
+	// ticket's grant is the lease's EventAcquire. An expired ticket is skipped, not recorded.
+	EventTicketEnqueue = "ticket_enqueue"
+	EventTicketFirst   = "ticket_first"
 	// EventFenceReset: an admin deleted a resource's fence (Fencer.ResetFence); Key is the
 	// resource, Token the fence's token before the reset.
 	EventFenceReset = "fence_reset"

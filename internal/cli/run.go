@@ -77,7 +77,7 @@ Examples:
 	fs.DurationVar(&grace, "grace", 0, "how long CMD has between SIGTERM and SIGKILL when the lease is failing; at most TTL/3 (default: 10s or TTL/3, whichever is less)")
 	fs.DurationVar(&cooldown, "cooldown", 0, "keep KEY resting for `duration` after the lease is released, 0 to 24h")
 	fs.BoolVar(&first, "first", false, "break-glass: go before every waiting lock request and job of KEY (admin only); still waits for the holder; needs --reason")
-	fs.StringVar(&reason, "reason", "", "why this run goes --first, kept with its ticket")
+	fs.StringVar(&reason, "reason", "", "why this run goes --first, recorded in the audit log")
 	cmd.RunE = func(cmd *cobra.Command, cmdArgs []string) error {
 		return a.runLocked(cmdArgs, runFlags{key: key, holder: holder, ttl: ttl, wait: wait, grace: grace,
 			cooldown: cooldown, noWait: noWait, waitSet: cmd.Flags().Changed("wait"), graceSet: cmd.Flags().Changed("grace"),

@@ -17,6 +17,11 @@ CREATE OR REPLACE TRIGGER leases_audit_insert AFTER INSERT ON leases
 CREATE OR REPLACE TRIGGER leases_audit_update AFTER UPDATE ON leases
     FOR EACH ROW WHEN (NEW.lease_id <> OLD.lease_id OR (OLD.ended = 0 AND NEW.ended <> 0))
     EXECUTE FUNCTION leases_audit();
+CREATE OR REPLACE TRIGGER tickets_audit_insert AFTER INSERT ON tickets
+    FOR EACH ROW EXECUTE FUNCTION tickets_audit();
+CREATE OR REPLACE TRIGGER tickets_audit_update AFTER UPDATE ON tickets
+    FOR EACH ROW WHEN (NEW.created_at <> OLD.created_at OR NEW.first <> OLD.first)
+    EXECUTE FUNCTION tickets_audit();
 CREATE OR REPLACE TRIGGER jobs_audit AFTER UPDATE ON jobs
     FOR EACH ROW WHEN ((NEW.state = 'running') <> (OLD.state = 'running')
         OR (NEW.state = 'running' AND NEW.token = OLD.token AND NEW.lease_expires_at IS DISTINCT FROM OLD.lease_expires_at))
@@ -27,13 +32,14 @@ CREATE OR REPLACE TRIGGER jobs_audit AFTER UPDATE ON jobs
 // audited schema takes no lock on the leases table.
 func enableAudit(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	leases, jobs := pgx.Identifier{schema, "leases"}.Sanitize(), pgx.Identifier{schema, "jobs"}.Sanitize()
-	const count = `SELECT count(*) FROM pg_trigger WHERE tgrelid IN ($1::regclass, $2::regclass)
-		AND tgname IN ('leases_audit_insert', 'leases_audit_update', 'jobs_audit')`
+	tickets := pgx.Identifier{schema, "tickets"}.Sanitize()
+	const count = `SELECT count(*) FROM pg_trigger WHERE tgrelid IN ($1::regclass, $2::regclass, $3::regclass)
+		AND tgname IN ('leases_audit_insert', 'leases_audit_update', 'jobs_audit', 'tickets_audit_insert', 'tickets_audit_update')`
 	var n int
-	if err := pool.QueryRow(ctx, count, leases, jobs).Scan(&n); err != nil {
+	if err := pool.QueryRow(ctx, count, leases, jobs, tickets).Scan(&n); err != nil {
 		return err
 	}
-	if n == 3 {
+	if n == 5 {
 		return nil
 	}
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {

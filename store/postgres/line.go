@@ -177,10 +177,7 @@ LEFT JOIN ` + resources + ` c ON c.key = $1 AND c.cooldown_until > now()`
 
 // ResourceLine returns key's holder, rest and line, read in one repeatable-read transaction.
 func (s *Store) ResourceLine(ctx context.Context, key string, limit int) (*store.ResourceLine, error) {
-	if err := store.ValidateKey(key); err != nil {
-		return nil, err
-	}
-	if err := store.ValidateListLimit(limit); err != nil {
+	if err := store.ValidateLineRead(key, limit); err != nil {
 		return nil, err
 	}
 	if err := s.closed.Check(); err != nil {

@@ -69,3 +69,20 @@ BEGIN
     VALUES (NEW.available_at, 'clear_rest', NEW.key, NEW.lease_id, NEW.holder, NEW.token, NEW.end_actor,
             NEW.end_reason, NEW.end_principal);
 END;
+
+-- Tickets (the line): a ticket joining the line (ticket_enqueue; ticket_first for a break-glass
+-- request, with its reason), and rejoining after it expired or being moved to the front. Its
+-- grant is the lease's acquire. token is 0: a ticket has none.
+CREATE TRIGGER IF NOT EXISTS tickets_audit_enqueue AFTER INSERT ON tickets
+BEGIN
+    INSERT INTO events (at, kind, key, lease_id, holder, token, actor, reason, principal)
+    VALUES (NEW.created_at, iif(NEW.first, 'ticket_first', 'ticket_enqueue'), NEW.key, NEW.lease_id, NEW.holder, 0,
+            iif(NEW.first, NEW.actor, NEW.holder), NEW.reason, NEW.owner);
+END;
+CREATE TRIGGER IF NOT EXISTS tickets_audit_requeue AFTER UPDATE OF created_at, first ON tickets
+WHEN NEW.created_at <> OLD.created_at OR NEW.first <> OLD.first
+BEGIN
+    INSERT INTO events (at, kind, key, lease_id, holder, token, actor, reason, principal)
+    VALUES (NEW.created_at, iif(NEW.first, 'ticket_first', 'ticket_enqueue'), NEW.key, NEW.lease_id, NEW.holder, 0,
+            iif(NEW.first, NEW.actor, NEW.holder), NEW.reason, NEW.owner);
+END;

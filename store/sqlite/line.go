@@ -155,10 +155,7 @@ func (s *Store) wakeFront(ctx context.Context, key string) {
 
 // ResourceLine returns key's holder, rest and line, read in one transaction.
 func (s *Store) ResourceLine(ctx context.Context, key string, limit int) (*store.ResourceLine, error) {
-	if err := store.ValidateKey(key); err != nil {
-		return nil, err
-	}
-	if err := store.ValidateListLimit(limit); err != nil {
+	if err := store.ValidateLineRead(key, limit); err != nil {
 		return nil, err
 	}
 	if err := s.closed.Check(); err != nil {

@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -50,6 +52,12 @@ func testAuditTrail(t *testing.T, h Harness) {
 		{store.EventExpiryTakeover, "job-3", "job-3", ""},
 		{store.EventForceRelease, "job-3", "ops", "wedged"},
 	}
+	tokens := []uint64{a.Token, a.Token, b.Token, c.Token, c.Token}
+	if e.store.Capabilities().Line {
+		// job-3 waited: its ticket joined the line before its grant.
+		want = slices.Insert(want, 3, row{store.EventTicketEnqueue, "job-3", "job-3", ""})
+		tokens = slices.Insert(tokens, 3, 0)
+	}
 	var got []row
 	for _, ev := range events {
 		got = append(got, row{ev.Kind, ev.Holder, ev.Actor, ev.Reason})
@@ -57,7 +65,6 @@ func testAuditTrail(t *testing.T, h Harness) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("audit log of %q:\n got %v\nwant %v", key, got, want)
 	}
-	tokens := []uint64{a.Token, a.Token, b.Token, c.Token, c.Token}
 	for i, ev := range events {
 		if ev.Key != key || ev.Token != tokens[i] || ev.LeaseID == "" || ev.At.IsZero() || (i > 0 && ev.ID <= events[i-1].ID) {
 			t.Fatalf("event %d = %+v; want key %q, token %d, increasing IDs", i, ev, key, tokens[i])
@@ -87,12 +94,50 @@ func testAuditTrail(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantIDs := []uint64{events[4].ID, events[3].ID, events[2].ID, events[1].ID, events[0].ID}
+	wantIDs := ids(events)
+	slices.Reverse(wantIDs)
 	if got := append(ids(first), ids(rest)...); fmt.Sprint(got) != fmt.Sprint(wantIDs) {
 		t.Fatalf("newest first, two pages: IDs %v, want %v", got, wantIDs)
 	}
 	newest, err := e.store.Events(e.ctx, &store.EventsParams{NewestFirst: true, Limit: 1})
 	if err != nil || len(newest) != 1 || newest[0].ID != all[len(all)-1].ID {
 		t.Fatalf("newest event of the whole log = %v, %v; want ID %d", newest, err, all[len(all)-1].ID)
+	}
+}
+
+// testAuditTickets: on a store with a line, a waiting request's ticket joining the line is an
+// event, and a break-glass request's is recorded with its actor and reason.
+func testAuditTickets(t *testing.T, h Harness) {
+	e := newEnv(t, h, nil)
+	requireNotApplicable(t, e.store.Capabilities().Audit, "the store was opened without audit")
+	requireNotApplicable(t, e.store.Capabilities().Line, "the store keeps no line")
+	const key = "audit-tickets"
+	hold := e.acquire(key, baton.WithHolder("holder"), baton.WithKeepalive(false))
+	for _, p := range []*store.AcquireParams{
+		{Key: key, LeaseID: "plain-1", Holder: "plain", TTL: time.Minute, Wait: true},
+		{Key: key, LeaseID: "plain-1", Holder: "plain", TTL: time.Minute, Wait: true}, // kept alive: no event
+		{Key: key, LeaseID: "bg-1", Holder: "oncall", TTL: time.Minute, Wait: true, First: true, FirstReason: "prod down"},
+	} {
+		if _, err := e.store.Acquire(e.ctx, p); !errors.Is(err, store.ErrLockHeld) {
+			t.Fatalf("waiting acquire of a held key as %s: %v; want ErrLockHeld", p.LeaseID, err)
+		}
+	}
+	_ = hold.Release(e.ctx)
+	events, err := e.store.Events(e.ctx, &store.EventsParams{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range events {
+		if ev.Kind == store.EventTicketEnqueue || ev.Kind == store.EventTicketFirst {
+			got = append(got, fmt.Sprintf("%s %s %s %s %q %d", ev.Kind, ev.LeaseID, ev.Holder, ev.Actor, ev.Reason, ev.Token))
+		}
+	}
+	want := []string{
+		fmt.Sprintf("%s plain-1 plain plain %q 0", store.EventTicketEnqueue, ""),
+		fmt.Sprintf("%s bg-1 oncall oncall %q 0", store.EventTicketFirst, "prod down"),
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("ticket events of %q:\n got %v\nwant %v", key, got, want)
 	}
 }

@@ -55,6 +55,7 @@ func Run(t *testing.T, h Harness) {
 		{"ClosedStore", testClosedStore},
 		{"AuditTrail", testAuditTrail},
 		{"AuditPrincipal", testAuditPrincipal},
+		{"AuditTickets", testAuditTickets},
 		{"Fences", testFences},
 		{"FencesRefuseUnissuedTokens", testFenceUnissuedTokens},
 		{"FenceReset", testFenceReset},

@@ -97,7 +97,7 @@ export interface ListResponse {
 export interface Event {
   id: number;
   at: string;
-  kind: "acquire" | "release" | "expiry_takeover" | "force_release" | "job_claim" | "job_renew" | "job_complete" | "clear_rest" | "resource_cooldown_cleared" | "fence_reset";
+  kind: "acquire" | "release" | "expiry_takeover" | "force_release" | "job_claim" | "job_renew" | "job_complete" | "clear_rest" | "resource_cooldown_cleared" | "fence_reset" | "ticket_enqueue" | "ticket_first";
   key: string;
   lease_id: string;
   holder: string;

@@ -46,3 +46,16 @@ BEGIN
     RETURN NULL;
 END
 $$;
+
+-- The audit log records a ticket when it joins the line (ticket_enqueue, or ticket_first for a
+-- break-glass request, with its reason) and when it rejoins after expiring or is moved to the
+-- front; its grant is the lease's acquire. The trigger is created with the others when audit is
+-- enabled (audit.go).
+CREATE FUNCTION tickets_audit() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    INSERT INTO events (kind, key, lease_id, holder, token, actor, reason, principal)
+    VALUES (CASE WHEN NEW.first THEN 'ticket_first' ELSE 'ticket_enqueue' END, NEW.key, NEW.lease_id, NEW.holder, 0,
+            CASE WHEN NEW.first THEN NEW.actor ELSE NEW.holder END, NEW.reason, NEW.owner);
+    RETURN NULL;
+END
+$$;
