@@ -300,3 +300,14 @@ func (s *gatedJobs) CompleteJob(ctx context.Context, p *store.CompleteParams) (*
 func (s *gatedJobs) FailJob(ctx context.Context, p *store.FailParams) (*store.Job, error) {
 	return do(s.g, ctx, classKeep, func() (*store.Job, error) { return s.JobStore.FailJob(ctx, p) })
 }
+
+// gatedLine passes line reads through the gate, like lease reads (a dashboard or a script may
+// poll them).
+type gatedLine struct {
+	store.LineReader
+	g *gate
+}
+
+func (s *gatedLine) ResourceLine(ctx context.Context, key string, limit int) (*store.ResourceLine, error) {
+	return do(s.g, ctx, classNew, func() (*store.ResourceLine, error) { return s.LineReader.ResourceLine(ctx, key, limit) })
+}
