@@ -93,3 +93,29 @@ func TestJobOrderCheck(t *testing.T) {
 		})
 	}
 }
+
+// The line order check, on made-up audit logs: grants in ticket order pass; a later ticket
+// granted first is caught; runs granted without a ticket, or after the fault-free phase, are not
+// compared.
+func TestLineOrderCheck(t *testing.T) {
+	base := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	ev := func(id int64, ms int, kind, run string) auditEvent {
+		return auditEvent{ID: id, At: base.Add(time.Duration(ms) * time.Millisecond), Kind: kind, Holder: holderPrefix + run}
+	}
+	runs := []runRecord{{id: "a", end: time.Second}, {id: "b", end: time.Second}, {id: "c", end: time.Second},
+		{id: "late", end: time.Hour}}
+	inOrder := []auditEvent{ev(1, 0, "acquire", "c"), ev(2, 1, "ticket_enqueue", "a"), ev(3, 2, "ticket_enqueue", "b"),
+		ev(4, 3, "acquire", "a"), ev(5, 4, "ticket_enqueue", "late"), ev(6, 5, "acquire", "late"), ev(7, 6, "acquire", "b")}
+	swapped := []auditEvent{ev(2, 1, "ticket_enqueue", "a"), ev(3, 2, "ticket_enqueue", "b"),
+		ev(4, 3, "acquire", "b"), ev(7, 6, "acquire", "a")}
+	for name, c := range map[string]struct {
+		audit []auditEvent
+		want  int
+	}{"in order": {inOrder, 0}, "swapped": {swapped, 1}} {
+		r, notes := &report{}, &counter{}
+		checkLineOrder(c.audit, runs, time.Minute, r, notes)
+		if got := r.violations.get("line_order"); got != c.want {
+			t.Errorf("%s: %d line_order violations, want %d (notes %s)", name, got, c.want, notes)
+		}
+	}
+}
