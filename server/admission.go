@@ -347,3 +347,14 @@ func (s *gatedJobs) LastClaim(ctx context.Context, kind string) (time.Time, erro
 	}
 	return time.Now(), nil
 }
+
+// gatedLine passes line reads through the gate, like lease reads (a dashboard or a script may
+// poll them).
+type gatedLine struct {
+	store.LineReader
+	g *gate
+}
+
+func (s *gatedLine) ResourceLine(ctx context.Context, key string, limit int) (*store.ResourceLine, error) {
+	return do(s.g, ctx, classNew, func() (*store.ResourceLine, error) { return s.LineReader.ResourceLine(ctx, key, limit) })
+}

@@ -210,12 +210,18 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, _ principal) {
 
 // queryLimit parses an optional limit query parameter (0 if absent: the default).
 func queryLimit(w http.ResponseWriter, v string) (int, bool) {
+	return queryBound(w, "limit", v)
+}
+
+// queryBound parses the query parameter field, v: 0 if absent, else 1..store.MaxListLimit, or
+// a 400 naming field.
+func queryBound(w http.ResponseWriter, field, v string) (int, bool) {
 	if v == "" {
 		return 0, true
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > store.MaxListLimit {
-		writeProblem(w, invalidArg("limit", "must be an integer between 1 and "+strconv.Itoa(store.MaxListLimit)))
+		writeProblem(w, invalidArg(field, "must be an integer between 1 and "+strconv.Itoa(store.MaxListLimit)))
 		return 0, false
 	}
 	return n, true

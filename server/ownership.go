@@ -107,8 +107,13 @@ func (s *Server) writeAttemptError(w http.ResponseWriter, r *http.Request, err e
 // only an admin and the lease's owner see it (everyone without authentication: all are admin).
 func (s *Server) leaseFor(l *store.Lease, who principal) wire.Lease {
 	wl := wire.LeaseFrom(l)
-	if who.role < RoleAdmin && (s.cfg.Auth == nil || l.Owner != who.name) {
+	if !s.seesLeaseID(l.Owner, who) {
 		wl.LeaseID = ""
 	}
 	return wl
+}
+
+// seesLeaseID reports whether who may see the lease ID of a lease or lock ticket of owner.
+func (s *Server) seesLeaseID(owner string, who principal) bool {
+	return who.role >= RoleAdmin || s.cfg.Auth != nil && owner == who.name
 }

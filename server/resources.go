@@ -1,9 +1,11 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
@@ -46,7 +48,14 @@ func noResource(key string) string {
 	return fmt.Sprintf("no resource %q: no job or state was ever recorded for it", key)
 }
 
-func (s *Server) getResource(w http.ResponseWriter, r *http.Request, _ principal) {
+// DefaultLineLimit is how many tickets of a resource's line GET /v1/resources/{key} returns
+// without line_limit.
+const DefaultLineLimit = 100
+
+// getResource answers the resource object; on a store with a line (store.LineReader), with its
+// holder, rest and line. A key without a resources row (a lock-only key) is a resource too while
+// someone holds it, waits for it or it rests.
+func (s *Server) getResource(w http.ResponseWriter, r *http.Request, who principal) {
 	key := r.PathValue("key")
 	if k, ok := strings.CutSuffix(key, "/explain"); ok {
 		s.explainResource(w, r, k)
@@ -56,12 +65,50 @@ func (s *Server) getResource(w http.ResponseWriter, r *http.Request, _ principal
 		writeProblem(w, invalid(err))
 		return
 	}
+	q, ok := query(w, r)
+	if !ok {
+		return
+	}
+	lineLimit, ok := queryBound(w, "line_limit", q.Get("line_limit"))
+	if !ok {
+		return
+	}
+	if lineLimit == 0 {
+		lineLimit = DefaultLineLimit
+	}
 	res, err := s.jobs.GetResource(r.Context(), key)
+	if err != nil && (s.line == nil || !errors.Is(err, store.ErrNotFound)) {
+		s.writeJobError(w, r, err, noResource(key))
+		return
+	}
+	if s.line == nil {
+		writeJSON(w, http.StatusOK, wire.ResourceFrom(res))
+		return
+	}
+	l, err := s.line.ResourceLine(r.Context(), key, lineLimit)
 	if err != nil {
 		s.writeJobError(w, r, err, noResource(key))
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.ResourceFrom(res))
+	if res == nil {
+		if l.Holder == nil && l.Rest == nil && len(l.Tickets) == 0 {
+			writeProblem(w, newProblem(http.StatusNotFound, "not_found",
+				fmt.Sprintf("no resource %q: no job or state was ever recorded for it, and nobody holds it, waits for it or rests it", key)))
+			return
+		}
+		res = &store.Resource{Key: key}
+	}
+	out := wire.ResourceFrom(res)
+	out.LineFrom(l, time.Now())
+	if out.Holder != nil && !s.seesLeaseID(l.Holder.Owner, who) {
+		out.Holder.LeaseID = ""
+	}
+	for i := range out.Line {
+		if !s.seesLeaseID(out.Line[i].Owner, who) {
+			out.Line[i].LeaseID = ""
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // resourceKey is the key of a /v1/resources/{key}/ACTION route: the path between the prefix and

@@ -88,6 +88,8 @@ type Server struct {
 	// jobs is the store as a job store, nil if it is not one (the job routes answer 501).
 	jobs       store.JobStore
 	jobMetrics *jobMetrics
+	// line is the store as a line reader, behind the gate; nil if it keeps no line.
+	line store.LineReader
 	// acquires follows acquisitions across their requests (one contention per acquisition).
 	acquires *acquireTracker
 	// claimPoll is the fallback re-poll of a waiting claim, jittered (the store's wake-ups are
@@ -160,6 +162,9 @@ func New(cfg Config) (*Server, error) {
 		claimPoll: defaultClaimPoll, acquires: newAcquireTracker(2*cfg.MaxWait + time.Minute)}
 	if js, ok := cfg.Store.(store.JobStore); ok {
 		s.jobs = &gatedJobs{JobStore: js, g: g}
+	}
+	if lr, ok := cfg.Store.(store.LineReader); ok {
+		s.line = &gatedLine{LineReader: lr, g: g}
 	}
 	s.jobMetrics = newJobMetrics(s.metrics.registry, s.jobs)
 	s.handler = s.routes()

@@ -30,6 +30,7 @@ func (a *app) locksCommand() *cobra.Command {
 		a.locksRenewCommand(),
 		a.locksReleaseCommand(),
 		a.locksForceReleaseCommand(),
+		a.locksWaitersCommand(),
 	)
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -90,14 +91,26 @@ func (a *app) resourcesShowCommand() *cobra.Command {
 	cmd := a.command(&cobra.Command{
 		Use:     "show KEY [-o table|json]",
 		Aliases: []string{"get"},
-		Short:   "show one resource",
-		Long: `Show a resource's state and version, its running job and how many unfinished jobs it has.
-Exit code 3 if nothing was ever recorded for KEY.
+		Short:   "show one resource, who holds it and who waits for it",
+		Long: `Show a resource's state and version, its running job and how many unfinished jobs it has; then,
+on a server whose store keeps one line per key (SQLite, PostgreSQL), who holds it (a lease or
+a running job), whether it rests ("resting until T (why)": cooldown, lock-delay or
+resource-cooldown) and its line: the waiting lock requests and jobs in the order they will be
+granted (the first 100; all of them: baton locks waiters KEY --limit N). A key locked but
+never given a job or a state is shown too, at state "" and version 0. Exit code 3 if nothing
+was ever recorded for KEY and nobody holds it, waits for it or it rests.
 
 Example:
   baton resources show db/main
 
-` + resourceOutputHelp,
+` + resourceOutputHelp + `
+
+Then (a server with a line):
+  held by ci-runner-7 (token 42, expires 2026-11-21T14:31:49Z, 14s left)
+  line (4 waiting, the front first):
+` + lineOutputHelp + `
+
+With -o json, the resource object also has "holder"?, "rest"? and "line" (docs/http-api.md).`,
 		Args: exactArgs(1, "KEY"),
 	}, meta{exits: exitsLookup, names: flagNames{"resource": "KEY"}})
 	a.addGlobalFlags(cmd, true)
@@ -110,14 +123,21 @@ Example:
 			return err
 		}
 		defer done()
-		r, err := st.GetResource(ctx, args[0])
+		r, l, err := st.GetResourceLine(ctx, args[0], defaultLineLimit)
 		if err != nil {
 			return notFound(err, fmt.Sprintf("resource %q", args[0]))
 		}
 		if a.g.output == "json" {
-			return writeJSON(a.stdout, wire.ResourceFrom(r))
+			out := wire.ResourceFrom(r)
+			if l != nil {
+				out.LineFrom(l, time.Now())
+			}
+			return writeJSON(a.stdout, out)
 		}
-		return writeResources(a.stdout, a.g, []*store.Resource{r})
+		if err := writeResources(a.stdout, a.g, []*store.Resource{r}); err != nil || l == nil {
+			return err
+		}
+		return writeResourceLine(a.stdout, r.Key, l)
 	}
 	return cmd
 }

@@ -378,6 +378,12 @@ type Resource struct {
 	Unfinished int64  `json:"unfinished"`
 	// Cooldown is set while the resource is cooling down (store.Kind.ResourceCooldown).
 	Cooldown *ResourceCooldown `json:"cooldown,omitempty"`
+	// Holder, Rest and Line are set by GET /v1/resources/{key} when the server's store keeps
+	// one line per key (line.go): who holds the resource, whether it rests, and who waits, in
+	// order. Line is then present, [] if nobody waits; absent from other servers' answers.
+	Holder *Holder       `json:"holder,omitempty"`
+	Rest   *ResourceRest `json:"rest,omitempty"`
+	Line   []Ticket      `json:"line,omitzero"`
 }
 
 // ResourceCooldown is a resource's cooldown: the answer of POST

@@ -12,16 +12,23 @@ from .errors import NotFoundError
 class ResourceMethods:
     """Client's calls on /v1/resources and /v1/fences (docs/http-api.md)."""
 
-    def get_resource(self, key: str) -> dict:
-        """A resource: {"key", "state", "version", "running_job", "unfinished", "cooldown"?, ...};
-        NotFoundError if no job or state was ever recorded for it."""
+    def get_resource(self, key: str, *, line_limit: Optional[int] = None) -> dict:
+        """A resource: {"key", "state", "version", "running_job", "unfinished", "cooldown"?, ...}.
+        From a server whose store keeps one line per key (SQLite, PostgreSQL), also who holds it
+        ("holder"?: {"holder", "token", "expires_at", "job"?, ...}), whether it rests ("rest"?:
+        {"reason", "remaining_ms", "until"}) and who waits for it, in order ("line": tickets
+        {"position", "type": "lock" or "job", "holder", "since", ...}, at most line_limit from the
+        front, 1 to 1000, default 100). A key with no job or state recorded is a resource (state
+        "", version 0) while someone holds it, waits for it or it rests; NotFoundError if there
+        is nothing at all on the key."""
         if key in (".", ".."):
-            # The router would clean the path segment away; read it through the listing.
+            # The router would clean the path segment away; read it through the listing (without
+            # its line).
             page = self.list_resources(prefix=key, limit=1)
             if page["resources"] and page["resources"][0]["key"] == key:
                 return page["resources"][0]
             raise NotFoundError(f"baton: GET /v1/resources/{key}: 404 not_found", status=404, code="not_found")
-        return self._request("GET", "/v1/resources/" + key_path(key))
+        return self._request("GET", "/v1/resources/" + key_path(key), query={"line_limit": line_limit})
 
     def list_resources(self, *, prefix: Optional[str] = None, after: Optional[str] = None,
                        limit: Optional[int] = None) -> dict:

@@ -183,3 +183,43 @@ class LockAndFenceRoutesTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ResourceLineTest(unittest.TestCase):
+    def test_holder_rest_and_line_in_order(self):
+        key = "line/py"
+        with self.assertRaises(baton.NotFoundError):
+            C.get_resource(key)
+        C.put_kind("line.py")
+        held = C.try_acquire(key, holder="ops", ttl=60, cooldown=3600)
+        r = C.get_resource(key)
+        self.assertEqual((r["state"], r["version"]), ("", 0), "a lock-only key is a resource while held")
+        self.assertEqual((r["holder"]["holder"], r["holder"]["token"]), ("ops", held.token))
+        self.assertEqual(r["line"], [])
+        # A waiting request that gives up when its wait runs out keeps its ticket until the
+        # ticket expires; made again if its wait ran out before its first attempt reached the
+        # store.
+        for _ in range(50):
+            with self.assertRaises(baton.LockHeldError):
+                C.acquire(key, holder="w1", lease_id="w1-lease", ttl=60, wait=0.5)
+            if any(t["holder"] == "w1" for t in C.get_resource(key)["line"]):
+                break
+        else:
+            self.fail("the ticket of w1 never appeared in the line")
+        job, _ = C.submit_job("line.py", key)
+        line = C.get_resource(key)["line"]
+        self.assertEqual([(t["position"], t["type"], t["holder"]) for t in line],
+                         [(1, "lock", "w1"), (2, "job", "job:%d" % job["id"])])
+        self.assertEqual(line[0]["lease_id"], "w1-lease")
+        self.assertIn("expires_at", line[0])
+        self.assertEqual((line[1]["job"], line[1]["kind"]), (job["id"], "line.py"))
+        self.assertNotIn("expires_at", line[1])
+        self.assertEqual([t["holder"] for t in C.get_resource(key, line_limit=1)["line"]], ["w1"])
+        with self.assertRaises(baton.InvalidArgumentError) as bad:
+            C.get_resource(key, line_limit=0)
+        self.assertEqual(bad.exception.field, "line_limit")
+        held.release()
+        r = C.get_resource(key)
+        self.assertNotIn("holder", r)
+        self.assertEqual(r["rest"]["reason"], "cooldown")
+        self.assertGreater(r["rest"]["remaining_ms"], 59 * 60 * 1000)

@@ -385,6 +385,10 @@ export interface Resource {
   running_job: number;
   unfinished: number;
   cooldown?: ResourceCooldown;
+  holder?: Holder;
+  rest?: ResourceRest;
+  /** the waiting lock requests and the unfinished jobs that are not running, in line order (the front first); present only from a server whose store keeps one line per key, [] if nobody waits */
+  line?: Ticket[];
 }
 
 export interface ResourcesResponse {
@@ -491,4 +495,59 @@ export interface WaitReason {
   state?: string;
   /** guard: the states the kind starts from */
   allowed?: string[];
+}
+
+/** who holds the resource: a live lease, or a running job attempt (job) */
+export interface Holder {
+  /** the lease's ID; shown only to an admin and to its owner (everyone without --auth-file); absent for a job attempt */
+  lease_id?: string;
+  /** the lease's holder, or job:<id> for a job attempt */
+  holder: string;
+  /** the principal (token name) the lease or attempt belongs to, when the server authenticates */
+  owner?: string;
+  /** the job whose running attempt holds the resource; absent for a lease */
+  job?: number;
+  /** the holder's fencing token */
+  token: number;
+  acquired_at?: string;
+  /** on the store's clock */
+  expires_at: string;
+  /** expires_at minus the store's now at the read */
+  ttl_left_ms: number;
+}
+
+/** the resource rests: nobody is granted it (lease or job) until until */
+export interface ResourceRest {
+  /** cooldown: after a clean release; lock-delay: after an expiry or a force-release; resource-cooldown: after a job of a kind with a resource cooldown */
+  reason: "cooldown" | "lock-delay" | "resource-cooldown";
+  remaining_ms: number;
+  /** the server's now plus remaining_ms */
+  until: string;
+}
+
+/** one waiting request in a resource's line: a lock request (type lock) or an unfinished job not running (type job) */
+export interface Ticket {
+  /** 1 for the front */
+  position: number;
+  type: "lock" | "job";
+  /** a lock ticket's lease ID; shown only to an admin and to its owner (everyone without --auth-file) */
+  lease_id?: string;
+  /** a lock ticket's holder, or job:<id> */
+  holder: string;
+  /** the principal a lock ticket belongs to, when the server authenticates */
+  owner?: string;
+  /** a job ticket's job ID */
+  job?: number;
+  /** a job ticket's kind */
+  kind?: string;
+  /** its arrival: a lock request's first refusal, a job's submit */
+  since: string;
+  /** lock tickets: when the ticket expires unless its waiter keeps waiting (an expired ticket is skipped) */
+  expires_at?: string;
+  /** a job that is not ready (scheduled, or backing off): when it becomes ready; until then tickets behind it may go first */
+  not_before?: string;
+  /** a break-glass ticket, put before every other */
+  first?: boolean;
+  /** why it was put first */
+  first_reason?: string;
 }

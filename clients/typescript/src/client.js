@@ -446,16 +446,22 @@ export class BatonClient {
     return this.request('GET', '/v1/resources', { query: { prefix, after, limit }, signal });
   }
 
-  /** A resource (NotFoundError if no job or state was ever recorded for it). */
+  /**
+   * A resource; from a server whose store keeps one line per key (info's line), with who holds
+   * it (holder), whether it rests (rest) and who waits for it in order (line, at most
+   * opts.lineLimit tickets from the front, 1 to 1000, default 100). A key with no job or state
+   * recorded is a resource (state "", version 0) while someone holds it, waits for it or it
+   * rests. NotFoundError if there is nothing at all on the key.
+   */
   async getResource(key, opts = {}) {
     if (key === '.' || key === '..') {
-      // Not a path fetch keeps (see keyPath): found by listing.
+      // Not a path fetch keeps (see keyPath): found by listing, without its line.
       const page = await this.listResources({ prefix: key, limit: 1, signal: opts.signal });
       const r = page.resources[0];
       if (r?.key === key) return r;
       throw new NotFoundError(`baton: GET /v1/resources/${key}: 404 not_found: no resource ${JSON.stringify(key)}`, { status: 404, code: 'not_found' });
     }
-    return this.request('GET', `/v1/resources/${keyPath(key)}`, { signal: opts.signal });
+    return this.request('GET', `/v1/resources/${keyPath(key)}`, { query: { line_limit: opts.lineLimit }, signal: opts.signal });
   }
 
   /**

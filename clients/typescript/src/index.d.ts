@@ -151,7 +151,8 @@ export declare class BatonClient {
   completeJob(id: number, token: number, opts?: Sig): Promise<api.Job>;
   failJob(id: number, req: api.FailRequest, opts?: Sig): Promise<api.Job>;
   listResources(opts?: ResourceListOptions): Promise<api.ResourcesResponse>;
-  getResource(key: string, opts?: Sig): Promise<api.Resource>;
+  /** A resource, with its holder, rest and line (at most lineLimit tickets, 1-1000, default 100) from a server with a line. */
+  getResource(key: string, opts?: Sig & { lineLimit?: number }): Promise<api.Resource>;
   setResourceState(key: string, state: string, opts?: Sig & { ifVersion?: number }): Promise<api.Resource>;
   clearResourceCooldown(key: string, reason: string, opts?: Sig): Promise<api.ResourceCooldown>;
   runWorker(opts: WorkerOptions): Promise<void>;

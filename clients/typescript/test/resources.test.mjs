@@ -9,6 +9,7 @@ before(async () => {
   server = new BatonServer();
   await server.start();
   c = new BatonClient({ baseUrl: server.url, onWarning: () => {} });
+  await c.putKind('line-ts');
 });
 after(async () => {
   await server.close();
@@ -118,4 +119,43 @@ test('resetFence deletes a poisoned fence and answers the token it held', async 
   await c.resetFence('db/restored', 'again');
   await assert.rejects(c.resetFence('db/restored', 'no fence left'), NotFoundError);
   await assert.rejects(c.resetFence('db/restored', ''), TypeError);
+});
+
+test('getResource shows the holder, the rest and the line in order; a lock-only key is a resource', async () => {
+  const key = 'line/ts';
+  await assert.rejects(c.getResource(key), NotFoundError);
+  const held = await c.tryAcquire(key, { holder: 'ops', ttlMs: 60000, cooldownMs: 3600000 });
+  const r0 = await c.getResource(key);
+  assert.equal(r0.state, '');
+  assert.equal(r0.version, 0);
+  assert.equal(r0.holder?.holder, 'ops');
+  assert.equal(r0.holder?.token, held.token);
+  assert.deepEqual(r0.line, []);
+  // A request that waits is a ticket in the line while it waits.
+  const stop = new AbortController();
+  const waiting = c.acquire(key, { holder: 'w1', leaseId: 'w1-lease', ttlMs: 60000, signal: stop.signal }).catch((e) => e);
+  for (const t0 = Date.now(); !(await c.getResource(key)).line.some((t) => t.holder === 'w1'); ) {
+    assert.ok(Date.now() - t0 < 30000, 'the ticket of w1 never appeared in the line');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const { job } = await c.submitJob({ kind: 'line-ts', resource: key });
+  const r1 = await c.getResource(key);
+  assert.deepEqual(r1.line.map((t) => [t.position, t.type, t.holder]), [[1, 'lock', 'w1'], [2, 'job', `job:${job.id}`]]);
+  assert.equal(r1.line[0].lease_id, 'w1-lease');
+  assert.ok(r1.line[0].expires_at);
+  assert.equal(r1.line[1].job, job.id);
+  assert.equal(r1.line[1].kind, 'line-ts');
+  assert.equal(r1.line[1].expires_at, undefined);
+  assert.deepEqual((await c.getResource(key, { lineLimit: 1 })).line.map((t) => t.holder), ['w1']);
+  const bad = await c.getResource(key, { lineLimit: 1001 }).catch((e) => e);
+  assert.ok(bad instanceof InvalidArgumentError, String(bad));
+  assert.equal(bad.field, 'line_limit');
+  await held.release();
+  const r2 = await c.getResource(key);
+  assert.equal(r2.holder, undefined);
+  assert.equal(r2.rest?.reason, 'cooldown');
+  assert.ok(r2.rest.remaining_ms > 59 * 60 * 1000);
+  assert.equal(r2.line[0].holder, 'w1', 'w1 still waits while the key rests');
+  stop.abort();
+  assert.ok((await waiting) instanceof Error, 'w1 was not granted a resting key');
 });

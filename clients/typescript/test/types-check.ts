@@ -12,6 +12,7 @@ import {
   type PeriodicJob,
   type Resource,
   type SubmitResult,
+  type Ticket,
 } from '../src/index.js';
 
 export async function example(): Promise<number> {
@@ -46,6 +47,8 @@ export async function admin(client: BatonClient): Promise<string[]> {
   const kinds = await client.listKinds();
   const page = await client.listResources({ prefix: 'repo/', limit: 10 });
   let r: Resource = await client.getResource('repo/api');
+  const waiters: Ticket[] = (await client.getResource('deploy/api', { lineLimit: 10 })).line ?? [];
+  for (const t of waiters) console.log(t.position, t.type === 'job' ? t.job : t.holder, r.holder?.token, r.rest?.until);
   try {
     r = await client.setResourceState('repo/api', 'READY', { ifVersion: r.version });
   } catch (err) {
