@@ -28,6 +28,10 @@ func TestDashboardNoAuditLog(t *testing.T) {
 	if n := eval[int](t, ctx, `document.querySelectorAll('main h2, main table').length`); n != 0 {
 		t.Errorf("the lock page on a store without an audit log shows %d history headings or tables", n)
 	}
+	// Redis keeps no line per key: no link to a resource page with one.
+	if n := eval[int](t, ctx, `document.querySelectorAll('main a[href^="#/resources/"]').length`); n != 0 {
+		t.Errorf("the lock page on a store without a line links %d resource pages", n)
+	}
 	shot(t, ctx, "no-audit-lock")
 	do(t, ctx, page("#/events", "Events"), hasText("main", "keeps no audit log"))
 	if n := eval[int](t, ctx, `document.querySelectorAll('main table').length`); n != 0 {

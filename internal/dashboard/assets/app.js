@@ -4,7 +4,8 @@ import { session, api, h, hooks, can, tickCountdowns, fmtTime } from './core.js'
 import * as pages from './pages.js';
 
 // Each page refreshes every POLL_MS, one refresh at a time, with at most two requests per
-// refresh: at most one request per second per page. Hidden tabs do not poll.
+// refresh: at most one request per second per page. A page that makes more says how often it
+// refreshes (every, in ms) to keep to that. Hidden tabs do not poll.
 const POLL_MS = 2000;
 
 const main = document.getElementById('main');
@@ -87,7 +88,7 @@ async function tick(gen) {
     }
     if (gen !== generation) return;
   }
-  timer = setTimeout(() => tick(gen), POLL_MS);
+  timer = setTimeout(() => tick(gen), current.every || POLL_MS);
 }
 
 function signIn(message) {

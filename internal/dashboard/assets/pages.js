@@ -7,6 +7,7 @@ import {
 
 const PAGE = 50;
 const unfinished = ['scheduled', 'available', 'running', 'retryable'];
+const waiting = ['scheduled', 'available', 'retryable'];
 const allStates = ['', ...unfinished, 'succeeded', 'cancelled', 'discarded', 'skipped'];
 
 // frame is a page's heading, its fixed parts, and a holder for the data.
@@ -133,6 +134,11 @@ export function lock(route) {
       parts.push(h('div', { class: 'actions' }, h('button', { type: 'button', class: 'danger act', 'data-fk': 'fr',
         onclick: forceRelease(key, refresh) }, 'Force-release…')));
     }
+    // On a store with a line, a lock-only key is a resource too while held, waited for or
+    // resting: its page shows who waits and why a new request would wait.
+    if (session.info.line && session.info.jobs) {
+      parts.push(h('p', {}, link(resourceHref(key), 'Who waits for ' + key + ', and why')));
+    }
     if (session.info.audit) {
       const base = '#/locks/' + enc(key);
       parts.push(h('h2', {}, 'Audit history'));
@@ -142,6 +148,22 @@ export function lock(route) {
     replace(f.data, parts);
   });
   return { el: f.el, refresh };
+}
+
+// explain reads an explanation (GET /v1/jobs/{id}/explain, GET /v1/resources/{key}/explain):
+// why a job does not run now, or why the key would not be granted to a new request now. A store
+// without a line per resource (info.line false; the endpoints answer 501) has none: null, and the
+// page shows nothing of it.
+function explain(path) {
+  if (!session.info.line) return null;
+  return api('GET', path).catch((e) => { if (e.status === 501) return null; throw e; });
+}
+
+// reasonsList lists an explanation's reasons in the API's order: the code, its sentence, and a
+// link to the job a reason names (the holder's attempt, the first one ahead).
+function reasonsList(reasons) {
+  return h('ul', { class: 'reasons' }, reasons.map((r) => h('li', { 'data-code': r.code },
+    h('code', { class: 'reason' }, r.code), ' ', r.message, r.job ? [' · ', link(jobHref(r.job), 'job ' + r.job)] : '')));
 }
 
 // jobActions are the buttons a job's state and the token's role allow.
@@ -211,9 +233,12 @@ export function job(route) {
   const id = route.arg;
   const f = frame('Job ' + id);
   const refresh = paged(f, async () => {
-    const j = await api('GET', jobPath(id));
+    const [j, x] = await Promise.all([api('GET', jobPath(id)), explain(jobPath(id, 'explain'))]);
+    // Only a waiting job is explained: a running or finished one has a state and no reasons.
+    const why = x && waiting.includes(x.job_state) ? h('div', { class: 'why' }, h('h2', {}, 'Why isn\'t this running?'),
+      x.reasons.length ? reasonsList(x.reasons) : h('p', { class: 'muted' }, 'Nothing holds it back: a worker of its kind may claim it now.')) : null;
     replace(f.data,
-      h('div', { class: 'actions' }, jobActions(j, refresh, 'd')),
+      h('div', { class: 'actions' }, jobActions(j, refresh, 'd')), why,
       fields([['Kind', j.kind], ['Resource', link(resourceHref(j.resource), j.resource)],
         ['State', [badge(j.state), j.cancel_requested ? ' (cancel requested)' : '', j.head ? ' · head of its resource' : '']],
         ['Attempt', `${j.attempt} of ${j.max_attempts}`], ['Priority', String(j.priority)],
@@ -299,6 +324,32 @@ export function resources(route) {
   return { el: f.el, refresh };
 }
 
+// holderText is who holds a key (the resource's holder): a lease linking its lock, or a job
+// attempt linking its job, with the fencing token and the expiry unless renewed.
+const holderText = (key, x) => [x.job ? link(jobHref(x.job), x.holder) : link(lockHref(key), x.holder),
+  ` (token ${x.token}) until `, fmtTime(x.expires_at), ' unless renewed (', ttl(x.ttl_left_ms), ')'];
+
+// rest says until when a key rests and why (cooldown, lock-delay, resource-cooldown).
+const rest = (x) => h('span', { class: 'rest' }, 'resting until ', fmtTime(x.until), ` (${x.reason}), `, ttl(x.remaining_ms));
+
+// lineTable lists a resource's line, the front first: waiting lock requests and the unfinished
+// jobs that are not running, by arrival; a break-glass request is first.
+function lineTable(key, line) {
+  const isJob = (t) => t.type ? t.type === 'job' : !!t.job;
+  return table([
+    { label: '#', class: 'num', cell: (t) => t.position },
+    { label: 'Type', cell: (t) => isJob(t) ? 'job' : 'lock' },
+    { label: 'Who', class: 'key', cell: (t) => isJob(t)
+      ? [link(jobHref(t.job), 'job ' + t.job), t.kind ? h('span', { class: 'muted' }, ' ' + t.kind) : '']
+      : [t.holder, t.owner ? h('span', { class: 'muted' }, ' (' + t.owner + ')') : ''] },
+    { label: 'Since', class: 't', cell: (t) => fmtTime(t.since) },
+    { label: 'Expires / not before', class: 't', cell: (t) => t.not_before ? 'not before ' + fmtTime(t.not_before)
+      : t.expires_at ? 'expires ' + fmtTime(t.expires_at) : '' },
+    { label: 'Break-glass', class: 'key', cell: (t) => t.first
+      ? [h('span', { class: 'badge first' }, 'first'), t.first_reason ? ' ' + t.first_reason : ''] : '' },
+  ], line, 'Nobody waits for ' + key + '.');
+}
+
 export function resource(route) {
   const key = route.arg;
   const p = route.params;
@@ -306,20 +357,33 @@ export function resource(route) {
   const base = '#/resources/' + enc(key);
   const f = frame('Resource ' + key);
   const refresh = paged(f, async () => {
-    const [x, r] = await Promise.all([byKey('resources', key),
-      api('GET', 'v1/jobs' + q({ resource: key, state, after: p.get('after'), limit: PAGE }))]);
+    // keyPath of the whole path, so that a key ending in "/" keeps its slash escaped.
+    const [x, r, why] = await Promise.all([byKey('resources', key),
+      api('GET', 'v1/jobs' + q({ resource: key, state, after: p.get('after'), limit: PAGE })),
+      explain('v1/resources/' + keyPath(key + '/explain'))]);
+    // The holder, rest and line come with the resource from a store that keeps a line (line is
+    // then an array, [] if nobody waits); from another store they are absent and not shown.
+    const hasLine = Array.isArray(x.line);
     replace(f.data,
       fields([['State', x.state || '(never set)'], ['Version', String(x.version)], ['Updated', fmtTime(x.updated_at)],
+        ['Holder', hasLine ? (x.holder ? h('span', { class: 'holder' }, holderText(key, x.holder)) : 'nobody') : undefined],
+        ['Rest', hasLine ? (x.rest ? rest(x.rest) : 'none') : undefined],
         ['Running job', x.running_job ? link(jobHref(x.running_job), String(x.running_job)) : 'none'],
         ['Unfinished jobs', String(x.unfinished)],
         ['Cooldown', x.cooldown ? [cooldown(x.cooldown), h('br'), h('span', { class: 'muted' },
           'New jobs submitted to it are skipped until then; queued jobs start after it.')] : 'none']]),
       x.cooldown && can('admin') ? h('div', { class: 'actions' }, clearCooldown(key, 'cc', refresh)) : null,
+      why ? h('div', { class: 'why' }, h('h2', {}, 'Why would a new request wait?'), why.reasons.length ? reasonsList(why.reasons)
+        : h('p', { class: 'muted' }, 'Nothing holds it back: a new request would be granted now.')) : null,
+      hasLine ? h('div', { class: 'line' }, h('h2', {}, `Line (${x.line.length} waiting, the front first)`), lineTable(key, x.line),
+        x.line.length >= 100 ? h('p', { class: 'muted' }, 'Only the front of the line is shown.') : null) : null,
       h('h2', {}, state === 'available' ? 'Waiting jobs (available, in queue order)' : 'Jobs'),
       filterForm(base, new URLSearchParams({ state }), [['state', 'State', allStates]]),
       jobsTable(r.jobs, refresh), pager(base, p, 'after', r.next_after));
   });
-  return { el: f.el, refresh };
+  // Three requests a refresh on a store with a line: refreshed every 3 s, so that the page
+  // still makes at most one request a second.
+  return { el: f.el, refresh, every: session.info.line ? 3000 : undefined };
 }
 
 export function kinds() {
