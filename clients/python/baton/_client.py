@@ -352,6 +352,12 @@ class Client(ResourceMethods):
     def get_job(self, job_id: int) -> dict:
         return self._request("GET", f"/v1/jobs/{_job_id(job_id)}")
 
+    def explain_job(self, job_id: int) -> dict:
+        """Why a job does not run now: {"key", "job", "job_state", "reasons": [{"code", "message",
+        ...}]}, each reason that holds (held, resting, ahead, scheduled, backing_off, unknown_kind,
+        guard, no_worker); none for a running or finished job."""
+        return self._request("GET", f"/v1/jobs/{_job_id(job_id)}/explain")
+
     def list_jobs(self, *, state: Optional[str] = None, kind: Optional[str] = None, resource: Optional[str] = None,
                   after: Optional[int] = None, limit: Optional[int] = None) -> dict:
         """One page of jobs by ID: {"jobs": [...], "next_after"?}."""

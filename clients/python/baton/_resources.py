@@ -30,6 +30,11 @@ class ResourceMethods:
             raise NotFoundError(f"baton: GET /v1/resources/{key}: 404 not_found", status=404, code="not_found")
         return self._request("GET", "/v1/resources/" + key_path(key), query={"line_limit": line_limit})
 
+    def explain_resource(self, key: str) -> dict:
+        """Why key would not be granted to a new request now: {"key", "reasons": [{"code",
+        "message", ...}]} (held, resting, ahead); none if nothing holds it back."""
+        return self._request("GET", "/v1/resources/" + key_path(key) + "/explain")
+
     def list_resources(self, *, prefix: Optional[str] = None, after: Optional[str] = None,
                        limit: Optional[int] = None) -> dict:
         """One page of resources by key: {"resources": [...], "next_after"?}; pass next_after as

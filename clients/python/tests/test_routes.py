@@ -223,3 +223,23 @@ class ResourceLineTest(unittest.TestCase):
         self.assertNotIn("holder", r)
         self.assertEqual(r["rest"]["reason"], "cooldown")
         self.assertGreater(r["rest"]["remaining_ms"], 59 * 60 * 1000)
+
+
+class ExplainTest(unittest.TestCase):
+    def test_explain_job_and_resource(self):
+        key = "explain/py"
+        C.put_kind("explain.py")
+        first, _ = C.submit_job("explain.py", key)
+        [claimed] = C.claim_jobs("py-explain", ["explain.py"], ttl=60)["jobs"]
+        self.assertEqual(claimed["id"], first["id"])
+        second, _ = C.submit_job("explain.py", key)
+        e = C.explain_job(second["id"])
+        self.assertEqual((e["key"], e["job"], e["job_state"]), (key, second["id"], "available"))
+        self.assertEqual((e["reasons"][0]["code"], e["reasons"][0]["holder"]), ("held", f"job:{first['id']}"))
+        self.assertEqual(C.explain_job(first["id"])["reasons"], [], "a running job is not waiting")
+        r = C.explain_resource(key)
+        self.assertEqual([x["code"] for x in r["reasons"]], ["held", "ahead"])
+        self.assertEqual(r["reasons"][1]["ahead"], 1)
+        self.assertEqual(C.explain_resource("explain/free")["reasons"], [])
+        with self.assertRaises(baton.NotFoundError):
+            C.explain_job(999999)

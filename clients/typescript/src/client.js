@@ -404,6 +404,16 @@ export class BatonClient {
     return this.request('GET', `/v1/jobs/${jobID(id)}`, { signal: opts.signal });
   }
 
+  /**
+   * Why a job does not run now: {key, job, job_state, reasons: [{code, message, ...}]}, each
+   * reason that holds (held, resting, ahead, scheduled, backing_off, unknown_kind, guard,
+   * no_worker); none for a running or finished job. A server whose store keeps no line answers
+   * 501 (BatonError).
+   */
+  async explainJob(id, opts = {}) {
+    return this.request('GET', `/v1/jobs/${jobID(id)}/explain`, { signal: opts.signal });
+  }
+
   /** One page of jobs by ID: {jobs, next_after?}; pass next_after as after for the next page. */
   async listJobs({ state, kind, resource, after, limit, signal } = {}) {
     return this.request('GET', '/v1/jobs', { query: { state, kind, resource, after, limit }, signal });
@@ -462,6 +472,14 @@ export class BatonClient {
       throw new NotFoundError(`baton: GET /v1/resources/${key}: 404 not_found: no resource ${JSON.stringify(key)}`, { status: 404, code: 'not_found' });
     }
     return this.request('GET', `/v1/resources/${keyPath(key)}`, { query: { line_limit: opts.lineLimit }, signal: opts.signal });
+  }
+
+  /**
+   * Why key would not be granted to a new request now: {key, reasons: [{code, message, ...}]}
+   * (held, resting, ahead); none if nothing holds it back.
+   */
+  async explainResource(key, opts = {}) {
+    return this.request('GET', `/v1/resources/${keyPath(key)}/explain`, { signal: opts.signal });
   }
 
   /**

@@ -142,6 +142,8 @@ export declare class BatonClient {
   submitJob(req: api.SubmitRequest, opts?: Sig & { idempotencyKey?: string }): Promise<{ job: api.Job; existing: boolean }>;
   submitJobs(reqs: api.SubmitRequest[], opts?: Sig): Promise<api.SubmitResult[]>;
   getJob(id: number, opts?: Sig): Promise<api.Job>;
+  /** Why a job does not run now: each reason that holds; none for a running or finished job. */
+  explainJob(id: number, opts?: Sig): Promise<api.Explanation>;
   listJobs(opts?: JobListOptions): Promise<api.JobsResponse>;
   countJobs(opts?: Sig): Promise<api.JobCount[]>;
   cancelJob(id: number, opts?: Sig): Promise<api.Job>;
@@ -153,6 +155,8 @@ export declare class BatonClient {
   listResources(opts?: ResourceListOptions): Promise<api.ResourcesResponse>;
   /** A resource, with its holder, rest and line (at most lineLimit tickets, 1-1000, default 100) from a server with a line. */
   getResource(key: string, opts?: Sig & { lineLimit?: number }): Promise<api.Resource>;
+  /** Why key would not be granted to a new request now: each reason that holds. */
+  explainResource(key: string, opts?: Sig): Promise<api.Explanation>;
   setResourceState(key: string, state: string, opts?: Sig & { ifVersion?: number }): Promise<api.Resource>;
   clearResourceCooldown(key: string, reason: string, opts?: Sig): Promise<api.ResourceCooldown>;
   runWorker(opts: WorkerOptions): Promise<void>;

@@ -159,3 +159,23 @@ test('getResource shows the holder, the rest and the line in order; a lock-only 
   stop.abort();
   assert.ok((await waiting) instanceof Error, 'w1 was not granted a resting key');
 });
+
+test('explainJob and explainResource name what holds a job and a key back', async () => {
+  const key = 'explain/ts';
+  const first = (await c.submitJob({ kind: 'line-ts', resource: key })).job;
+  const claimed = await c.claimJobs({ worker: 'w-ts', kinds: ['line-ts'], limit: 1, ttl_ms: 60000 });
+  assert.equal(claimed.jobs[0].id, first.id);
+  const second = (await c.submitJob({ kind: 'line-ts', resource: key })).job;
+  const e = await c.explainJob(second.id);
+  assert.equal(e.key, key);
+  assert.equal(e.job, second.id);
+  assert.equal(e.job_state, 'available');
+  assert.equal(e.reasons[0].code, 'held');
+  assert.equal(e.reasons[0].holder, `job:${first.id}`);
+  assert.deepEqual((await c.explainJob(first.id)).reasons, [], 'a running job is not waiting');
+  const r = await c.explainResource(key);
+  assert.deepEqual(r.reasons.map((x) => x.code), ['held', 'ahead']);
+  assert.equal(r.reasons[1].ahead, 1);
+  assert.deepEqual((await c.explainResource('explain/free')).reasons, []);
+  await assert.rejects(c.explainJob(999999), NotFoundError);
+});
