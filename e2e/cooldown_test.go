@@ -127,6 +127,9 @@ func forceReleaseClearsCooldown(t *testing.T, storeURL string) {
 	}
 	var kinds []string
 	for _, ev := range evs {
+		if ev.Kind == "ticket_enqueue" {
+			continue // the waiting run's ticket, on a store with a line
+		}
 		kinds = append(kinds, ev.Kind)
 		if ev.Kind == "clear_rest" && (ev.Reason != "node-2 checked by hand" || ev.LeaseID != lease.LeaseID) {
 			t.Fatalf("clear_rest event %+v, want the reason and the released lease %s", ev, lease.LeaseID)

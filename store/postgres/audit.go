@@ -17,29 +17,40 @@ CREATE OR REPLACE TRIGGER leases_audit_insert AFTER INSERT ON leases
 CREATE OR REPLACE TRIGGER leases_audit_update AFTER UPDATE ON leases
     FOR EACH ROW WHEN (NEW.lease_id <> OLD.lease_id OR (OLD.ended = 0 AND NEW.ended <> 0))
     EXECUTE FUNCTION leases_audit();
-CREATE OR REPLACE TRIGGER tickets_audit_insert AFTER INSERT ON tickets
-    FOR EACH ROW EXECUTE FUNCTION tickets_audit();
-CREATE OR REPLACE TRIGGER tickets_audit_update AFTER UPDATE ON tickets
-    FOR EACH ROW WHEN (NEW.created_at <> OLD.created_at OR NEW.first <> OLD.first)
-    EXECUTE FUNCTION tickets_audit();
 CREATE OR REPLACE TRIGGER jobs_audit AFTER UPDATE ON jobs
     FOR EACH ROW WHEN ((NEW.state = 'running') <> (OLD.state = 'running')
         OR (NEW.state = 'running' AND NEW.token = OLD.token AND NEW.lease_expires_at IS DISTINCT FROM OLD.lease_expires_at))
     EXECUTE FUNCTION jobs_audit();
 `
 
+// auditTicketTriggers record the line's tickets (migration 0011 onwards; that migration creates
+// them too in a schema that is audited already).
+const auditTicketTriggers = `
+CREATE OR REPLACE TRIGGER tickets_audit_insert AFTER INSERT ON tickets
+    FOR EACH ROW EXECUTE FUNCTION tickets_audit();
+CREATE OR REPLACE TRIGGER tickets_audit_update AFTER UPDATE ON tickets
+    FOR EACH ROW WHEN (NEW.created_at <> OLD.created_at OR NEW.first <> OLD.first)
+    EXECUTE FUNCTION tickets_audit();
+`
+
 // enableAudit creates the audit triggers unless they exist. It looks first, so that opening an
 // audited schema takes no lock on the leases table.
 func enableAudit(ctx context.Context, pool *pgxpool.Pool, schema string) error {
-	leases, jobs := pgx.Identifier{schema, "leases"}.Sanitize(), pgx.Identifier{schema, "jobs"}.Sanitize()
-	tickets := pgx.Identifier{schema, "tickets"}.Sanitize()
-	const count = `SELECT count(*) FROM pg_trigger WHERE tgrelid IN ($1::regclass, $2::regclass, $3::regclass)
-		AND tgname IN ('leases_audit_insert', 'leases_audit_update', 'jobs_audit', 'tickets_audit_insert', 'tickets_audit_update')`
+	const count = `SELECT count(*) FILTER (WHERE t.tgname IN ('leases_audit_insert', 'leases_audit_update', 'jobs_audit',
+			'tickets_audit_insert', 'tickets_audit_update')),
+		to_regclass(quote_ident($1) || '.tickets') IS NOT NULL
+	FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+	WHERE n.nspname = $1`
 	var n int
-	if err := pool.QueryRow(ctx, count, leases, jobs, tickets).Scan(&n); err != nil {
+	var tickets bool
+	if err := pool.QueryRow(ctx, count, schema).Scan(&n, &tickets); err != nil {
 		return err
 	}
-	if n == 5 {
+	want, sql := 3, auditTriggers
+	if tickets {
+		want, sql = 5, auditTriggers+auditTicketTriggers
+	}
+	if n == want {
 		return nil
 	}
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
@@ -49,7 +60,7 @@ func enableAudit(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 		if _, err := tx.Exec(ctx, "SET LOCAL search_path TO "+pgx.Identifier{schema}.Sanitize()+", pg_temp"); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, auditTriggers)
+		_, err := tx.Exec(ctx, sql)
 		return err
 	})
 }

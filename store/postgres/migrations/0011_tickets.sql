@@ -59,3 +59,16 @@ BEGIN
     RETURN NULL;
 END
 $$;
+
+-- A schema audited already records tickets from this migration on.
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'leases'::regclass AND tgname = 'leases_audit_insert') THEN
+        CREATE OR REPLACE TRIGGER tickets_audit_insert AFTER INSERT ON tickets
+            FOR EACH ROW EXECUTE FUNCTION tickets_audit();
+        CREATE OR REPLACE TRIGGER tickets_audit_update AFTER UPDATE ON tickets
+            FOR EACH ROW WHEN (NEW.created_at <> OLD.created_at OR NEW.first <> OLD.first)
+            EXECUTE FUNCTION tickets_audit();
+    END IF;
+END
+$$;
