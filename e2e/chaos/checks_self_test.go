@@ -108,10 +108,13 @@ func TestLineOrderCheck(t *testing.T) {
 		ev(4, 3, "acquire", "a"), ev(5, 4, "ticket_enqueue", "late"), ev(6, 5, "acquire", "late"), ev(7, 6, "acquire", "b")}
 	swapped := []auditEvent{ev(2, 1, "ticket_enqueue", "a"), ev(3, 2, "ticket_enqueue", "b"),
 		ev(4, 3, "acquire", "b"), ev(7, 6, "acquire", "a")}
+	// Two tickets of one millisecond: the store's order within it is not in the log.
+	sameMS := []auditEvent{ev(2, 1, "ticket_enqueue", "a"), ev(3, 1, "ticket_enqueue", "b"),
+		ev(4, 3, "acquire", "b"), ev(7, 6, "acquire", "a")}
 	for name, c := range map[string]struct {
 		audit []auditEvent
 		want  int
-	}{"in order": {inOrder, 0}, "swapped": {swapped, 1}} {
+	}{"in order": {inOrder, 0}, "swapped": {swapped, 1}, "same millisecond": {sameMS, 0}} {
 		r, notes := &report{}, &counter{}
 		checkLineOrder(c.audit, runs, time.Minute, r, notes)
 		if got := r.violations.get("line_order"); got != c.want {
