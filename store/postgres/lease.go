@@ -16,7 +16,7 @@ import (
 // queries holds the statements of one schema, built once at open. Only the schema-qualified names
 // (validated and sanitized) are spliced in; every user value is a bind parameter.
 type queries struct {
-	acquire, renew, renewMany, release, released, forceRelease, get, list, events, eventsDesc string
+	acquire, tryAcquire, renew, renewMany, release, released, forceRelease, get, list, events, eventsDesc string
 	// listBounded is list with the upper end of the prefix's range ($5, store.PrefixEnd).
 	listBounded string
 }
@@ -31,111 +31,10 @@ const live = `ended = 0 AND expires_at > now()`
 
 func buildQueries(schema string) queries {
 	t := pgx.Identifier{schema, "leases"}.Sanitize()
-	// The schema name is [a-z0-9_], so the quoted identifier cannot contain a single quote.
-	seq := "'" + pgx.Identifier{schema, "token_seq"}.Sanitize() + "'"
 	tk := pgx.Identifier{schema, "tickets"}.Sanitize()
-	lineFree := lineFreeSQL(schema)
 	return queries{
-		// acquire grants a free key, or renews the caller's own live lease (same holder and same
-		// owner), in one statement, and when it grants nothing it returns the row that refused it
-		// instead.
-		//
-		// Fencing: a token must exceed every token granted before on the key, in real time. A
-		// value drawn from the sequence before the grant can be overtaken (draw 5, stall; another
-		// session draws 6, acquires, releases; then 5 is granted). Here:
-		//   - The VALUES token is used only when the INSERT inserts, i.e. the key has no row.
-		//     Rows are never deleted, so that is the key's first grant ever: nothing to overtake.
-		//     (An operator deleting a row voids this; the store itself never does.) The VALUES
-		//     row is built even when the key has a row and the INSERT turns into the UPDATE, so
-		//     it draws from the sequence only when the statement's snapshot has no row for the
-		//     key (coalesce evaluates lazily): otherwise every refused attempt of a waiter, such
-		//     as an idle server polling for the maintenance lease, would burn a token.
-		//   - On conflict, DO UPDATE locks the existing row (waiting for any session that holds
-		//     it) before it evaluates WHERE and SET, so the nextval in SET is drawn after every
-		//     earlier grant of the key committed, and is larger than their tokens.
-		//   - CASE evaluates lazily and nextval is volatile, so a renewal draws nothing.
-		// The WHERE branches are disjoint. free ("a.available_at <= now()") is the takeover: a row
-		// with ended = 0 has available_at = expires_at + lock delay, so a free row is never live.
-		// mine is the live lease of the holder and owner ($9), which keeps its ID, token,
-		// acquisition time, metadata and rests and only gets a new expiry; a live lease of the
-		// same holder and another owner is not mine, and refuses the key like any other holder's.
-		// mark ($8, a waiting caller, refused by a live lease of another holder or owner) changes
-		// only waiters, so that the release of that lease sends a NOTIFY; it is done at most once
-		// per lease.
-		//
-		// Refusal: DO UPDATE keeps its lock on the row even when WHERE rejects it, so the row
-		// cannot change before the statement ends. cur reads it FOR SHARE, which under READ
-		// COMMITTED follows the row to its latest version instead of the snapshot's: the very
-		// row that refused the grant. So the holder named in a refusal held the key when the
-		// grant was refused, not some time later. cur only runs when ins returned nothing
-		// (UNION ALL runs its arms in order), and finds nothing if the row was inserted after
-		// the statement's snapshot; Acquire then retries. A marked refusal comes back from ins
-		// with another holder's name: granted is false.
-		//
-		// now() is the statement's start. If the statement waited for the row lock, now() is
-		// earlier than the decision: that can refuse a key that came free while it waited
-		// (freed reports it; Acquire retries), but never grant one early.
-		//
-		// Columns: granted, then leaseCols, then ended, microseconds until available, live,
-		// freed (available by the clock at the end of the wait), took over an expired lease.
-		// $1 key, $2 lease_id, $3 holder, $4 ttl ms, $5 metadata, $6 cooldown ms, $7 lock delay ms,
-		// $8 wait, $9 owner, $10 first (break-glass), $11 its reason.
-		//
-		// The line (lineFree): a free key is granted only when no live ticket and no ready head
-		// job arrived before the caller; enq enqueues a refused waiter's ticket (or keeps it
-		// alive, its place kept) and granted ends the caller's ticket, in the same statement.
-		// The row lock that serialises grants of the key is held while the line is read.
-		acquire: `WITH ins AS (
-INSERT INTO ` + t + ` AS a
-	(key, lease_id, holder, owner, token, acquired_at, expires_at, ended, available_at, cooldown_ms, lock_delay_ms, metadata)
-VALUES ($1, $2, $3, $9, coalesce((SELECT k.token FROM ` + t + ` k WHERE k.key = $1), nextval(` + seq + `)),
-	now(), now() + $4::bigint * interval '1 millisecond', 0,
-	now() + ($4::bigint + $7::bigint) * interval '1 millisecond', $6, $7, $5)
-ON CONFLICT (key) DO UPDATE SET
-	lease_id      = CASE WHEN a.available_at <= now() THEN excluded.lease_id ELSE a.lease_id END,
-	holder        = CASE WHEN a.available_at <= now() THEN excluded.holder ELSE a.holder END,
-	owner         = CASE WHEN a.available_at <= now() THEN excluded.owner ELSE a.owner END,
-	token         = CASE WHEN a.available_at <= now() THEN nextval(` + seq + `) ELSE a.token END,
-	acquired_at   = CASE WHEN a.available_at <= now() THEN now() ELSE a.acquired_at END,
-	metadata      = CASE WHEN a.available_at <= now() THEN excluded.metadata ELSE a.metadata END,
-	cooldown_ms   = CASE WHEN a.available_at <= now() THEN excluded.cooldown_ms ELSE a.cooldown_ms END,
-	lock_delay_ms = CASE WHEN a.available_at <= now() THEN excluded.lock_delay_ms ELSE a.lock_delay_ms END,
-	available_at  = CASE WHEN a.available_at <= now() THEN excluded.available_at
-		WHEN a.holder = excluded.holder AND a.owner = excluded.owner
-			THEN excluded.expires_at + a.lock_delay_ms * interval '1 millisecond'
-		ELSE a.available_at END,
-	expires_at    = CASE WHEN a.available_at <= now() OR (a.holder = excluded.holder AND a.owner = excluded.owner)
-		THEN excluded.expires_at ELSE a.expires_at END,
-	took_over     = CASE WHEN a.available_at <= now() THEN a.ended = 0 ELSE a.took_over END,
-	job_id        = CASE WHEN a.available_at <= now() THEN 0 ELSE a.job_id END,
-	ended         = 0,
-	waiters       = CASE WHEN a.available_at <= now() THEN false
-		WHEN a.holder = excluded.holder AND a.owner = excluded.owner THEN a.waiters ELSE true END
-WHERE (a.available_at <= now() AND ` + lineFree + `)
-	OR (a.ended = 0 AND a.expires_at > now()
-		AND ((a.holder = excluded.holder AND a.owner = excluded.owner) OR ($8::boolean AND NOT a.waiters)))
-RETURNING a.*
-), cur AS (
-	SELECT * FROM ` + t + ` WHERE key = $1 FOR SHARE
-), enq AS (
-	INSERT INTO ` + tk + ` AS tk (key, lease_id, holder, owner, created_at, expires_at, first, actor, reason)
-	SELECT $1, $2, $3, $9, now(), now() + $4::bigint * interval '1 millisecond', $10,
-		CASE WHEN $10 THEN $3 ELSE '' END, $11
-	WHERE $8 AND NOT EXISTS (SELECT FROM ins WHERE ins.holder = $3 AND ins.owner = $9)
-	ON CONFLICT (key, lease_id) DO UPDATE SET
-		created_at = CASE WHEN tk.expires_at > now() AND tk.first >= excluded.first THEN tk.created_at ELSE excluded.created_at END,
-		first = excluded.first, actor = excluded.actor, reason = excluded.reason, expires_at = excluded.expires_at
-	WHERE tk.owner = excluded.owner
-), granted AS (
-	DELETE FROM ` + tk + ` WHERE key = $1 AND lease_id = $2 AND EXISTS (SELECT FROM ins WHERE ins.holder = $3 AND ins.owner = $9)
-)
-SELECT holder = $3 AND owner = $9, ` + leaseCols + `, ended,
-	(extract(epoch FROM available_at - now()) * 1000000)::bigint, ` + live + `, false, took_over, false FROM ins
-UNION ALL
-SELECT false, ` + leaseCols + `, ended,
-	(extract(epoch FROM available_at - now()) * 1000000)::bigint,
-	` + live + `, available_at <= clock_timestamp(), false, available_at <= now() AND NOT ` + lineFree + `
-FROM cur WHERE NOT EXISTS (SELECT FROM ins)`,
+		acquire:    acquireQuery(schema, true),
+		tryAcquire: acquireQuery(schema, false),
 
 		// $1 key, $2 lease_id, $3 ttl ms, $4 owner.
 		renewMany: renewManyQuery(schema),
@@ -146,7 +45,8 @@ WHERE key = $1 AND lease_id = $2 AND owner = $4 AND ` + live + `
 RETURNING ` + leaseCols,
 
 		// The NOTIFY is part of the releasing transaction: it is delivered iff the release
-		// commits, and sent only if a waiter marked the lease. The resource's head job, if it
+		// commits, and sent only if the lease has waiters (the line's front is looked up only
+		// then, and woken by name). The resource's head job, if it
 		// waits to be claimed, may have been held back by the lease: its kind's workers are
 		// woken too if any wait (one probe of the one-head-per-resource index). Exec reports one row per release.
 		// $1 key, $2 lease_id, $3 channel, $4 owner.
@@ -154,17 +54,20 @@ RETURNING ` + leaseCols,
 	UPDATE ` + t + ` SET ended = 1, available_at = now() + cooldown_ms * interval '1 millisecond'
 	WHERE key = $1 AND lease_id = $2 AND owner = $4 AND ` + live + `
 	RETURNING key, waiters, (extract(epoch FROM now() - acquired_at) * 1000000)::bigint AS held_us
-), front AS (
-	SELECT f.lease_id FROM ` + tk + ` f, u WHERE f.key = u.key AND f.expires_at > now()
-	ORDER BY f.first DESC, f.created_at, f.seq LIMIT 1
 )
-SELECT held_us, CASE WHEN (SELECT lease_id FROM front) IS NOT NULL THEN pg_notify($3, key || E'\x1e' || (SELECT lease_id FROM front))::text
+SELECT held_us, CASE WHEN front IS NOT NULL THEN pg_notify($3, key || E'\x1e' || front)::text
 		WHEN waiters THEN pg_notify($3, key)::text END,
-	(SELECT lease_id FROM front), (SELECT count(*) FROM (
+	front, (SELECT count(*) FROM (
 	SELECT pg_notify($3, E'\x1fjob:' || k.name) FROM ` + pgx.Identifier{schema, "jobs"}.Sanitize() + ` h
 	JOIN ` + pgx.Identifier{schema, "job_kinds"}.Sanitize() + ` k ON k.name = h.kind
-	WHERE h.resource = u.key AND h.head AND h.state IN ('scheduled', 'available', 'retryable') AND k.waiting_until > now()
-) n)::int FROM u`,
+	WHERE h.resource = x.key AND h.head AND h.state IN ('scheduled', 'available', 'retryable') AND k.waiting_until > now()
+) n)::int FROM (
+	-- The front is read only if the lease has waiters (CASE is lazy); OFFSET 0 keeps the
+	-- subquery whole, so it is read once.
+	SELECT u.*, CASE WHEN u.waiters THEN (SELECT f.lease_id FROM ` + tk + ` f WHERE f.key = u.key AND f.expires_at > now()
+		ORDER BY f.first DESC, f.created_at, f.seq LIMIT 1) END AS front
+	FROM u OFFSET 0
+) x`,
 
 		// Only the owner learns that its lease was released already. $1 key, $2 lease_id, $3 owner.
 		released: `SELECT EXISTS (SELECT 1 FROM ` + t + ` WHERE key = $1 AND lease_id = $2 AND owner = $3 AND ended = 1)`,
@@ -231,17 +134,32 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	}
 	var lastHolder *store.Lease
 	marked := false
+	// A caller that does not wait runs the statement that writes no ticket, unless it has one.
+	try := !p.Wait && !p.First
+	stmt := s.q.acquire
+	if try {
+		stmt = s.q.tryAcquire
+	}
 	for range acquireAttempts {
 		var (
 			granted, isLive, freed, tookOver, blocked bool
 			ended                                     int16
 			untilAvailable                            int64
 		)
-		l, err := scanLease(s.pool.QueryRow(ctx, s.q.acquire,
-			p.Key, p.LeaseID, p.Holder, p.TTL.Milliseconds(), md, p.Cooldown.Milliseconds(), p.LockDelay.Milliseconds(), p.Wait,
-			p.Owner, p.First, p.FirstReason),
+		args := []any{p.Key, p.LeaseID, p.Holder, p.TTL.Milliseconds(), md, p.Cooldown.Milliseconds(),
+			p.LockDelay.Milliseconds(), p.Wait, p.Owner, p.First, p.FirstReason}
+		if try {
+			args = args[:9] // first and its reason are the waiting statement's
+		}
+		l, err := scanLease(s.pool.QueryRow(ctx, stmt, args...),
 			[]any{&granted}, &ended, &untilAvailable, &isLive, &freed, &tookOver, &blocked)
 		switch {
+		case err == nil && !granted && blocked && try:
+			// Free, but a ticket is in the line, perhaps the caller's own from an earlier waiting
+			// attempt under this lease ID: the waiting statement places the caller by it, and
+			// ends it on a grant.
+			try, stmt = false, s.q.acquire
+			continue
 		case errors.Is(err, pgx.ErrNoRows):
 			continue // the row appeared after the statement's snapshot
 		case isFirstGrantOfResource(err) && !marked:

@@ -18,19 +18,36 @@ import (
 // grant of the key takes (and every claim of a job on a key that was ever locked, for its gate),
 // and enqueues or ends the caller's ticket in the same statement.
 
+// meCTE is the acquire statement's first CTE: the caller's ticket, if it has one (live or
+// expired), read once. $1 key, $2 lease_id.
+func meCTE(schema string) string {
+	return `me AS MATERIALIZED (SELECT m.created_at, m.seq, m.expires_at FROM ` + pgx.Identifier{schema, "tickets"}.Sanitize() +
+		` m WHERE m.key = $1 AND m.lease_id = $2)`
+}
+
 // lineFreeSQL is the acquire statement's line condition: no live ticket arrived before the
-// caller (a break-glass ticket is before every other; ties go by enqueue order) and no ready head job
-// was submitted before it (none at all for a break-glass request). The caller's arrival is its
-// live ticket's, or now() if it has none. A head that is not ready (scheduled_at in the future:
-// scheduled, or backing off) holds no one up. $1 key, $2 lease_id, $10 first.
+// caller (a break-glass ticket is before every other; ties go by enqueue order) and no ready head
+// job was submitted before it (none at all for a break-glass request). The caller's arrival is its
+// live ticket's (me), or now() if it has none. A head that is not ready (scheduled_at in the
+// future: scheduled, or backing off) holds no one up. $1 key, $2 lease_id, $10 first.
 func lineFreeSQL(schema string) string {
 	tk, jobs := pgx.Identifier{schema, "tickets"}.Sanitize(), pgx.Identifier{schema, "jobs"}.Sanitize()
-	my := `coalesce((SELECT m.created_at FROM ` + tk + ` m WHERE m.key = $1 AND m.lease_id = $2 AND m.expires_at > now()), now())`
-	mySeq := `coalesce((SELECT m.seq FROM ` + tk + ` m WHERE m.key = $1 AND m.lease_id = $2 AND m.expires_at > now()), 9223372036854775807)`
+	my := `coalesce((SELECT me.created_at FROM me WHERE me.expires_at > now()), now())`
+	mySeq := `coalesce((SELECT me.seq FROM me WHERE me.expires_at > now()), 9223372036854775807)`
 	return `(NOT EXISTS (SELECT 1 FROM ` + tk + ` t WHERE t.key = $1 AND t.lease_id <> $2 AND t.expires_at > now()
 		AND ((t.first AND NOT $10::boolean) OR (t.first = $10::boolean AND (t.created_at, t.seq) < (` + my + `, ` + mySeq + `))))
 	AND ($10::boolean OR NOT EXISTS (SELECT 1 FROM ` + jobs + ` h WHERE h.resource = $1 AND h.head
 		AND h.state IN ('scheduled', 'available', 'retryable') AND h.scheduled_at <= now() AND h.created_at <= ` + my + `)))`
+}
+
+// tryLineFreeSQL is lineFreeSQL for a caller that neither waits nor is break-glass
+// (tryAcquire): any live ticket in the key's line refuses it, its own included (see
+// acquireQuery). $1 key.
+func tryLineFreeSQL(schema string) string {
+	tk, jobs := pgx.Identifier{schema, "tickets"}.Sanitize(), pgx.Identifier{schema, "jobs"}.Sanitize()
+	return `(NOT EXISTS (SELECT 1 FROM ` + tk + ` t WHERE t.key = $1 AND t.expires_at > now())
+	AND (NOT EXISTS (SELECT 1 FROM ` + jobs + ` h WHERE h.resource = $1 AND h.head
+		AND h.state IN ('scheduled', 'available', 'retryable') AND h.scheduled_at <= now() AND h.created_at <= now())))`
 }
 
 // lineQuery reads a key's line in order: break-glass tickets, then tickets and jobs by arrival (a
