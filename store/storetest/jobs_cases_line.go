@@ -191,6 +191,43 @@ func testLineAbandoned(t *testing.T, h JobHarness) {
 	}
 }
 
+// testLineTryKeepsThePlace: a waiter's ticket keeps its place for a later attempt that does not
+// wait (TryAcquire, or an HTTP poll without wait_ms) under the same lease ID: behind another
+// ticket it is refused with its place, at the front it is granted and its ticket ends, so the
+// line is empty once it releases.
+func testLineTryKeepsThePlace(t *testing.T, h JobHarness) {
+	e := newJobEnv(t, h)
+	ls := lineStore(t, e)
+	const key = "line/try"
+	try := func(id string) (*store.Lease, error) {
+		return ls.Acquire(e.ctx, &store.AcquireParams{Key: key, LeaseID: id, Holder: "h-" + id, TTL: time.Minute})
+	}
+	hold, err := try("holder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustQueue(t, e.ctx, ls, key, "front", time.Minute, 0)
+	mustQueue(t, e.ctx, ls, key, "back", time.Minute, 1)
+	release(t, e.ctx, ls, hold)
+	_, err = try("back")
+	var held *store.LockHeldError
+	if !errors.As(err, &held) || held.Ahead != 1 || held.Holder != "h-front" {
+		t.Fatalf("TryAcquire of the free key by the second ticket's lease ID: %v; want ErrLockHeld, 1 ahead, first h-front", err)
+	}
+	l, err := try("front")
+	if err != nil {
+		t.Fatalf("TryAcquire of the free key by the front ticket's lease ID: %v; want granted", err)
+	}
+	release(t, e.ctx, ls, l)
+	if l, err = try("back"); err != nil {
+		t.Fatalf("TryAcquire by the lease ID of the ticket now at the front: %v; want granted", err)
+	}
+	release(t, e.ctx, ls, l)
+	if _, err := try("newcomer"); err != nil {
+		t.Fatalf("TryAcquire of a key whose waiters were all granted: %v; want granted (no ticket left in its line)", err)
+	}
+}
+
 // testLineWithJobs: lock tickets and jobs share one line by arrival. A job submitted before a
 // lock request runs first; a job submitted after it waits for it; a head job that is not ready
 // holds no lock up; a break-glass request goes before both and still waits for the holder.

@@ -63,6 +63,7 @@ func RunJobs(t *testing.T, h JobHarness) {
 		// Leases and jobs on one resource.
 		{"OneResourceRefusals", testOneResourceRefusals},
 		{"LineAbandoned", testLineAbandoned},
+		{"LineTryKeepsThePlace", testLineTryKeepsThePlace},
 		{"LineWithJobs", testLineWithJobs},
 		{"LineVisible", testLineVisible},
 		// Policies and guards.
