@@ -1,0 +1,138 @@
+package baton_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/store/sqlite"
+)
+
+// lineHangGuard bounds a test's waits for a condition: only a hang reaches it, never a loaded
+// machine. The line's tickets and polls in these tests last far longer (lineTTL).
+const lineHangGuard = 3 * time.Minute
+
+// lineTTL is the lease and ticket TTL, and the poll interval, of the line tests: so long that
+// nothing but the behaviour under test can let a waiter through within lineHangGuard.
+const lineTTL = time.Hour
+
+// refusalSignal is the SQLite store that reports, by holder, each waiting acquire it refuses: a
+// refusal enqueues (or keeps alive) the waiter's ticket. Its line methods are the store's.
+type refusalSignal struct {
+	*sqlite.Store
+	refused chan string
+}
+
+func (s *refusalSignal) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
+	l, err := s.Store.Acquire(ctx, p)
+	if p.Wait && errors.Is(err, store.ErrLockHeld) {
+		select {
+		case s.refused <- p.Holder:
+		default: // a retry's refusal nobody waits for
+		}
+	}
+	return l, err
+}
+
+// waitRefused returns once the store has refused a waiting acquire of holder (its ticket is in
+// the line).
+func (s *refusalSignal) waitRefused(t *testing.T, holder string) {
+	t.Helper()
+	timeout := time.After(lineHangGuard)
+	for {
+		select {
+		case h := <-s.refused:
+			if h == holder {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("%s was not refused in %s (hung)", holder, lineHangGuard)
+		}
+	}
+}
+
+// An Acquire whose context ends while it waits leaves the line at once (Locker.wait's leaveLine):
+// its ticket is gone when Acquire returns, and the waiter behind it is granted as soon as the
+// holder releases, not an hour later when the abandoned ticket would have expired.
+func TestAcquireThatGivesUpLeavesTheLine(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), ":memory:", sqlite.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rs := &refusalSignal{Store: st, refused: make(chan string, 16)}
+	locker, err := baton.NewLocker(rs, &baton.Config{TTL: lineTTL, PollInterval: lineTTL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), lineHangGuard)
+	defer cancel()
+	const key = "line/leave"
+
+	holder, err := locker.TryAcquire(ctx, key, baton.WithHolder("holder"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = holder.Release(context.Background()) }()
+
+	// The quitter waits first, next behind it.
+	quitCtx, quit := context.WithCancel(ctx)
+	defer quit()
+	quitDone := make(chan error, 1)
+	go func() {
+		_, err := locker.Acquire(quitCtx, key, baton.WithHolder("quitter"))
+		quitDone <- err
+	}()
+	rs.waitRefused(t, "quitter")
+	type result struct {
+		lease *baton.Lease
+		err   error
+	}
+	nextCtx, stopNext := context.WithCancel(ctx)
+	defer stopNext()
+	nextDone := make(chan result, 1)
+	go func() {
+		l, err := locker.Acquire(nextCtx, key, baton.WithHolder("next"))
+		nextDone <- result{l, err}
+	}()
+	rs.waitRefused(t, "next")
+	if got := lineHolders(t, st, key); len(got) != 2 || got[0] != "quitter" || got[1] != "next" {
+		t.Fatalf("line %v; want [quitter next]", got)
+	}
+
+	quit()
+	if err := <-quitDone; !errors.Is(err, context.Canceled) || !errors.Is(err, baton.ErrLockHeld) {
+		t.Fatalf("the quitter's Acquire: %v; want the cancellation and the refusal", err)
+	}
+	if got := lineHolders(t, st, key); len(got) != 1 || got[0] != "next" {
+		t.Errorf("line after the quitter gave up %v; want [next]: its ticket should be gone at once", got)
+	}
+
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-nextDone // bounded by ctx (lineHangGuard); the quitter's ticket would last lineTTL
+	if r.err != nil {
+		t.Fatalf("next, after the holder released: %v; want the key (the quitter's ticket held the line)", r.err)
+	}
+	if err := r.lease.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lineHolders reads key's line as its tickets' holders, in order.
+func lineHolders(t *testing.T, lr store.LineReader, key string) []string {
+	t.Helper()
+	l, err := lr.ResourceLine(context.Background(), key, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, tk := range l.Tickets {
+		out = append(out, tk.Holder)
+	}
+	return out
+}
