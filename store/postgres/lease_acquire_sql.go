@@ -45,6 +45,12 @@ import "github.com/jackc/pgx/v5"
 // earlier than the decision: that can refuse a key that came free while it waited
 // (freed reports it; Acquire retries), but never grant one early.
 //
+// The line is read in the statement's snapshot, while the row is read at its latest version.
+// A key that came free while the statement waited for its row (a job's end, which also makes
+// the resource's next job its head; a release) is therefore not granted: the free branch asks
+// that the snapshot's row (snap) was free too, so the line it read is the line of a free key.
+// The refusal reports freed or blocked, and Acquire's next statement reads the line anew.
+//
 // Columns: granted, then leaseCols, then ended, microseconds until available, live,
 // freed (available by the clock at the end of the wait), took over an expired lease, and
 // blocked: free by the statement's clock yet not granted, so the WHERE (which saw the very
@@ -69,10 +75,11 @@ func acquireQuery(schema string, waiting bool) string {
 	// The schema name is [a-z0-9_], so the quoted identifier cannot contain a single quote.
 	seq := "'" + pgx.Identifier{schema, "token_seq"}.Sanitize() + "'"
 	tk := pgx.Identifier{schema, "tickets"}.Sanitize()
+	snap := `snap AS MATERIALIZED (SELECT k.token, k.available_at FROM ` + t + ` k WHERE k.key = $1)`
 	othersWait := `EXISTS (SELECT FROM ` + tk + ` w WHERE w.key = $1 AND w.lease_id <> $2 AND w.expires_at > now())`
 	var head, lineFree, waiters, lineWrites string
 	if waiting {
-		head, lineFree, waiters = `WITH `+meCTE(schema)+`, ins AS (`, lineFreeSQL(schema), othersWait
+		head, lineFree, waiters = `WITH `+meCTE(schema)+`, `+snap+`, ins AS (`, lineFreeSQL(schema), othersWait
 		lineWrites = `), enq AS (
 	INSERT INTO ` + tk + ` AS tk (key, lease_id, holder, owner, created_at, expires_at, first, actor, reason)
 	SELECT $1, $2, $3, $9, now(), now() + $4::bigint * interval '1 millisecond', $10,
@@ -88,12 +95,12 @@ func acquireQuery(schema string, waiting bool) string {
 `
 	} else {
 		// Granted only when no live ticket is left: nobody waits.
-		head, lineFree, waiters = `WITH ins AS (`, tryLineFreeSQL(schema), `false`
+		head, lineFree, waiters = `WITH `+snap+`, ins AS (`, tryLineFreeSQL(schema), `false`
 	}
 	return head + `
 INSERT INTO ` + t + ` AS a
 	(key, lease_id, holder, owner, token, acquired_at, expires_at, ended, available_at, cooldown_ms, lock_delay_ms, metadata)
-VALUES ($1, $2, $3, $9, coalesce((SELECT k.token FROM ` + t + ` k WHERE k.key = $1), nextval(` + seq + `)),
+VALUES ($1, $2, $3, $9, coalesce((SELECT snap.token FROM snap), nextval(` + seq + `)),
 	now(), now() + $4::bigint * interval '1 millisecond', 0,
 	now() + ($4::bigint + $7::bigint) * interval '1 millisecond', $6, $7, $5)
 ON CONFLICT (key) DO UPDATE SET
@@ -116,7 +123,7 @@ ON CONFLICT (key) DO UPDATE SET
 	ended         = 0,
 	waiters       = CASE WHEN a.available_at <= now() THEN ` + waiters + `
 		WHEN a.holder = excluded.holder AND a.owner = excluded.owner THEN a.waiters ELSE true END
-WHERE (a.available_at <= now() AND ` + lineFree + `)
+WHERE (a.available_at <= now() AND (SELECT snap.available_at FROM snap) <= now() AND ` + lineFree + `)
 	OR (a.ended = 0 AND a.expires_at > now()
 		AND ((a.holder = excluded.holder AND a.owner = excluded.owner) OR ($8::boolean AND NOT a.waiters)))
 RETURNING a.*

@@ -1,11 +1,13 @@
 package postgres_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/batonhq/baton/store"
@@ -62,6 +64,144 @@ func TestLeaveLineNotifiesTheNextWaiterElsewhere(t *testing.T) {
 	}
 	if l, err := s2.Acquire(ctx, next); err != nil || l.Holder != "next" {
 		t.Fatalf("next's acquire once woken: %+v, %v; want granted, the front has left", l, err)
+	}
+}
+
+// A waiter that queued while the key was held, and then waits for push only, is woken by the
+// release of the lease granted to the waiter before it: that grant saw its ticket and recorded
+// that someone waits (the release reads the front only then), and the NOTIFY reaches it in
+// another process.
+func TestGrantRecordsWaitersForTheNextRelease(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	schema := newSchema(t)
+	s1, s2 := openStore(t, schema), openStore(t, schema)
+	const key = "line/next-release"
+	waiting := func(holder string) *store.AcquireParams {
+		return &store.AcquireParams{Key: key, LeaseID: holder + "-" + randHex(), Holder: holder, TTL: time.Hour, Wait: true}
+	}
+	hold, err := s1.Acquire(ctx, &store.AcquireParams{Key: key, LeaseID: "holder", Holder: "holder", TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := waiting("first"), waiting("second")
+	for _, p := range []*store.AcquireParams{first, second} {
+		if _, err := s1.Acquire(ctx, p); !errors.Is(err, store.ErrLockHeld) {
+			t.Fatalf("waiting acquire of %s: %v; want ErrLockHeld, its ticket enqueued", p.Holder, err)
+		}
+	}
+	// Both wait in s2: a NOTIFY naming a waiter that s2 does not know would wake another.
+	wakeFirst, cancelFirst := s2.SubscribeAs(key, first.LeaseID)
+	defer cancelFirst()
+	wakeSecond, cancel := s2.SubscribeAs(key, second.LeaseID)
+	defer cancel()
+	if _, err := s1.Release(ctx, &store.ReleaseParams{Key: key, LeaseID: hold.ID}); err != nil {
+		t.Fatal(err)
+	}
+	wantWake(t, wakeFirst, "the holder's release, for the front ticket's waiter")
+	l, err := s1.Acquire(ctx, first)
+	if err != nil {
+		t.Fatalf("the front's acquire after the release: %v", err)
+	}
+	select {
+	case <-wakeSecond:
+		t.Fatal("the holder's release woke the second in line; the test cannot tell the next release's wake-up from it")
+	default:
+	}
+	if _, err := s1.Release(ctx, &store.ReleaseParams{Key: key, LeaseID: l.ID}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-wakeSecond:
+	case <-ctx.Done():
+		t.Fatalf("second, subscribed on another store, not woken %s after first released: no NOTIFY", hangGuard)
+	}
+	if l, err := s2.Acquire(ctx, second); err != nil || l.Holder != "second" {
+		t.Fatalf("second's acquire once woken: %+v, %v; want granted", l, err)
+	}
+}
+
+// An acquire that waits for the key's row while a job on the key ends does not overtake the
+// resource's next job: the job's end makes that job the head in the same transaction, which the
+// acquire's snapshot, taken before, does not show. The test holds the row in a transaction of its
+// own, so that the job's end, then the acquire, queue behind it in that order.
+func TestAcquireWaitingThroughAJobsEndDoesNotOvertakeTheNextJob(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	schema := newSchema(t)
+	s := openStore(t, schema)
+	if err := s.RegisterKinds(ctx, []store.Kind{{Name: "apply"}}); err != nil {
+		t.Fatal(err)
+	}
+	const key = "line/snapshot"
+	l, err := s.Acquire(ctx, &store.AcquireParams{Key: key, LeaseID: "once", Holder: "once", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := func(id string) {
+		t.Helper()
+		if _, err := s.Release(ctx, &store.ReleaseParams{Key: key, LeaseID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release(l.ID) // the key is a lock key: a job's attempt holds its row
+	submit(t, s, "apply", key)
+	next := submit(t, s, "apply", key)
+	running := claim(t, s, 1, "apply")
+	if len(running) != 1 {
+		t.Fatalf("claimed %d jobs; want the first", len(running))
+	}
+
+	conn, err := pgx.Connect(ctx, dsn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, `SELECT FROM `+pgx.Identifier{schema, "leases"}.Sanitize()+` WHERE key = $1 FOR UPDATE`, key); err != nil {
+		t.Fatal(err)
+	}
+	// blocked waits until n of this schema's statements wait for a lock.
+	blocked := func(n int64) {
+		t.Helper()
+		for queryInt(t, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> $1
+			AND position($2 in query) > 0`, conn.PgConn().PID(), schema) < n {
+			if ctx.Err() != nil {
+				t.Fatalf("fewer than %d statements wait for the key's row", n)
+			}
+			time.Sleep(5 * time.Millisecond) // polling pg_stat_activity
+		}
+	}
+	ended := make(chan error, 1)
+	go func() {
+		_, err := s.CompleteJob(ctx, &store.CompleteParams{ID: running[0].ID, Token: running[0].Token})
+		ended <- err
+	}()
+	blocked(1)
+	acquired := make(chan error, 1)
+	go func() {
+		_, err := s.Acquire(ctx, &store.AcquireParams{Key: key, LeaseID: "late", Holder: "late", TTL: time.Minute})
+		acquired <- err
+	}()
+	blocked(2)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-ended; err != nil {
+		t.Fatalf("completing the running job: %v", err)
+	}
+	err = <-acquired
+	var held *store.LockHeldError
+	if !errors.As(err, &held) || held.Holder != fmt.Sprint("job:", next.ID) {
+		release("late")
+		t.Fatalf("acquire that waited through the job's end: %v; want ErrLockHeld, job %d first", err, next.ID)
+	}
+	if js := claim(t, s, 1, "apply"); len(js) != 1 || js[0].ID != next.ID {
+		t.Fatalf("claimed %v after the refused acquire; want job %d", js, next.ID)
 	}
 }
 
