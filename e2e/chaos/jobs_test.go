@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,14 +31,22 @@ const (
 	// jobLockers `baton run --lock` loops take the jobs' resources as locks at the same time (a
 	// key is one resource for leases and jobs), each CMD the same fenced client as the jobs'.
 	jobLockers = 2
+	// In the fault-free phase every locker takes jobLineKey, and jobLineLockers more lockers
+	// join them until the phase ends: with four lockers on one key, two of them often wait in
+	// its line at once (behind another, or behind a job), which the line check
+	// (checkLineOrder) needs to compare grants at all.
+	jobLineKey     = "chaos/r0"
+	jobLineLockers = 2
 )
 
 // TestJobsChaos: jobs over a few resources, run by 3 `baton worker`s whose CMD is the fenced
 // resource's client (per resource, token from BATON_FENCING_TOKEN), while 2 `baton run --lock`
-// loops take the same resources as locks with the same client as CMD, with kill -9 and SIGSTOP of
-// workers and server (and PostgreSQL) restarts after a fault-free third. Checked: no overlap and
-// tokens in order per resource across jobs and locks (checkFencing), every job ends succeeded
-// (none lost), and jobs of a resource run in submission order.
+// loops (4 on one resource in the fault-free phase) take the same resources as locks with the
+// same client as CMD, with kill -9 and SIGSTOP of workers and server (and PostgreSQL) restarts
+// after a fault-free third. Checked: no overlap and tokens in order per resource across jobs and
+// locks (checkFencing), every job ends succeeded (none lost), jobs of a resource run in
+// submission order, and in the fault-free phase lock waiters are granted in the order of their
+// tickets in the resource's line (checkLine).
 func TestJobsChaos(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
 		runJobs(t, "sqlite://"+filepath.Join(t.TempDir(), "baton.db"), nil)
@@ -79,6 +88,9 @@ type jobHarness struct {
 	dir   string
 	quit  atomic.Bool // the test ended early (a fatal error): stop faults
 	stops stopLog
+
+	mu       sync.Mutex
+	lockRuns []runRecord // the lockers' runs, for the line check
 }
 
 func runJobs(t *testing.T, store string, pg *postgres) {
@@ -100,13 +112,14 @@ func runJobs(t *testing.T, store string, pg *postgres) {
 		workers[i] = w
 		wg.Go(func() { h.loop(w) })
 	}
-	lockers := make([]*workerSlot, jobLockers)
+	lockers := make([]*workerSlot, jobLockers+jobLineLockers)
 	var lwg sync.WaitGroup
 	lockRuns := &counter{}
 	for i := range lockers {
 		l := &workerSlot{name: fmt.Sprintf("l%d", i)}
 		lockers[i] = l
-		lwg.Go(func() { h.lockLoop(l, lockRuns) })
+		faultFreeOnly := i >= jobLockers
+		lwg.Go(func() { h.lockLoop(l, lockRuns, faultFreeEnd, faultFreeOnly) })
 	}
 	stopLockers := func() {
 		for _, l := range lockers {
@@ -232,6 +245,7 @@ submitting: // until the faults have ended
 	checkOrphans(events, r)
 	sp := spans(events)
 	checkJobOrder(perResource, sp, r)
+	h.checkLine(faultFreeEnd, r, notes)
 	if dur == 0 {
 		checkEveryFault(faultKinds, faults, r)
 	}
@@ -338,20 +352,33 @@ func (w *workerSlot) quitting() bool {
 	return w.quit
 }
 
-// lockLoop runs `baton run --lock` on the jobs' resources, one after another, until told to quit.
-// Its CMD is the fenced client, so the resource sees locks and jobs on one key alike. Runs are
-// paced (a short pause between them) so that the jobs keep draining.
-func (h *jobHarness) lockLoop(l *workerSlot, runs *counter) {
+// lockLoop runs `baton run --lock` on the jobs' resources, one after another, until told to quit
+// (or, faultFreeOnly, once the fault-free phase has ended). Its CMD is the fenced client, so the
+// resource sees locks and jobs on one key alike. Runs are paced (a short pause between them) so
+// that the jobs keep draining. Runs that start in the fault-free phase take jobLineKey.
+func (h *jobHarness) lockLoop(l *workerSlot, runs *counter, faultFreeEnd time.Duration, faultFreeOnly bool) {
 	for n := 0; ; n++ {
 		key := fmt.Sprintf("chaos/r%d", rand.IntN(jobResources))
-		cmd := exec.Command(binary, "run", "--server", h.srv.url, "--lock", key, "--holder", fmt.Sprintf("chaos-%s-%d", l.name, n),
+		switch {
+		case h.res.now() < faultFreeEnd:
+			key = jobLineKey
+		case faultFreeOnly:
+			return
+		}
+		id := fmt.Sprintf("%s-%d", l.name, n)
+		cmd := exec.Command(binary, "run", "--server", h.srv.url, "--lock", key, "--holder", holderPrefix+id,
 			"--ttl", jobLeaseTTL.String(), "--wait", "20s", "--", fencedCmd)
-		cmd.Env = append(os.Environ(), "BATON_CHAOS_CLIENT="+l.name, "BATON_CHAOS_RUN="+fmt.Sprintf("%s-%d", l.name, n),
+		cmd.Env = append(os.Environ(), "BATON_CHAOS_CLIENT="+l.name, "BATON_CHAOS_RUN="+id,
 			"BATON_CHAOS_SLOW=0", "BATON_CHAOS_RESOURCE="+h.res.url)
+		start := h.res.now()
 		if !h.runIn(l, cmd) {
 			return
 		}
-		switch code := exitCode(cmd.ProcessState); code {
+		code := exitCode(cmd.ProcessState)
+		h.mu.Lock()
+		h.lockRuns = append(h.lockRuns, runRecord{client: l.name, id: id, start: start, end: h.res.now(), code: code})
+		h.mu.Unlock()
+		switch code {
 		case 0:
 			runs.add("ok", 1)
 		case 2, 126, 127:
@@ -451,4 +478,17 @@ func checkJobOrder(perResource map[string][]int64, sp map[string]*runSpan, r *re
 			}
 		}
 	}
+}
+
+// checkLine is the jobs test's line check (checkLineOrder): per resource, the lockers' runs of
+// the fault-free phase are granted in the order of their tickets.
+func (h *jobHarness) checkLine(faultFreeEnd time.Duration, r *report, notes *counter) {
+	var audit []auditEvent
+	for i := range jobResources {
+		audit = append(audit, h.srv.events(fmt.Sprintf("chaos/r%d", i))...)
+	}
+	h.mu.Lock()
+	c := lineCheck{audit: audit, runs: slices.Clone(h.lockRuns), faultFreeEnd: faultFreeEnd}
+	h.mu.Unlock()
+	checkLineOrder(c, r, notes)
 }
