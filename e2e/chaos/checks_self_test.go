@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -116,9 +117,94 @@ func TestLineOrderCheck(t *testing.T) {
 		want  int
 	}{"in order": {inOrder, 0}, "swapped": {swapped, 1}, "same millisecond": {sameMS, 0}} {
 		r, notes := &report{}, &counter{}
-		checkLineOrder(c.audit, runs, time.Minute, r, notes)
+		checkLineOrder(lineCheck{audit: c.audit, runs: runs, faultFreeEnd: time.Minute}, r, notes)
 		if got := r.violations.get("line_order"); got != c.want {
 			t.Errorf("%s: %d line_order violations, want %d (notes %s)", name, got, c.want, notes)
 		}
+	}
+}
+
+// The line order check on made-up audit logs of the jobs test: lock runs and jobs on two keys,
+// job claims among the ticket events. Grants are compared per key; with the jobs, the cross rule
+// catches a later job claimed while a ticket waited, and a lock granted before an earlier job
+// that had no head backing off before it; fewer than 2 compared grants, or no job meeting a
+// waiting ticket, fail as unchecked.
+func TestLineOrderCheckMixed(t *testing.T) {
+	base := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	ev := func(id int64, ms int, kind, key, run string) auditEvent {
+		return auditEvent{ID: id, At: at(ms), Kind: kind, Key: key, Holder: holderPrefix + run}
+	}
+	claim := func(id int64, ms int, key string, job int64) auditEvent {
+		return auditEvent{ID: id, At: at(ms), Kind: "job_claim", Key: key, Holder: "w0", JobID: job, Attempt: 1}
+	}
+	runs := []runRecord{{id: "l0-0", end: time.Second}, {id: "l1-0", end: time.Second}, {id: "l2-0", end: time.Second},
+		{id: "l0-1", end: time.Second}}
+	job := func(id int64, key string, created, acked int, clean bool) lineJob {
+		return lineJob{id: id, key: key, createdAt: at(created), acked: at(acked), clean: clean}
+	}
+	jobs := func(js ...lineJob) map[int64]lineJob {
+		m := map[int64]lineJob{}
+		for _, j := range js {
+			m[j.id] = j
+		}
+		return m
+	}
+	// On r0: job 1 (before every ticket), l0-0, l1-0 and l2-0 wait together, job 2 is submitted
+	// while they wait and claimed after them. On r1, in between: l0-1 waits and is granted; its
+	// ticket is later than r0's first ones, and it is granted first: another key, no violation.
+	inOrder := []auditEvent{ev(1, 1, "ticket_enqueue", "r0", "l0-0"), claim(2, 2, "r0", 1),
+		ev(3, 3, "ticket_enqueue", "r0", "l1-0"), ev(4, 4, "ticket_enqueue", "r1", "l0-1"), ev(5, 4, "ticket_enqueue", "r0", "l2-0"),
+		ev(6, 5, "acquire", "r1", "l0-1"), ev(7, 6, "acquire", "r0", "l0-0"),
+		ev(8, 7, "acquire", "r0", "l1-0"), ev(9, 9, "acquire", "r0", "l2-0"), claim(10, 10, "r0", 2)}
+	inOrderJobs := jobs(job(1, "r0", 0, 0, true), job(2, "r0", 5, 5, true))
+	cases := []struct {
+		name  string
+		audit []auditEvent
+		jobs  map[int64]lineJob
+		want  map[string]int // violations by kind; kinds not named: none
+	}{
+		{"in order", inOrder, inOrderJobs, nil},
+		{"in order, without the jobs", inOrder, nil, nil},
+		{"tickets swapped among job claims", []auditEvent{ev(1, 1, "ticket_enqueue", "r0", "l0-0"), claim(2, 2, "r0", 1),
+			ev(3, 3, "ticket_enqueue", "r0", "l1-0"), ev(4, 4, "ticket_enqueue", "r0", "l2-0"),
+			ev(5, 6, "acquire", "r0", "l1-0"), ev(6, 7, "acquire", "r0", "l0-0"), ev(7, 9, "acquire", "r0", "l2-0")},
+			inOrderJobs, map[string]int{"line_order": 1}},
+		{"a later job claimed while a ticket waited", append(slices.Clone(inOrder[:6]), claim(7, 6, "r0", 2),
+			ev(8, 7, "acquire", "r0", "l0-0"), ev(9, 8, "acquire", "r0", "l1-0"), ev(10, 9, "acquire", "r0", "l2-0")),
+			inOrderJobs, map[string]int{"line_order_cross": 3}},
+		{"a lock granted before an earlier job", append(slices.Clone(inOrder[:1]), ev(3, 3, "ticket_enqueue", "r0", "l1-0"),
+			ev(4, 4, "ticket_enqueue", "r0", "l2-0"), ev(5, 6, "acquire", "r0", "l0-0"), claim(6, 6, "r0", 1),
+			ev(7, 7, "acquire", "r0", "l1-0"), ev(8, 9, "acquire", "r0", "l2-0")),
+			inOrderJobs, map[string]int{"line_order_cross": 1}},
+		{"a lock granted before an earlier job behind a head that backed off", append(slices.Clone(inOrder[:1]),
+			ev(3, 3, "ticket_enqueue", "r0", "l1-0"), ev(4, 4, "ticket_enqueue", "r0", "l2-0"), ev(5, 6, "acquire", "r0", "l0-0"),
+			claim(6, 6, "r0", 1), ev(7, 7, "acquire", "r0", "l1-0"), ev(8, 9, "acquire", "r0", "l2-0")),
+			jobs(job(1, "r0", 0, 0, false), job(2, "r0", 5, 5, true)), nil},
+		{"one grant compared", inOrder[:8], inOrderJobs, map[string]int{"line_order_unchecked": 1}},
+		{"tickets of two keys are not compared", []auditEvent{ev(1, 1, "ticket_enqueue", "r0", "l0-0"),
+			ev(2, 2, "ticket_enqueue", "r1", "l1-0"), ev(3, 3, "acquire", "r1", "l1-0"), ev(4, 4, "acquire", "r0", "l0-0")},
+			nil, map[string]int{"line_order_unchecked": 1}},
+		{"no job while a ticket waited", inOrder, jobs(job(3, "r0", 0, 0, true)), map[string]int{"line_order_cross_unchecked": 1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, notes := &report{}, &counter{}
+			checkLineOrder(lineCheck{audit: c.audit, runs: runs, faultFreeEnd: time.Minute, jobs: c.jobs}, r, notes)
+			for _, kind := range []string{"line_order", "line_order_cross", "line_order_unchecked", "line_order_cross_unchecked"} {
+				if got := r.violations.get(kind); got != c.want[kind] {
+					t.Errorf("%d %s violations, want %d (violations %s, notes %s)", got, kind, c.want[kind], r.violations.String(), notes)
+				}
+			}
+			if c.name == "in order" {
+				if got := notes.get("line_grants_compared"); got != 2 {
+					t.Errorf("line_grants_compared = %d, want 2 (notes %s)", got, notes)
+				}
+				// l0-0: job 1 claimed and job 2 submitted while it waited; l1-0 and l2-0: job 2.
+				if got := notes.get("line_cross_compared"); got != 4 {
+					t.Errorf("line_cross_compared = %d, want 4 (notes %s)", got, notes)
+				}
+			}
+		})
 	}
 }

@@ -1,13 +1,11 @@
 package chaos
 
 import (
-	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -164,7 +162,7 @@ func runLocks(t *testing.T, store string, pg *postgres, rd *redisServer) {
 	} else {
 		audit := h.srv.events(lockKey)
 		checkAudit(audit, h.runs, sp, r)
-		checkLineOrder(audit, h.runs, faultFreeEnd, r, notes)
+		checkLineOrder(lineCheck{audit: audit, runs: h.runs, faultFreeEnd: faultFreeEnd}, r, notes)
 		waits = auditWaits(h.runs, audit)
 	}
 	checkFaultFree(h.runs, waits, faultFreeEnd, dur > 0, r, notes)
@@ -428,64 +426,4 @@ func pct(ds []time.Duration, p int) time.Duration {
 	ds = append([]time.Duration(nil), ds...)
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	return ds[(len(ds)-1)*p/100].Round(time.Millisecond)
-}
-
-// checkLineOrder: on a store with a line (SQLite, PostgreSQL), the runs of the fault-free phase
-// are granted in the order their tickets joined the key's line (the audit log's ticket_enqueue
-// events, by their time, to the millisecond the API carries). Runs granted without waiting have no ticket and are not compared; a run
-// whose ticket rejoined the line (it had expired) is counted in the notes and not compared.
-func checkLineOrder(audit []auditEvent, runs []runRecord, faultFreeEnd time.Duration, r *report, notes *counter) {
-	faultFree := map[string]bool{}
-	for _, rr := range runs {
-		if rr.end < faultFreeEnd && rr.code == 0 {
-			faultFree[holderPrefix+rr.id] = true
-		}
-	}
-	enqueued := map[string]auditEvent{} // holder -> its ticket's (only) enqueue
-	rejoined := map[string]bool{}
-	var grants []auditEvent
-	for _, e := range audit {
-		if !faultFree[e.Holder] {
-			continue
-		}
-		switch e.Kind {
-		case "ticket_enqueue":
-			if _, ok := enqueued[e.Holder]; ok {
-				rejoined[e.Holder] = true
-			}
-			enqueued[e.Holder] = e
-		case "acquire", "expiry_takeover":
-			if _, ok := enqueued[e.Holder]; ok {
-				grants = append(grants, e)
-			}
-		}
-	}
-	slices.SortFunc(grants, func(a, b auditEvent) int { return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.ID, b.ID)) })
-	notes.add("line_rejoined", len(rejoined))
-	var prev *auditEvent
-	compared := 0
-	for _, g := range grants {
-		if rejoined[g.Holder] {
-			continue
-		}
-		q := enqueued[g.Holder]
-		if prev != nil {
-			p := enqueued[prev.Holder]
-			if q.At.Equal(p.At) {
-				// The API carries milliseconds; the store orders tickets by their arrival in
-				// nanoseconds, which need not follow the audit IDs (a request reads its clock
-				// before it waits for the write lock). Two tickets of one millisecond are not judged.
-				notes.add("line_same_ms", 1)
-			} else if q.At.Before(p.At) {
-				r.violate("line_order", "%s was granted after %s, but its ticket joined the line first (%s before %s)",
-					g.Holder, prev.Holder, q.At.Format(time.RFC3339Nano), p.At.Format(time.RFC3339Nano))
-			}
-		}
-		compared++
-		prev = &g
-	}
-	notes.add("line_grants_compared", compared)
-	if compared < 2 {
-		r.violate("line_order_unchecked", "only %d runs of the fault-free phase waited in the line and were granted: the scenario no longer exercises the line", compared)
-	}
 }

@@ -124,6 +124,10 @@ type auditEvent struct {
 	Key    string    `json:"key"`
 	Holder string    `json:"holder"`
 	Token  uint64    `json:"token"`
+	// Job events (job_claim, job_complete): the job, its attempt and how the attempt ended.
+	JobID   int64  `json:"job_id"`
+	Attempt int    `json:"attempt"`
+	Outcome string `json:"outcome"`
 }
 
 // events reads every page of the audit log for key.
