@@ -75,7 +75,8 @@ type JobStore interface {
 	ReapJobs(ctx context.Context, p *ReapParams) ([]*ReapedJob, error)
 	// CleanJobs deletes succeeded, cancelled and skipped jobs finished more than p.Age ago (on
 	// the store's clock), and discarded ones too if p.Discarded (finished more than
-	// p.DeadLetterAge() ago); at most p.Limit per call.
+	// p.DeadLetterAge() ago); at most p.Limit per call. A store with a line also deletes up to
+	// p.Limit expired tickets (waits that were abandoned, skipped by everyone), uncounted.
 	CleanJobs(ctx context.Context, p *CleanParams) (int, error)
 	// JobCounts counts jobs per kind and state (unfinished states only).
 	JobCounts(ctx context.Context) ([]*JobCount, error)

@@ -150,7 +150,12 @@ AND (cardinality($1::bigint[]) = 0 OR j.id = ANY($1)) AND ($2 = '' OR j.kind = $
 		reapCandidates: q(`SELECT j.id, j.token, j.lease_expires_at IS NULL FROM {jobs} j
 WHERE j.state = 'running' AND (j.lease_expires_at IS NULL OR j.lease_expires_at <= now())
 ORDER BY j.lease_expires_at NULLS FIRST LIMIT $1`),
-		clean: q(`DELETE FROM {jobs} WHERE id IN (
+		// The cleaner also deletes the line's expired tickets (abandoned waits), which everyone
+		// skips: a waiter that comes back starts again at the back either way.
+		clean: q(`WITH expired AS (
+	DELETE FROM {tickets} WHERE ctid = ANY (ARRAY(SELECT ctid FROM {tickets} WHERE expires_at < now() LIMIT $3))
+)
+DELETE FROM {jobs} WHERE id IN (
 	SELECT id FROM {jobs} WHERE state IN ('succeeded', 'cancelled', 'discarded', 'skipped')
 	AND finished_at < now() - least($1::bigint, $4::bigint) * interval '1 millisecond'
 	AND CASE WHEN state = 'discarded' THEN $2::bool AND finished_at < now() - $4::bigint * interval '1 millisecond'

@@ -267,3 +267,33 @@ func TestMigrationToTicketsKeepsAuditing(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The cleaner deletes the line's expired tickets (abandoned waits) and keeps live ones. The
+// database's clock cannot be moved, so the test moves the abandoned ticket's expiry back.
+func TestCleanDeletesExpiredTickets(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	schema := newSchema(t)
+	s := openStore(t, schema)
+	const key = "line/clean"
+	if _, err := s.Acquire(ctx, &store.AcquireParams{Key: key, LeaseID: "holder", Holder: "holder", TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"gone", "live"} {
+		_, err := s.Acquire(ctx, &store.AcquireParams{Key: key, LeaseID: id, Holder: id, TTL: time.Hour, Wait: true})
+		if !errors.Is(err, store.ErrLockHeld) {
+			t.Fatalf("waiting acquire of %s: %v; want ErrLockHeld, its ticket enqueued", id, err)
+		}
+	}
+	tickets := pgx.Identifier{schema, "tickets"}.Sanitize()
+	exec(t, `UPDATE `+tickets+` SET expires_at = now() - interval '1 second' WHERE lease_id = 'gone'`)
+	if _, err := s.CleanJobs(ctx, &store.CleanParams{Age: time.Hour, Limit: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if n := queryInt(t, `SELECT count(*) FROM `+tickets+` WHERE lease_id = 'gone'`); n != 0 {
+		t.Fatalf("the expired ticket is still there after cleaning")
+	}
+	if n := queryInt(t, `SELECT count(*) FROM `+tickets+` WHERE lease_id = 'live'`); n != 1 {
+		t.Fatalf("the live ticket was deleted by cleaning")
+	}
+}

@@ -156,7 +156,13 @@ func (s *Store) CleanJobs(ctx context.Context, p *store.CleanParams) (int, error
 		if err != nil {
 			return err
 		}
-		n, err = res.RowsAffected()
+		if n, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		// The line's expired tickets (abandoned waits), which everyone skips: a waiter that
+		// comes back starts again at the back either way.
+		_, err = x.q.ExecContext(x.ctx, `DELETE FROM tickets WHERE (key, lease_id) IN (SELECT key, lease_id FROM tickets
+			WHERE expires_at < ?1 LIMIT ?2)`, x.now.UnixNano(), p.Limit)
 		return err
 	})
 	return int(n), err

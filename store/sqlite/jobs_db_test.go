@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -170,4 +171,42 @@ func TestOneResourceWakeUps(t *testing.T) {
 	}
 	t.Cleanup(func() { s.Close() })
 	storetest.RunOneResourceWakeUps(t, s)
+}
+
+// The cleaner deletes the line's expired tickets (abandoned waits) and keeps live ones.
+func TestCleanDeletesExpiredTickets(t *testing.T) {
+	x := newJobsT(t)
+	const key = "line/clean"
+	wait := func(id string, ttl time.Duration) {
+		t.Helper()
+		_, err := x.s.Acquire(x.ctx, &store.AcquireParams{Key: key, LeaseID: id, Holder: id, TTL: ttl, Wait: true})
+		if !errors.Is(err, store.ErrLockHeld) {
+			t.Fatalf("waiting acquire of %s: %v; want ErrLockHeld, its ticket enqueued", id, err)
+		}
+	}
+	if _, err := x.s.Acquire(x.ctx, &store.AcquireParams{Key: key, LeaseID: "holder", Holder: "holder", TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	wait("gone", time.Second)
+	wait("live", time.Hour)
+	x.clock.advance(2 * time.Second)
+	if _, err := x.s.CleanJobs(x.ctx, &store.CleanParams{Age: time.Hour, Limit: 100}); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	rows, err := x.s.DB().QueryContext(x.ctx, `SELECT lease_id FROM tickets ORDER BY lease_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		left = append(left, id)
+	}
+	if !slices.Equal(left, []string{"live"}) {
+		t.Fatalf("tickets after cleaning: %v; want [live] (the expired one deleted)", left)
+	}
 }
