@@ -46,6 +46,9 @@ func pgPool(b *testing.B, maxConns int32) *pgxpool.Pool {
 		b.Fatal(err)
 	}
 	pc.MaxConns = maxConns
+	// JIT off, as Baton's own pool sets it (postgres.Open): with it on, a plan whose cost
+	// estimate passes jit_above_cost is compiled by LLVM on each execution.
+	pc.ConnConfig.RuntimeParams["jit"] = "off"
 	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
 	if err != nil {
 		b.Fatal(err)

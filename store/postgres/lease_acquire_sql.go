@@ -46,10 +46,11 @@ import "github.com/jackc/pgx/v5"
 // (freed reports it; Acquire retries), but never grant one early.
 //
 // The line is read in the statement's snapshot, while the row is read at its latest version.
-// A key that came free while the statement waited for its row (a job's end, which also makes
-// the resource's next job its head; a release) is therefore not granted: the free branch asks
-// that the snapshot's row (snap) was free too, so the line it read is the line of a free key.
-// The refusal reports freed or blocked, and Acquire's next statement reads the line anew.
+// A job's end frees the row and makes the resource's next job its head in one transaction, so a
+// statement that waited for the row through it would read a line without that head: the free
+// branch is not taken when the snapshot's row (snap) was held by a job's attempt. The refusal
+// reports freed or blocked, and Acquire's next statement reads the line anew. (A release adds
+// nobody to the line, so a statement that waited through one is granted as before.)
 //
 // Columns: granted, then leaseCols, then ended, microseconds until available, live,
 // freed (available by the clock at the end of the wait), took over an expired lease, and
@@ -75,7 +76,7 @@ func acquireQuery(schema string, waiting bool) string {
 	// The schema name is [a-z0-9_], so the quoted identifier cannot contain a single quote.
 	seq := "'" + pgx.Identifier{schema, "token_seq"}.Sanitize() + "'"
 	tk := pgx.Identifier{schema, "tickets"}.Sanitize()
-	snap := `snap AS MATERIALIZED (SELECT k.token, k.available_at FROM ` + t + ` k WHERE k.key = $1)`
+	snap := `snap AS MATERIALIZED (SELECT k.token, k.available_at > now() AND k.job_id <> 0 AS gated FROM ` + t + ` k WHERE k.key = $1)`
 	othersWait := `EXISTS (SELECT FROM ` + tk + ` w WHERE w.key = $1 AND w.lease_id <> $2 AND w.expires_at > now())`
 	var head, lineFree, waiters, lineWrites string
 	if waiting {
@@ -123,7 +124,7 @@ ON CONFLICT (key) DO UPDATE SET
 	ended         = 0,
 	waiters       = CASE WHEN a.available_at <= now() THEN ` + waiters + `
 		WHEN a.holder = excluded.holder AND a.owner = excluded.owner THEN a.waiters ELSE true END
-WHERE (a.available_at <= now() AND (SELECT snap.available_at FROM snap) <= now() AND ` + lineFree + `)
+WHERE (a.available_at <= now() AND (SELECT NOT snap.gated FROM snap) IS NOT FALSE AND ` + lineFree + `)
 	OR (a.ended = 0 AND a.expires_at > now()
 		AND ((a.holder = excluded.holder AND a.owner = excluded.owner) OR ($8::boolean AND NOT a.waiters)))
 RETURNING a.*

@@ -122,6 +122,12 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 		// (index lookups whatever the parameters); planning was half the cost of a job claim.
 		pc.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	}
+	if _, set := pc.ConnConfig.RuntimeParams["jit"]; !set {
+		// The store's statements are short lookups by index. A generic plan's cost estimate
+		// can still pass jit_above_cost (a claim over a large jobs table), and PostgreSQL then
+		// compiles the plan with LLVM on every execution: about a second of CPU per claim.
+		pc.ConnConfig.RuntimeParams["jit"] = "off"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open pool: %w", err)
@@ -136,7 +142,9 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 }
 
 // New builds a Store on the caller's pool, which it does not close. The pool must allow at least
-// two connections: the store holds one for LISTEN until Close.
+// two connections: the store holds one for LISTEN until Close. Open's pool sets
+// plan_cache_mode=force_generic_plan and jit=off on its connections; a caller's pool should too
+// (ConnConfig.RuntimeParams), or a claim over a large jobs table may be compiled by JIT each time.
 func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	schema, err := checkSchema(cfg.Schema)
 	if err != nil {
