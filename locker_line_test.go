@@ -9,6 +9,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/sqlite"
+	"github.com/batonhq/baton/store/storetest"
 )
 
 // lineHangGuard bounds a test's waits for a condition: only a hang reaches it, never a loaded
@@ -19,41 +20,6 @@ const lineHangGuard = 3 * time.Minute
 // nothing but the behaviour under test can let a waiter through within lineHangGuard.
 const lineTTL = time.Hour
 
-// refusalSignal is the SQLite store that reports, by holder, each waiting acquire it refuses: a
-// refusal enqueues (or keeps alive) the waiter's ticket. Its line methods are the store's.
-type refusalSignal struct {
-	*sqlite.Store
-	refused chan string
-}
-
-func (s *refusalSignal) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
-	l, err := s.Store.Acquire(ctx, p)
-	if p.Wait && errors.Is(err, store.ErrLockHeld) {
-		select {
-		case s.refused <- p.Holder:
-		default: // a retry's refusal nobody waits for
-		}
-	}
-	return l, err
-}
-
-// waitRefused returns once the store has refused a waiting acquire of holder (its ticket is in
-// the line).
-func (s *refusalSignal) waitRefused(t *testing.T, holder string) {
-	t.Helper()
-	timeout := time.After(lineHangGuard)
-	for {
-		select {
-		case h := <-s.refused:
-			if h == holder {
-				return
-			}
-		case <-timeout:
-			t.Fatalf("%s was not refused in %s (hung)", holder, lineHangGuard)
-		}
-	}
-}
-
 // An Acquire whose context ends while it waits leaves the line at once (Locker.wait's leaveLine):
 // its ticket is gone when Acquire returns, and the waiter behind it is granted as soon as the
 // holder releases, not an hour later when the abandoned ticket would have expired.
@@ -63,7 +29,7 @@ func TestAcquireThatGivesUpLeavesTheLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	rs := &refusalSignal{Store: st, refused: make(chan string, 16)}
+	rs := storetest.NewRefusals(st)
 	locker, err := baton.NewLocker(rs, &baton.Config{TTL: lineTTL, PollInterval: lineTTL})
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +52,7 @@ func TestAcquireThatGivesUpLeavesTheLine(t *testing.T) {
 		_, err := locker.Acquire(quitCtx, key, baton.WithHolder("quitter"))
 		quitDone <- err
 	}()
-	rs.waitRefused(t, "quitter")
+	rs.WaitRefused(t, "quitter", lineHangGuard)
 	type result struct {
 		lease *baton.Lease
 		err   error
@@ -98,7 +64,7 @@ func TestAcquireThatGivesUpLeavesTheLine(t *testing.T) {
 		l, err := locker.Acquire(nextCtx, key, baton.WithHolder("next"))
 		nextDone <- result{l, err}
 	}()
-	rs.waitRefused(t, "next")
+	rs.WaitRefused(t, "next", lineHangGuard)
 	if got := lineHolders(t, st, key); len(got) != 2 || got[0] != "quitter" || got[1] != "next" {
 		t.Fatalf("line %v; want [quitter next]", got)
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/sqlite"
-	"github.com/batonhq/baton/store/storetest"
 )
 
 // claimSignal is the SQLite store with a signal: emptyClaim is closed when a claim first finds
@@ -536,7 +535,7 @@ func TestJobRoutesWithoutAJobStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })             // after the server (cleanups run last first)
-	leasesOnly, _ := storetest.SignalRefusal(st) // a store.Store and nothing more
+	leasesOnly := struct{ store.Store }{st} // a store.Store and nothing more
 	f := serveStore(t, leasesOnly, st, "leases-only")
 	for _, c := range []struct{ method, path string }{{"POST", "/v1/jobs"}, {"GET", "/v1/jobs/1"}, {"GET", "/v1/kinds"}, {"GET", "/v1/resources/x"}} {
 		if r := f.do(c.method, c.path, "", "application/json", `{}`); r.status != 501 || r.body["code"] != "not_implemented" {

@@ -12,33 +12,8 @@ import (
 
 	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/store/storetest"
 )
-
-// lineStore is what a store with a line offers the server's lock and resource endpoints.
-type lineStore interface {
-	store.Store
-	store.JobStore
-	store.LineWaiter
-	store.LineReader
-}
-
-// holderRefusals is a store with a line that reports, by holder, each waiting acquire it
-// refuses (which enqueues the waiter's ticket, or keeps it alive); its line is the store's.
-type holderRefusals struct {
-	lineStore
-	refused chan string
-}
-
-func (s *holderRefusals) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
-	l, err := s.lineStore.Acquire(ctx, p)
-	if p.Wait && errors.Is(err, store.ErrLockHeld) {
-		select {
-		case s.refused <- p.Holder:
-		default: // a retry's refusal nobody waits for
-		}
-	}
-	return l, err
-}
 
 // A long-poll acquire whose client goes away (the request is cancelled) leaves the key's line:
 // the server's wait (Locker.AcquireRecord over the request's context) ends cancelled, not run
@@ -50,7 +25,7 @@ func TestLongPollAcquireThatIsCancelledLeavesTheLine(t *testing.T) {
 		open func(*testing.T) store.Store
 	}{{"sqlite", openSQLiteStore}, {"postgres", openPostgres}} {
 		t.Run(b.name, func(t *testing.T) {
-			st := &holderRefusals{lineStore: b.open(t).(lineStore), refused: make(chan string, 16)}
+			st := storetest.NewRefusals(b.open(t).(storetest.LineStore))
 			srv, err := server.New(server.Config{Store: st, MaxWait: server.HangGuard, Version: "test",
 				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			if err != nil {
@@ -96,7 +71,7 @@ func TestLongPollAcquireThatIsCancelledLeavesTheLine(t *testing.T) {
 				}
 				done <- err
 			}()
-			waitFor(t, st.refused, "quitter")
+			st.WaitRefused(t, "quitter", server.HangGuard)
 			if l := lineOf(t, f.do(http.MethodGet, "/v1/resources/"+key, "", "", "")); len(l) != 1 || l[0]["holder"] != "quitter" {
 				t.Fatalf("line while the client waits: %v; want the quitter's ticket", l)
 			}
@@ -114,22 +89,6 @@ func TestLongPollAcquireThatIsCancelledLeavesTheLine(t *testing.T) {
 				t.Fatalf("line after the client went away: %s; want it empty (the ticket left with its client)", r.raw)
 			}
 		})
-	}
-}
-
-// waitFor returns once holder arrives on ch.
-func waitFor(t *testing.T, ch <-chan string, holder string) {
-	t.Helper()
-	timeout := ctxTimeout(t)
-	for {
-		select {
-		case h := <-ch:
-			if h == holder {
-				return
-			}
-		case <-timeout:
-			t.Fatalf("%s was not refused in %s (hung)", holder, server.HangGuard)
-		}
 	}
 }
 

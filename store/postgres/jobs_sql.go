@@ -262,11 +262,11 @@ func listJobsSQL(filters int, state store.JobState) string {
 const rejectedSet = `SELECT resource FROM {jobs} WHERE state = 'discarded' AND finished_at = now()`
 
 // One resource, one line: a head whose key a lease holds or rests after (its leases row is not
-// available) is not picked; one for which a lock ticket that arrived before it waits (a live
-// ticket, or any break-glass one) is picked, so locked until the claim commits, but left out of
-// cand and not started. The tickets are looked up for the picked heads only: in the scan that
-// skips locked rows the lookup ran for every head examined, and the claims of many workers at
-// once (20,000 jobs, 100 slots) ran at a third of their speed. gate takes the key's leases row for each picked job of a lock key
+// available), or for which a lock ticket that arrived before it waits (a live ticket, or any
+// break-glass one), is not picked. The keys with a live ticket are read once per claim (an
+// array, usually empty), and a head's tickets are looked up only if its key is among them: run
+// for every head the scan examined, the lookup cut the claims of many workers at once (20,000
+// jobs, 100 slots) to a third of their speed. gate takes the key's leases row for each picked job of a lock key
 // (a key with a row; or one the job was gated on when the key became one, see resource_line.go,
 // whose row this statement's snapshot may not see: ON CONFLICT finds it anyway): it locks the
 // row, re-checks that it is available on its latest version (a lease granted meanwhile refuses
@@ -295,11 +295,14 @@ const rejectedSet = `SELECT resource FROM {jobs} WHERE state = 'discarded' AND f
 // cost of a small claim) is skipped.
 const claimSQL = `WITH picked AS (
 	SELECT x.* FROM unnest($1::text[]) AS kk (kind) CROSS JOIN LATERAL (
-		SELECT j.id, j.kind, j.resource, j.attempt, j.priority, j.seq, j.gated, j.created_at
+		SELECT j.id, j.kind, j.resource, j.attempt, j.priority, j.seq, j.gated
 		FROM {jobs} j
 		WHERE j.kind = kk.kind AND j.head AND j.state IN ('scheduled', 'available', 'retryable')
 			AND j.scheduled_at <= now()
 			AND (SELECT true FROM {leases} l WHERE l.key = j.resource AND l.available_at > now() LIMIT 1) IS NULL
+			AND (j.resource <> ALL (ARRAY(SELECT w.key FROM {tickets} w WHERE w.expires_at > now()))
+				OR (SELECT true FROM {tickets} t WHERE t.key = j.resource AND t.expires_at > now()
+					AND (t.first OR t.created_at < j.created_at) LIMIT 1) IS NULL)
 		ORDER BY j.priority, j.seq
 		LIMIT $2
 		FOR UPDATE OF j SKIP LOCKED
@@ -311,8 +314,6 @@ const claimSQL = `WITH picked AS (
 		cardinality(k.from_states) > 0 OR k.running_state <> '' AS guarded,
 		coalesce(p.gated, false) OR (SELECT true FROM {leases} l WHERE l.key = p.resource LIMIT 1) IS NOT NULL AS gate
 	FROM picked p JOIN {kinds} k ON k.name = p.kind
-	WHERE (SELECT true FROM {tickets} t WHERE t.key = p.resource AND t.expires_at > now()
-		AND (t.first OR t.created_at < p.created_at) LIMIT 1) IS NULL
 ), gate AS (
 	INSERT INTO {leases} AS l (key, lease_id, holder, owner, token, acquired_at, expires_at, ended, available_at,
 		cooldown_ms, lock_delay_ms, job_id)

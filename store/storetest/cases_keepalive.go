@@ -3,7 +3,6 @@ package storetest
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -72,27 +71,6 @@ func testKeepaliveRowDeleted(t *testing.T, h Harness) {
 	if !errors.Is(a.Err(), baton.ErrNotHeld) {
 		t.Fatalf("Err = %v, want the store's ErrNotHeld", a.Err())
 	}
-}
-
-// SignalRefusal wraps s so that the returned channel is closed at the first Acquire that finds
-// the key held: a test then knows its waiter is waiting, without sleeping.
-func SignalRefusal(s store.Store) (store.Store, <-chan struct{}) {
-	r := &refusalSignal{Store: s, refused: make(chan struct{})}
-	return r, r.refused
-}
-
-type refusalSignal struct {
-	store.Store
-	once    sync.Once
-	refused chan struct{}
-}
-
-func (s *refusalSignal) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
-	l, err := s.Store.Acquire(ctx, p)
-	if errors.Is(err, store.ErrLockHeld) {
-		s.once.Do(func() { close(s.refused) })
-	}
-	return l, err
 }
 
 // pushHandoff holds key on holderStore, starts a waiter on waiterStore with a one-minute poll

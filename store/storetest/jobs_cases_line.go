@@ -228,6 +228,28 @@ func testLineTryKeepsThePlace(t *testing.T, h JobHarness) {
 	}
 }
 
+// testLineClaimPassesBlockedHead: a head held back by a lock ticket before it does not take a
+// claim's place: a claim of one job starts the next claimable head of another resource.
+func testLineClaimPassesBlockedHead(t *testing.T, h JobHarness) {
+	e := newJobEnv(t, h, store.Kind{Name: "line"})
+	ls := lineStore(t, e)
+	const key = "line/blocked"
+	hold, err := ls.Acquire(e.ctx, &store.AcquireParams{Key: key, LeaseID: "holder", Holder: "holder", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustQueue(t, e.ctx, ls, key, "lock", time.Minute, 0)
+	blocked := e.sub("line", key)
+	other := e.sub("line", "line/other")
+	release(t, e.ctx, ls, hold) // the key is free, and the lock's ticket is before the job
+	js := e.claim(1, "line")
+	if len(js) != 1 || js[0].ID != other.ID {
+		t.Fatalf("a claim of one job: %v; want job %d (job %d waits behind the lock request)", ids(js), other.ID, blocked.ID)
+	}
+	e.complete(js[0])
+	e.claimNone(fmt.Sprintf("job %d waits behind the lock request", blocked.ID), "line")
+}
+
 // testLineWithJobs: lock tickets and jobs share one line by arrival. A job submitted before a
 // lock request runs first; a job submitted after it waits for it; a head job that is not ready
 // holds no lock up; a break-glass request goes before both and still waits for the holder.

@@ -64,6 +64,7 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"OneResourceRefusals", testOneResourceRefusals},
 		{"LineAbandoned", testLineAbandoned},
 		{"LineTryKeepsThePlace", testLineTryKeepsThePlace},
+		{"LineClaimPassesBlockedHead", testLineClaimPassesBlockedHead},
 		{"LineWithJobs", testLineWithJobs},
 		{"LineVisible", testLineVisible},
 		// Policies and guards.
