@@ -534,7 +534,7 @@ func TestJobRoutesWithoutAJobStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })             // after the server (cleanups run last first)
+	t.Cleanup(func() { st.Close() })        // after the server (cleanups run last first)
 	leasesOnly := struct{ store.Store }{st} // a store.Store and nothing more
 	f := serveStore(t, leasesOnly, st, "leases-only")
 	for _, c := range []struct{ method, path string }{{"POST", "/v1/jobs"}, {"GET", "/v1/jobs/1"}, {"GET", "/v1/kinds"}, {"GET", "/v1/resources/x"}} {
