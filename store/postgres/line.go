@@ -36,8 +36,14 @@ func lineFreeSQL(schema string) string {
 	mySeq := `coalesce((SELECT me.seq FROM me WHERE me.expires_at > now()), 9223372036854775807)`
 	return `(NOT EXISTS (SELECT 1 FROM ` + tk + ` t WHERE t.key = $1 AND t.lease_id <> $2 AND t.expires_at > now()
 		AND ((t.first AND NOT $10::boolean) OR (t.first = $10::boolean AND (t.created_at, t.seq) < (` + my + `, ` + mySeq + `))))
-	AND ($10::boolean OR NOT EXISTS (SELECT 1 FROM ` + jobs + ` h WHERE h.resource = $1 AND h.head
-		AND h.state IN ('scheduled', 'available', 'retryable') AND h.scheduled_at <= now() AND h.created_at <= ` + my + `)))`
+	AND ($10::boolean OR ` + noReadyHeadBefore(jobs, my) + `))`
+}
+
+// noReadyHeadBefore: the key's head job, if it is ready (not scheduled for later, not backing
+// off), was submitted after arrival. $1 key.
+func noReadyHeadBefore(jobs, arrival string) string {
+	return `NOT EXISTS (SELECT 1 FROM ` + jobs + ` h WHERE h.resource = $1 AND h.head
+		AND h.state IN ('scheduled', 'available', 'retryable') AND h.scheduled_at <= now() AND h.created_at <= ` + arrival + `)`
 }
 
 // tryLineFreeSQL is lineFreeSQL for a caller that neither waits nor is break-glass
@@ -46,8 +52,7 @@ func lineFreeSQL(schema string) string {
 func tryLineFreeSQL(schema string) string {
 	tk, jobs := pgx.Identifier{schema, "tickets"}.Sanitize(), pgx.Identifier{schema, "jobs"}.Sanitize()
 	return `(NOT EXISTS (SELECT 1 FROM ` + tk + ` t WHERE t.key = $1 AND t.expires_at > now())
-	AND (NOT EXISTS (SELECT 1 FROM ` + jobs + ` h WHERE h.resource = $1 AND h.head
-		AND h.state IN ('scheduled', 'available', 'retryable') AND h.scheduled_at <= now() AND h.created_at <= now())))`
+	AND ` + noReadyHeadBefore(jobs, `now()`) + `)`
 }
 
 // lineQuery reads a key's line in order: break-glass tickets, then tickets and jobs by arrival (a

@@ -297,3 +297,19 @@ func TestCleanDeletesExpiredTickets(t *testing.T) {
 		t.Fatalf("the live ticket was deleted by cleaning")
 	}
 }
+
+// Open's pool runs with JIT off and generic plans (docs/guarantees.md), unless the DSN says.
+func TestOpenSetsJITOffAndGenericPlans(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	s := openStore(t, newSchema(t))
+	for setting, want := range map[string]string{"jit": "off", "plan_cache_mode": "force_generic_plan"} {
+		var got string
+		if err := s.Pool().QueryRow(ctx, "SELECT current_setting($1)", setting).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s on the store's connections: %q, want %q", setting, got, want)
+		}
+	}
+}
