@@ -29,6 +29,11 @@ type Lease struct {
 	// TookOver is true when this lease took the key over from a lease that expired without
 	// being released: its holder crashed or stalled, and may have left the resource half-done.
 	TookOver bool
+	// Shared, Resources and Limits are what the lease holds beyond Key (WithShared,
+	// WithResources, WithLimits); its Token is greater than every earlier token of each.
+	Shared    bool
+	Resources []string
+	Limits    []string
 
 	locker *Locker
 	ttl    time.Duration
@@ -44,7 +49,7 @@ type Lease struct {
 func (l *Locker) newLease(parent context.Context, sl *store.Lease, ttl time.Duration, start time.Time, o acquireOptions) *Lease {
 	lease := &Lease{
 		Key: sl.Key, ID: sl.ID, Holder: sl.Holder, Token: sl.Token, AcquiredAt: sl.AcquiredAt,
-		Metadata: sl.Metadata, TookOver: sl.TookOver, locker: l, ttl: ttl, expiresAt: sl.ExpiresAt,
+		Metadata: sl.Metadata, TookOver: sl.TookOver, Shared: sl.Shared, Resources: sl.Resources, Limits: sl.Limits, locker: l, ttl: ttl, expiresAt: sl.ExpiresAt,
 		logAttrs: [2]slog.Attr{slog.String("key", sl.Key), slog.String("lease_id", sl.ID)},
 	}
 	lease.clock.start(parent, clockConfig{

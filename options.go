@@ -22,6 +22,9 @@ type acquireOptions struct {
 	cooldown    time.Duration
 	lockDelay   time.Duration
 	first       string // the break-glass reason; "" for a plain request
+	shared      bool
+	resources   []string
+	limits      []string
 }
 
 // WithHolder names the holder (a worker or job id). Two acquisitions with the same holder share
@@ -72,6 +75,27 @@ func WithLockDelay(d time.Duration) Option { return func(o *acquireOptions) { o.
 // (ticket_first).
 func WithFirst(reason string) Option { return func(o *acquireOptions) { o.first = reason } }
 
+// WithShared holds the key (and WithResources' keys) in shared mode: together with any number of
+// other shared holders, never with an exclusive one. A waiting exclusive request stops later
+// shared ones from overtaking it. Each shared holder has its own lease and token. SQLite and
+// PostgreSQL only; other stores refuse it with ErrUnsupported.
+func WithShared() Option { return func(o *acquireOptions) { o.shared = true } }
+
+// WithResources holds keys together with the acquired key, all or nothing, in one step and under
+// one token (at most 16). The lease waits in each key's line; requests for overlapping sets
+// never deadlock, in whatever order they name them. SQLite and PostgreSQL only.
+func WithResources(keys ...string) Option {
+	return func(o *acquireOptions) { o.resources = append(o.resources, keys...) }
+}
+
+// WithLimits takes one unit of each named limit with the grant (at most 16). A limit is a
+// capacity set by an admin (Locker.SetLimit, baton limits set); a grant waits while a limit is
+// full. A lock on a limit alone is a counting semaphore: Acquire(ctx, "gpu-pool",
+// WithShared(), WithLimits("gpu-pool")). SQLite and PostgreSQL only.
+func WithLimits(names ...string) Option {
+	return func(o *acquireOptions) { o.limits = append(o.limits, names...) }
+}
+
 // checkStopGrace checks a stop-grace against the TTL named ttlField: at most a third of it, so
 // that renews (every TTL/3) have time to succeed before the work is told to stop.
 func checkStopGrace(grace, ttl time.Duration, ttlField string) error {
@@ -101,6 +125,7 @@ func (l *Locker) params(key string, opts []Option) (*store.AcquireParams, acquir
 		Key: key, LeaseID: newID(), Holder: holder, TTL: o.ttl,
 		Metadata: o.metadata, Cooldown: o.cooldown, LockDelay: o.lockDelay,
 		First: o.first != "", FirstReason: o.first,
+		Shared: o.shared, Resources: o.resources, Limits: o.limits,
 	}
 	if err := p.Validate(); err != nil {
 		return nil, o, err

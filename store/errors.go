@@ -37,14 +37,42 @@ type LockHeldError struct {
 	// Holder then names the first of them (a lock ticket's holder, or JobHolder of a job) and
 	// Token is zero.
 	Ahead int
+	// Resource is the key that refused the request, when it is one of the request's Resources
+	// rather than Key. Shared says its holder holds it shared (with others, perhaps).
+	Resource string
+	Shared   bool
+	// Limit names a full limit that refused the request: InUse of Capacity units are held
+	// (Holder is one of the holders), and Ahead tickets wait before the caller in its line.
+	Limit    string
+	InUse    int
+	Capacity int
 }
 
 func (e *LockHeldError) Error() string {
+	if e.Limit != "" {
+		msg := fmt.Sprintf("baton: limit %q full: %d of %d", e.Limit, e.InUse, e.Capacity)
+		if e.Holder != "" {
+			msg += fmt.Sprintf(", held by %q", e.Holder)
+		}
+		if e.Ahead > 0 {
+			msg += fmt.Sprintf("; %d ahead in its line", e.Ahead)
+		}
+		return msg
+	}
+	if e.Resource != "" {
+		c := *e
+		c.Key, c.Resource = e.Resource, ""
+		return c.Error()
+	}
 	if e.Token == 0 && e.Ahead > 0 {
 		return fmt.Sprintf("baton: lock %q is free but %d ahead in its line, first %q", e.Key, e.Ahead, e.Holder)
 	}
-	msg := fmt.Sprintf("baton: lock %q held by %q (token %d) until %s (in %s)",
-		e.Key, e.Holder, e.Token, e.ExpiresAt.UTC().Format(time.RFC3339), e.RetryAfter.Round(time.Millisecond))
+	mode := ""
+	if e.Shared {
+		mode = " shared"
+	}
+	msg := fmt.Sprintf("baton: lock %q held%s by %q (token %d) until %s (in %s)",
+		e.Key, mode, e.Holder, e.Token, e.ExpiresAt.UTC().Format(time.RFC3339), e.RetryAfter.Round(time.Millisecond))
 	if e.Ahead > 0 {
 		msg += fmt.Sprintf("; %d ahead in its line", e.Ahead)
 	}

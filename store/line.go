@@ -52,6 +52,10 @@ type Ticket struct {
 	// First marks a break-glass ticket; FirstReason is why it was put first.
 	First       bool
 	FirstReason string
+	// Shared marks a shared request's ticket. LeaseKey is the first key of the request a ticket
+	// belongs to (the key its waiter subscribes by), when it names several keys or limits.
+	Shared   bool
+	LeaseKey string
 }
 
 // ErrNoLine: the store keeps no line per resource (only SQLite and PostgreSQL do).

@@ -139,6 +139,9 @@ type Capabilities struct {
 	// (LineWaiter; served by a server over such a store): a free key goes to the front of its
 	// line, and nobody overtakes it.
 	Line bool
+	// Limits is true when the store grants shared holds, leases on several keys and units of
+	// limits (Limiter, holds.go); a store without it refuses them with *UnsupportedError.
+	Limits bool
 }
 
 // Lease is a lease as the store sees it. Times are on the store's clock.
@@ -164,6 +167,10 @@ type Lease struct {
 	// HTTP client, whose server long-polls) sets it so that the holder can bound the grant time
 	// from below: start_of_call + Waited*(1-drift), not the start of the call alone.
 	Waited time.Duration
+	// Shared, Resources and Limits are what the lease holds beyond its key (AcquireParams).
+	Shared    bool
+	Resources []string
+	Limits    []string
 }
 
 // AcquireParams are the inputs of Store.Acquire.
@@ -197,6 +204,13 @@ type AcquireParams struct {
 	// ticket. A server lets only admins set First.
 	First       bool
 	FirstReason string
+	// Shared holds the keys in shared mode: with other shared holders, never with an exclusive
+	// one (holds.go). Exclusive, the default, holds them alone.
+	Shared bool
+	// Resources are keys held together with Key, all or nothing (at most MaxResources).
+	Resources []string
+	// Limits are the names of limits of which the grant takes one unit each (at most MaxLimits).
+	Limits []string
 }
 
 // RenewParams are the inputs of Store.Renew.
@@ -315,6 +329,9 @@ type Event struct {
 	JobKind string
 	Attempt int
 	Outcome string // of job_complete: succeeded, retryable, discarded or cancelled
+	// Limit names the limit of a unit's grant, release or ticket (Key is then the lease's
+	// first key); empty for every other event.
+	Limit string
 }
 
 // EventsParams filter Store.Events.

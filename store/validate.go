@@ -102,7 +102,7 @@ func (p *AcquireParams) Validate() error {
 	return firstError(
 		ValidateKey(p.Key), ValidateLeaseID(p.LeaseID), ValidateHolder(p.Holder), ValidateOwner(p.Owner), ValidateTTL(p.TTL),
 		ValidateMetadata(p.Metadata), validateRest("cooldown", p.Cooldown), validateRest("lock_delay", p.LockDelay),
-		p.validateFirst())
+		p.validateFirst(), p.validateBeyond())
 }
 
 // validateFirst checks a break-glass request's reason, which First requires; without First a

@@ -5,20 +5,23 @@
 --
 -- principal is the authenticated principal of the change: the lease's owner for its grant and
 -- release, the admin's (end_principal) for a force-release or a cleared rest.
+-- A key's summary row of its holds (lease_id '', see migrations/0009_holds.sql) records nothing:
+-- the holds' own triggers below do.
 CREATE TRIGGER IF NOT EXISTS leases_audit_first_grant AFTER INSERT ON leases
+WHEN NEW.lease_id <> ''
 BEGIN
     INSERT INTO events (at, kind, key, lease_id, holder, token, actor, principal)
     VALUES (NEW.acquired_at, 'acquire', NEW.key, NEW.lease_id, NEW.holder, NEW.token, NEW.holder, NEW.owner);
 END;
 CREATE TRIGGER IF NOT EXISTS leases_audit_grant AFTER UPDATE OF lease_id ON leases
-WHEN NEW.lease_id <> OLD.lease_id
+WHEN NEW.lease_id <> OLD.lease_id AND NEW.lease_id <> ''
 BEGIN
     INSERT INTO events (at, kind, key, lease_id, holder, token, actor, principal)
     VALUES (NEW.acquired_at, iif(NEW.took_over, 'expiry_takeover', 'acquire'), NEW.key, NEW.lease_id, NEW.holder,
             NEW.token, NEW.holder, NEW.owner);
 END;
 CREATE TRIGGER IF NOT EXISTS leases_audit_end AFTER UPDATE OF ended ON leases
-WHEN OLD.ended = 0 AND NEW.ended <> 0
+WHEN OLD.ended = 0 AND NEW.ended <> 0 AND NEW.lease_id <> ''
 BEGIN
     INSERT INTO events (at, kind, key, lease_id, holder, token, actor, reason, principal)
     VALUES (iif(NEW.ended = 1, NEW.available_at - NEW.cooldown_ns, NEW.available_at - NEW.lock_delay_ns),
@@ -75,14 +78,35 @@ END;
 -- grant is the lease's acquire. token is 0: a ticket has none.
 CREATE TRIGGER IF NOT EXISTS tickets_audit_enqueue AFTER INSERT ON tickets
 BEGIN
-    INSERT INTO events (at, kind, key, lease_id, holder, token, actor, reason, principal)
-    VALUES (NEW.created_at, iif(NEW.first, 'ticket_first', 'ticket_enqueue'), NEW.key, NEW.lease_id, NEW.holder, 0,
-            iif(NEW.first, NEW.actor, NEW.holder), NEW.reason, NEW.owner);
+    INSERT INTO events (at, kind, key, lease_id, holder, token, actor, reason, principal, limit_name)
+    VALUES (NEW.created_at, iif(NEW.first, 'ticket_first', 'ticket_enqueue'),
+            iif(NEW.key GLOB char(30) || '*', NEW.lease_key, NEW.key), NEW.lease_id, NEW.holder, 0,
+            iif(NEW.first, NEW.actor, NEW.holder), NEW.reason, NEW.owner,
+            iif(NEW.key GLOB char(30) || '*', substr(NEW.key, 2), ''));
 END;
 CREATE TRIGGER IF NOT EXISTS tickets_audit_requeue AFTER UPDATE OF created_at, first ON tickets
 WHEN NEW.created_at <> OLD.created_at OR NEW.first <> OLD.first
 BEGIN
-    INSERT INTO events (at, kind, key, lease_id, holder, token, actor, reason, principal)
-    VALUES (NEW.created_at, iif(NEW.first, 'ticket_first', 'ticket_enqueue'), NEW.key, NEW.lease_id, NEW.holder, 0,
-            iif(NEW.first, NEW.actor, NEW.holder), NEW.reason, NEW.owner);
+    INSERT INTO events (at, kind, key, lease_id, holder, token, actor, reason, principal, limit_name)
+    VALUES (NEW.created_at, iif(NEW.first, 'ticket_first', 'ticket_enqueue'),
+            iif(NEW.key GLOB char(30) || '*', NEW.lease_key, NEW.key), NEW.lease_id, NEW.holder, 0,
+            iif(NEW.first, NEW.actor, NEW.holder), NEW.reason, NEW.owner,
+            iif(NEW.key GLOB char(30) || '*', substr(NEW.key, 2), ''));
+END;
+
+-- Holds (store/holds.go): the grant of each key and limit unit a lease holds beyond one exclusive
+-- key, and its end. A unit's event names the lease's first key and the limit. A hold that expires
+-- records nothing, as a lease that expires does not.
+CREATE TRIGGER IF NOT EXISTS holds_audit_grant AFTER INSERT ON holds
+BEGIN
+    INSERT INTO events (at, kind, key, lease_id, holder, token, actor, principal, limit_name)
+    VALUES (NEW.acquired_at, 'acquire', iif(NEW.mode = 'unit', NEW.lease_key, NEW.key), NEW.lease_id, NEW.holder,
+            NEW.token, NEW.holder, NEW.owner, iif(NEW.mode = 'unit', substr(NEW.key, 2), ''));
+END;
+CREATE TRIGGER IF NOT EXISTS holds_audit_end AFTER UPDATE OF ended ON holds
+WHEN OLD.ended = 0 AND NEW.ended <> 0
+BEGIN
+    INSERT INTO events (at, kind, key, lease_id, holder, token, actor, principal, limit_name)
+    VALUES (NEW.expires_at, iif(NEW.ended = 1, 'release', 'force_release'), iif(NEW.mode = 'unit', NEW.lease_key, NEW.key),
+            NEW.lease_id, NEW.holder, NEW.token, NEW.holder, NEW.owner, iif(NEW.mode = 'unit', substr(NEW.key, 2), ''));
 END;

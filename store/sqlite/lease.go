@@ -57,6 +57,9 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
+	if p.Beyond() {
+		return s.acquireBeyond(ctx, p)
+	}
 	for {
 		now := s.now().UnixNano()
 		var r row
@@ -142,8 +145,17 @@ func (s *Store) refusal(ctx context.Context, p *store.AcquireParams) (error, err
 // (LockHeldError naming "job:<id>"), or it rests after a job (RestingError, resource cooldown).
 // nil if neither.
 func (s *Store) jobRefusal(ctx context.Context, key string, now int64) (refusal, err error) {
+	return s.jobRefusalIn(ctx, nil, key, now)
+}
+
+// jobRefusalIn is jobRefusal read in tx (nil: outside any transaction).
+func (s *Store) jobRefusalIn(ctx context.Context, tx *sql.Tx, key string, now int64) (refusal, err error) {
+	running, rest := s.stmts.runningJob, s.stmts.resourceRest
+	if tx != nil {
+		running, rest = tx.StmtContext(ctx, running), tx.StmtContext(ctx, rest)
+	}
 	var id, token, expires int64
-	err = s.stmts.runningJob.QueryRowContext(ctx, key, now).Scan(&id, &token, &expires)
+	err = running.QueryRowContext(ctx, key, now).Scan(&id, &token, &expires)
 	if err == nil {
 		return &store.LockHeldError{Key: key, Holder: store.JobHolder(id), Token: uint64(token),
 			ExpiresAt: time.Unix(0, expires), RetryAfter: time.Duration(expires - now)}, nil
@@ -152,7 +164,7 @@ func (s *Store) jobRefusal(ctx context.Context, key string, now int64) (refusal,
 		return nil, s.wrap("acquire", err)
 	}
 	var until int64
-	err = s.stmts.resourceRest.QueryRowContext(ctx, key, now).Scan(&until)
+	err = rest.QueryRowContext(ctx, key, now).Scan(&until)
 	if err == nil {
 		return &store.RestingError{Key: key, Reason: store.ReasonResourceCooldown, Remaining: time.Duration(until - now)}, nil
 	}
@@ -183,7 +195,17 @@ func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return s.renewBatched(ctx, p)
+	return s.renewOne(ctx, p)
+}
+
+// renewOne renews a lease: a plain one in a batch of renewals, or, if that finds none, one made
+// of holds (shared, several keys, limits) in a transaction of its own.
+func (s *Store) renewOne(ctx context.Context, p *store.RenewParams) (*store.Lease, error) {
+	l, err := s.renewBatched(ctx, p)
+	if errors.Is(err, store.ErrNotHeld) {
+		return s.renewHolds(ctx, p)
+	}
+	return l, err
 }
 
 // Release ends a live lease of p.Owner and wakes this process's waiters.
@@ -215,7 +237,8 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 	if released > 0 {
 		return &store.ReleaseResult{AlreadyReleased: true}, nil
 	}
-	return nil, store.ErrNotHeld
+	// A lease made of holds (shared, several keys, limits) ends here.
+	return s.releaseHolds(ctx, p)
 }
 
 // ForceRelease ends the live lease on the key, whoever holds it.
@@ -226,16 +249,32 @@ func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
-	now := s.now().UnixNano()
 	var r row
-	err := r.scan(s.stmts.forceRelease.QueryRowContext(ctx, p.Key, now, p.Actor, p.Reason, p.Principal))
+	var now int64
+	var woken []string
+	err := s.holdTx(ctx, "force-release", func(tx *sql.Tx, at int64) (err error) {
+		now = at
+		if err := r.scan(tx.StmtContext(ctx, s.stmts.forceRelease).QueryRowContext(ctx, p.Key, now, p.Actor, p.Reason, p.Principal)); err != nil {
+			return err
+		}
+		if r.leaseID == "" {
+			// The key's holds: every lease that holds it ends, with all it holds.
+			woken, err = s.endHoldsOf(ctx, tx, p.Key, now)
+		}
+		return err
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
 	if err != nil {
-		return nil, s.wrap("force-release", err)
+		return nil, err
 	}
 	s.wakeFront(ctx, p.Key)
+	for _, k := range woken {
+		if k != p.Key {
+			s.wakeFront(ctx, k)
+		}
+	}
 	return r.lease(now), nil
 }
 
@@ -306,7 +345,7 @@ func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Eve
 	for rows.Next() {
 		var e store.Event
 		var id, at, token int64
-		if err := rows.Scan(&id, &at, &e.Kind, &e.Key, &e.LeaseID, &e.Holder, &token, &e.Actor, &e.Principal, &e.Reason, &e.JobID, &e.JobKind, &e.Attempt, &e.Outcome); err != nil {
+		if err := rows.Scan(&id, &at, &e.Kind, &e.Key, &e.LeaseID, &e.Holder, &token, &e.Actor, &e.Principal, &e.Reason, &e.JobID, &e.JobKind, &e.Attempt, &e.Outcome, &e.Limit); err != nil {
 			return nil, s.wrap("events", err)
 		}
 		e.ID, e.At, e.Token = uint64(id), time.Unix(0, at), uint64(token)

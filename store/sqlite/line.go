@@ -37,13 +37,15 @@ const lineFreeSQL = `(EXISTS (SELECT 1 FROM leases m WHERE m.key = ?1 AND m.ende
 
 // lineSQL reads a key's line in order: break-glass tickets, then tickets and jobs by arrival (a
 // job before a ticket of the same instant). Expired tickets are skipped. ?1 key, ?2 now, ?3 limit.
-const lineSQL = `SELECT job, kind, lease_id, holder, owner, created_at, expires_at, not_before, first, reason FROM (
-		SELECT 0 AS job, '' AS kind, lease_id, holder, owner, created_at, expires_at, 0 AS not_before, first, reason, seq
+const lineSQL = `SELECT job, kind, lease_id, holder, owner, created_at, expires_at, not_before, first, reason, mode, lease_key FROM (
+		SELECT 0 AS job, '' AS kind, lease_id, holder, owner, created_at, expires_at, 0 AS not_before, first, reason, seq,
+			mode, lease_key
 		FROM tickets WHERE key = ?1 AND expires_at > ?2
 		UNION ALL
-		SELECT id, kind, '', 'job:' || id, '', created_at, 0, iif(scheduled_at > ?2, scheduled_at, 0), 0, '', 0
+		SELECT id, kind, '', 'job:' || id, '', created_at, 0, iif(scheduled_at > ?2, scheduled_at, 0), 0, '', 0,
+			'exclusive', ''
 		FROM jobs WHERE resource = ?1 AND state IN ` + sqlClaimable + `)
-	ORDER BY first DESC, created_at, job = 0, job, seq LIMIT ?3`
+	ORDER BY first DESC, created_at, job = 0, job, seq, lease_id LIMIT ?3`
 
 // enqueueSQL enqueues the ticket of a refused waiter, or keeps its live ticket alive (its place
 // kept); a ticket that expired starts again at the back. ?1 key, ?2 lease_id, ?3 holder,
@@ -80,10 +82,12 @@ func scanLine(rows *sql.Rows) (line, error) {
 	for rows.Next() {
 		t := &store.Ticket{Position: len(l) + 1}
 		var since, expires, notBefore int64
+		var mode string
 		if err := rows.Scan(&t.Job, &t.JobKind, &t.LeaseID, &t.Holder, &t.Owner, &since, &expires, &notBefore,
-			&t.First, &t.FirstReason); err != nil {
+			&t.First, &t.FirstReason, &mode, &t.LeaseKey); err != nil {
 			return nil, err
 		}
+		t.Shared = mode == "shared"
 		t.Since = time.Unix(0, since)
 		if expires > 0 {
 			t.ExpiresAt = time.Unix(0, expires)
@@ -124,19 +128,34 @@ func (s *Store) LeaveLine(ctx context.Context, key, leaseID, owner string) error
 	if err := s.closed.Check(); err != nil {
 		return err
 	}
-	res, err := s.stmts.leave.ExecContext(ctx, key, leaseID, owner)
+	rows, err := s.stmts.leave.QueryContext(ctx, key, leaseID, owner)
 	if err != nil {
 		return s.wrap("leave line", err)
 	}
-	if n, _ := res.RowsAffected(); n > 0 {
-		s.wakeFront(ctx, key)
+	var left []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			rows.Close()
+			return s.wrap("leave line", err)
+		}
+		left = append(left, k)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return s.wrap("leave line", err)
+	}
+	for _, k := range left {
+		s.wakeFront(ctx, k)
 	}
 	return nil
 }
 
 // wakeFront wakes whoever is at the front of key's line, which may go now: the waiter of the
 // front ticket (or, if it waits in no hub of this process, one waiter of the key), or the workers
-// of the front job's kind. With nobody in line, one waiter of the key, if any.
+// of the front job's kind. With nobody in line, one waiter of the key, if any. A shared front
+// goes together with the shared tickets right behind it: they are woken too. A request for
+// several keys or limits waits (SubscribeAs) under its first key, its ticket's LeaseKey.
 func (s *Store) wakeFront(ctx context.Context, key string) {
 	l, err := s.readLine(ctx, key, s.now().UnixNano(), 16)
 	front := l.front()
@@ -148,9 +167,24 @@ func (s *Store) wakeFront(ctx context.Context, key string) {
 		s.hub.Notify(key)
 	case front.Job != 0:
 		s.hub.Notify(notify.JobKey(front.JobKind))
-	case !s.hub.NotifyID(key, front.LeaseID):
+	case !s.notifyTicket(key, front):
 		s.hub.Notify(key)
+	case front.Shared:
+		for _, t := range l[front.Position:] {
+			if t.Job != 0 || !t.Shared {
+				break
+			}
+			s.notifyTicket(key, t)
+		}
 	}
+}
+
+// notifyTicket wakes the waiter of ticket t of key's line, under the key it subscribed with.
+func (s *Store) notifyTicket(key string, t *store.Ticket) bool {
+	if t.LeaseKey != "" {
+		key = t.LeaseKey
+	}
+	return s.hub.NotifyID(key, t.LeaseID)
 }
 
 // ResourceLine returns key's holder, rest and line, read in one transaction.

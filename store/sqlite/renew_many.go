@@ -221,7 +221,7 @@ func (s *Store) RenewMany(ctx context.Context, ps []*store.RenewParams) ([]store
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i].Lease, out[i].Err = s.renewBatched(ctx, p)
+			out[i].Lease, out[i].Err = s.renewOne(ctx, p)
 		}()
 	}
 	wg.Wait()

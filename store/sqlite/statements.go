@@ -32,7 +32,9 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 		{&st.selectRow, `SELECT ` + leaseColumns + ` FROM leases WHERE key = ?`},
 		{&st.line, lineSQL},
 		{&st.enqueue, enqueueSQL},
-		{&st.leave, `DELETE FROM tickets WHERE key = ?1 AND lease_id = ?2 AND owner = ?3`},
+		// A request's tickets: in its key's line, and in every other line of a request for several
+		// keys or limits (lease_key). ?1 key, ?2 lease_id, ?3 owner.
+		{&st.leave, `DELETE FROM tickets WHERE lease_id = ?2 AND owner = ?3 AND (key = ?1 OR lease_key = ?1) RETURNING key`},
 		// The job attempt that holds a resource, and the resource's rest after a job: what a
 		// refused acquire names when no lease refused it. ?1 key, ?2 now.
 		{&st.runningJob, `SELECT id, token, lease_expires_at FROM jobs
@@ -100,9 +102,9 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 		{&st.list[1], listSQL(1)},
 		{&st.list[2], listSQL(2)},
 		{&st.list[3], listSQL(3)},
-		{&st.events, `SELECT id, at, kind, key, lease_id, holder, token, actor, principal, reason, job_id, job_kind, attempt, outcome FROM events
+		{&st.events, `SELECT id, at, kind, key, lease_id, holder, token, actor, principal, reason, job_id, job_kind, attempt, outcome, limit_name FROM events
 			WHERE id > ?1 AND (?2 = '' OR key = ?2) ORDER BY id LIMIT ?3`},
-		{&st.eventsDesc, `SELECT id, at, kind, key, lease_id, holder, token, actor, principal, reason, job_id, job_kind, attempt, outcome FROM events
+		{&st.eventsDesc, `SELECT id, at, kind, key, lease_id, holder, token, actor, principal, reason, job_id, job_kind, attempt, outcome, limit_name FROM events
 			WHERE id < ?1 AND (?2 = '' OR key = ?2) ORDER BY id DESC LIMIT ?3`},
 	} {
 		stmt, err := db.PrepareContext(ctx, p.sql)

@@ -121,7 +121,7 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 
 // Capabilities: fencing tokens yes; push wake-up only within this process; owners yes.
 func (s *Store) Capabilities() store.Capabilities {
-	return store.Capabilities{FencingTokens: true, PushWakeup: false, Audit: s.audit, Owners: true, OneResource: true, Line: true}
+	return store.Capabilities{FencingTokens: true, PushWakeup: false, Audit: s.audit, Owners: true, OneResource: true, Line: true, Limits: true}
 }
 
 // Subscribe wakes the subscriber when this process releases key.

@@ -18,6 +18,9 @@ func Run(t *testing.T, h Harness) {
 	}{
 		{"MutualExclusion", testMutualExclusion},
 		{"TokenRealTimeOrder", testTokenRealTimeOrder},
+		{"SharedAndExclusive", testSharedAndExclusive},
+		{"LimitCapacity", testLimitCapacity},
+		{"SeveralResources", testSeveralResources},
 	}
 	for _, c := range serial {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
@@ -59,6 +62,11 @@ func Run(t *testing.T, h Harness) {
 		{"Fences", testFences},
 		{"FencesRefuseUnissuedTokens", testFenceUnissuedTokens},
 		{"FenceReset", testFenceReset},
+		{"SharedWaitsBehindExclusive", testSharedWaitsBehindExclusive},
+		{"SeveralResourcesAllOrNothing", testSeveralResourcesAllOrNothing},
+		{"LimitLowered", testLimitLowered},
+		{"BeyondBadInput", testBeyondBadInput},
+		{"BeyondUnsupported", testBeyondUnsupported},
 	}
 	for _, c := range parallel {
 		t.Run(c.name, func(t *testing.T) {
@@ -75,6 +83,8 @@ type env struct {
 	store   store.Store
 	locker  *baton.Locker
 	ctx     context.Context
+	// holdFor is how long the beyond-one cases hold each lease, plus up to 300 µs.
+	holdFor time.Duration
 }
 
 func newEnv(t *testing.T, h Harness, cfg *baton.Config) *env {

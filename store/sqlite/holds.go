@@ -1,0 +1,579 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/batonhq/baton/store"
+)
+
+// Beyond one at a time (store/holds.go, migrations/0009_holds.sql): a request for a shared hold,
+// several keys or units of limits runs as one write transaction that reads every key's row, its
+// holds, its job side and its line, and every limit's use and line, then grants all or enqueues
+// the caller in every line. SQLite runs one writer at a time, so the reads and the writes are one
+// step.
+
+// limitLine is the key of a limit's line and holds: no key can equal it (keys hold no control
+// characters).
+func limitLine(name string) string { return "\x1e" + name }
+
+// holdMode is the holds.mode of a request's keys.
+func holdMode(p *store.AcquireParams) string {
+	if p.Shared {
+		return "shared"
+	}
+	return "exclusive"
+}
+
+// placeholders returns "?,?,…" for n values.
+func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?,", n), ",") }
+
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// holdTx runs fn in one write transaction with the store's clock read once the write lock is held.
+func (s *Store) holdTx(ctx context.Context, op string, fn func(tx *sql.Tx, now int64) error) error {
+	if err := s.closed.Check(); err != nil {
+		return err
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.wrap(op, err)
+	}
+	if err := fn(tx, s.now().UnixNano()); err != nil {
+		_ = tx.Rollback()
+		var invalid *store.InvalidArgumentError
+		if errors.As(err, &invalid) || errors.Is(err, store.ErrNotHeld) || errors.Is(err, store.ErrNotFound) ||
+			errors.Is(err, store.ErrLimitInUse) {
+			return err
+		}
+		return s.wrap(op, err)
+	}
+	return s.wrap(op, tx.Commit())
+}
+
+// place is a request's place in its lines: the arrival and sequence its live tickets share, or
+// none (a newcomer, behind every live ticket).
+type place struct {
+	at, seq int64
+	has     bool
+}
+
+// beforeMeSQL selects the live tickets of line ?1 that are before the caller (lease ID ?2) at ?3:
+// break-glass ones, and, if the caller has a place (?4 = 1, at ?5, seq ?6), those that arrived
+// before it; without a place, every live ticket of another request.
+const beforeMeSQL = `FROM tickets t WHERE t.key = ?1 AND t.lease_id <> ?2 AND t.expires_at > ?3
+	AND (?4 = 0 OR t.first = 1 OR t.created_at < ?5 OR (t.created_at = ?5 AND (t.seq < ?6 OR (t.seq = ?6 AND t.lease_id < ?2))))`
+
+// acquireBeyond grants a request that Beyond reports, or refuses it (enqueuing its tickets if it
+// waits), in one transaction.
+func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
+	if p.First {
+		return nil, &store.InvalidArgumentError{Field: "first", Rule: "cannot be combined with shared mode, resources or limits"}
+	}
+	var lease *store.Lease
+	var refusal error
+	err := s.holdTx(ctx, "acquire", func(tx *sql.Tx, now int64) error {
+		lease, refusal = nil, nil
+		l, err := s.reacquireHolds(ctx, tx, p, now)
+		if err != nil || l != nil {
+			lease = l
+			return err
+		}
+		caps := make([]int, len(p.Limits))
+		for i, name := range p.Limits {
+			err := tx.QueryRowContext(ctx, `SELECT capacity FROM limits WHERE name = ?1`, name).Scan(&caps[i])
+			if errors.Is(err, sql.ErrNoRows) {
+				return store.UnknownLimit(name)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		me, err := s.myPlace(ctx, tx, p, now)
+		if err != nil {
+			return err
+		}
+		for _, k := range p.Keys() {
+			if refusal, err = s.keyRefusal(ctx, tx, p, k, now, me); err != nil || refusal != nil {
+				break
+			}
+		}
+		for i := 0; refusal == nil && err == nil && i < len(p.Limits); i++ {
+			refusal, err = s.limitRefusal(ctx, tx, p, p.Limits[i], caps[i], now, me)
+		}
+		switch {
+		case err != nil:
+			return err
+		case refusal != nil && p.Wait:
+			return s.enqueueBeyond(ctx, tx, p, now, me)
+		case refusal != nil:
+			return nil
+		}
+		lease, err = s.grantBeyond(ctx, tx, p, now)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if refusal != nil {
+		return nil, refusal
+	}
+	// The next in a limit's line, or a shared request behind a shared one, may go too: wake the
+	// new fronts. Each that cannot go waits again.
+	for _, name := range p.Limits {
+		s.wakeFront(ctx, limitLine(name))
+	}
+	if p.Shared {
+		for _, k := range p.Keys() {
+			s.wakeFront(ctx, k)
+		}
+	}
+	return lease, nil
+}
+
+// lines are the lines a request waits in: its keys', then its limits'.
+func lines(p *store.AcquireParams) []string {
+	out := p.Keys()
+	for _, l := range p.Limits {
+		out = append(out, limitLine(l))
+	}
+	return out
+}
+
+// myPlace reads the caller's place: the arrival its live tickets share, if it has one in every
+// line of the request.
+func (s *Store) myPlace(ctx context.Context, tx *sql.Tx, p *store.AcquireParams, now int64) (place, error) {
+	ls := lines(p)
+	rows, err := tx.QueryContext(ctx, `SELECT created_at, seq FROM tickets WHERE lease_id = ? AND expires_at > ?
+		AND key IN (`+placeholders(len(ls))+`)`, append([]any{p.LeaseID, now}, anys(ls)...)...)
+	if err != nil {
+		return place{}, err
+	}
+	defer rows.Close()
+	var me place
+	n := 0
+	for rows.Next() {
+		var at, seq int64
+		if err := rows.Scan(&at, &seq); err != nil {
+			return place{}, err
+		}
+		if n > 0 && (at != me.at || seq != me.seq) {
+			return place{}, rows.Close() // not one place: start again at the back
+		}
+		me, n = place{at: at, seq: seq, has: true}, n+1
+	}
+	if err := rows.Err(); err != nil {
+		return place{}, err
+	}
+	if n != len(ls) {
+		return place{}, nil
+	}
+	return me, nil
+}
+
+// keyRefusal says why key k cannot be granted to p now: a lease or an exclusive hold holds it
+// (or, for an exclusive request, any hold), it rests, a job attempt holds it or it rests after a
+// job, or a ticket or ready job before the caller waits in its line. nil if it can be granted.
+func (s *Store) keyRefusal(ctx context.Context, tx *sql.Tx, p *store.AcquireParams, k string, now int64, me place) (error, error) {
+	resource := ""
+	if k != p.Key {
+		resource = k
+	}
+	var r row
+	err := r.scan(tx.StmtContext(ctx, s.stmts.selectRow).QueryRowContext(ctx, k))
+	switch {
+	case errors.Is(err, sql.ErrNoRows) || err == nil && r.availableAt <= now:
+	case err != nil:
+		return nil, err
+	case r.leaseID != "" && r.ended == 0 && r.expiresAt > now:
+		return &store.LockHeldError{Key: p.Key, Resource: resource, Holder: r.holder, Token: uint64(r.token),
+			ExpiresAt: time.Unix(0, r.expiresAt), RetryAfter: time.Duration(r.expiresAt - now)}, nil
+	case r.leaseID == "" && r.ended == 0 && r.expiresAt > now:
+		// Holds: compatible only if all are shared and so is the request.
+		var mode, holder string
+		var token, expires int64
+		err := tx.QueryRowContext(ctx, `SELECT mode, holder, token, expires_at FROM holds
+			WHERE key = ?1 AND ended = 0 AND expires_at > ?2 ORDER BY mode = 'exclusive' DESC, expires_at LIMIT 1`, k, now).
+			Scan(&mode, &holder, &token, &expires)
+		if errors.Is(err, sql.ErrNoRows) {
+			return restOf(k, r, now), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if mode == "exclusive" || !p.Shared {
+			return &store.LockHeldError{Key: p.Key, Resource: resource, Holder: holder, Token: uint64(token), Shared: mode == "shared",
+				ExpiresAt: time.Unix(0, expires), RetryAfter: time.Duration(expires - now)}, nil
+		}
+	default:
+		return restOf(k, r, now), nil
+	}
+	refusal, err := s.jobRefusalIn(ctx, tx, k, now)
+	if err != nil || refusal != nil {
+		if held, ok := refusal.(*store.LockHeldError); ok {
+			held.Key, held.Resource = p.Key, resource
+		}
+		return refusal, err
+	}
+	// The line: an exclusive request waits for every ticket before it, a shared one for the
+	// exclusive ones; both for the ready jobs submitted before them (jobs hold their resource
+	// exclusive).
+	cond := ""
+	if p.Shared {
+		cond = ` AND t.mode = 'exclusive'`
+	}
+	var ahead int
+	var front sql.NullString
+	err = tx.QueryRowContext(ctx, `SELECT count(*), (SELECT t.holder `+beforeMeSQL+cond+` ORDER BY t.first DESC, t.created_at, t.seq LIMIT 1) `+
+		beforeMeSQL+cond, k, p.LeaseID, now, me.has, me.at, me.seq).Scan(&ahead, &front)
+	if err != nil {
+		return nil, err
+	}
+	arrival := now
+	if me.has {
+		arrival = me.at
+	}
+	var jobs int
+	var firstJob sql.NullInt64
+	err = tx.QueryRowContext(ctx, `SELECT count(*), min(id) FROM jobs WHERE resource = ?1 AND head AND state IN `+sqlClaimable+`
+		AND scheduled_at <= ?2 AND created_at <= ?3`, k, now, arrival).Scan(&jobs, &firstJob)
+	if err != nil {
+		return nil, err
+	}
+	if ahead+jobs == 0 {
+		return nil, nil
+	}
+	e := &store.LockHeldError{Key: p.Key, Resource: resource, Ahead: ahead + jobs, Holder: front.String}
+	if firstJob.Valid {
+		e.Holder = store.JobHolder(firstJob.Int64)
+	}
+	return e, nil
+}
+
+// restOf is the rest of a key whose row r is not available at now.
+func restOf(k string, r row, now int64) error {
+	reason := store.ReasonLockDelay
+	if r.ended == 1 {
+		reason = store.ReasonCooldown
+	}
+	return &store.RestingError{Key: k, Reason: reason, Remaining: time.Duration(r.availableAt - now)}
+}
+
+// limitRefusal says why limit name (of capacity c) cannot grant p a unit now: its units in use
+// plus the live tickets before the caller in its line reach c. nil if it can.
+func (s *Store) limitRefusal(ctx context.Context, tx *sql.Tx, p *store.AcquireParams, name string, c int, now int64, me place) (error, error) {
+	line := limitLine(name)
+	var inUse, ahead int
+	var holder sql.NullString
+	var soonest sql.NullInt64
+	err := tx.QueryRowContext(ctx, `SELECT count(*), min(expires_at),
+			(SELECT holder FROM holds WHERE key = ?1 AND ended = 0 AND expires_at > ?3 ORDER BY expires_at LIMIT 1),
+			(SELECT count(*) `+beforeMeSQL+`)
+		FROM holds WHERE key = ?1 AND ended = 0 AND expires_at > ?3`,
+		line, p.LeaseID, now, me.has, me.at, me.seq).Scan(&inUse, &soonest, &holder, &ahead)
+	if err != nil {
+		return nil, err
+	}
+	if inUse+ahead < c {
+		return nil, nil
+	}
+	e := &store.LockHeldError{Key: p.Key, Limit: name, InUse: inUse, Capacity: c, Ahead: ahead, Holder: holder.String}
+	if soonest.Valid {
+		e.ExpiresAt = time.Unix(0, soonest.Int64)
+		e.RetryAfter = time.Duration(soonest.Int64 - now)
+	}
+	return e, nil
+}
+
+// enqueueBeyond puts a refused waiter in every line of its request with one arrival, or keeps its
+// tickets alive if it has its place in all of them.
+func (s *Store) enqueueBeyond(ctx context.Context, tx *sql.Tx, p *store.AcquireParams, now int64, me place) error {
+	ls := lines(p)
+	expires := now + int64(p.TTL)
+	if me.has {
+		_, err := tx.ExecContext(ctx, `UPDATE tickets SET expires_at = ? WHERE lease_id = ? AND owner = ? AND key IN (`+
+			placeholders(len(ls))+`)`, append([]any{expires, p.LeaseID, p.Owner}, anys(ls)...)...)
+		return err
+	}
+	args := append([]any{p.LeaseID}, anys(ls)...)
+	if _, err := tx.ExecContext(ctx, `DELETE FROM tickets WHERE lease_id = ? AND key IN (`+placeholders(len(ls))+`)`, args...); err != nil {
+		return err
+	}
+	var seq int64
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) + 1 FROM tickets WHERE key IN (`+placeholders(len(ls))+`)`,
+		anys(ls)...).Scan(&seq); err != nil {
+		return err
+	}
+	mode := holdMode(p)
+	for _, k := range ls {
+		_, err := tx.ExecContext(ctx, `INSERT INTO tickets (key, lease_id, holder, owner, created_at, expires_at, first, actor,
+				reason, seq, mode, lease_key)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, '', '', ?7, ?8, ?9)`, k, p.LeaseID, p.Holder, p.Owner, now, expires, seq, mode, p.Key)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// grantBeyond grants every key and limit unit of the request under one token, and ends its
+// tickets.
+func (s *Store) grantBeyond(ctx context.Context, tx *sql.Tx, p *store.AcquireParams, now int64) (*store.Lease, error) {
+	var token int64
+	if err := tx.QueryRowContext(ctx, `UPDATE counters SET value = value + 1 WHERE name = 'token' RETURNING value`).Scan(&token); err != nil {
+		return nil, err
+	}
+	expires := now + int64(p.TTL)
+	hold := func(key, mode string, md sql.NullString) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO holds (lease_id, key, mode, lease_key, holder, owner, token, acquired_at,
+				expires_at, ended, cooldown_ns, lock_delay_ns, metadata)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 0, ?10, ?11, ?12)
+			ON CONFLICT (lease_id, key) DO UPDATE SET mode = excluded.mode, lease_key = excluded.lease_key,
+				holder = excluded.holder, owner = excluded.owner, token = excluded.token, acquired_at = excluded.acquired_at,
+				expires_at = excluded.expires_at, ended = 0, cooldown_ns = excluded.cooldown_ns,
+				lock_delay_ns = excluded.lock_delay_ns, metadata = excluded.metadata`,
+			p.LeaseID, key, mode, p.Key, p.Holder, p.Owner, token, now, expires, int64(p.Cooldown), int64(p.LockDelay), md)
+		return err
+	}
+	mode := holdMode(p)
+	for i, k := range p.Keys() {
+		md := sql.NullString{}
+		if i == 0 {
+			md = nullable(p.Metadata)
+		}
+		if err := hold(k, mode, md); err != nil {
+			return nil, err
+		}
+		// The key's summary row: held until its latest hold expires.
+		_, err := tx.ExecContext(ctx, `INSERT INTO leases AS a (key, lease_id, holder, owner, token, acquired_at, expires_at,
+				ended, available_at, cooldown_ns, lock_delay_ns)
+			VALUES (?1, '', ?2, ?3, ?4, ?5, ?6, 0, ?6 + ?7, ?8, ?7)
+			ON CONFLICT (key) DO UPDATE SET lease_id = '', holder = excluded.holder, owner = excluded.owner,
+				token = excluded.token, acquired_at = excluded.acquired_at, metadata = NULL, took_over = 0,
+				expires_at = iif(a.lease_id = '' AND a.ended = 0, max(a.expires_at, excluded.expires_at), excluded.expires_at),
+				available_at = iif(a.lease_id = '' AND a.ended = 0, max(a.available_at, excluded.available_at), excluded.available_at),
+				lock_delay_ns = iif(a.lease_id = '' AND a.ended = 0, max(a.lock_delay_ns, excluded.lock_delay_ns), excluded.lock_delay_ns),
+				cooldown_ns = excluded.cooldown_ns, ended = 0`,
+			k, p.Holder, p.Owner, token, now, expires, int64(p.LockDelay), int64(p.Cooldown))
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, name := range p.Limits {
+		if err := hold(limitLine(name), "unit", sql.NullString{}); err != nil {
+			return nil, err
+		}
+	}
+	ls := lines(p)
+	if _, err := tx.ExecContext(ctx, `DELETE FROM tickets WHERE lease_id = ? AND key IN (`+placeholders(len(ls))+`)`,
+		append([]any{p.LeaseID}, anys(ls)...)...); err != nil {
+		return nil, err
+	}
+	return &store.Lease{Key: p.Key, ID: p.LeaseID, Holder: p.Holder, Owner: p.Owner, Token: uint64(token),
+		AcquiredAt: time.Unix(0, now), ExpiresAt: time.Unix(0, expires), TTLLeft: p.TTL, Metadata: p.Metadata,
+		Shared: p.Shared, Resources: p.Resources, Limits: p.Limits}, nil
+}
+
+// reacquireHolds renews the caller's live lease of the same holder and owner on p.Key, if it has
+// one made of holds, and returns it; nil if it has none.
+func (s *Store) reacquireHolds(ctx context.Context, tx *sql.Tx, p *store.AcquireParams, now int64) (*store.Lease, error) {
+	var id string
+	err := tx.QueryRowContext(ctx, `SELECT lease_id FROM holds WHERE key = ?1 AND lease_key = ?1 AND holder = ?2 AND owner = ?3
+		AND ended = 0 AND expires_at > ?4 LIMIT 1`, p.Key, p.Holder, p.Owner, now).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.renewHoldsTx(ctx, tx, &store.RenewParams{Key: p.Key, LeaseID: id, Owner: p.Owner, TTL: p.TTL}, now)
+}
+
+// renewHoldsTx extends every hold of the lease (Key, LeaseID) of p.Owner by p.TTL from now, and
+// its keys' summary rows with them; ErrNotHeld if it has none live.
+func (s *Store) renewHoldsTx(ctx context.Context, tx *sql.Tx, p *store.RenewParams, now int64) (*store.Lease, error) {
+	expires := now + int64(p.TTL)
+	rows, err := tx.QueryContext(ctx, `UPDATE holds SET expires_at = ?4
+		WHERE lease_id = ?1 AND lease_key = ?2 AND owner = ?3 AND ended = 0 AND expires_at > ?5
+		RETURNING key, mode, holder, token, acquired_at, metadata`, p.LeaseID, p.Key, p.Owner, expires, now)
+	if err != nil {
+		return nil, err
+	}
+	l := &store.Lease{Key: p.Key, ID: p.LeaseID, Owner: p.Owner, ExpiresAt: time.Unix(0, expires), TTLLeft: p.TTL}
+	var keys []string
+	found := false
+	for rows.Next() {
+		var key, mode string
+		var token, acquired int64
+		var md sql.NullString
+		if err := rows.Scan(&key, &mode, &l.Holder, &token, &acquired, &md); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		found = true
+		l.Token, l.AcquiredAt = uint64(token), time.Unix(0, acquired)
+		switch {
+		case mode == "unit":
+			l.Limits = append(l.Limits, key[1:])
+		default:
+			l.Shared = mode == "shared"
+			keys = append(keys, key)
+			if key == p.Key && md.Valid {
+				l.Metadata = json.RawMessage(md.String)
+			} else if key != p.Key {
+				l.Resources = append(l.Resources, key)
+			}
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, store.ErrNotHeld
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE leases SET expires_at = max(expires_at, ?1), available_at = max(available_at, ?1 + lock_delay_ns)
+		WHERE lease_id = '' AND ended = 0 AND key IN (`+placeholders(len(keys))+`)`, append([]any{expires}, anys(keys)...)...)
+	return l, err
+}
+
+// renewHolds renews a lease made of holds.
+func (s *Store) renewHolds(ctx context.Context, p *store.RenewParams) (*store.Lease, error) {
+	var l *store.Lease
+	err := s.holdTx(ctx, "renew", func(tx *sql.Tx, now int64) (err error) {
+		l, err = s.renewHoldsTx(ctx, tx, p, now)
+		return err
+	})
+	return l, err
+}
+
+// releaseHolds ends a lease made of holds and frees or shrinks its keys' summary rows; the
+// lines of its keys and limits are woken after the commit.
+func (s *Store) releaseHolds(ctx context.Context, p *store.ReleaseParams) (*store.ReleaseResult, error) {
+	var res *store.ReleaseResult
+	var woken []string
+	err := s.holdTx(ctx, "release", func(tx *sql.Tx, now int64) error {
+		res, woken = nil, nil
+		rows, err := tx.QueryContext(ctx, `UPDATE holds SET ended = 1, expires_at = min(expires_at, ?4)
+			WHERE lease_id = ?1 AND lease_key = ?2 AND owner = ?3 AND ended = 0 AND expires_at > ?4
+			RETURNING key, mode, acquired_at, cooldown_ns`, p.LeaseID, p.Key, p.Owner, now)
+		if err != nil {
+			return err
+		}
+		type ended struct {
+			key      string
+			cooldown int64
+		}
+		var keys []ended
+		var acquired int64
+		for rows.Next() {
+			var e ended
+			var mode string
+			if err := rows.Scan(&e.key, &mode, &acquired, &e.cooldown); err != nil {
+				rows.Close()
+				return err
+			}
+			woken = append(woken, e.key)
+			if mode != "unit" {
+				keys = append(keys, e)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(woken) == 0 {
+			var released int
+			err := tx.QueryRowContext(ctx, `SELECT count(*) FROM holds WHERE lease_id = ?1 AND lease_key = ?2 AND owner = ?3
+				AND ended = 1`, p.LeaseID, p.Key, p.Owner).Scan(&released)
+			if err != nil {
+				return err
+			}
+			if released == 0 {
+				return store.ErrNotHeld
+			}
+			res = &store.ReleaseResult{AlreadyReleased: true}
+			return nil
+		}
+		for _, e := range keys {
+			if err := s.settleKey(ctx, tx, e.key, now, e.cooldown); err != nil {
+				return err
+			}
+		}
+		res = &store.ReleaseResult{Held: time.Duration(now - acquired)}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range woken {
+		s.wakeFront(ctx, k)
+	}
+	return res, nil
+}
+
+// settleKey brings key's summary row in line with its holds after some ended: held until the
+// latest live hold expires, or ended (released) and available after cooldown and after the
+// lock-delay of holds that expired without being released.
+func (s *Store) settleKey(ctx context.Context, tx *sql.Tx, key string, now, cooldown int64) error {
+	var live sql.NullInt64 // latest expiry of a live hold
+	var delay sql.NullInt64
+	err := tx.QueryRowContext(ctx, `SELECT max(iif(expires_at > ?2, expires_at, NULL)), max(expires_at + lock_delay_ns)
+		FROM holds WHERE key = ?1 AND ended = 0`, key, now).Scan(&live, &delay)
+	if err != nil {
+		return err
+	}
+	if live.Valid {
+		_, err = tx.ExecContext(ctx, `UPDATE leases SET expires_at = ?2, available_at = max(?3, ?4)
+			WHERE key = ?1 AND lease_id = '' AND ended = 0`, key, live.Int64, delay.Int64, now+cooldown)
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE leases SET ended = 1, expires_at = min(expires_at, ?2), cooldown_ns = ?3,
+			available_at = max(?2 + ?3, coalesce(?4, 0))
+		WHERE key = ?1 AND lease_id = '' AND ended = 0`, key, now, cooldown, delay)
+	return err
+}
+
+// endHoldsOf force-ends every live lease made of holds that holds key (an admin's
+// force-release of it), and settles its other keys; key's own row was ended by the caller. It
+// returns the lines to wake.
+func (s *Store) endHoldsOf(ctx context.Context, tx *sql.Tx, key string, now int64) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, `UPDATE holds SET ended = 2, expires_at = min(expires_at, ?2)
+		WHERE ended = 0 AND expires_at > ?2 AND lease_id IN (SELECT lease_id FROM holds WHERE key = ?1 AND ended = 0 AND expires_at > ?2)
+		RETURNING key, mode`, key, now)
+	if err != nil {
+		return nil, err
+	}
+	var woken, settle []string
+	for rows.Next() {
+		var k, mode string
+		if err := rows.Scan(&k, &mode); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		woken = append(woken, k)
+		if mode != "unit" && k != key {
+			settle = append(settle, k)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, k := range settle {
+		if err := s.settleKey(ctx, tx, k, now, 0); err != nil {
+			return nil, err
+		}
+	}
+	return woken, nil
+}

@@ -1,0 +1,506 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/store"
+)
+
+// Beyond one at a time (store/holds.go): shared and exclusive holders, limits of N and leases on
+// several keys. The concurrent cases record every holding as an interval, from the return of the
+// grant to the call of the release: it lies inside the store's own holding, so two intervals
+// that overlap show two holdings that overlapped in the store.
+
+// holding is one recorded lease.
+type holding struct {
+	keys       []string
+	limits     []string
+	shared     bool
+	token      uint64
+	called     time.Time // the acquire was called
+	start, end time.Time // granted, released
+}
+
+// holdings collects the holdings of a concurrent run.
+type holdings struct {
+	mu  sync.Mutex
+	all []*holding
+}
+
+func (h *holdings) add(x *holding) {
+	h.mu.Lock()
+	h.all = append(h.all, x)
+	h.mu.Unlock()
+}
+
+// checkExclusion fails on an exclusive holding of a key that overlaps any other holding of it, and
+// returns the most shared holdings of one key seen at once.
+func checkExclusion(t *testing.T, all []*holding) (maxShared int) {
+	t.Helper()
+	byKey := map[string][]*holding{}
+	for _, x := range all {
+		for _, k := range x.keys {
+			byKey[k] = append(byKey[k], x)
+		}
+	}
+	for k, xs := range byKey {
+		for i, a := range xs {
+			together := 1
+			for j, b := range xs {
+				if i == j || !(a.start.Before(b.end) && b.start.Before(a.end)) {
+					continue
+				}
+				if !a.shared || !b.shared {
+					t.Fatalf("key %q: %s holding (token %d) overlapped %s holding (token %d)", k, mode(a), a.token, mode(b), b.token)
+				}
+				together++
+			}
+			maxShared = max(maxShared, together)
+		}
+	}
+	return maxShared
+}
+
+func mode(x *holding) string {
+	if x.shared {
+		return "shared"
+	}
+	return "exclusive"
+}
+
+// checkCapacity fails when more than n holdings of limit name overlap at any instant, and returns
+// the most seen at once.
+func checkCapacity(t *testing.T, all []*holding, name string, n int) (most int) {
+	t.Helper()
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	var edges []edge
+	for _, x := range all {
+		if slices.Contains(x.limits, name) {
+			edges = append(edges, edge{x.start, 1}, edge{x.end, -1})
+		}
+	}
+	// Ends before starts at one instant: intervals are half-open.
+	sort.Slice(edges, func(i, j int) bool {
+		if edges[i].at.Equal(edges[j].at) {
+			return edges[i].delta < edges[j].delta
+		}
+		return edges[i].at.Before(edges[j].at)
+	})
+	cur := 0
+	for _, e := range edges {
+		cur += e.delta
+		if cur > n {
+			t.Fatalf("limit %q: %d holders at once, capacity %d", name, cur, n)
+		}
+		most = max(most, cur)
+	}
+	return most
+}
+
+// checkTokenOrder fails when a holding granted after another ended... in real time: when the
+// acquire of b was called after a was granted, on a common key or limit, b's token must be
+// greater.
+func checkTokenOrder(t *testing.T, all []*holding) {
+	t.Helper()
+	for _, a := range all {
+		for _, b := range all {
+			if a == b || !b.called.After(a.start) || !shareAny(a, b) {
+				continue
+			}
+			if b.token <= a.token {
+				t.Fatalf("token %d granted after token %d on %v/%v was granted, not greater", b.token, a.token, b.keys, b.limits)
+			}
+		}
+	}
+}
+
+func shareAny(a, b *holding) bool {
+	for _, k := range a.keys {
+		if slices.Contains(b.keys, k) {
+			return true
+		}
+	}
+	for _, l := range a.limits {
+		if slices.Contains(b.limits, l) {
+			return true
+		}
+	}
+	return false
+}
+
+// hold acquires key with opts (waiting), records the holding, keeps it for a moment and releases.
+func (e *env) hold(h *holdings, key string, shared bool, resources, limits []string, opts ...baton.Option) error {
+	opts = append(opts, baton.WithResources(resources...), baton.WithLimits(limits...))
+	if shared {
+		opts = append(opts, baton.WithShared())
+	}
+	x := &holding{keys: append([]string{key}, resources...), limits: limits, shared: shared, called: time.Now()}
+	l, err := e.locker.Acquire(e.ctx, key, opts...)
+	if err != nil {
+		return err
+	}
+	x.start, x.token = time.Now(), l.Token
+	if l.Shared != shared || !slices.Equal(l.Resources, resources) && len(resources) > 0 || !slices.Equal(l.Limits, limits) && len(limits) > 0 {
+		return fmt.Errorf("lease says shared %v resources %v limits %v, asked %v %v %v", l.Shared, l.Resources, l.Limits, shared, resources, limits)
+	}
+	time.Sleep(e.holdFor + time.Duration(rand.IntN(300))*time.Microsecond) // the work: not a synchronisation
+	x.end = time.Now()
+	h.add(x)
+	return l.Release(e.ctx)
+}
+
+func requireLimits(t *testing.T, e *env) store.Limiter {
+	t.Helper()
+	lim, ok := e.store.(store.Limiter)
+	requireNotApplicable(t, ok && e.store.Capabilities().Limits, "the store keeps no limits, shared holds or leases on several keys")
+	return lim
+}
+
+func (e *env) setLimit(lim store.Limiter, name string, n int) {
+	e.t.Helper()
+	if _, err := lim.SetLimit(e.ctx, &store.SetLimitParams{Name: name, Capacity: n, Actor: "test"}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// run runs n goroutines of iters holdings each, picked by pick, and fails on any error.
+func (e *env) run(n, iters int, h *holdings, pick func(g, i int) error) {
+	e.t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for g := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range iters {
+				if err := pick(g, i); err != nil {
+					errs <- fmt.Errorf("goroutine %d, holding %d: %w", g, i, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		e.t.Fatal(err)
+	}
+}
+
+// testSharedAndExclusive: many goroutines ask for one key, a third of them exclusive: an
+// exclusive holder is never beside anyone, shared holders do hold it together, and tokens
+// increase in real-time order.
+func testSharedAndExclusive(t *testing.T, h Harness) {
+	e := newEnv(t, h, nil)
+	requireLimits(t, e)
+	e.holdFor = time.Millisecond
+	var hs holdings
+	e.run(24, 15, &hs, func(g, i int) error {
+		if g%6 == 0 {
+			// An exclusive lease on two keys, one of them the shared one.
+			return e.hold(&hs, "shared-key", false, []string{fmt.Sprintf("side/%d", g)}, nil)
+		}
+		return e.hold(&hs, "shared-key", g%3 != 0, nil, nil)
+	})
+	most := checkExclusion(t, hs.all)
+	checkTokenOrder(t, hs.all)
+	if most < 2 {
+		t.Fatalf("shared holders never held the key together (%d holdings): shared mode did not share", len(hs.all))
+	}
+	t.Logf("%d holdings, up to %d shared at once", len(hs.all), most)
+}
+
+// testSharedWaitsBehindExclusive: a waiting exclusive request stops later shared ones from
+// overtaking it, so writers never starve; shared requests before it go together.
+func testSharedWaitsBehindExclusive(t *testing.T, h Harness) {
+	e := newEnv(t, h, nil)
+	requireLimits(t, e)
+	const key = "writer"
+	r1 := e.acquire(key, baton.WithShared())
+	r2 := e.acquire(key, baton.WithShared()) // shared with shared: at once
+	if r2.Token <= r1.Token {
+		t.Fatalf("second shared token %d not greater than %d", r2.Token, r1.Token)
+	}
+	if _, err := e.locker.TryAcquire(e.ctx, key); !errors.Is(err, baton.ErrLockHeld) {
+		t.Fatalf("exclusive beside shared holders: %v, want ErrLockHeld", err)
+	}
+	granted := make(chan *baton.Lease, 1)
+	go func() {
+		w, err := e.locker.Acquire(e.ctx, key)
+		if err != nil {
+			t.Error(err)
+		}
+		granted <- w
+	}()
+	// Once the writer waits in line, a newcomer reader is refused although only readers hold.
+	var held *store.LockHeldError
+	for {
+		r, err := e.locker.TryAcquire(e.ctx, key, baton.WithShared())
+		if errors.As(err, &held) && held.Ahead > 0 {
+			break
+		}
+		if err == nil {
+			// Granted before the writer queued: release that reader, and look again.
+			if err := r.Release(e.ctx); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if !errors.As(err, &held) {
+			t.Fatal(err)
+		}
+	}
+	if !held.Shared && held.Ahead == 0 {
+		t.Fatalf("refusal %v", held)
+	}
+	if err := r1.Release(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case w := <-granted:
+		t.Fatalf("writer granted (token %d) while a reader held", w.Token)
+	default:
+	}
+	if err := r2.Release(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	w := <-granted
+	if w == nil {
+		t.FailNow()
+	}
+	if w.Token <= r2.Token {
+		t.Fatalf("writer's token %d not greater than the readers' %d", w.Token, r2.Token)
+	}
+	_ = w.Release(e.ctx)
+}
+
+// testLimitCapacity: 64 goroutines on 64 keys share a limit of 3: never more than 3 hold it at
+// once, as recorded by the holders and as replayed from the audit log; all 3 units are used.
+func testLimitCapacity(t *testing.T, h Harness) {
+	e := newEnv(t, h, nil)
+	lim := requireLimits(t, e)
+	const n = 3
+	e.setLimit(lim, "zone/eu-1a", n)
+	e.holdFor = 5 * time.Millisecond // long enough beside a grant for others to be granted meanwhile
+	var hs holdings
+	e.run(64, 3, &hs, func(g, i int) error {
+		return e.hold(&hs, fmt.Sprintf("node/%d", g), false, nil, []string{"zone/eu-1a"})
+	})
+	most := checkCapacity(t, hs.all, "zone/eu-1a", n)
+	checkTokenOrder(t, hs.all)
+	if most < 2 {
+		t.Fatalf("never 2 holders at once of a limit of %d under 64 requesters: the limit is a mutex", n)
+	}
+	ls, err := lim.Limits(e.ctx, &store.LimitsParams{Name: "zone/eu-1a", Limit: 10})
+	if err != nil || len(ls) != 1 || ls[0].InUse != 0 || ls[0].Capacity != n || ls[0].Waiting != 0 {
+		t.Fatalf("after the run: %+v, %v", ls, err)
+	}
+	if e.store.Capabilities().Audit {
+		replayLimit(t, e, "zone/eu-1a", n, len(hs.all))
+	}
+}
+
+// replayLimit replays the audit log's grants and releases of limit name's units and fails if
+// more than n were held at once or grants are missing.
+func replayLimit(t *testing.T, e *env, name string, n, grants int) {
+	t.Helper()
+	cur, most, seen := 0, 0, 0
+	var after uint64
+	for {
+		evs, err := e.store.Events(e.ctx, &store.EventsParams{After: after, Limit: store.MaxListLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			after = ev.ID
+			if ev.Limit != name {
+				continue
+			}
+			switch ev.Kind {
+			case store.EventAcquire:
+				cur++
+				seen++
+			case store.EventRelease, store.EventForceRelease:
+				cur--
+			}
+			if cur > n {
+				t.Fatalf("audit log: %d units of %q held at once (event %d), capacity %d", cur, name, ev.ID, n)
+			}
+			most = max(most, cur)
+		}
+		if len(evs) < store.MaxListLimit {
+			break
+		}
+	}
+	if seen != grants {
+		t.Fatalf("audit log has %d grants of %q, the holders %d", seen, name, grants)
+	}
+	t.Logf("audit log: %d grants, at most %d held at once", seen, most)
+}
+
+// testSeveralResources: 32 goroutines lock 2 or 3 of 6 keys at once, named in random order:
+// nobody deadlocks, no key is held twice, tokens increase per key.
+func testSeveralResources(t *testing.T, h Harness) {
+	e := newEnv(t, h, nil)
+	requireLimits(t, e)
+	keys := []string{"k/a", "k/b", "k/c", "k/d", "k/e", "k/f"}
+	e.holdFor = time.Millisecond
+	var hs holdings
+	e.run(32, 8, &hs, func(g, i int) error {
+		pick := slices.Clone(keys)
+		rand.Shuffle(len(pick), func(i, j int) { pick[i], pick[j] = pick[j], pick[i] })
+		pick = pick[:2+rand.IntN(2)]
+		return e.hold(&hs, pick[0], false, pick[1:], nil)
+	})
+	checkExclusion(t, hs.all)
+	checkTokenOrder(t, hs.all)
+	if len(hs.all) != 32*8 {
+		t.Fatalf("%d holdings, want %d", len(hs.all), 32*8)
+	}
+}
+
+// testSeveralResourcesAllOrNothing: a request whose second key is held is granted nothing, and
+// waits in both lines: a later request for its free key alone waits behind it (FIFO per key).
+func testSeveralResourcesAllOrNothing(t *testing.T, h Harness) {
+	e := newEnv(t, h, nil)
+	requireLimits(t, e)
+	b := e.acquire("aon/b")
+	_, err := e.locker.TryAcquire(e.ctx, "aon/a", baton.WithResources("aon/b"))
+	var held *store.LockHeldError
+	if !errors.As(err, &held) || held.Resource != "aon/b" || held.Holder != b.Holder {
+		t.Fatalf("request for a free key and a held one: %v, want ErrLockHeld naming aon/b and its holder", err)
+	}
+	if _, err := e.store.Get(e.ctx, "aon/a"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("refused request left aon/a held: %v", err)
+	}
+	granted := make(chan *baton.Lease, 1)
+	go func() {
+		l, err := e.locker.Acquire(e.ctx, "aon/a", baton.WithResources("aon/b"))
+		if err != nil {
+			t.Error(err)
+		}
+		granted <- l
+	}()
+	// The waiter's ticket in aon/a's line keeps a newcomer for aon/a alone out.
+	for {
+		l, err := e.locker.TryAcquire(e.ctx, "aon/a")
+		if errors.As(err, &held) && held.Ahead > 0 {
+			break
+		}
+		if err == nil {
+			// Granted before the request for both queued: release it, and look again.
+			if err := l.Release(e.ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := b.Release(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	l := <-granted
+	if l == nil {
+		t.FailNow()
+	}
+	if l.Token <= b.Token || !slices.Equal(l.Resources, []string{"aon/b"}) {
+		t.Fatalf("grant of both: token %d (aon/b's was %d), resources %v", l.Token, b.Token, l.Resources)
+	}
+	for _, k := range []string{"aon/a", "aon/b"} {
+		if _, err := e.locker.TryAcquire(e.ctx, k); !errors.Is(err, baton.ErrLockHeld) {
+			t.Fatalf("%s beside the lease on both: %v", k, err)
+		}
+	}
+	if err := l.Release(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.acquire("aon/a")
+	e.acquire("aon/b")
+}
+
+// testLimitLowered: lowering a limit below its use evicts nobody; new grants wait until the use
+// drops below the new capacity. A full limit is named in the refusal.
+func testLimitLowered(t *testing.T, h Harness) {
+	e := newEnv(t, h, nil)
+	lim := requireLimits(t, e)
+	e.setLimit(lim, "pool", 2)
+	a := e.acquire("pool", baton.WithShared(), baton.WithLimits("pool"))
+	b := e.acquire("pool", baton.WithShared(), baton.WithLimits("pool"))
+	_, err := e.locker.TryAcquire(e.ctx, "pool", baton.WithShared(), baton.WithLimits("pool"))
+	var held *store.LockHeldError
+	if !errors.As(err, &held) || held.Limit != "pool" || held.InUse != 2 || held.Capacity != 2 {
+		t.Fatalf("third unit of a limit of 2: %v, want the limit named full", err)
+	}
+	e.setLimit(lim, "pool", 1)
+	if err := a.Renew(e.ctx); err != nil {
+		t.Fatalf("holder renewed after its limit was lowered: %v", err)
+	}
+	if err := a.Release(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.locker.TryAcquire(e.ctx, "pool", baton.WithShared(), baton.WithLimits("pool")); !errors.Is(err, baton.ErrLockHeld) {
+		t.Fatalf("a unit granted with 1 in use of a limit lowered to 1: %v", err)
+	}
+	if err := b.Release(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.acquire("pool", baton.WithShared(), baton.WithLimits("pool"))
+	if err := lim.DeleteLimit(e.ctx, &store.DeleteLimitParams{Name: "pool"}); !errors.Is(err, store.ErrLimitInUse) {
+		t.Fatalf("delete of a held limit: %v, want ErrLimitInUse", err)
+	}
+}
+
+// testBeyondBadInput: bad limits and requests are refused naming the field, and write nothing.
+func testBeyondBadInput(t *testing.T, h Harness) {
+	e := newEnv(t, h, nil)
+	lim := requireLimits(t, e)
+	for _, n := range []int{0, -1, store.MaxLimitCapacity + 1} {
+		_, err := lim.SetLimit(e.ctx, &store.SetLimitParams{Name: "bad", Capacity: n})
+		wantInvalid(t, "capacity", err, "capacity")
+	}
+	if ls, err := lim.Limits(e.ctx, &store.LimitsParams{Limit: 10}); err != nil || len(ls) != 0 {
+		t.Fatalf("refused limits were written: %+v, %v", ls, err)
+	}
+	_, err := e.locker.TryAcquire(e.ctx, "bad", baton.WithLimits("no-such-limit"))
+	wantInvalid(t, "limits", err, "limits")
+	many := make([]string, store.MaxResources+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("bad/%d", i)
+	}
+	_, err = e.locker.TryAcquire(e.ctx, "bad", baton.WithResources(many...))
+	wantInvalid(t, "resources", err, "resources")
+	_, err = e.locker.TryAcquire(e.ctx, "bad", baton.WithResources("bad"))
+	wantInvalid(t, "resources", err, "resources")
+	if _, err := e.store.Get(e.ctx, "bad"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a refused request left the key held: %v", err)
+	}
+	if err := lim.DeleteLimit(e.ctx, &store.DeleteLimitParams{Name: "no-such-limit"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("delete of an unknown limit: %v, want ErrNotFound", err)
+	}
+}
+
+// testBeyondUnsupported: a store without limits refuses shared, several-key and limited requests
+// naming the feature, and grants nothing.
+func testBeyondUnsupported(t *testing.T, h Harness) {
+	e := newEnv(t, h, nil)
+	requireNotApplicable(t, !e.store.Capabilities().Limits, "the store keeps limits")
+	for _, opt := range []baton.Option{baton.WithShared(), baton.WithResources("other"), baton.WithLimits("l")} {
+		_, err := e.locker.TryAcquire(e.ctx, "unsupported", opt)
+		var u *store.UnsupportedError
+		if !errors.As(err, &u) || u.Feature == "" || u.Store == "" {
+			t.Fatalf("got %v, want ErrUnsupported naming the store and the feature", err)
+		}
+	}
+	if _, err := e.store.Get(e.ctx, "unsupported"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("an unsupported request left the key held: %v", err)
+	}
+}
