@@ -114,6 +114,9 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	if err := store.RefuseBeyond("dynamodb", p); err != nil {
+		return nil, err
+	}
 	for attempt := range maxAttempts {
 		if err := pause(ctx, attempt); err != nil {
 			return nil, err

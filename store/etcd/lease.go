@@ -137,6 +137,9 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	if err := store.RefuseBeyond("etcd", p); err != nil {
+		return nil, err
+	}
 	// The first attempt is the grant itself: its Txn returns the key's state when it is taken.
 	var st *state
 	for attempt := range maxAttempts {

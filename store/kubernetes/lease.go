@@ -193,6 +193,9 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	if err := store.RefuseBeyond("kubernetes", p); err != nil {
+		return nil, err
+	}
 	for attempt := range acquireAttempts {
 		v, ok, err := s.read(ctx, p.Key)
 		if err != nil {

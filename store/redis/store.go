@@ -249,6 +249,9 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	if err := store.RefuseBeyond("redis", p); err != nil {
+		return nil, err
+	}
 	if err := s.server.err(); err != nil {
 		return nil, err
 	}
