@@ -163,6 +163,14 @@ func (s *Store) CleanJobs(ctx context.Context, p *store.CleanParams) (int, error
 		// comes back starts again at the back either way.
 		_, err = x.q.ExecContext(x.ctx, `DELETE FROM tickets WHERE (key, lease_id) IN (SELECT key, lease_id FROM tickets
 			WHERE expires_at < ?1 LIMIT ?2)`, x.now.UnixNano(), p.Limit)
+		if err != nil {
+			return err
+		}
+		// Holds (shared, several keys, limits) that ended or expired longer ago than the age:
+		// their lock-delays are over (at most store.MaxRest), and a release that comes this late
+		// learns ErrNotHeld instead of AlreadyReleased, as for a job long deleted.
+		_, err = x.q.ExecContext(x.ctx, `DELETE FROM holds WHERE (lease_id, key) IN (SELECT lease_id, key FROM holds
+			WHERE expires_at < ?1 LIMIT ?2)`, x.now.Add(-max(p.Age, store.MaxRest)).UnixNano(), p.Limit)
 		return err
 	})
 	return int(n), err

@@ -210,3 +210,45 @@ func TestCleanDeletesExpiredTickets(t *testing.T) {
 		t.Fatalf("tickets after cleaning: %v; want [live] (the expired one deleted)", left)
 	}
 }
+
+// The cleaner deletes holds that ended longer ago than the age (and store.MaxRest), and keeps
+// the live ones and those of recent ends.
+func TestCleanDeletesOldHolds(t *testing.T) {
+	x := newJobsT(t)
+	if _, err := x.s.SetLimit(x.ctx, &store.SetLimitParams{Name: "pool", Capacity: 9}); err != nil {
+		t.Fatal(err)
+	}
+	grant := func(id string) {
+		t.Helper()
+		_, err := x.s.Acquire(x.ctx, &store.AcquireParams{Key: "holds/" + id, LeaseID: id, Holder: id, TTL: time.Hour,
+			Shared: true, Limits: []string{"pool"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	grant("old")
+	if _, err := x.s.Release(x.ctx, &store.ReleaseParams{Key: "holds/old", LeaseID: "old"}); err != nil {
+		t.Fatal(err)
+	}
+	x.clock.advance(store.MaxRest + 2*time.Hour)
+	grant("live")
+	if _, err := x.s.CleanJobs(x.ctx, &store.CleanParams{Age: time.Hour, Limit: 100}); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	rows, err := x.s.DB().QueryContext(x.ctx, `SELECT DISTINCT lease_id FROM holds ORDER BY lease_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		left = append(left, id)
+	}
+	if !slices.Equal(left, []string{"live"}) {
+		t.Fatalf("holds after cleaning: %v; want [live] (the old release's deleted)", left)
+	}
+}
