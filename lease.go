@@ -108,7 +108,7 @@ func (l *Lease) Renew(ctx context.Context) error {
 
 // renew asks the store to extend the lease (the holder clock's renew).
 func (l *Lease) renew(ctx context.Context) error {
-	sl, err := l.locker.store.Renew(ctx, &store.RenewParams{Key: l.Key, LeaseID: l.ID, TTL: l.ttl})
+	sl, err := l.locker.store.Renew(ctx, &store.RenewParams{Key: l.Key, LeaseID: l.ID, TTL: l.ttl, Holds: l.holds()})
 	if err != nil {
 		return err
 	}
@@ -150,7 +150,7 @@ func (l *Lease) Release(ctx context.Context) error {
 // local deadline and ctx allows; the last error is returned.
 func (l *Lease) release(ctx context.Context) error {
 	for {
-		_, err := l.locker.store.Release(ctx, &store.ReleaseParams{Key: l.Key, LeaseID: l.ID})
+		_, err := l.locker.store.Release(ctx, &store.ReleaseParams{Key: l.Key, LeaseID: l.ID, Holds: l.holds()})
 		wait := retry.After(err)
 		if err == nil || wait <= 0 || time.Now().Add(wait).After(l.clock.deadline()) {
 			return err
@@ -164,3 +164,6 @@ func (l *Lease) release(ctx context.Context) error {
 		}
 	}
 }
+
+// holds reports whether the lease was granted beyond one exclusive key (store.RenewParams.Holds).
+func (l *Lease) holds() bool { return l.Shared || len(l.Resources) > 0 || len(l.Limits) > 0 }

@@ -221,6 +221,10 @@ type RenewParams struct {
 	// not renewed (ErrNotHeld, nothing changed).
 	Owner string
 	TTL   time.Duration
+	// Holds says the lease was granted beyond one exclusive key (Lease.Shared, Resources or
+	// Limits), a hint that lets a store with holds go there first; without it the store finds
+	// such a lease anyway.
+	Holds bool
 }
 
 // ReleaseParams are the inputs of Store.Release.
@@ -230,6 +234,8 @@ type ReleaseParams struct {
 	// Owner must be the lease's owner (AcquireParams.Owner): a live lease of another owner is
 	// not released (ErrNotHeld, nothing changed).
 	Owner string
+	// Holds: see RenewParams.Holds.
+	Holds bool
 }
 
 // ReleaseResult reports what Release did.

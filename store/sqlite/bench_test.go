@@ -88,3 +88,13 @@ func BenchmarkCrossHandoff(b *testing.B) {
 	b.Cleanup(func() { s.Close() })
 	storetest.BenchCrossHandoff(b, s)
 }
+
+// BenchmarkBeyond: a grant with one limit, and a shared grant, against the plain grant.
+func BenchmarkBeyond(b *testing.B) {
+	s := openDefault(b, filepath.Join(b.TempDir(), "baton.db"))
+	locker, err := baton.NewLocker(s, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	storetest.BenchBeyond(b, locker, s)
+}

@@ -91,7 +91,7 @@ func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*sto
 		}
 		caps := make([]int, len(p.Limits))
 		for i, name := range p.Limits {
-			err := tx.QueryRowContext(ctx, `SELECT capacity FROM limits WHERE name = ?1`, name).Scan(&caps[i])
+			err := s.hq(ctx, tx, sqlLimitCapacity).QueryRowContext(ctx, name).Scan(&caps[i])
 			if errors.Is(err, sql.ErrNoRows) {
 				return store.UnknownLimit(name)
 			}
@@ -154,8 +154,7 @@ func lines(p *store.AcquireParams) []string {
 // line of the request.
 func (s *Store) myPlace(ctx context.Context, tx *sql.Tx, p *store.AcquireParams, now int64) (place, error) {
 	ls := lines(p)
-	rows, err := tx.QueryContext(ctx, `SELECT created_at, seq FROM tickets WHERE lease_id = ? AND expires_at > ?
-		AND key IN (`+placeholders(len(ls))+`)`, append([]any{p.LeaseID, now}, anys(ls)...)...)
+	rows, err := s.hq(ctx, tx, sqlMyPlace).QueryContext(ctx, p.LeaseID, now, jsonList(ls))
 	if err != nil {
 		return place{}, err
 	}
@@ -202,8 +201,7 @@ func (s *Store) keyRefusal(ctx context.Context, tx *sql.Tx, p *store.AcquirePara
 		// Holds: compatible only if all are shared and so is the request.
 		var mode, holder string
 		var token, expires int64
-		err := tx.QueryRowContext(ctx, `SELECT mode, holder, token, expires_at FROM holds
-			WHERE key = ?1 AND ended = 0 AND expires_at > ?2 ORDER BY mode = 'exclusive' DESC, expires_at LIMIT 1`, k, now).
+		err := s.hq(ctx, tx, sqlKeyHolds).QueryRowContext(ctx, k, now).
 			Scan(&mode, &holder, &token, &expires)
 		if errors.Is(err, sql.ErrNoRows) {
 			return restOf(k, r, now), nil
@@ -228,14 +226,13 @@ func (s *Store) keyRefusal(ctx context.Context, tx *sql.Tx, p *store.AcquirePara
 	// The line: an exclusive request waits for every ticket before it, a shared one for the
 	// exclusive ones; both for the ready jobs submitted before them (jobs hold their resource
 	// exclusive).
-	cond := ""
+	q := sqlAheadExclusive
 	if p.Shared {
-		cond = ` AND t.mode = 'exclusive'`
+		q = sqlAheadShared
 	}
 	var ahead int
 	var front sql.NullString
-	err = tx.QueryRowContext(ctx, `SELECT count(*), (SELECT t.holder `+beforeMeSQL+cond+` ORDER BY t.first DESC, t.created_at, t.seq LIMIT 1) `+
-		beforeMeSQL+cond, k, p.LeaseID, now, me.has, me.at, me.seq).Scan(&ahead, &front)
+	err = s.hq(ctx, tx, q).QueryRowContext(ctx, k, p.LeaseID, now, me.has, me.at, me.seq).Scan(&ahead, &front)
 	if err != nil {
 		return nil, err
 	}
@@ -245,8 +242,7 @@ func (s *Store) keyRefusal(ctx context.Context, tx *sql.Tx, p *store.AcquirePara
 	}
 	var jobs int
 	var firstJob sql.NullInt64
-	err = tx.QueryRowContext(ctx, `SELECT count(*), min(id) FROM jobs WHERE resource = ?1 AND head AND state IN `+sqlClaimable+`
-		AND scheduled_at <= ?2 AND created_at <= ?3`, k, now, arrival).Scan(&jobs, &firstJob)
+	err = s.hq(ctx, tx, sqlJobsAhead).QueryRowContext(ctx, k, now, arrival).Scan(&jobs, &firstJob)
 	if err != nil {
 		return nil, err
 	}
@@ -276,11 +272,7 @@ func (s *Store) limitRefusal(ctx context.Context, tx *sql.Tx, p *store.AcquirePa
 	var inUse, ahead int
 	var holder sql.NullString
 	var soonest sql.NullInt64
-	err := tx.QueryRowContext(ctx, `SELECT count(*), min(expires_at),
-			(SELECT holder FROM holds WHERE key = ?1 AND ended = 0 AND expires_at > ?3 ORDER BY expires_at LIMIT 1),
-			(SELECT count(*) `+beforeMeSQL+`)
-		FROM holds WHERE key = ?1 AND ended = 0 AND expires_at > ?3`,
-		line, p.LeaseID, now, me.has, me.at, me.seq).Scan(&inUse, &soonest, &holder, &ahead)
+	err := s.hq(ctx, tx, sqlLimitUse).QueryRowContext(ctx, line, p.LeaseID, now, me.has, me.at, me.seq).Scan(&inUse, &soonest, &holder, &ahead)
 	if err != nil {
 		return nil, err
 	}
@@ -301,24 +293,19 @@ func (s *Store) enqueueBeyond(ctx context.Context, tx *sql.Tx, p *store.AcquireP
 	ls := lines(p)
 	expires := now + int64(p.TTL)
 	if me.has {
-		_, err := tx.ExecContext(ctx, `UPDATE tickets SET expires_at = ? WHERE lease_id = ? AND owner = ? AND key IN (`+
-			placeholders(len(ls))+`)`, append([]any{expires, p.LeaseID, p.Owner}, anys(ls)...)...)
+		_, err := s.hq(ctx, tx, sqlKeepTickets).ExecContext(ctx, expires, p.LeaseID, p.Owner, jsonList(ls))
 		return err
 	}
-	args := append([]any{p.LeaseID}, anys(ls)...)
-	if _, err := tx.ExecContext(ctx, `DELETE FROM tickets WHERE lease_id = ? AND key IN (`+placeholders(len(ls))+`)`, args...); err != nil {
+	if _, err := s.hq(ctx, tx, sqlEndTickets).ExecContext(ctx, p.LeaseID, jsonList(ls)); err != nil {
 		return err
 	}
 	var seq int64
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) + 1 FROM tickets WHERE key IN (`+placeholders(len(ls))+`)`,
-		anys(ls)...).Scan(&seq); err != nil {
+	if err := s.hq(ctx, tx, sqlNextSeq).QueryRowContext(ctx, jsonList(ls)).Scan(&seq); err != nil {
 		return err
 	}
 	mode := holdMode(p)
 	for _, k := range ls {
-		_, err := tx.ExecContext(ctx, `INSERT INTO tickets (key, lease_id, holder, owner, created_at, expires_at, first, actor,
-				reason, seq, mode, lease_key)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, '', '', ?7, ?8, ?9)`, k, p.LeaseID, p.Holder, p.Owner, now, expires, seq, mode, p.Key)
+		_, err := s.hq(ctx, tx, sqlEnqueueTicket).ExecContext(ctx, k, p.LeaseID, p.Holder, p.Owner, now, expires, seq, mode, p.Key)
 		if err != nil {
 			return err
 		}
@@ -330,19 +317,12 @@ func (s *Store) enqueueBeyond(ctx context.Context, tx *sql.Tx, p *store.AcquireP
 // tickets.
 func (s *Store) grantBeyond(ctx context.Context, tx *sql.Tx, p *store.AcquireParams, now int64) (*store.Lease, error) {
 	var token int64
-	if err := tx.QueryRowContext(ctx, `UPDATE counters SET value = value + 1 WHERE name = 'token' RETURNING value`).Scan(&token); err != nil {
+	if err := s.hq(ctx, tx, sqlDrawToken).QueryRowContext(ctx).Scan(&token); err != nil {
 		return nil, err
 	}
 	expires := now + int64(p.TTL)
 	hold := func(key, mode string, md sql.NullString) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO holds (lease_id, key, mode, lease_key, holder, owner, token, acquired_at,
-				expires_at, ended, cooldown_ns, lock_delay_ns, metadata)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 0, ?10, ?11, ?12)
-			ON CONFLICT (lease_id, key) DO UPDATE SET mode = excluded.mode, lease_key = excluded.lease_key,
-				holder = excluded.holder, owner = excluded.owner, token = excluded.token, acquired_at = excluded.acquired_at,
-				expires_at = excluded.expires_at, ended = 0, cooldown_ns = excluded.cooldown_ns,
-				lock_delay_ns = excluded.lock_delay_ns, metadata = excluded.metadata`,
-			p.LeaseID, key, mode, p.Key, p.Holder, p.Owner, token, now, expires, int64(p.Cooldown), int64(p.LockDelay), md)
+		_, err := s.hq(ctx, tx, sqlGrantHold).ExecContext(ctx, p.LeaseID, key, mode, p.Key, p.Holder, p.Owner, token, now, expires, int64(p.Cooldown), int64(p.LockDelay), md)
 		return err
 	}
 	mode := holdMode(p)
@@ -355,16 +335,7 @@ func (s *Store) grantBeyond(ctx context.Context, tx *sql.Tx, p *store.AcquirePar
 			return nil, err
 		}
 		// The key's summary row: held until its latest hold expires.
-		_, err := tx.ExecContext(ctx, `INSERT INTO leases AS a (key, lease_id, holder, owner, token, acquired_at, expires_at,
-				ended, available_at, cooldown_ns, lock_delay_ns)
-			VALUES (?1, '', ?2, ?3, ?4, ?5, ?6, 0, ?6 + ?7, ?8, ?7)
-			ON CONFLICT (key) DO UPDATE SET lease_id = '', holder = excluded.holder, owner = excluded.owner,
-				token = excluded.token, acquired_at = excluded.acquired_at, metadata = NULL, took_over = 0,
-				expires_at = iif(a.lease_id = '' AND a.ended = 0, max(a.expires_at, excluded.expires_at), excluded.expires_at),
-				available_at = iif(a.lease_id = '' AND a.ended = 0, max(a.available_at, excluded.available_at), excluded.available_at),
-				lock_delay_ns = iif(a.lease_id = '' AND a.ended = 0, max(a.lock_delay_ns, excluded.lock_delay_ns), excluded.lock_delay_ns),
-				cooldown_ns = excluded.cooldown_ns, ended = 0`,
-			k, p.Holder, p.Owner, token, now, expires, int64(p.LockDelay), int64(p.Cooldown))
+		_, err := s.hq(ctx, tx, sqlSummarise).ExecContext(ctx, k, p.Holder, p.Owner, token, now, expires, int64(p.LockDelay), int64(p.Cooldown))
 		if err != nil {
 			return nil, err
 		}
@@ -375,8 +346,7 @@ func (s *Store) grantBeyond(ctx context.Context, tx *sql.Tx, p *store.AcquirePar
 		}
 	}
 	ls := lines(p)
-	if _, err := tx.ExecContext(ctx, `DELETE FROM tickets WHERE lease_id = ? AND key IN (`+placeholders(len(ls))+`)`,
-		append([]any{p.LeaseID}, anys(ls)...)...); err != nil {
+	if _, err := s.hq(ctx, tx, sqlEndTickets).ExecContext(ctx, p.LeaseID, jsonList(ls)); err != nil {
 		return nil, err
 	}
 	return &store.Lease{Key: p.Key, ID: p.LeaseID, Holder: p.Holder, Owner: p.Owner, Token: uint64(token),
@@ -388,8 +358,7 @@ func (s *Store) grantBeyond(ctx context.Context, tx *sql.Tx, p *store.AcquirePar
 // one made of holds, and returns it; nil if it has none.
 func (s *Store) reacquireHolds(ctx context.Context, tx *sql.Tx, p *store.AcquireParams, now int64) (*store.Lease, error) {
 	var id string
-	err := tx.QueryRowContext(ctx, `SELECT lease_id FROM holds WHERE key = ?1 AND lease_key = ?1 AND holder = ?2 AND owner = ?3
-		AND ended = 0 AND expires_at > ?4 LIMIT 1`, p.Key, p.Holder, p.Owner, now).Scan(&id)
+	err := s.hq(ctx, tx, sqlMyHolds).QueryRowContext(ctx, p.Key, p.Holder, p.Owner, now).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -403,9 +372,7 @@ func (s *Store) reacquireHolds(ctx context.Context, tx *sql.Tx, p *store.Acquire
 // its keys' summary rows with them; ErrNotHeld if it has none live.
 func (s *Store) renewHoldsTx(ctx context.Context, tx *sql.Tx, p *store.RenewParams, now int64) (*store.Lease, error) {
 	expires := now + int64(p.TTL)
-	rows, err := tx.QueryContext(ctx, `UPDATE holds SET expires_at = ?4
-		WHERE lease_id = ?1 AND lease_key = ?2 AND owner = ?3 AND ended = 0 AND expires_at > ?5
-		RETURNING key, mode, holder, token, acquired_at, metadata`, p.LeaseID, p.Key, p.Owner, expires, now)
+	rows, err := s.hq(ctx, tx, sqlRenewHolds).QueryContext(ctx, p.LeaseID, p.Key, p.Owner, expires, now)
 	if err != nil {
 		return nil, err
 	}
@@ -442,8 +409,7 @@ func (s *Store) renewHoldsTx(ctx context.Context, tx *sql.Tx, p *store.RenewPara
 	if !found {
 		return nil, store.ErrNotHeld
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE leases SET expires_at = max(expires_at, ?1), available_at = max(available_at, ?1 + lock_delay_ns)
-		WHERE lease_id = '' AND ended = 0 AND key IN (`+placeholders(len(keys))+`)`, append([]any{expires}, anys(keys)...)...)
+	_, err = s.hq(ctx, tx, sqlRenewSummaries).ExecContext(ctx, expires, jsonList(keys))
 	return l, err
 }
 
@@ -464,9 +430,7 @@ func (s *Store) releaseHolds(ctx context.Context, p *store.ReleaseParams) (*stor
 	var woken []string
 	err := s.holdTx(ctx, "release", func(tx *sql.Tx, now int64) error {
 		res, woken = nil, nil
-		rows, err := tx.QueryContext(ctx, `UPDATE holds SET ended = 1, expires_at = min(expires_at, ?4)
-			WHERE lease_id = ?1 AND lease_key = ?2 AND owner = ?3 AND ended = 0 AND expires_at > ?4
-			RETURNING key, mode, acquired_at, cooldown_ns`, p.LeaseID, p.Key, p.Owner, now)
+		rows, err := s.hq(ctx, tx, sqlReleaseHolds).QueryContext(ctx, p.LeaseID, p.Key, p.Owner, now)
 		if err != nil {
 			return err
 		}
@@ -494,8 +458,7 @@ func (s *Store) releaseHolds(ctx context.Context, p *store.ReleaseParams) (*stor
 		}
 		if len(woken) == 0 {
 			var released int
-			err := tx.QueryRowContext(ctx, `SELECT count(*) FROM holds WHERE lease_id = ?1 AND lease_key = ?2 AND owner = ?3
-				AND ended = 1`, p.LeaseID, p.Key, p.Owner).Scan(&released)
+			err := s.hq(ctx, tx, sqlReleasedHolds).QueryRowContext(ctx, p.LeaseID, p.Key, p.Owner).Scan(&released)
 			if err != nil {
 				return err
 			}
@@ -528,19 +491,15 @@ func (s *Store) releaseHolds(ctx context.Context, p *store.ReleaseParams) (*stor
 func (s *Store) settleKey(ctx context.Context, tx *sql.Tx, key string, now, cooldown int64) error {
 	var live sql.NullInt64 // latest expiry of a live hold
 	var delay sql.NullInt64
-	err := tx.QueryRowContext(ctx, `SELECT max(iif(expires_at > ?2, expires_at, NULL)), max(expires_at + lock_delay_ns)
-		FROM holds WHERE key = ?1 AND ended = 0`, key, now).Scan(&live, &delay)
+	err := s.hq(ctx, tx, sqlSettleRead).QueryRowContext(ctx, key, now).Scan(&live, &delay)
 	if err != nil {
 		return err
 	}
 	if live.Valid {
-		_, err = tx.ExecContext(ctx, `UPDATE leases SET expires_at = ?2, available_at = max(?3, ?4)
-			WHERE key = ?1 AND lease_id = '' AND ended = 0`, key, live.Int64, delay.Int64, now+cooldown)
+		_, err = s.hq(ctx, tx, sqlSettleHeld).ExecContext(ctx, key, live.Int64, delay.Int64, now+cooldown)
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE leases SET ended = 1, expires_at = min(expires_at, ?2), cooldown_ns = ?3,
-			available_at = max(?2 + ?3, coalesce(?4, 0))
-		WHERE key = ?1 AND lease_id = '' AND ended = 0`, key, now, cooldown, delay)
+	_, err = s.hq(ctx, tx, sqlSettleFree).ExecContext(ctx, key, now, cooldown, delay)
 	return err
 }
 
@@ -548,9 +507,7 @@ func (s *Store) settleKey(ctx context.Context, tx *sql.Tx, key string, now, cool
 // force-release of it), and settles its other keys; key's own row was ended by the caller. It
 // returns the lines to wake.
 func (s *Store) endHoldsOf(ctx context.Context, tx *sql.Tx, key string, now int64) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, `UPDATE holds SET ended = 2, expires_at = min(expires_at, ?2)
-		WHERE ended = 0 AND expires_at > ?2 AND lease_id IN (SELECT lease_id FROM holds WHERE key = ?1 AND ended = 0 AND expires_at > ?2)
-		RETURNING key, mode`, key, now)
+	rows, err := s.hq(ctx, tx, sqlForceHolds).QueryContext(ctx, key, now)
 	if err != nil {
 		return nil, err
 	}

@@ -195,6 +195,9 @@ func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if p.Holds {
+		return s.renewHolds(ctx, p)
+	}
 	return s.renewOne(ctx, p)
 }
 
@@ -215,6 +218,11 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 	}
 	if err := s.closed.Check(); err != nil {
 		return nil, err
+	}
+	if p.Holds {
+		if res, err := s.releaseHolds(ctx, p); !errors.Is(err, store.ErrNotHeld) {
+			return res, err
+		}
 	}
 	now := s.now().UnixNano()
 	res, err := s.stmts.release.ExecContext(ctx, p.Key, p.LeaseID, now, p.Owner)

@@ -38,14 +38,16 @@ type Config struct {
 
 // Store is a store.Store on SQLite.
 type Store struct {
-	db     *sql.DB
-	now    func() time.Time
-	hub    *notify.Hub
-	claims store.ClaimClock // when workers last asked for each kind
-	closed store.Closed
-	stmts  statements
-	audit  bool
-	renews renewBatcher
+	db *sql.DB
+	// holdStmts are holds.go's statements, prepared once (holds_sql.go).
+	holdStmts map[string]*sql.Stmt
+	now       func() time.Time
+	hub       *notify.Hub
+	claims    store.ClaimClock // when workers last asked for each kind
+	closed    store.Closed
+	stmts     statements
+	audit     bool
+	renews    renewBatcher
 }
 
 var _ store.Store = (*Store)(nil)
@@ -113,6 +115,11 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 		}
 	}
 	if err := s.stmts.prepare(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := s.prepareHolds(ctx); err != nil {
+		s.stmts.close()
 		db.Close()
 		return nil, err
 	}
