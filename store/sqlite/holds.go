@@ -82,6 +82,7 @@ func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*sto
 	}
 	var lease *store.Lease
 	var refusal error
+	var wake []string // the limits' lines with tickets, whose new front may go now
 	err := s.holdTx(ctx, "acquire", func(tx *sql.Tx, now int64) error {
 		lease, refusal = nil, nil
 		l, err := s.reacquireHolds(ctx, tx, p, now)
@@ -108,8 +109,13 @@ func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*sto
 				break
 			}
 		}
+		wake = wake[:0]
 		for i := 0; refusal == nil && err == nil && i < len(p.Limits); i++ {
-			refusal, err = s.limitRefusal(ctx, tx, p, p.Limits[i], caps[i], now, me)
+			var ahead int
+			refusal, err = s.limitRefusal(ctx, tx, p, p.Limits[i], caps[i], now, me, &ahead)
+			if me.has || ahead > 0 {
+				wake = append(wake, limitLine(p.Limits[i]))
+			}
 		}
 		switch {
 		case err != nil:
@@ -130,8 +136,8 @@ func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*sto
 	}
 	// The next in a limit's line, or a shared request behind a shared one, may go too: wake the
 	// new fronts. Each that cannot go waits again.
-	for _, name := range p.Limits {
-		s.wakeFront(ctx, limitLine(name))
+	for _, line := range wake {
+		s.wakeFront(ctx, line)
 	}
 	if p.Shared {
 		for _, k := range p.Keys() {
@@ -267,19 +273,22 @@ func restOf(k string, r row, now int64) error {
 
 // limitRefusal says why limit name (of capacity c) cannot grant p a unit now: its units in use
 // plus the live tickets before the caller in its line reach c. nil if it can.
-func (s *Store) limitRefusal(ctx context.Context, tx *sql.Tx, p *store.AcquireParams, name string, c int, now int64, me place) (error, error) {
+// It sets *ahead to the number of live tickets before the caller.
+func (s *Store) limitRefusal(ctx context.Context, tx *sql.Tx, p *store.AcquireParams, name string, c int, now int64, me place,
+	ahead *int) (error, error) {
 	line := limitLine(name)
-	var inUse, ahead int
+	var inUse, n int
 	var holder sql.NullString
 	var soonest sql.NullInt64
-	err := s.hq(ctx, tx, sqlLimitUse).QueryRowContext(ctx, line, p.LeaseID, now, me.has, me.at, me.seq).Scan(&inUse, &soonest, &holder, &ahead)
+	err := s.hq(ctx, tx, sqlLimitUse).QueryRowContext(ctx, line, p.LeaseID, now, me.has, me.at, me.seq).Scan(&inUse, &soonest, &holder, &n)
 	if err != nil {
 		return nil, err
 	}
-	if inUse+ahead < c {
+	*ahead = n
+	if inUse+n < c {
 		return nil, nil
 	}
-	e := &store.LockHeldError{Key: p.Key, Limit: name, InUse: inUse, Capacity: c, Ahead: ahead, Holder: holder.String}
+	e := &store.LockHeldError{Key: p.Key, Limit: name, InUse: inUse, Capacity: c, Ahead: n, Holder: holder.String}
 	if soonest.Valid {
 		e.ExpiresAt = time.Unix(0, soonest.Int64)
 		e.RetryAfter = time.Duration(soonest.Int64 - now)
