@@ -77,6 +77,10 @@ type ResourceLine struct {
 	// JobHolder(HolderJob), its token and lease expiry); nil if none.
 	Holder    *Lease
 	HolderJob int64
+	// Holders are the live leases that hold the key through holds (shared holders, or leases on
+	// several keys; store.Limiter), in token order: Holder is then the latest of them, with no
+	// ID. Empty otherwise.
+	Holders []*Lease
 	// Rest is the key's rest if it rests (no holder): ReasonCooldown, ReasonLockDelay or
 	// ReasonResourceCooldown, and what is left of it; nil otherwise.
 	Rest *Rest

@@ -543,3 +543,25 @@ func (s *Store) endHoldsOf(ctx context.Context, tx *sql.Tx, key string, now int6
 	}
 	return woken, nil
 }
+
+// keyHolders reads the live holds of key as leases, in token order.
+func (s *Store) keyHolders(ctx context.Context, tx *sql.Tx, key string, now int64) ([]*store.Lease, error) {
+	rows, err := s.hq(ctx, tx, sqlKeyHolders).QueryContext(ctx, key, now, store.MaxListLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*store.Lease
+	for rows.Next() {
+		l := &store.Lease{Key: key}
+		var mode string
+		var token, acquired, expires int64
+		if err := rows.Scan(&l.ID, &mode, &l.Holder, &l.Owner, &token, &acquired, &expires); err != nil {
+			return nil, err
+		}
+		l.Shared, l.Token = mode == "shared", uint64(token)
+		l.AcquiredAt, l.ExpiresAt, l.TTLLeft = time.Unix(0, acquired), time.Unix(0, expires), time.Duration(expires-now)
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}

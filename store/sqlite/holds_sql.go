@@ -85,6 +85,10 @@ var (
 		ORDER BY t.first DESC, t.created_at, t.seq LIMIT 1) ` + beforeMeSQL + ` AND t.mode = 'exclusive'`)
 )
 
+// sqlKeyHolders reads key ?1's live holds at ?2, at most ?3, in token order.
+var sqlKeyHolders = hq(`SELECT lease_id, mode, holder, owner, token, acquired_at, expires_at FROM holds
+	WHERE key = ?1 AND ended = 0 AND expires_at > ?2 ORDER BY token LIMIT ?3`)
+
 // holdQueries are the statements hq registered, prepared by prepareHolds.
 var holdQueries []string
 

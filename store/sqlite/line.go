@@ -206,6 +206,11 @@ func (s *Store) ResourceLine(ctx context.Context, key string, limit int) (*store
 	switch err := r.scan(tx.StmtContext(ctx, s.stmts.selectRow).QueryRowContext(ctx, key)); {
 	case err == nil && r.ended == 0 && r.expiresAt > now:
 		out.Holder = r.lease(now)
+		if r.leaseID == "" {
+			if out.Holders, err = s.keyHolders(ctx, tx, key, now); err != nil {
+				return nil, s.wrap("resource line", err)
+			}
+		}
 	case err == nil && r.availableAt > now:
 		reason := store.ReasonLockDelay
 		if r.ended == 1 {
