@@ -4,6 +4,7 @@
 #      with the time left; the cooldown survives a server restart; an operator clears it; the
 #      next remediation runs.
 #   2. leases: the same rest with `baton run --cooldown`, cleared by `locks force-release`.
+#   3. a disruption budget: at most 2 nodes of a zone under remediation at once (a limit).
 # Runs against SQLite in a temporary directory; exits non-zero if anything differs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -125,5 +126,24 @@ expect "force-release of the resting key" '^cleared the cooldown on node/node-2 
 out=$(as_controller run --lock node/node-2 --no-wait -- echo "remediating node-2 again" 2>&1)
 echo "$out"
 expect "run after the clear" 'remediating node-2 again' "$out"
+
+echo "== 3. a disruption budget: at most 2 nodes of zone eu-1a under remediation at once"
+out=$(as_ops limits set zone/eu-1a 2)
+echo "$out"
+mkdir "$tmp/zone"
+zone_pids=()
+for n in 1 2 3 4 5; do # five nodes of the zone go NotReady at once
+  as_controller run --lock "node/zone-$n" --limit zone/eu-1a -- \
+    sh examples/kubernetes-remediation/remediate-zone.sh "$tmp/zone" "node-$n" > "$tmp/zone-$n.log" 2>&1 &
+  zone_pids+=($!)
+done
+for pid in "${zone_pids[@]}"; do wait "$pid" || fail "a zone remediation failed: $(cat "$tmp"/zone-*.log)"; done
+cat "$tmp/zone.log"
+[ "$(wc -l < "$tmp/zone.log")" -eq 5 ] || fail "zone remediations run: $(cat "$tmp/zone.log")"
+most=$(grep -Eo 'with [0-9]+' "$tmp/zone.log" | cut -d' ' -f2 | sort -n | tail -1)
+[ "$most" -le 2 ] || fail "$most nodes of the zone under remediation at once, budget 2"
+out=$(as_controller limits list)
+echo "$out"
+expect "the budget after the run" 'zone/eu-1a +0 +2' "$out"
 
 echo "OK: examples/kubernetes-remediation"
