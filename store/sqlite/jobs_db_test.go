@@ -193,20 +193,7 @@ func TestCleanDeletesExpiredTickets(t *testing.T) {
 	if _, err := x.s.CleanJobs(x.ctx, &store.CleanParams{Age: time.Hour, Limit: 100}); err != nil {
 		t.Fatal(err)
 	}
-	var left []string
-	rows, err := x.s.DB().QueryContext(x.ctx, `SELECT lease_id FROM tickets ORDER BY lease_id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		left = append(left, id)
-	}
-	if !slices.Equal(left, []string{"live"}) {
+	if left := leaseIDs(t, x, `SELECT lease_id FROM tickets ORDER BY lease_id`); !slices.Equal(left, []string{"live"}) {
 		t.Fatalf("tickets after cleaning: %v; want [live] (the expired one deleted)", left)
 	}
 }
@@ -235,20 +222,29 @@ func TestCleanDeletesOldHolds(t *testing.T) {
 	if _, err := x.s.CleanJobs(x.ctx, &store.CleanParams{Age: time.Hour, Limit: 100}); err != nil {
 		t.Fatal(err)
 	}
-	var left []string
-	rows, err := x.s.DB().QueryContext(x.ctx, `SELECT DISTINCT lease_id FROM holds ORDER BY lease_id`)
+	if left := leaseIDs(t, x, `SELECT DISTINCT lease_id FROM holds ORDER BY lease_id`); !slices.Equal(left, []string{"live"}) {
+		t.Fatalf("holds after cleaning: %v; want [live] (the old release's deleted)", left)
+	}
+}
+
+// leaseIDs runs query, which selects lease IDs, on the test's database.
+func leaseIDs(t *testing.T, x *jobsT, query string) []string {
+	t.Helper()
+	rows, err := x.s.DB().QueryContext(x.ctx, query)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
+	var ids []string
 	for rows.Next() {
 		var id string
 		if err := rows.Scan(&id); err != nil {
 			t.Fatal(err)
 		}
-		left = append(left, id)
+		ids = append(ids, id)
 	}
-	if !slices.Equal(left, []string{"live"}) {
-		t.Fatalf("holds after cleaning: %v; want [live] (the old release's deleted)", left)
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
 	}
+	return ids
 }
