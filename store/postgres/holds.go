@@ -551,7 +551,7 @@ func (s *Store) limitRefusal(ctx context.Context, tx pgx.Tx, p *store.AcquirePar
 // so that their releases wake the lines' fronts.
 func (s *Store) enqueueBeyond(ctx context.Context, tx pgx.Tx, p *store.AcquireParams, now time.Time, me place) error {
 	ls := lines(p)
-	expires := now.Add(p.TTL)
+	expires := expiry(now, p.TTL)
 	if _, err := tx.Exec(ctx, s.hq.markWaiters, p.Keys(), now); err != nil {
 		return err
 	}
@@ -573,7 +573,7 @@ func (s *Store) grantBeyond(ctx context.Context, tx pgx.Tx, p *store.AcquirePara
 	if err := tx.QueryRow(ctx, s.hq.token).Scan(&token); err != nil {
 		return nil, err
 	}
-	expires := now.Add(p.TTL)
+	expires := expiry(now, p.TTL)
 	keys := p.Keys()
 	held, modes := lines(p), make([]string, 0, len(keys)+len(p.Limits))
 	for range keys {
@@ -602,6 +602,12 @@ func (s *Store) grantBeyond(ctx context.Context, tx pgx.Tx, p *store.AcquirePara
 		Shared: p.Shared, Resources: p.Resources, Limits: p.Limits}, nil
 }
 
+// expiry is now+ttl as the database keeps it (microseconds), never later: the holder must not
+// believe in a lease longer than the store's.
+func expiry(now time.Time, ttl time.Duration) time.Time {
+	return now.Add(ttl).Truncate(time.Microsecond)
+}
+
 // reacquireHolds renews the caller's live lease of the same holder and owner on p.Key, if it has
 // one made of holds, and returns it; nil if it has none.
 func (s *Store) reacquireHolds(ctx context.Context, tx pgx.Tx, p *store.AcquireParams, now time.Time) (*store.Lease, error) {
@@ -626,7 +632,7 @@ func (s *Store) renewHoldsTx(ctx context.Context, tx pgx.Tx, p *store.RenewParam
 			return nil, err
 		}
 	}
-	expires := now.Add(p.TTL)
+	expires := expiry(now, p.TTL)
 	rows, err := tx.Query(ctx, s.hq.renewHolds, p.LeaseID, p.Key, p.Owner, expires, now)
 	if err != nil {
 		return nil, err
@@ -810,10 +816,10 @@ func (s *Store) endHoldsOf(ctx context.Context, tx pgx.Tx, key string) ([]string
 
 // wakeLines NOTIFYs, when the transaction commits, the waiters that may go now in each line of
 // ls: the front ticket's (by the key it waits by, and its lease ID), and the shared tickets right
-// behind a shared front; in a key's line with no ticket, one waiter of the key. With jobs (a
-// release), the workers of the keys' ready head jobs too. It returns the payloads, for this
+// behind a shared front. After a release (released), also one waiter of each key whose line has
+// no ticket, and the workers of the keys' ready head jobs. It returns the payloads, for this
 // process's waiters.
-func (s *Store) wakeLines(ctx context.Context, tx pgx.Tx, ls []string, now time.Time, jobs bool) ([]string, error) {
+func (s *Store) wakeLines(ctx context.Context, tx pgx.Tx, ls []string, now time.Time, released bool) ([]string, error) {
 	if len(ls) == 0 {
 		return nil, nil
 	}
@@ -854,7 +860,7 @@ func (s *Store) wakeLines(ctx context.Context, tx pgx.Tx, ls []string, now time.
 			continue
 		}
 		keys = append(keys, l)
-		if !seen[l] {
+		if released && !seen[l] {
 			payloads = append(payloads, l)
 		}
 	}
@@ -863,7 +869,7 @@ func (s *Store) wakeLines(ctx context.Context, tx pgx.Tx, ls []string, now time.
 			return nil, err
 		}
 	}
-	if jobs && len(keys) > 0 {
+	if released && len(keys) > 0 {
 		if _, err := tx.Exec(ctx, s.hq.notifyJobs, keys); err != nil {
 			return nil, err
 		}
