@@ -88,17 +88,19 @@ $$;
 
 -- Holds: the grant of each key and limit unit a lease holds beyond one exclusive key, and its
 -- end. A unit's event names the lease's first key and the limit. A hold that expires records
--- nothing, as a lease that expires does not. The summary rows (leases with lease_id '') record
+-- nothing, as a lease that expires does not. A grant is recorded at its acquired_at and an end at
+-- its expires_at (the instant it ended), both read after the transaction took its locks, not at
+-- the transaction's start. The summary rows (leases with lease_id '') record
 -- nothing (leases_audit, migration 0010).
 CREATE FUNCTION holds_audit() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     IF TG_OP = 'INSERT' OR NEW.token <> OLD.token THEN
-        INSERT INTO events (kind, key, lease_id, holder, token, actor, principal, limit_name)
-        VALUES ('acquire', CASE WHEN NEW.mode = 'unit' THEN NEW.lease_key ELSE NEW.key END, NEW.lease_id, NEW.holder,
+        INSERT INTO events (at, kind, key, lease_id, holder, token, actor, principal, limit_name)
+        VALUES (NEW.acquired_at, 'acquire', CASE WHEN NEW.mode = 'unit' THEN NEW.lease_key ELSE NEW.key END, NEW.lease_id, NEW.holder,
                 NEW.token, NEW.holder, NEW.owner, CASE WHEN NEW.mode = 'unit' THEN substr(NEW.key, 2) ELSE '' END);
     ELSE
-        INSERT INTO events (kind, key, lease_id, holder, token, actor, principal, limit_name)
-        VALUES (CASE WHEN NEW.ended = 1 THEN 'release' ELSE 'force_release' END,
+        INSERT INTO events (at, kind, key, lease_id, holder, token, actor, principal, limit_name)
+        VALUES (NEW.expires_at, CASE WHEN NEW.ended = 1 THEN 'release' ELSE 'force_release' END,
                 CASE WHEN NEW.mode = 'unit' THEN NEW.lease_key ELSE NEW.key END, NEW.lease_id, NEW.holder,
                 NEW.token, NEW.holder, NEW.owner, CASE WHEN NEW.mode = 'unit' THEN substr(NEW.key, 2) ELSE '' END);
     END IF;
