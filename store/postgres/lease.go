@@ -191,7 +191,7 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 				return nil, err
 			}
 			continue
-		case freed || isLive && l.Holder == p.Holder && l.Owner == p.Owner:
+		case freed || isLive && l.ID != "" && l.Holder == p.Holder && l.Owner == p.Owner:
 			// Available by the clock once the statement had the row (it came free while the
 			// statement waited), or, which the statement rules out, ours: try again.
 			lastHolder = l
