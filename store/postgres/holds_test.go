@@ -144,20 +144,47 @@ func TestHoldsTicketsInEveryLine(t *testing.T) {
 
 // A waiter for several keys subscribes by its first key: the release of a plain lease on its
 // other key wakes it by that key (the ticket's lease_key), in this process and through NOTIFY in
-// another; so does the end of a lease made of holds.
+// another; so do the end of a lease made of holds and the end of a job's attempt.
 func TestHoldsWaiterWokenByItsFirstKey(t *testing.T) {
 	ctx := testCtx(t)
 	schema := newSchema(t)
 	s, other := openStore(t, schema), openStore(t, schema)
-	for _, release := range []string{"plain", "holds"} {
+	if err := s.RegisterKinds(ctx, []store.Kind{{Name: "k"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, release := range []string{"plain", "holds", "job"} {
 		t.Run(release, func(t *testing.T) {
 			a, b := "w/"+release+"/a", "w/"+release+"/b"
 			hold := &store.AcquireParams{Key: b, LeaseID: "l0-" + release, Holder: "h0", TTL: time.Minute}
-			if release == "holds" {
-				hold.Shared = true
+			end := func() error {
+				_, err := s.Release(ctx, &store.ReleaseParams{Key: b, LeaseID: hold.LeaseID})
+				return err
 			}
-			if _, err := s.Acquire(ctx, hold); err != nil {
-				t.Fatal(err)
+			switch release {
+			case "holds":
+				hold.Shared = true
+			case "job":
+				// The key is a lock key whose row the attempt holds as its gate.
+				if _, err := s.Acquire(ctx, hold); err != nil {
+					t.Fatal(err)
+				}
+				if err := end(); err != nil {
+					t.Fatal(err)
+				}
+				submit(t, s, "k", b)
+				j := claim(t, s, 1, "k")
+				if len(j) != 1 {
+					t.Fatalf("claimed %v", j)
+				}
+				end = func() error {
+					_, err := s.CompleteJob(ctx, &store.CompleteParams{ID: j[0].ID, Token: j[0].Token})
+					return err
+				}
+			}
+			if release != "job" {
+				if _, err := s.Acquire(ctx, hold); err != nil {
+					t.Fatal(err)
+				}
 			}
 			p := &store.AcquireParams{Key: a, Resources: []string{b}, LeaseID: "l1-" + release, Holder: "h1", TTL: time.Minute, Wait: true}
 			here, cancelHere := s.SubscribeAs(a, p.LeaseID)
@@ -167,11 +194,11 @@ func TestHoldsWaiterWokenByItsFirstKey(t *testing.T) {
 			if _, err := s.Acquire(ctx, p); !errors.Is(err, store.ErrLockHeld) {
 				t.Fatalf("acquire: %v; want ErrLockHeld", err)
 			}
-			if _, err := s.Release(ctx, &store.ReleaseParams{Key: b, LeaseID: hold.LeaseID}); err != nil {
+			if err := end(); err != nil {
 				t.Fatal(err)
 			}
-			wantWake(t, here, "the release of "+b+" (this process)")
-			wantWake(t, there, "the release of "+b+" (another process)")
+			wantWake(t, here, "the end on "+b+" (this process)")
+			wantWake(t, there, "the end on "+b+" (another process)")
 			if _, err := s.Acquire(ctx, p); err != nil {
 				t.Fatal(err)
 			}
