@@ -2,10 +2,15 @@ package postgres_test
 
 import (
 	"errors"
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/store/postgres"
 )
 
 // A lease on several keys takes a key that is a resource of jobs and was never locked: the
@@ -229,4 +234,84 @@ func TestHoldsSummaryIsNobodysLease(t *testing.T) {
 	if err != nil || len(rl.Tickets) != 1 || rl.Tickets[0].LeaseID != "l2" {
 		t.Fatalf("line: %+v, %v; want the waiting request's ticket", rl, err)
 	}
+}
+
+// Plain leases, shared holds and leases on several keys on the same keys, from two stores (two
+// processes) at once: an exclusive holding never overlaps another holding of its key, shared
+// ones do overlap, and everyone is granted in the end (nobody waits for ever).
+func TestHoldsBesidePlainLeases(t *testing.T) {
+	ctx := testCtx(t)
+	schema := newSchema(t)
+	stores := []*postgres.Store{openStore(t, schema), openStore(t, schema)}
+	type holding struct {
+		keys       []string
+		shared     bool
+		start, end time.Time
+		waited     time.Duration
+	}
+	var mu sync.Mutex
+	var all []holding
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			locker, err := baton.NewLocker(stores[g%2], &baton.Config{PollInterval: time.Minute})
+			if err != nil {
+				errs <- err
+				return
+			}
+			for range 10 {
+				h := holding{keys: []string{"mix"}}
+				var opts []baton.Option
+				switch g % 4 {
+				case 0: // plain exclusive
+				case 1:
+					h.keys = append(h.keys, "mix/2")
+					opts = append(opts, baton.WithResources("mix/2"))
+				default:
+					h.shared = true
+					opts = append(opts, baton.WithShared())
+				}
+				called := time.Now()
+				l, err := locker.Acquire(ctx, "mix", opts...)
+				if err != nil {
+					errs <- fmt.Errorf("goroutine %d: %w", g, err)
+					return
+				}
+				h.start = time.Now()
+				h.waited = h.start.Sub(called)
+				time.Sleep(5 * time.Millisecond)
+				h.end = time.Now()
+				if err := l.Release(ctx); err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				all = append(all, h)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	overlapped := 0
+	for i, a := range all {
+		for _, b := range all[i+1:] {
+			if !(a.start.Before(b.end) && b.start.Before(a.end)) || !slices.ContainsFunc(a.keys, func(k string) bool { return slices.Contains(b.keys, k) }) {
+				continue
+			}
+			if !a.shared || !b.shared {
+				t.Fatalf("holding of %v (shared %v) overlapped one of %v (shared %v)", a.keys, a.shared, b.keys, b.shared)
+			}
+			overlapped++
+		}
+	}
+	longest := slices.MaxFunc(all, func(a, b holding) int { return int(a.waited - b.waited) })
+	t.Logf("%d holdings, %d pairs of shared ones overlapped; longest wait %s (%v, shared %v)", len(all), overlapped,
+		longest.waited, longest.keys, longest.shared)
 }
