@@ -33,22 +33,35 @@ CREATE OR REPLACE TRIGGER tickets_audit_update AFTER UPDATE ON tickets
     EXECUTE FUNCTION tickets_audit();
 `
 
+// auditHoldTriggers record holds' grants and ends (migration 0012 onwards; that migration creates
+// them too in a schema that is audited already).
+const auditHoldTriggers = `
+CREATE OR REPLACE TRIGGER holds_audit_insert AFTER INSERT ON holds
+    FOR EACH ROW EXECUTE FUNCTION holds_audit();
+CREATE OR REPLACE TRIGGER holds_audit_update AFTER UPDATE ON holds
+    FOR EACH ROW WHEN (NEW.token <> OLD.token OR (OLD.ended = 0 AND NEW.ended <> 0))
+    EXECUTE FUNCTION holds_audit();
+`
+
 // enableAudit creates the audit triggers unless they exist. It looks first, so that opening an
 // audited schema takes no lock on the leases table.
 func enableAudit(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	const count = `SELECT count(*) FILTER (WHERE t.tgname IN ('leases_audit_insert', 'leases_audit_update', 'jobs_audit',
-			'tickets_audit_insert', 'tickets_audit_update')),
-		to_regclass(quote_ident($1) || '.tickets') IS NOT NULL
+			'tickets_audit_insert', 'tickets_audit_update', 'holds_audit_insert', 'holds_audit_update')),
+		to_regclass(quote_ident($1) || '.tickets') IS NOT NULL, to_regclass(quote_ident($1) || '.holds') IS NOT NULL
 	FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
 	WHERE n.nspname = $1`
 	var n int
-	var tickets bool
-	if err := pool.QueryRow(ctx, count, schema).Scan(&n, &tickets); err != nil {
+	var tickets, holds bool
+	if err := pool.QueryRow(ctx, count, schema).Scan(&n, &tickets, &holds); err != nil {
 		return err
 	}
 	want, sql := 3, auditTriggers
 	if tickets {
 		want, sql = 5, auditTriggers+auditTicketTriggers
+	}
+	if holds {
+		want, sql = 7, sql+auditHoldTriggers
 	}
 	if n == want {
 		return nil

@@ -55,7 +55,7 @@ RETURNING ` + leaseCols,
 	WHERE key = $1 AND lease_id = $2 AND owner = $4 AND ` + live + `
 	RETURNING key, waiters, (extract(epoch FROM now() - acquired_at) * 1000000)::bigint AS held_us
 )
-SELECT held_us, CASE WHEN front IS NOT NULL THEN pg_notify($3, key || E'\x1e' || front)::text
+SELECT held_us, CASE WHEN front IS NOT NULL THEN pg_notify($3, front)::text
 		WHEN waiters THEN pg_notify($3, key)::text END,
 	front, (SELECT count(*) FROM (
 	SELECT pg_notify($3, E'\x1fjob:' || k.name) FROM ` + pgx.Identifier{schema, "jobs"}.Sanitize() + ` h
@@ -63,8 +63,9 @@ SELECT held_us, CASE WHEN front IS NOT NULL THEN pg_notify($3, key || E'\x1e' ||
 	WHERE h.resource = x.key AND h.head AND h.state IN ('scheduled', 'available', 'retryable') AND k.waiting_until > now()
 ) n)::int FROM (
 	-- The front is read only if the lease has waiters (CASE is lazy); OFFSET 0 keeps the
-	-- subquery whole, so it is read once.
-	SELECT u.*, CASE WHEN u.waiters THEN (SELECT f.lease_id FROM ` + tk + ` f WHERE f.key = u.key AND f.expires_at > now()
+	-- subquery whole, so it is read once. It is named by the key its waiter subscribed by (the
+	-- first key of its request: lease_key, for a request of several keys or limits) and its ID.
+	SELECT u.*, CASE WHEN u.waiters THEN (SELECT ` + frontPayload + ` FROM ` + tk + ` f WHERE f.key = u.key AND f.expires_at > now()
 		ORDER BY f.first DESC, f.created_at, f.seq LIMIT 1) END AS front
 	FROM u OFFSET 0
 ) x`,
@@ -92,9 +93,9 @@ SELECT ` + leaseCols + `, CASE WHEN waiters THEN pg_notify($2, key)::text END IS
 		get: `SELECT ` + leaseCols + ` FROM ` + t + ` WHERE key = $1 AND ` + live + ` AND job_id = 0`,
 
 		// $1 after (the cursor), $2 key or '', $3 limit.
-		events: `SELECT id, at, kind, key, lease_id, holder, token, actor, principal, reason, job_id, job_kind, attempt, outcome FROM ` + pgx.Identifier{schema, "events"}.Sanitize() + `
+		events: `SELECT id, at, kind, key, lease_id, holder, token, actor, principal, reason, job_id, job_kind, attempt, outcome, limit_name FROM ` + pgx.Identifier{schema, "events"}.Sanitize() + `
 WHERE id > $1 AND ($2 = '' OR key = $2) ORDER BY id LIMIT $3`,
-		eventsDesc: `SELECT id, at, kind, key, lease_id, holder, token, actor, principal, reason, job_id, job_kind, attempt, outcome FROM ` + pgx.Identifier{schema, "events"}.Sanitize() + `
+		eventsDesc: `SELECT id, at, kind, key, lease_id, holder, token, actor, principal, reason, job_id, job_kind, attempt, outcome, limit_name FROM ` + pgx.Identifier{schema, "events"}.Sanitize() + `
 WHERE id < $1 AND ($2 = '' OR key = $2) ORDER BY id DESC LIMIT $3`,
 
 		// key >= $2 and, in listBounded, key < $5 (the end of the prefix's range) bound the index
@@ -130,6 +131,9 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	}
 	if err := s.closed.Check(); err != nil {
 		return nil, err
+	}
+	if p.Beyond() {
+		return s.acquireBeyond(ctx, p)
 	}
 	var md any // NULL for no metadata
 	if len(p.Metadata) > 0 {
@@ -190,7 +194,7 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 				return nil, err
 			}
 			continue
-		case freed || isLive && l.Holder == p.Holder && l.Owner == p.Owner:
+		case freed || isLive && l.ID != "" && l.Holder == p.Holder && l.Owner == p.Owner:
 			// Available by the clock once the statement had the row (it came free while the
 			// statement waited), or, which the statement rules out, ours: try again.
 			lastHolder = l
@@ -224,7 +228,12 @@ func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, 
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
-	return s.renews.Do(ctx, p)
+	l, err := s.renews.Do(ctx, p)
+	if errors.Is(err, store.ErrNotHeld) {
+		// A lease made of holds (shared, several keys, limits) is renewed through them.
+		return s.renewHolds(ctx, p)
+	}
+	return l, err
 }
 
 // renewOne renews one lease with the single-row statement.
@@ -256,7 +265,7 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 	var jobsWoken int
 	err := s.pool.QueryRow(ctx, s.q.release, p.Key, p.LeaseID, s.channel, p.Owner).Scan(&heldUs, &notified, &front, &jobsWoken)
 	if err == nil {
-		if front == nil || !s.hub.NotifyID(p.Key, *front) {
+		if front == nil || !notifyFront(s.hub, *front) {
 			s.hub.Notify(p.Key)
 		}
 		return &store.ReleaseResult{Held: micros(heldUs)}, nil
@@ -271,7 +280,8 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 	if already {
 		return &store.ReleaseResult{AlreadyReleased: true}, nil
 	}
-	return nil, store.ErrNotHeld
+	// A lease made of holds (shared, several keys, limits) ends here.
+	return s.releaseHolds(ctx, p)
 }
 
 // Get returns the live lease on key.
@@ -326,8 +336,20 @@ func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
-	var notified bool // pg_notify returns void; scanned only to keep the call in the select list
-	l, err := scanLease(s.pool.QueryRow(ctx, s.q.forceRelease, p.Key, s.channel, p.Actor, p.Reason, p.Principal), nil, &notified)
+	var l *store.Lease
+	var woken []string
+	err := s.holdTx(ctx, func(tx pgx.Tx) (err error) {
+		var notified bool // pg_notify returns void; scanned only to keep the call in the select list
+		l, err = scanLease(tx.QueryRow(ctx, s.q.forceRelease, p.Key, s.channel, p.Actor, p.Reason, p.Principal), nil, &notified)
+		if err != nil || l.ID != "" {
+			woken = nil
+			return err
+		}
+		// The key's summary of holds: every lease that holds it ends, with all it holds, and
+		// the fronts of their lines are woken.
+		woken, err = s.endHoldsOf(ctx, tx, p.Key)
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -335,6 +357,7 @@ func (s *Store) ForceRelease(ctx context.Context, p *store.ForceReleaseParams) (
 		return nil, s.fail("force-release", p.Key, err)
 	}
 	s.hub.Notify(p.Key)
+	s.wakePayloads(woken)
 	return l, nil
 }
 
@@ -384,7 +407,7 @@ func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Eve
 	for rows.Next() {
 		var e store.Event
 		var id, token int64
-		if err := rows.Scan(&id, &e.At, &e.Kind, &e.Key, &e.LeaseID, &e.Holder, &token, &e.Actor, &e.Principal, &e.Reason, &e.JobID, &e.JobKind, &e.Attempt, &e.Outcome); err != nil {
+		if err := rows.Scan(&id, &e.At, &e.Kind, &e.Key, &e.LeaseID, &e.Holder, &token, &e.Actor, &e.Principal, &e.Reason, &e.JobID, &e.JobKind, &e.Attempt, &e.Outcome, &e.Limit); err != nil {
 			return nil, s.fail("events", p.Key, err)
 		}
 		e.ID, e.Token = uint64(id), uint64(token)

@@ -73,6 +73,9 @@ import "github.com/jackc/pgx/v5"
 // same lease ID: Acquire then runs the waiting statement, which knows the caller's place.
 func acquireQuery(schema string, waiting bool) string {
 	t := pgx.Identifier{schema, "leases"}.Sanitize()
+	// The caller's own live lease: a row with no lease ID (a job's gate, a key's summary of
+	// holds, holds.go) is nobody's, whatever its holder column says.
+	mine := `(a.lease_id <> '' AND a.holder = excluded.holder AND a.owner = excluded.owner)`
 	// The schema name is [a-z0-9_], so the quoted identifier cannot contain a single quote.
 	seq := "'" + pgx.Identifier{schema, "token_seq"}.Sanitize() + "'"
 	tk := pgx.Identifier{schema, "tickets"}.Sanitize()
@@ -85,14 +88,14 @@ func acquireQuery(schema string, waiting bool) string {
 	INSERT INTO ` + tk + ` AS tk (key, lease_id, holder, owner, created_at, expires_at, first, actor, reason)
 	SELECT $1, $2, $3, $9, now(), now() + $4::bigint * interval '1 millisecond', $10,
 		CASE WHEN $10 THEN $3 ELSE '' END, $11
-	WHERE $8 AND NOT EXISTS (SELECT FROM ins WHERE ins.holder = $3 AND ins.owner = $9)
+	WHERE $8 AND NOT EXISTS (SELECT FROM ins WHERE ins.lease_id <> '' AND ins.holder = $3 AND ins.owner = $9)
 	ON CONFLICT (key, lease_id) DO UPDATE SET
 		created_at = CASE WHEN tk.expires_at > now() AND tk.first >= excluded.first THEN tk.created_at ELSE excluded.created_at END,
 		first = excluded.first, actor = excluded.actor, reason = excluded.reason, expires_at = excluded.expires_at
 	WHERE tk.owner = excluded.owner
 ), granted AS (
 	DELETE FROM ` + tk + ` WHERE key = $1 AND lease_id = $2 AND EXISTS (SELECT FROM me)
-		AND EXISTS (SELECT FROM ins WHERE ins.holder = $3 AND ins.owner = $9)
+		AND EXISTS (SELECT FROM ins WHERE ins.lease_id <> '' AND ins.holder = $3 AND ins.owner = $9)
 `
 	} else {
 		// Granted only when no live ticket is left: nobody waits.
@@ -114,25 +117,25 @@ ON CONFLICT (key) DO UPDATE SET
 	cooldown_ms   = CASE WHEN a.available_at <= now() THEN excluded.cooldown_ms ELSE a.cooldown_ms END,
 	lock_delay_ms = CASE WHEN a.available_at <= now() THEN excluded.lock_delay_ms ELSE a.lock_delay_ms END,
 	available_at  = CASE WHEN a.available_at <= now() THEN excluded.available_at
-		WHEN a.holder = excluded.holder AND a.owner = excluded.owner
+		WHEN ` + mine + `
 			THEN excluded.expires_at + a.lock_delay_ms * interval '1 millisecond'
 		ELSE a.available_at END,
-	expires_at    = CASE WHEN a.available_at <= now() OR (a.holder = excluded.holder AND a.owner = excluded.owner)
+	expires_at    = CASE WHEN a.available_at <= now() OR ` + mine + `
 		THEN excluded.expires_at ELSE a.expires_at END,
 	took_over     = CASE WHEN a.available_at <= now() THEN a.ended = 0 ELSE a.took_over END,
 	job_id        = CASE WHEN a.available_at <= now() THEN 0 ELSE a.job_id END,
 	ended         = 0,
 	waiters       = CASE WHEN a.available_at <= now() THEN ` + waiters + `
-		WHEN a.holder = excluded.holder AND a.owner = excluded.owner THEN a.waiters ELSE true END
+		WHEN ` + mine + ` THEN a.waiters ELSE true END
 WHERE (a.available_at <= now() AND (SELECT NOT snap.gated FROM snap) IS NOT FALSE AND ` + lineFree + `)
 	OR (a.ended = 0 AND a.expires_at > now()
-		AND ((a.holder = excluded.holder AND a.owner = excluded.owner) OR ($8::boolean AND NOT a.waiters)))
+		AND (` + mine + ` OR ($8::boolean AND NOT a.waiters)))
 RETURNING a.*
 ), cur AS (
 	SELECT * FROM ` + t + ` WHERE key = $1 FOR SHARE
 ` + lineWrites + `
 )
-SELECT holder = $3 AND owner = $9, ` + leaseCols + `, ended,
+SELECT lease_id <> '' AND holder = $3 AND owner = $9, ` + leaseCols + `, ended,
 	(extract(epoch FROM available_at - now()) * 1000000)::bigint, ` + live + `, false, took_over, false FROM ins
 UNION ALL
 SELECT false, ` + leaseCols + `, ended,

@@ -59,12 +59,13 @@ func tryLineFreeSQL(schema string) string {
 // job before a ticket of the same instant). Expired tickets are skipped. $1 key, $2 limit.
 func lineQuery(schema string) string {
 	tk, jobs := pgx.Identifier{schema, "tickets"}.Sanitize(), pgx.Identifier{schema, "jobs"}.Sanitize()
-	return `SELECT job, kind, lease_id, holder, owner, created_at, expires_at, not_before, first, reason FROM (
+	return `SELECT job, kind, lease_id, holder, owner, created_at, expires_at, not_before, first, reason, mode, lease_key FROM (
 	SELECT 0::bigint AS job, '' AS kind, lease_id, holder, owner, created_at, expires_at, NULL::timestamptz AS not_before,
-		first, reason, seq
+		first, reason, seq, mode, lease_key
 	FROM ` + tk + ` WHERE key = $1 AND expires_at > now()
 	UNION ALL
-	SELECT id, kind, '', 'job:' || id, '', created_at, NULL, CASE WHEN scheduled_at > now() THEN scheduled_at END, false, '', 0
+	SELECT id, kind, '', 'job:' || id, '', created_at, NULL, CASE WHEN scheduled_at > now() THEN scheduled_at END, false, '', 0,
+		'exclusive', ''
 	FROM ` + jobs + ` WHERE resource = $1 AND state IN ('scheduled', 'available', 'retryable')
 ) l ORDER BY first DESC, created_at, job = 0, job, seq LIMIT $2`
 }
@@ -91,10 +92,12 @@ func scanLine(rows pgx.Rows) ([]*store.Ticket, error) {
 	for rows.Next() {
 		t := &store.Ticket{Position: len(l) + 1}
 		var expires, notBefore *time.Time
+		var mode string
 		if err := rows.Scan(&t.Job, &t.JobKind, &t.LeaseID, &t.Holder, &t.Owner, &t.Since, &expires, &notBefore,
-			&t.First, &t.FirstReason); err != nil {
+			&t.First, &t.FirstReason, &mode, &t.LeaseKey); err != nil {
 			return nil, err
 		}
+		t.Shared = mode == "shared"
 		if expires != nil {
 			t.ExpiresAt = *expires
 		}
@@ -140,38 +143,56 @@ func (s *Store) SubscribeAs(key, leaseID string) (<-chan struct{}, func()) {
 	}, key)
 }
 
-// LeaveLine removes a waiter's ticket and, if the key is free, wakes the next in line.
+// LeaveLine removes a waiter's tickets (in every line of its request: a request for several keys
+// or limits has a ticket in each, with its first key as lease_key) and, in each line whose key
+// is available, wakes the next in line.
 func (s *Store) LeaveLine(ctx context.Context, key, leaseID, owner string) error {
 	if err := s.closed.Check(); err != nil {
 		return err
 	}
-	var front *string
-	var notified any
-	err := s.pool.QueryRow(ctx, s.leaveSQL, key, leaseID, owner, s.channel).Scan(&front, &notified)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil
-	}
+	rows, err := s.pool.Query(ctx, s.leaveSQL, key, leaseID, owner, s.channel)
 	if err != nil {
 		return s.fail("leave line", key, err)
 	}
-	if front != nil {
-		s.hub.NotifyID(key, *front)
+	fronts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
+		var front string
+		var notified any
+		err := r.Scan(&front, &notified)
+		return front, err
+	})
+	if err != nil {
+		return s.fail("leave line", key, err)
+	}
+	for _, f := range fronts {
+		notifyFront(s.hub, f)
 	}
 	return nil
 }
 
-// leaveQuery deletes a ticket and, when the key is available, NOTIFYs the new front by name.
-// $1 key, $2 lease_id, $3 owner, $4 channel.
+// frontPayload names ticket f for a wake-up: the key its waiter subscribed by (its request's
+// first key, lease_key, or the ticket's key for a plain request), then \x1e and its lease ID.
+const frontPayload = `(CASE WHEN f.lease_key <> '' THEN f.lease_key ELSE f.key END) || E'\x1e' || f.lease_id`
+
+// notifyFront wakes the waiter a frontPayload names, if it waits in this process.
+func notifyFront(hub *notify.Hub, payload string) bool {
+	key, id, ok := strings.Cut(payload, "\x1e")
+	return ok && hub.NotifyID(key, id)
+}
+
+// leaveQuery deletes a request's tickets and, in each of their lines whose key is available,
+// NOTIFYs the new front by name. $1 key, $2 lease_id, $3 owner, $4 channel.
 func leaveQuery(schema string) string {
 	tk, leases := pgx.Identifier{schema, "tickets"}.Sanitize(), pgx.Identifier{schema, "leases"}.Sanitize()
 	return `WITH d AS (
-	DELETE FROM ` + tk + ` WHERE key = $1 AND lease_id = $2 AND owner = $3 RETURNING key
+	DELETE FROM ` + tk + ` WHERE lease_id = $2 AND owner = $3 AND (key = $1 OR lease_key = $1) RETURNING key
 ), front AS (
-	SELECT f.lease_id FROM ` + tk + ` f WHERE f.key = $1 AND f.lease_id <> $2 AND f.expires_at > now()
-		AND EXISTS (SELECT FROM d) AND NOT EXISTS (SELECT FROM ` + leases + ` l WHERE l.key = $1 AND l.available_at > now())
-	ORDER BY f.first DESC, f.created_at, f.seq LIMIT 1
+	SELECT f.payload FROM d CROSS JOIN LATERAL (
+		SELECT ` + frontPayload + ` AS payload FROM ` + tk + ` f WHERE f.key = d.key AND f.lease_id <> $2 AND f.expires_at > now()
+			AND NOT EXISTS (SELECT FROM ` + leases + ` l WHERE l.key = d.key AND l.available_at > now())
+		ORDER BY f.first DESC, f.created_at, f.seq LIMIT 1
+	) f
 )
-SELECT lease_id, pg_notify($4, $1 || E'\x1e' || lease_id) FROM front`
+SELECT payload, pg_notify($4, payload) FROM front`
 }
 
 // resourceLineQuery reads a key's holder and rest in one statement: the live leases row (a lease,

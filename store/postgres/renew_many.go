@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
@@ -79,7 +80,17 @@ func (s *Store) RenewMany(ctx context.Context, ps []*store.RenewParams) ([]store
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
-	return s.renewMany(ctx, ps)
+	out, err := s.renewMany(ctx, ps)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range out {
+		if errors.Is(r.Err, store.ErrNotHeld) {
+			// A lease made of holds (shared, several keys, limits) is renewed through them.
+			out[i].Lease, out[i].Err = s.renewHolds(ctx, ps[i])
+		}
+	}
+	return out, nil
 }
 
 func (s *Store) renewMany(ctx context.Context, ps []*store.RenewParams) ([]store.RenewResult, error) {

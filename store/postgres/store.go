@@ -79,6 +79,7 @@ type Store struct {
 	// clearCooldown is clearCooldownSQL.
 	clearCooldown string
 	jq            jobQueries
+	hq            holdQueries // holds.go, limits.go
 	sq            submitQueries
 	hub           *notify.Hub
 	lis           *listener
@@ -191,6 +192,7 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg Config, ownsPool bool
 		clearRest:       clearRestQuery(cfg.Schema),
 		markLock:        markLockSQL(cfg.Schema),
 		clearCooldown:   buildClearCooldownSQL(cfg.Schema, channelName(cfg.Schema)),
+		hq:              buildHoldQueries(cfg.Schema, channelName(cfg.Schema)),
 		jq:              buildJobQueries(cfg.Schema, channelName(cfg.Schema)),
 		sq:              buildSubmitQueries(cfg.Schema, channelName(cfg.Schema)),
 		hub:             notify.NewHub(),
@@ -221,9 +223,10 @@ func (s *Store) Close() error {
 }
 
 // Capabilities reports fencing tokens (one database sequence, drawn under the row lock of the
-// grant), cross-process wake-ups (LISTEN/NOTIFY) and owners.
+// grant), cross-process wake-ups (LISTEN/NOTIFY), owners, the line, and limits, shared holds
+// and leases on several keys (holds.go).
 func (s *Store) Capabilities() store.Capabilities {
-	return store.Capabilities{FencingTokens: true, PushWakeup: true, Audit: s.audit, Owners: true, OneResource: true, Line: true}
+	return store.Capabilities{FencingTokens: true, PushWakeup: true, Audit: s.audit, Owners: true, OneResource: true, Line: true, Limits: true}
 }
 
 // Subscribe registers interest in key. Wake-ups come from releases in this process at once and

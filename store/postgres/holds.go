@@ -1,0 +1,886 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/batonhq/baton/store"
+)
+
+// Beyond one at a time (store/holds.go, migrations/0012_holds.sql): a request for a shared hold,
+// several keys or units of limits runs as one READ COMMITTED transaction. It first locks the
+// leases rows of all its keys (SELECT … FOR UPDATE, in key order) and then its limits' rows (in
+// name order): every plain statement locks one leases row, so no two of them wait for each other
+// in a cycle. Every later statement of the transaction reads a fresh snapshot, taken after the
+// locks: the rows, their holds, their lines and the limits' use as the last grant of each left
+// them. It then grants all (one token, a holds row per key and unit, the keys' summary rows) or
+// enqueues the caller in every line of the request with one arrival.
+//
+// A key must have its leases row before the transaction relies on it: a claim of a job on a key
+// without one takes no gate (resource_line.go). A key that has none is made a lock key first
+// (markLockKey) and the transaction is run again.
+
+// limitLine is the key of a limit's line and holds: no key can equal it (keys hold no control
+// characters).
+func limitLine(name string) string { return "\x1e" + name }
+
+// holdMode is the holds.mode (and tickets.mode) of a request's keys.
+func holdMode(p *store.AcquireParams) string {
+	if p.Shared {
+		return "shared"
+	}
+	return "exclusive"
+}
+
+// lines are the lines a request waits in: its keys', then its limits'.
+func lines(p *store.AcquireParams) []string {
+	out := p.Keys()
+	for _, l := range p.Limits {
+		out = append(out, limitLine(l))
+	}
+	return out
+}
+
+// holdQueries are the statements of holds.go and limits.go, built once at open.
+type holdQueries struct {
+	lockRows, lockLimits, reacquire, place, summaryHolder, keyLine, limitUse, markWaiters, refresh,
+	dropTickets, enqueue, token, grantHolds, grantRows, keysOf, renewHolds, renewRows, endHolds,
+	countEnded, settle, forceEndHolds, fronts, notify, notifyJobs, setLimit, lockLimit, limitInUse,
+	deleteLimit, dropLine, readLimits, limitHolders string
+}
+
+// beforeMe selects the live tickets of line $1 that are before the caller (lease ID $2) at $3:
+// break-glass ones, and, if the caller has a place ($4, at $5 with seq $6), those that arrived
+// before it; without a place, every live ticket of another request.
+const beforeMe = `FROM {tickets} t WHERE t.key = $1 AND t.lease_id <> $2 AND t.expires_at > $3
+	AND (NOT $4::boolean OR t.first OR (t.created_at, t.seq) < ($5::timestamptz, $6::bigint))`
+
+func buildHoldQueries(schema, channel string) holdQueries {
+	id := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
+	// The schema and the channel are [a-z0-9_]: their quoted forms hold no single quote.
+	r := strings.NewReplacer("{leases}", id("leases"), "{holds}", id("holds"), "{tickets}", id("tickets"),
+		"{limits}", id("limits"), "{jobs}", id("jobs"), "{kinds}", id("job_kinds"),
+		"{tokenseq}", "'"+id("token_seq")+"'", "{ticketstable}", "'"+id("tickets")+"'", "{channel}", "'"+channel+"'")
+	q := func(sql string) string { return r.Replace(sql) }
+	return holdQueries{
+		// $1 keys.
+		lockRows: q(`SELECT key, lease_id, holder, token, expires_at, available_at, ended, job_id FROM {leases}
+	WHERE key = ANY ($1::text[]) ORDER BY key FOR UPDATE`),
+		// $1 names.
+		lockLimits: q(`SELECT name, capacity FROM {limits} WHERE name = ANY ($1::text[]) ORDER BY name FOR UPDATE`),
+		// $1 key, $2 holder, $3 owner, $4 now.
+		reacquire: q(`SELECT lease_id FROM {holds} WHERE key = $1 AND lease_key = $1 AND holder = $2 AND owner = $3
+	AND ended = 0 AND expires_at > $4 LIMIT 1`),
+		// $1 lease_id, $2 now, $3 lines.
+		place: q(`SELECT created_at, seq FROM {tickets} WHERE lease_id = $1 AND expires_at > $2 AND key = ANY ($3::text[])`),
+		// The hold that refuses a request on a key held by holds: an exclusive one first. $1 key, $2 now.
+		summaryHolder: q(`SELECT mode, holder, token, expires_at FROM {holds}
+	WHERE key = $1 AND ended = 0 AND expires_at > $2 ORDER BY mode = 'exclusive' DESC, expires_at LIMIT 1`),
+		// The tickets before the caller in key $1's line (only exclusive ones if $7, a shared
+		// request), the first of them, and the key's ready head job if it was submitted before the
+		// caller's arrival $8. $1..$6 as beforeMe.
+		keyLine: q(`SELECT (SELECT count(*) ` + beforeMe + ` AND (NOT $7::boolean OR t.mode = 'exclusive')),
+	(SELECT t.holder ` + beforeMe + ` AND (NOT $7::boolean OR t.mode = 'exclusive') ORDER BY t.first DESC, t.created_at, t.seq LIMIT 1),
+	(SELECT min(h.id) FROM {jobs} h WHERE h.resource = $1 AND h.head AND h.state IN ('scheduled', 'available', 'retryable')
+		AND h.scheduled_at <= $3 AND h.created_at <= $8::timestamptz)`),
+		// A limit's units in use, the soonest expiry and its holder, and the tickets before the
+		// caller in its line. $1..$6 as beforeMe.
+		limitUse: q(`SELECT count(*), min(expires_at),
+	(SELECT holder FROM {holds} WHERE key = $1 AND ended = 0 AND expires_at > $3 ORDER BY expires_at LIMIT 1),
+	(SELECT count(*) ` + beforeMe + `)
+FROM {holds} WHERE key = $1 AND ended = 0 AND expires_at > $3`),
+		// A waiter refused by a plain lease marks it, so that its release NOTIFYs the front.
+		// $1 keys, $2 now.
+		markWaiters: q(`UPDATE {leases} SET waiters = true WHERE key = ANY ($1::text[]) AND lease_id <> '' AND ended = 0
+	AND expires_at > $2 AND NOT waiters`),
+		// $1 expires, $2 lease_id, $3 owner, $4 lines.
+		refresh: q(`UPDATE {tickets} SET expires_at = $1 WHERE lease_id = $2 AND owner = $3 AND key = ANY ($4::text[])`),
+		// $1 lease_id, $2 lines.
+		dropTickets: q(`DELETE FROM {tickets} WHERE lease_id = $1 AND key = ANY ($2::text[])`),
+		// One ticket per line, all with one arrival ($5) and one seq, drawn once from the column's
+		// identity sequence, which plain tickets draw theirs from too. $1 lines, $2 lease_id,
+		// $3 holder, $4 owner, $6 expires, $7 mode, $8 lease_key.
+		enqueue: q(`WITH s AS MATERIALIZED (SELECT nextval(pg_get_serial_sequence({ticketstable}, 'seq')) AS seq)
+INSERT INTO {tickets} (key, lease_id, holder, owner, created_at, expires_at, first, actor, reason, seq, mode, lease_key)
+OVERRIDING SYSTEM VALUE
+SELECT k, $2, $3, $4, $5, $6, false, '', '', s.seq, $7, $8 FROM unnest($1::text[]) AS k, s`),
+		token: q(`SELECT nextval({tokenseq})`),
+		// $1 lease_id, $2 lease_key, $3 holder, $4 owner, $5 token, $6 now, $7 expires, $8 cooldown
+		// ms, $9 lock delay ms, $10 metadata of the first key, $11 keys and limit lines, $12 modes.
+		grantHolds: q(`INSERT INTO {holds} (lease_id, key, mode, lease_key, holder, owner, token, acquired_at, expires_at,
+	ended, cooldown_ms, lock_delay_ms, metadata)
+SELECT $1, k.key, k.mode, $2, $3, $4, $5, $6, $7, 0, $8, $9, CASE WHEN k.key = $2 THEN $10::jsonb END
+FROM unnest($11::text[], $12::text[]) AS k(key, mode)
+ON CONFLICT (lease_id, key) DO UPDATE SET mode = excluded.mode, lease_key = excluded.lease_key,
+	holder = excluded.holder, owner = excluded.owner, token = excluded.token, acquired_at = excluded.acquired_at,
+	expires_at = excluded.expires_at, ended = 0, cooldown_ms = excluded.cooldown_ms,
+	lock_delay_ms = excluded.lock_delay_ms, metadata = excluded.metadata`),
+		// The keys' summary rows (they exist and are locked): held until their latest hold expires.
+		// A row that sums live holds already keeps the later expiry and the longer rest.
+		// $1 keys, $2 holder, $3 owner, $4 token, $5 now, $6 expires, $7 lock delay ms, $8 cooldown ms.
+		grantRows: q(`UPDATE {leases} a SET lease_id = '', holder = $2, owner = $3, token = $4, acquired_at = $5,
+	metadata = NULL, took_over = false, job_id = 0, cooldown_ms = $8, ended = 0,
+	expires_at = CASE WHEN a.lease_id = '' AND a.job_id = 0 AND a.ended = 0 THEN greatest(a.expires_at, $6) ELSE $6 END,
+	available_at = CASE WHEN a.lease_id = '' AND a.job_id = 0 AND a.ended = 0
+		THEN greatest(a.available_at, $6 + $7::bigint * interval '1 millisecond')
+		ELSE $6 + $7::bigint * interval '1 millisecond' END,
+	lock_delay_ms = CASE WHEN a.lease_id = '' AND a.job_id = 0 AND a.ended = 0 THEN greatest(a.lock_delay_ms, $7) ELSE $7 END
+WHERE a.key = ANY ($1::text[])`),
+		// The keys (not units) of the lease ($1 lease_id, $2 lease_key, $3 owner) with holds not
+		// ended, to lock their rows first.
+		keysOf: q(`SELECT key FROM {holds} WHERE lease_id = $1 AND lease_key = $2 AND owner = $3 AND ended = 0 AND mode <> 'unit'`),
+		// $1 lease_id, $2 lease_key, $3 owner, $4 expires, $5 now.
+		renewHolds: q(`UPDATE {holds} SET expires_at = $4
+WHERE lease_id = $1 AND lease_key = $2 AND owner = $3 AND ended = 0 AND expires_at > $5
+RETURNING key, mode, holder, token, acquired_at, metadata`),
+		// $1 expires, $2 keys.
+		renewRows: q(`UPDATE {leases} SET expires_at = greatest(expires_at, $1),
+	available_at = greatest(available_at, $1 + lock_delay_ms * interval '1 millisecond')
+WHERE lease_id = '' AND job_id = 0 AND ended = 0 AND key = ANY ($2::text[])`),
+		// $1 lease_id, $2 lease_key, $3 owner, $4 now.
+		endHolds: q(`UPDATE {holds} SET ended = 1, expires_at = least(expires_at, $4)
+WHERE lease_id = $1 AND lease_key = $2 AND owner = $3 AND ended = 0 AND expires_at > $4
+RETURNING key, mode, acquired_at, cooldown_ms`),
+		countEnded: q(`SELECT count(*) FROM {holds} WHERE lease_id = $1 AND lease_key = $2 AND owner = $3 AND ended = 1`),
+		// Key $1's summary row after some of its holds ended: held until the latest live hold
+		// expires, or ended (released); available after cooldown $3 ms from now $2 and after the
+		// lock-delay of holds that expired without being released.
+		settle: q(`WITH h AS (
+	SELECT max(expires_at) FILTER (WHERE expires_at > $2) AS live,
+		max(expires_at + lock_delay_ms * interval '1 millisecond') AS delay
+	FROM {holds} WHERE key = $1 AND ended = 0
+)
+UPDATE {leases} l SET expires_at = coalesce(h.live, least(l.expires_at, $2)),
+	ended = CASE WHEN h.live IS NULL THEN 1 ELSE 0 END,
+	cooldown_ms = CASE WHEN h.live IS NULL THEN $3::bigint ELSE l.cooldown_ms END,
+	available_at = greatest($2 + $3::bigint * interval '1 millisecond', coalesce(h.delay, '-infinity'))
+FROM h WHERE l.key = $1 AND l.lease_id = '' AND l.job_id = 0 AND l.ended = 0`),
+		// Every live lease made of holds that holds key $1 ends, with all it holds. $2 now.
+		forceEndHolds: q(`UPDATE {holds} SET ended = 2, expires_at = least(expires_at, $2)
+WHERE ended = 0 AND expires_at > $2
+	AND lease_id IN (SELECT lease_id FROM {holds} WHERE key = $1 AND ended = 0 AND expires_at > $2)
+RETURNING key, mode`),
+		// The first live tickets of each line of $1 at $2, in line order: the front, and the shared
+		// tickets right behind a shared front, go.
+		fronts: q(`SELECT l.line, f.payload, f.mode FROM unnest($1::text[]) WITH ORDINALITY AS l(line, i)
+CROSS JOIN LATERAL (
+	SELECT ` + frontPayload + ` AS payload, f.mode, f.first, f.created_at, f.seq FROM {tickets} f
+	WHERE f.key = l.line AND f.expires_at > $2 ORDER BY f.first DESC, f.created_at, f.seq LIMIT 16
+) f
+ORDER BY l.i, f.first DESC, f.created_at, f.seq`),
+		// $1 payloads.
+		notify: q(`SELECT pg_notify({channel}, p) FROM unnest($1::text[]) AS p`),
+		// The workers of the kinds of the keys' ready head jobs, if any wait. $1 keys.
+		notifyJobs: q(`SELECT pg_notify({channel}, E'\x1fjob:' || k.name) FROM {jobs} h JOIN {kinds} k ON k.name = h.kind
+WHERE h.resource = ANY ($1::text[]) AND h.head AND h.state IN ('scheduled', 'available', 'retryable') AND k.waiting_until > now()`),
+		// $1 name, $2 capacity.
+		setLimit: q(`INSERT INTO {limits} (name, capacity, updated_at) VALUES ($1, $2, now())
+ON CONFLICT (name) DO UPDATE SET capacity = excluded.capacity, updated_at = excluded.updated_at`),
+		lockLimit:   q(`SELECT capacity FROM {limits} WHERE name = $1 FOR UPDATE`),
+		limitInUse:  q(`SELECT count(*) FROM {holds} WHERE key = $1 AND ended = 0 AND expires_at > now()`),
+		deleteLimit: q(`DELETE FROM {limits} WHERE name = $1`),
+		dropLine:    q(`DELETE FROM {tickets} WHERE key = $1`),
+		// $1 name or '', $2 after, $3 now, $4 limit.
+		readLimits: q(`SELECT name, capacity, updated_at,
+	(SELECT count(*) FROM {tickets} t WHERE t.key = E'\x1e' || name AND t.expires_at > $3),
+	(SELECT count(*) FROM {holds} h WHERE h.key = E'\x1e' || name AND h.ended = 0 AND h.expires_at > $3)
+FROM {limits} WHERE ($1 = '' OR name = $1) AND name > $2 ORDER BY name LIMIT $4`),
+		// $1 line, $2 now, $3 limit.
+		limitHolders: q(`SELECT lease_key, lease_id, holder, owner, token, acquired_at, expires_at FROM {holds}
+WHERE key = $1 AND ended = 0 AND expires_at > $2 ORDER BY token LIMIT $3`),
+	}
+}
+
+// holdTx runs fn in one transaction, again (up to a few times) if the database broke a deadlock
+// by aborting it: a force-release of a key ends the holds of every lease on it and settles their
+// other keys, locking their rows after the key's own.
+func (s *Store) holdTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	for attempt := 0; ; attempt++ {
+		err := pgx.BeginFunc(ctx, s.pool, fn)
+		var pgErr *pgconn.PgError
+		if attempt < 5 && errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001") {
+			continue
+		}
+		return err
+	}
+}
+
+// passThrough reports whether err is an answer of the store rather than a failure.
+func passThrough(err error) bool {
+	var invalid *store.InvalidArgumentError
+	return errors.As(err, &invalid) || errors.Is(err, store.ErrNotHeld) || errors.Is(err, store.ErrNotFound) ||
+		errors.Is(err, store.ErrLimitInUse)
+}
+
+// holdErr wraps a failure of op; the store's answers pass as they are.
+func (s *Store) holdErr(op, key string, err error) error {
+	if err == nil || passThrough(err) {
+		return err
+	}
+	return s.fail(op, key, err)
+}
+
+// keyRow is a key's leases row, as locked.
+type keyRow struct {
+	leaseID, holder        string
+	token                  int64
+	expiresAt, availableAt time.Time
+	ended                  int16
+	jobID                  int64
+}
+
+// lockKeys locks the leases rows of keys in key order and reads the database's clock after. It
+// returns the rows found (a key without one is missing) and that instant.
+func (s *Store) lockKeys(ctx context.Context, tx pgx.Tx, keys []string) (map[string]*keyRow, time.Time, error) {
+	rows, err := tx.Query(ctx, s.hq.lockRows, keys)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	out := make(map[string]*keyRow, len(keys))
+	for rows.Next() {
+		var k string
+		r := &keyRow{}
+		if err := rows.Scan(&k, &r.leaseID, &r.holder, &r.token, &r.expiresAt, &r.availableAt, &r.ended, &r.jobID); err != nil {
+			rows.Close()
+			return nil, time.Time{}, err
+		}
+		out[k] = r
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, time.Time{}, err
+	}
+	var now time.Time
+	err = tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now)
+	return out, now, err
+}
+
+// errUnmarked: a key of the request has no leases row yet.
+var errUnmarked = errors.New("postgres: a key of the request is not a lock key yet")
+
+// place is a request's place in its lines: the arrival and sequence its live tickets share, or
+// none (a newcomer, behind every live ticket).
+type place struct {
+	at  time.Time
+	seq int64
+	has bool
+}
+
+// acquireBeyond grants a request that Beyond reports, or refuses it (enqueuing its tickets if it
+// waits), in one transaction.
+func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
+	if p.First {
+		return nil, &store.InvalidArgumentError{Field: "first", Rule: "cannot be combined with shared mode, resources or limits"}
+	}
+	var md any // NULL for no metadata
+	if len(p.Metadata) > 0 {
+		md = string(p.Metadata)
+	}
+	keys := p.Keys()
+	sortedKeys := slices.Sorted(slices.Values(keys))
+	sortedLimits := slices.Sorted(slices.Values(p.Limits))
+	for attempt := 0; ; attempt++ {
+		var (
+			lease   *store.Lease
+			refusal error
+			missing []string
+			woken   []string
+		)
+		err := s.holdTx(ctx, func(tx pgx.Tx) error {
+			lease, refusal, missing, woken = nil, nil, nil, nil
+			rows, now, err := s.lockKeys(ctx, tx, sortedKeys)
+			if err != nil {
+				return err
+			}
+			for _, k := range keys {
+				if rows[k] == nil {
+					missing = append(missing, k)
+				}
+			}
+			if len(missing) > 0 {
+				return errUnmarked
+			}
+			caps, err := s.lockLimits(ctx, tx, sortedLimits)
+			if err != nil {
+				return err
+			}
+			if lease, err = s.reacquireHolds(ctx, tx, p, now); err != nil || lease != nil {
+				return err
+			}
+			me, err := s.myPlace(ctx, tx, p, now)
+			if err != nil {
+				return err
+			}
+			for _, k := range keys {
+				if refusal, err = s.keyRefusal(ctx, tx, p, k, rows[k], now, me); err != nil {
+					return err
+				}
+				if refusal != nil {
+					break
+				}
+			}
+			for i := 0; refusal == nil && i < len(p.Limits); i++ {
+				if refusal, err = s.limitRefusal(ctx, tx, p, p.Limits[i], caps[p.Limits[i]], now, me); err != nil {
+					return err
+				}
+			}
+			switch {
+			case refusal != nil && p.Wait:
+				return s.enqueueBeyond(ctx, tx, p, now, me)
+			case refusal != nil:
+				return nil
+			}
+			if lease, err = s.grantBeyond(ctx, tx, p, now, md); err != nil {
+				return err
+			}
+			// The next in a limit's line, or a shared request behind a shared one, may go too:
+			// wake the new fronts. Each that cannot go waits again.
+			var wake []string
+			for _, name := range p.Limits {
+				wake = append(wake, limitLine(name))
+			}
+			if p.Shared {
+				wake = append(wake, keys...)
+			}
+			woken, err = s.wakeLines(ctx, tx, wake, now, false)
+			return err
+		})
+		if errors.Is(err, errUnmarked) && attempt < acquireAttempts {
+			// Make the keys lock keys (resource_line.go), then take their rows.
+			for _, k := range missing {
+				if err := s.markLockKey(ctx, k); err != nil {
+					return nil, s.fail("acquire", p.Key, err)
+				}
+			}
+			continue
+		}
+		if err != nil {
+			var pgErr *pgconn.PgError
+			// Class 22 is a data exception: valid JSON that jsonb cannot hold (see Acquire).
+			if md != nil && errors.As(err, &pgErr) && len(pgErr.Code) == 5 && pgErr.Code[:2] == "22" {
+				return nil, &store.InvalidArgumentError{Field: "metadata",
+					Rule: "must be storable as PostgreSQL jsonb (" + pgErr.Message + ")"}
+			}
+			return nil, s.holdErr("acquire", p.Key, err)
+		}
+		s.wakePayloads(woken)
+		if refusal != nil {
+			return nil, refusal
+		}
+		return lease, nil
+	}
+}
+
+// lockLimits locks the limits' rows in name order and returns their capacities; an unknown
+// limit is an invalid argument.
+func (s *Store) lockLimits(ctx context.Context, tx pgx.Tx, names []string) (map[string]int, error) {
+	caps := make(map[string]int, len(names))
+	if len(names) == 0 {
+		return caps, nil
+	}
+	rows, err := tx.Query(ctx, s.hq.lockLimits, names)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var name string
+		var c int
+		if err := rows.Scan(&name, &c); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		caps[name] = c
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		if _, ok := caps[name]; !ok {
+			return nil, store.UnknownLimit(name)
+		}
+	}
+	return caps, nil
+}
+
+// myPlace reads the caller's place: the arrival its live tickets share, if it has one in every
+// line of the request.
+func (s *Store) myPlace(ctx context.Context, tx pgx.Tx, p *store.AcquireParams, now time.Time) (place, error) {
+	ls := lines(p)
+	rows, err := tx.Query(ctx, s.hq.place, p.LeaseID, now, ls)
+	if err != nil {
+		return place{}, err
+	}
+	defer rows.Close()
+	var me place
+	n := 0
+	for rows.Next() {
+		var at time.Time
+		var seq int64
+		if err := rows.Scan(&at, &seq); err != nil {
+			return place{}, err
+		}
+		if n > 0 && (!at.Equal(me.at) || seq != me.seq) {
+			return place{}, nil // not one place: start again at the back
+		}
+		me, n = place{at: at, seq: seq, has: true}, n+1
+	}
+	if err := rows.Err(); err != nil {
+		return place{}, err
+	}
+	if n != len(ls) {
+		return place{}, nil
+	}
+	return me, nil
+}
+
+// keyRefusal says why key k (its locked row r) cannot be granted to p now: a lease, a job
+// attempt or an exclusive hold holds it (or, for an exclusive request, any hold), it rests, or a
+// ticket or ready job before the caller waits in its line. nil if it can be granted.
+func (s *Store) keyRefusal(ctx context.Context, tx pgx.Tx, p *store.AcquireParams, k string, r *keyRow, now time.Time, me place) (error, error) {
+	resource := ""
+	if k != p.Key {
+		resource = k
+	}
+	live := r.ended == 0 && r.expiresAt.After(now)
+	switch {
+	case !r.availableAt.After(now):
+	case live && (r.leaseID != "" || r.jobID != 0):
+		// A lease, or a job attempt's gate (holder job:<id>).
+		return &store.LockHeldError{Key: p.Key, Resource: resource, Holder: r.holder, Token: uint64(r.token),
+			ExpiresAt: r.expiresAt, RetryAfter: r.expiresAt.Sub(now)}, nil
+	case live:
+		// Holds: compatible only if all are shared and so is the request.
+		var mode, holder string
+		var token int64
+		var expires time.Time
+		err := tx.QueryRow(ctx, s.hq.summaryHolder, k, now).Scan(&mode, &holder, &token, &expires)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return restOf(k, r, now), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if mode == "exclusive" || !p.Shared {
+			return &store.LockHeldError{Key: p.Key, Resource: resource, Holder: holder, Token: uint64(token), Shared: mode == "shared",
+				ExpiresAt: expires, RetryAfter: expires.Sub(now)}, nil
+		}
+	default:
+		return restOf(k, r, now), nil
+	}
+	// The line: an exclusive request waits for every ticket before it, a shared one for the
+	// exclusive ones; both for the ready head job submitted before them (jobs hold their resource
+	// exclusive).
+	arrival := now
+	if me.has {
+		arrival = me.at
+	}
+	var ahead int
+	var front *string
+	var job *int64
+	err := tx.QueryRow(ctx, s.hq.keyLine, k, p.LeaseID, now, me.has, arrival, me.seq, p.Shared, arrival).Scan(&ahead, &front, &job)
+	if err != nil {
+		return nil, err
+	}
+	if job != nil {
+		ahead++
+	}
+	if ahead == 0 {
+		return nil, nil
+	}
+	e := &store.LockHeldError{Key: p.Key, Resource: resource, Ahead: ahead}
+	switch {
+	case job != nil:
+		e.Holder = store.JobHolder(*job)
+	case front != nil:
+		e.Holder = *front
+	}
+	return e, nil
+}
+
+// restOf is the rest of a key whose row r is not available at now.
+func restOf(k string, r *keyRow, now time.Time) error {
+	reason := store.ReasonLockDelay
+	switch r.ended {
+	case 1:
+		reason = store.ReasonCooldown
+	case 3:
+		reason = store.ReasonResourceCooldown
+	}
+	return &store.RestingError{Key: k, Reason: reason, Remaining: r.availableAt.Sub(now)}
+}
+
+// limitRefusal says why limit name (of capacity c) cannot grant p a unit now: its units in use
+// plus the live tickets before the caller in its line reach c. nil if it can.
+func (s *Store) limitRefusal(ctx context.Context, tx pgx.Tx, p *store.AcquireParams, name string, c int, now time.Time, me place) (error, error) {
+	var inUse, ahead int
+	var soonest *time.Time
+	var holder *string
+	arrival := now
+	if me.has {
+		arrival = me.at
+	}
+	err := tx.QueryRow(ctx, s.hq.limitUse, limitLine(name), p.LeaseID, now, me.has, arrival, me.seq).
+		Scan(&inUse, &soonest, &holder, &ahead)
+	if err != nil {
+		return nil, err
+	}
+	if inUse+ahead < c {
+		return nil, nil
+	}
+	e := &store.LockHeldError{Key: p.Key, Limit: name, InUse: inUse, Capacity: c, Ahead: ahead}
+	if holder != nil {
+		e.Holder = *holder
+	}
+	if soonest != nil {
+		e.ExpiresAt = *soonest
+		e.RetryAfter = soonest.Sub(now)
+	}
+	return e, nil
+}
+
+// enqueueBeyond puts a refused waiter in every line of its request with one arrival, or keeps its
+// tickets alive if it has its place in all of them, and marks the plain leases that hold its keys
+// so that their releases wake the lines' fronts.
+func (s *Store) enqueueBeyond(ctx context.Context, tx pgx.Tx, p *store.AcquireParams, now time.Time, me place) error {
+	ls := lines(p)
+	expires := expiry(now, p.TTL)
+	if _, err := tx.Exec(ctx, s.hq.markWaiters, p.Keys(), now); err != nil {
+		return err
+	}
+	if me.has {
+		_, err := tx.Exec(ctx, s.hq.refresh, expires, p.LeaseID, p.Owner, ls)
+		return err
+	}
+	if _, err := tx.Exec(ctx, s.hq.dropTickets, p.LeaseID, ls); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, s.hq.enqueue, ls, p.LeaseID, p.Holder, p.Owner, now, expires, holdMode(p), p.Key)
+	return err
+}
+
+// grantBeyond grants every key and limit unit of the request under one token, and ends its
+// tickets.
+func (s *Store) grantBeyond(ctx context.Context, tx pgx.Tx, p *store.AcquireParams, now time.Time, md any) (*store.Lease, error) {
+	var token int64
+	if err := tx.QueryRow(ctx, s.hq.token).Scan(&token); err != nil {
+		return nil, err
+	}
+	expires := expiry(now, p.TTL)
+	keys := p.Keys()
+	held, modes := lines(p), make([]string, 0, len(keys)+len(p.Limits))
+	for range keys {
+		modes = append(modes, holdMode(p))
+	}
+	for range p.Limits {
+		modes = append(modes, "unit")
+	}
+	if _, err := tx.Exec(ctx, s.hq.grantHolds, p.LeaseID, p.Key, p.Holder, p.Owner, token, now, expires,
+		p.Cooldown.Milliseconds(), p.LockDelay.Milliseconds(), md, held, modes); err != nil {
+		return nil, err
+	}
+	tag, err := tx.Exec(ctx, s.hq.grantRows, keys, p.Holder, p.Owner, token, now, expires, p.LockDelay.Milliseconds(),
+		p.Cooldown.Milliseconds())
+	if err != nil {
+		return nil, err
+	}
+	if int(tag.RowsAffected()) != len(keys) {
+		return nil, errors.New("postgres: a key's row vanished under its lock")
+	}
+	if _, err := tx.Exec(ctx, s.hq.dropTickets, p.LeaseID, held); err != nil {
+		return nil, err
+	}
+	return &store.Lease{Key: p.Key, ID: p.LeaseID, Holder: p.Holder, Owner: p.Owner, Token: uint64(token),
+		AcquiredAt: now, ExpiresAt: expires, TTLLeft: p.TTL, Metadata: p.Metadata,
+		Shared: p.Shared, Resources: p.Resources, Limits: p.Limits}, nil
+}
+
+// expiry is now+ttl as the database keeps it (microseconds), never later: the holder must not
+// believe in a lease longer than the store's.
+func expiry(now time.Time, ttl time.Duration) time.Time {
+	return now.Add(ttl).Truncate(time.Microsecond)
+}
+
+// reacquireHolds renews the caller's live lease of the same holder and owner on p.Key, if it has
+// one made of holds, and returns it; nil if it has none.
+func (s *Store) reacquireHolds(ctx context.Context, tx pgx.Tx, p *store.AcquireParams, now time.Time) (*store.Lease, error) {
+	var id string
+	err := tx.QueryRow(ctx, s.hq.reacquire, p.Key, p.Holder, p.Owner, now).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.renewHoldsTx(ctx, tx, &store.RenewParams{Key: p.Key, LeaseID: id, Owner: p.Owner, TTL: p.TTL}, now, true)
+}
+
+// renewHoldsTx extends every hold of the lease (Key, LeaseID) of p.Owner by p.TTL from now, and
+// its keys' summary rows with them; ErrNotHeld if it has none live. Unless locked, it first locks
+// the rows of the lease's keys in key order.
+func (s *Store) renewHoldsTx(ctx context.Context, tx pgx.Tx, p *store.RenewParams, now time.Time, locked bool) (*store.Lease, error) {
+	if !locked {
+		var err error
+		if now, err = s.lockKeysOf(ctx, tx, p.LeaseID, p.Key, p.Owner); err != nil {
+			return nil, err
+		}
+	}
+	expires := expiry(now, p.TTL)
+	rows, err := tx.Query(ctx, s.hq.renewHolds, p.LeaseID, p.Key, p.Owner, expires, now)
+	if err != nil {
+		return nil, err
+	}
+	l := &store.Lease{Key: p.Key, ID: p.LeaseID, Owner: p.Owner, ExpiresAt: expires, TTLLeft: p.TTL}
+	var keys []string
+	found := false
+	for rows.Next() {
+		var key, mode string
+		var token int64
+		var md []byte
+		if err := rows.Scan(&key, &mode, &l.Holder, &token, &l.AcquiredAt, &md); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		found = true
+		l.Token = uint64(token)
+		switch {
+		case mode == "unit":
+			l.Limits = append(l.Limits, key[1:])
+		default:
+			l.Shared = mode == "shared"
+			keys = append(keys, key)
+			if key == p.Key && len(md) > 0 {
+				l.Metadata = json.RawMessage(md)
+			} else if key != p.Key {
+				l.Resources = append(l.Resources, key)
+			}
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, store.ErrNotHeld
+	}
+	// The holds come back in no particular order: name them in a stable one.
+	slices.Sort(l.Resources)
+	slices.Sort(l.Limits)
+	_, err = tx.Exec(ctx, s.hq.renewRows, expires, keys)
+	return l, err
+}
+
+// lockKeysOf locks the rows of the keys of the lease (leaseID, leaseKey, owner) in key order and
+// returns the database's clock after.
+func (s *Store) lockKeysOf(ctx context.Context, tx pgx.Tx, leaseID, leaseKey, owner string) (time.Time, error) {
+	rows, err := tx.Query(ctx, s.hq.keysOf, leaseID, leaseKey, owner)
+	if err != nil {
+		return time.Time{}, err
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return time.Time{}, err
+	}
+	slices.Sort(keys)
+	_, now, err := s.lockKeys(ctx, tx, keys)
+	return now, err
+}
+
+// renewHolds renews a lease made of holds.
+func (s *Store) renewHolds(ctx context.Context, p *store.RenewParams) (*store.Lease, error) {
+	var l *store.Lease
+	err := s.holdTx(ctx, func(tx pgx.Tx) (err error) {
+		l, err = s.renewHoldsTx(ctx, tx, p, time.Time{}, false)
+		return err
+	})
+	if err != nil {
+		return nil, s.holdErr("renew", p.Key, err)
+	}
+	return l, nil
+}
+
+// releaseHolds ends a lease made of holds and frees or shrinks its keys' summary rows; the
+// fronts of the lines of its keys and limits are woken when it commits.
+func (s *Store) releaseHolds(ctx context.Context, p *store.ReleaseParams) (*store.ReleaseResult, error) {
+	var res *store.ReleaseResult
+	var woken []string
+	err := s.holdTx(ctx, func(tx pgx.Tx) error {
+		res, woken = nil, nil
+		now, err := s.lockKeysOf(ctx, tx, p.LeaseID, p.Key, p.Owner)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, s.hq.endHolds, p.LeaseID, p.Key, p.Owner, now)
+		if err != nil {
+			return err
+		}
+		type ended struct {
+			key      string
+			cooldown int64
+		}
+		var keys []ended
+		var ls []string
+		var acquired time.Time
+		for rows.Next() {
+			var e ended
+			var mode string
+			if err := rows.Scan(&e.key, &mode, &acquired, &e.cooldown); err != nil {
+				rows.Close()
+				return err
+			}
+			ls = append(ls, e.key)
+			if mode != "unit" {
+				keys = append(keys, e)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(ls) == 0 {
+			var released int
+			if err := tx.QueryRow(ctx, s.hq.countEnded, p.LeaseID, p.Key, p.Owner).Scan(&released); err != nil {
+				return err
+			}
+			if released == 0 {
+				return store.ErrNotHeld
+			}
+			res = &store.ReleaseResult{AlreadyReleased: true}
+			return nil
+		}
+		for _, e := range keys {
+			if _, err := tx.Exec(ctx, s.hq.settle, e.key, now, e.cooldown); err != nil {
+				return err
+			}
+		}
+		res = &store.ReleaseResult{Held: now.Sub(acquired)}
+		woken, err = s.wakeLines(ctx, tx, ls, now, true)
+		return err
+	})
+	if err != nil {
+		return nil, s.holdErr("release", p.Key, err)
+	}
+	s.wakePayloads(woken)
+	return res, nil
+}
+
+// endHoldsOf force-ends every live lease made of holds that holds key (an admin's force-release
+// of it), and settles its other keys; key's own row was ended by the caller. It NOTIFYs the fronts
+// of the lines of everything they held, and returns the payloads to wake in this process.
+func (s *Store) endHoldsOf(ctx context.Context, tx pgx.Tx, key string) ([]string, error) {
+	var now time.Time
+	if err := tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
+		return nil, err
+	}
+	rows, err := tx.Query(ctx, s.hq.forceEndHolds, key, now)
+	if err != nil {
+		return nil, err
+	}
+	ls := []string{key}
+	var settle []string
+	for rows.Next() {
+		var k, mode string
+		if err := rows.Scan(&k, &mode); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if !slices.Contains(ls, k) {
+			ls = append(ls, k)
+			if mode != "unit" {
+				settle = append(settle, k)
+			}
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.Sort(settle)
+	if _, _, err := s.lockKeys(ctx, tx, settle); err != nil {
+		return nil, err
+	}
+	for _, k := range settle {
+		if _, err := tx.Exec(ctx, s.hq.settle, k, now, 0); err != nil {
+			return nil, err
+		}
+	}
+	return s.wakeLines(ctx, tx, ls, now, true)
+}
+
+// wakeLines NOTIFYs, when the transaction commits, the waiters that may go now in each line of
+// ls: the front ticket's (by the key it waits by, and its lease ID), and the shared tickets right
+// behind a shared front. After a release (released), also one waiter of each key whose line has
+// no ticket, and the workers of the keys' ready head jobs. It returns the payloads, for this
+// process's waiters.
+func (s *Store) wakeLines(ctx context.Context, tx pgx.Tx, ls []string, now time.Time, released bool) ([]string, error) {
+	if len(ls) == 0 {
+		return nil, nil
+	}
+	rows, err := tx.Query(ctx, s.hq.fronts, ls, now)
+	if err != nil {
+		return nil, err
+	}
+	var payloads []string
+	seen := map[string]bool{} // lines with a ticket
+	var line string
+	stop := false // the rest of line's tickets wait
+	for rows.Next() {
+		var l, payload, mode string
+		if err := rows.Scan(&l, &payload, &mode); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if l != line {
+			line, stop = l, false
+			seen[l] = true
+			payloads = append(payloads, payload)
+			stop = mode != "shared"
+			continue
+		}
+		if stop || mode != "shared" {
+			stop = true
+			continue
+		}
+		payloads = append(payloads, payload)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var keys []string
+	for _, l := range ls {
+		if strings.HasPrefix(l, "\x1e") {
+			continue
+		}
+		keys = append(keys, l)
+		if released && !seen[l] {
+			payloads = append(payloads, l)
+		}
+	}
+	if len(payloads) > 0 {
+		if _, err := tx.Exec(ctx, s.hq.notify, payloads); err != nil {
+			return nil, err
+		}
+	}
+	if released && len(keys) > 0 {
+		if _, err := tx.Exec(ctx, s.hq.notifyJobs, keys); err != nil {
+			return nil, err
+		}
+	}
+	return payloads, nil
+}
+
+// wakePayloads wakes this process's waiters named by NOTIFY payloads that committed (the
+// listener delivers them too, a little later).
+func (s *Store) wakePayloads(payloads []string) {
+	for _, p := range payloads {
+		wakeFromPayload(s.hub, p)
+	}
+}
