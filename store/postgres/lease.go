@@ -126,9 +126,6 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if err := store.RefuseBeyond("postgres", p); err != nil {
-		return nil, err
-	}
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
