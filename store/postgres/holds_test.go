@@ -211,31 +211,6 @@ func TestHoldsWaiterWokenByItsFirstKey(t *testing.T) {
 	}
 }
 
-// A key's summary of holds carries the latest holder's name, but it is nobody's lease: a plain
-// request of that holder is refused like any other (and waits in line), and cannot shorten the
-// summary below the holds' expiry.
-func TestHoldsSummaryIsNobodysLease(t *testing.T) {
-	ctx := testCtx(t)
-	s := openStore(t, newSchema(t))
-	if _, err := s.Acquire(ctx, &store.AcquireParams{Key: "same/k", Shared: true, LeaseID: "l1", Holder: "h", TTL: time.Minute}); err != nil {
-		t.Fatal(err)
-	}
-	for _, wait := range []bool{false, true} {
-		_, err := s.Acquire(ctx, &store.AcquireParams{Key: "same/k", LeaseID: "l2", Holder: "h", TTL: time.Second, Wait: wait})
-		if !errors.Is(err, store.ErrLockHeld) {
-			t.Fatalf("plain acquire (wait %v) of the holds' holder: %v; want ErrLockHeld", wait, err)
-		}
-	}
-	l, err := s.Get(ctx, "same/k")
-	if err != nil || time.Until(l.ExpiresAt) < 30*time.Second {
-		t.Fatalf("summary after the refusals: %+v, %v; want it held for about a minute", l, err)
-	}
-	rl, err := s.ResourceLine(ctx, "same/k", 10)
-	if err != nil || len(rl.Tickets) != 1 || rl.Tickets[0].LeaseID != "l2" {
-		t.Fatalf("line: %+v, %v; want the waiting request's ticket", rl, err)
-	}
-}
-
 // Plain leases, shared holds and leases on several keys on the same keys, from two stores (two
 // processes) at once: an exclusive holding never overlaps another holding of its key, shared
 // ones do overlap, and everyone is granted in the end (nobody waits for ever).

@@ -28,7 +28,7 @@ const (
 // request). A head that is not ready (scheduled_at in the future: scheduled, or backing off)
 // holds no one up. ?1 key, ?2 lease_id, ?3 holder, ?4 now, ?9 owner, ?10 first.
 const lineFreeSQL = `(EXISTS (SELECT 1 FROM leases m WHERE m.key = ?1 AND m.ended = 0 AND m.expires_at > ?4
-						AND m.holder = ?3 AND m.owner = ?9)
+						AND m.holder = ?3 AND m.owner = ?9 AND m.lease_id <> '')
 					OR (NOT EXISTS (SELECT 1 FROM tickets t WHERE t.key = ?1 AND t.lease_id <> ?2 AND t.expires_at > ?4
 							AND (t.first > ?10 OR (t.first = ?10 AND (t.created_at < ` + myArrival + `
 								OR (t.created_at = ` + myArrival + ` AND t.seq < ` + mySeq + `)))))

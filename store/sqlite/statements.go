@@ -78,7 +78,7 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 				expires_at    = ?4 + ?5,
 				took_over     = iif(a.available_at <= ?4, a.ended = 0, a.took_over),
 				ended         = 0
-			WHERE a.available_at <= ?4 OR (a.ended = 0 AND a.expires_at > ?4 AND a.holder = ?3 AND a.owner = ?9)
+			WHERE a.available_at <= ?4 OR (a.ended = 0 AND a.expires_at > ?4 AND a.holder = ?3 AND a.owner = ?9 AND a.lease_id <> '')
 			RETURNING ` + leaseColumns + `, took_over`},
 		// ?1 key, ?2 lease_id, ?3 now, ?4 ttl, ?5 owner.
 		{&st.renew, `UPDATE leases SET expires_at = ?3 + ?4, available_at = ?3 + ?4 + lock_delay_ns

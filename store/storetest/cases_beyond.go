@@ -511,3 +511,23 @@ func testBeyondUnsupported(t *testing.T, h Harness) {
 		t.Fatalf("an unsupported request left the key held: %v", err)
 	}
 }
+
+// testHoldsAreNobodysLease: a key held through holds is no plain lease of their holder's name: a
+// plain acquire under that holder name is refused (waiting or not), and the holds keep the key.
+func testHoldsAreNobodysLease(t *testing.T, h Harness) {
+	e := newEnv(t, h, nil)
+	requireLimits(t, e)
+	if _, err := e.store.Acquire(e.ctx, &store.AcquireParams{Key: "same/k", Shared: true, LeaseID: "l1", Holder: "h", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	for _, wait := range []bool{false, true} {
+		_, err := e.store.Acquire(e.ctx, &store.AcquireParams{Key: "same/k", LeaseID: "l2", Holder: "h", TTL: time.Second, Wait: wait})
+		if !errors.Is(err, store.ErrLockHeld) {
+			t.Fatalf("plain acquire (wait %v) under the holds' holder name: %v; want ErrLockHeld", wait, err)
+		}
+	}
+	l, err := e.store.Get(e.ctx, "same/k")
+	if err != nil || l.TTLLeft < 30*time.Second {
+		t.Fatalf("the key after the refusals: %+v, %v; want it held for about a minute", l, err)
+	}
+}

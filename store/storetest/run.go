@@ -66,6 +66,7 @@ func Run(t *testing.T, h Harness) {
 		{"SeveralResourcesAllOrNothing", testSeveralResourcesAllOrNothing},
 		{"LimitLowered", testLimitLowered},
 		{"BeyondBadInput", testBeyondBadInput},
+		{"HoldsAreNobodysLease", testHoldsAreNobodysLease},
 		{"BeyondUnsupported", testBeyondUnsupported},
 	}
 	for _, c := range parallel {
