@@ -70,7 +70,7 @@ func buildJobQueries(schema, channel string) jobQueries {
 	// The schema is [a-z0-9_] and the channel derives from it, so neither can hold a quote.
 	r := strings.NewReplacer(
 		"{jobs}", id("jobs"), "{resources}", id("resources"), "{kinds}", id("job_kinds"),
-		"{leases}", id("leases"), "{tickets}", id("tickets"), "{token_seq}", "'"+id("token_seq")+"'", "{job_seq}", "'"+id("job_seq")+"'",
+		"{leases}", id("leases"), "{tickets}", id("tickets"), "{holds}", id("holds"), "{token_seq}", "'"+id("token_seq")+"'", "{job_seq}", "'"+id("job_seq")+"'",
 		"{channel}", "'"+channel+"'", "{jobkey}", "E'\\x1fjob:'",
 	)
 	q := func(s string) string { return r.Replace(s) }
@@ -151,9 +151,15 @@ AND (cardinality($1::bigint[]) = 0 OR j.id = ANY($1)) AND ($2 = '' OR j.kind = $
 WHERE j.state = 'running' AND (j.lease_expires_at IS NULL OR j.lease_expires_at <= now())
 ORDER BY j.lease_expires_at NULLS FIRST LIMIT $1`),
 		// The cleaner also deletes the line's expired tickets (abandoned waits), which everyone
-		// skips: a waiter that comes back starts again at the back either way.
+		// skips: a waiter that comes back starts again at the back either way; and holds (shared,
+		// several keys, limits) that ended or expired longer ago than the age and the longest
+		// rest (their lock-delays are over; a release this late learns ErrNotHeld).
 		clean: q(`WITH expired AS (
 	DELETE FROM {tickets} WHERE ctid = ANY (ARRAY(SELECT ctid FROM {tickets} WHERE expires_at < now() LIMIT $3))
+), old_holds AS (
+	DELETE FROM {holds} WHERE ctid = ANY (ARRAY(SELECT ctid FROM {holds}
+		WHERE expires_at < now() - greatest($1::bigint, ` + strconv.FormatInt(store.MaxRest.Milliseconds(), 10) + `) * interval '1 millisecond'
+		LIMIT $3))
 )
 DELETE FROM {jobs} WHERE id IN (
 	SELECT id FROM {jobs} WHERE state IN ('succeeded', 'cancelled', 'discarded', 'skipped')

@@ -313,3 +313,32 @@ func TestOpenSetsJITOffAndGenericPlans(t *testing.T) {
 		}
 	}
 }
+
+// The cleaner deletes holds that ended longer ago than the age and the longest rest, and keeps
+// live ones. The database's clock cannot be moved: the test moves the old hold's expiry back.
+func TestCleanDeletesOldHolds(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	schema := newSchema(t)
+	s := openStore(t, schema)
+	for _, id := range []string{"old", "live"} {
+		if _, err := s.Acquire(ctx, &store.AcquireParams{Key: "holds/" + id, LeaseID: id, Holder: id, TTL: time.Hour, Shared: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Release(ctx, &store.ReleaseParams{Key: "holds/old", LeaseID: "old"}); err != nil {
+		t.Fatal(err)
+	}
+	holds := pgx.Identifier{schema, "holds"}.Sanitize()
+	exec(t, `UPDATE `+holds+` SET expires_at = now() - interval '1 hour' - $1::bigint * interval '1 millisecond' WHERE lease_id = 'old'`,
+		store.MaxRest.Milliseconds())
+	if _, err := s.CleanJobs(ctx, &store.CleanParams{Age: time.Hour, Limit: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if n := queryInt(t, `SELECT count(*) FROM `+holds+` WHERE lease_id = 'old'`); n != 0 {
+		t.Fatalf("the old hold is still there after cleaning")
+	}
+	if n := queryInt(t, `SELECT count(*) FROM `+holds+` WHERE lease_id = 'live'`); n != 1 {
+		t.Fatalf("the live hold was deleted by cleaning")
+	}
+}
