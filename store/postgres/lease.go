@@ -225,6 +225,9 @@ func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, 
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
+	if p.Holds {
+		return s.renewHolds(ctx, p)
+	}
 	l, err := s.renews.Do(ctx, p)
 	if errors.Is(err, store.ErrNotHeld) {
 		// A lease made of holds (shared, several keys, limits) is renewed through them.
@@ -256,6 +259,11 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 	}
 	if err := s.closed.Check(); err != nil {
 		return nil, err
+	}
+	if p.Holds {
+		if res, err := s.releaseHolds(ctx, p); !errors.Is(err, store.ErrNotHeld) {
+			return res, err
+		}
 	}
 	var heldUs int64
 	var notified, front *string
