@@ -95,3 +95,13 @@ func openDefault(b *testing.B, schema string) *postgres.Store {
 func BenchmarkCrossHandoff(b *testing.B) {
 	storetest.BenchCrossHandoff(b, openDefault(b, newSchema(b)))
 }
+
+// BenchmarkBeyond: a grant with one limit, and a shared grant, against the plain grant.
+func BenchmarkBeyond(b *testing.B) {
+	s := openDefault(b, newSchema(b))
+	locker, err := baton.NewLocker(s, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	storetest.BenchBeyond(b, locker, s)
+}
