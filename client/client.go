@@ -197,6 +197,9 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 		LockDelayMs: ceilMs(p.LockDelay),
 		First:       p.First,
 		FirstReason: p.FirstReason,
+		Shared:      p.Shared,
+		Resources:   p.Resources,
+		Limits:      p.Limits,
 	}
 	var wait time.Duration
 	if p.Wait {
@@ -405,7 +408,7 @@ func (s *Store) Capabilities() store.Capabilities {
 		if info.FencingTokens != nil {
 			caps.FencingTokens = *info.FencingTokens
 		}
-		caps.Audit, caps.OneResource, caps.Line = info.Audit, info.OneResource, info.Line
+		caps.Audit, caps.OneResource, caps.Line, caps.Limits = info.Audit, info.OneResource, info.Line, info.Limits
 	}
 	return caps
 }
@@ -432,6 +435,7 @@ type serverInfo struct {
 	Audit         bool   `json:"audit"`        // false from servers older than the field
 	OneResource   bool   `json:"one_resource"` // likewise
 	Line          bool   `json:"line"`         // likewise
+	Limits        bool   `json:"limits"`       // likewise
 }
 
 // A failed fetch is not retried for infoRetry, so that callers do not each pay for it while the

@@ -52,11 +52,15 @@ func newBackend(t testing.TB, o backendOptions) *backend {
 		t.Fatal(err)
 	}
 	signalled, refused := storetest.SignalRefusal(st)
-	// The signalling wrapper hides the SQLite store's fences; the server finds them here.
+	// The signalling wrapper hides the SQLite store's fences and limits; the server finds them
+	// here, and the line's waiters, so that the server's waiting acquires are woken by name as
+	// over the bare store (a waiter on several keys or a limit is woken only so).
 	fenced := struct {
 		store.Store
+		store.LineWaiter
 		store.Fencer
-	}{signalled, st}
+		store.Limiter
+	}{signalled, signalled.(store.LineWaiter), st, st}
 	cfg := server.Config{Store: fenced, MaxWait: o.maxWait, Version: "test", StoreName: "sqlite",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if o.auth {

@@ -33,7 +33,8 @@ var (
 // store error of its own: unauthorized, forbidden, unavailable, internal, not_implemented (a
 // store without a job queue), and codes this client does not know. Errors the store contract
 // names (lock_held, cooldown, not_held, not_found, invalid_argument, resource_busy, job_state,
-// version_mismatch) are returned as the store's errors instead.
+// version_mismatch, limit_in_use, and not_implemented naming a feature: store.UnsupportedError)
+// are returned as the store's errors instead.
 type ProblemError struct {
 	Status int    // the HTTP status
 	Code   string // the problem's stable code, e.g. "unauthorized"; empty if the answer was not a problem document
@@ -160,11 +161,14 @@ func bodyExcerpt(contentType string, raw []byte) string {
 func storeError(p *problemJSON) error {
 	switch p.Code {
 	case "lock_held":
-		e := &store.LockHeldError{Key: p.Key, Holder: p.Holder, Token: p.Token, RetryAfter: msOf(p.RetryAfterMs), Ahead: p.Ahead}
+		e := &store.LockHeldError{Key: p.Key, Holder: p.Holder, Token: p.Token, RetryAfter: msOf(p.RetryAfterMs), Ahead: p.Ahead,
+			Resource: p.Resource, Shared: p.Shared, Limit: p.Limit, InUse: intOf(p.InUse), Capacity: intOf(p.Capacity)}
 		if p.ExpiresAt != nil {
 			e.ExpiresAt = p.ExpiresAt.UTC()
 		}
 		return e
+	case "limit_in_use":
+		return &store.LimitInUseError{Name: p.Limit, InUse: intOf(p.InUse)}
 	case "cooldown":
 		return &store.RestingError{Key: p.Key, Reason: p.Reason, Remaining: msOf(p.RemainingMs)}
 	case "not_held":
@@ -188,6 +192,10 @@ func storeError(p *problemJSON) error {
 		return busy
 	case "job_state":
 		return &store.JobStateError{ID: p.JobID, Op: p.Op, State: store.JobState(p.State)}
+	case "not_implemented":
+		if p.Feature != "" { // a store that lacks a feature of the request (store.UnsupportedError)
+			return &store.UnsupportedError{Store: p.Store, Feature: p.Feature}
+		}
 	case "stale_token":
 		return &staleFenceError{current: p.CurrentToken}
 	case "version_mismatch":
@@ -201,6 +209,13 @@ func storeError(p *problemJSON) error {
 		return e
 	}
 	return nil
+}
+
+func intOf(v *int) int {
+	if v == nil {
+		return 0
+	}
+	return *v
 }
 
 func msOf(v *int64) time.Duration {

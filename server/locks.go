@@ -170,6 +170,11 @@ func (s *Server) acquireParams(req *wire.AcquireRequest, owner string) (*store.A
 	if strings.HasPrefix(req.Key, ReservedPrefix) {
 		return nil, 0, reservedProblem("key", req.Key)
 	}
+	for _, k := range req.Resources {
+		if strings.HasPrefix(k, ReservedPrefix) {
+			return nil, 0, reservedProblem("resources", k)
+		}
+	}
 	ttl, prob := ttlParam("ttl_ms", req.TTLMs, store.DefaultTTLForServer)
 	if prob != nil {
 		return nil, 0, prob
@@ -199,7 +204,8 @@ func (s *Server) acquireParams(req *wire.AcquireRequest, owner string) (*store.A
 		leaseID = newLeaseID()
 	}
 	p := &store.AcquireParams{Key: req.Key, LeaseID: leaseID, Holder: holder, Owner: owner, TTL: ttl,
-		Metadata: md, Cooldown: cooldown, LockDelay: lockDelay, First: req.First, FirstReason: req.FirstReason}
+		Metadata: md, Cooldown: cooldown, LockDelay: lockDelay, First: req.First, FirstReason: req.FirstReason,
+		Shared: req.Shared, Resources: req.Resources, Limits: req.Limits}
 	if err := p.Validate(); err != nil {
 		prob, _ := problemFor(err)
 		return nil, 0, prob
@@ -214,7 +220,7 @@ func (s *Server) countFailure(err error) {
 		reason = "held"
 	case errors.Is(err, store.ErrResting):
 		reason = "cooldown"
-	case errors.Is(err, store.ErrInvalidArgument):
+	case errors.Is(err, store.ErrInvalidArgument), errors.Is(err, store.ErrUnsupported):
 		reason = "invalid"
 	case errors.Is(err, errOverloaded):
 		reason = "overloaded"

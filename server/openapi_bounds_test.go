@@ -63,6 +63,8 @@ var fieldAliases = map[string]string{
 var bodyOverrides = map[string]string{
 	// A kind's name is optional in PUT /v1/kinds/{name} (the path names it), required here.
 	"registerKinds": `{"kinds":[{"name":"k"}]}`,
+	// The least key is "k", which resources must not name again.
+	"acquireLock": `{"key":"acquire-key"}`,
 }
 
 // specDoc is the document as raw JSON, numbers exact: kin-openapi keeps bounds as float64,
@@ -439,6 +441,12 @@ func TestOpenAPIRequestBoundsAreTheServers(t *testing.T) {
 	for _, k := range []string{"k", strings.Repeat("k", 128)} {
 		if status, out := send("PUT", "/v1/kinds/"+k, map[string]any{}); status != 200 {
 			t.Fatalf("PUT /v1/kinds/%s: %d %v", k, status, out)
+		}
+	}
+	// Limits of the shortest and longest names, for acquires naming them.
+	for _, l := range []string{"k", strings.Repeat("k", 512)} {
+		if status, out := send("PUT", "/v1/limits/"+l, map[string]any{"capacity": 1000}); status != 200 {
+			t.Fatalf("PUT /v1/limits/%s: %d %v", l, status, out)
 		}
 	}
 	cases, used := 0, map[string]bool{}

@@ -43,6 +43,7 @@ var titles = map[string]string{
 	"version_mismatch":       "Resource version mismatch",
 	"not_implemented":        "Not implemented",
 	"stale_token":            "Stale fencing token",
+	"limit_in_use":           "Limit in use",
 }
 
 func newProblem(status int, code, detail string) *problem {
@@ -84,6 +85,8 @@ func problemFor(err error) (p *problem, ok bool) {
 	var inv *store.InvalidArgumentError
 	var held *store.LockHeldError
 	var resting *store.RestingError
+	var inUse *store.LimitInUseError
+	var unsupported *store.UnsupportedError
 	switch {
 	case errors.As(err, &inv):
 		if i, field, ok := batchField(inv.Field); ok {
@@ -93,6 +96,10 @@ func problemFor(err error) (p *problem, ok bool) {
 	case errors.As(err, &held):
 		p := newProblem(http.StatusConflict, "lock_held", held.Error())
 		p.Key, p.Holder, p.Token, p.RetryAfterMs, p.Ahead = held.Key, held.Holder, held.Token, ms(held.RetryAfter), held.Ahead
+		p.Resource, p.Shared, p.Limit = held.Resource, held.Shared, held.Limit
+		if held.Limit != "" {
+			p.InUse, p.Capacity = &held.InUse, &held.Capacity
+		}
 		if !held.ExpiresAt.IsZero() { // zero for a free key with others ahead in its line
 			exp := wire.T(held.ExpiresAt)
 			p.ExpiresAt = &exp
@@ -104,6 +111,12 @@ func problemFor(err error) (p *problem, ok bool) {
 		p.Key, p.Reason, p.RemainingMs = resting.Key, resting.Reason, ms(resting.Remaining)
 		p.retryAfter = resting.Remaining
 		return p, true
+	case errors.As(err, &inUse):
+		p := newProblem(http.StatusConflict, "limit_in_use", inUse.Error())
+		p.Limit, p.InUse = inUse.Name, &inUse.InUse
+		return p, true
+	case errors.As(err, &unsupported):
+		return unsupportedProblem(unsupported), true
 	case errors.Is(err, store.ErrNotHeld):
 		return newProblem(http.StatusConflict, "not_held", "the lease is not the live lease on its key (expired, released, taken over or force-released)"), true
 	case errors.Is(err, store.ErrNotFound):

@@ -90,6 +90,9 @@ type Server struct {
 	jobMetrics *jobMetrics
 	// line is the store as a line reader, behind the gate; nil if it keeps no line.
 	line store.LineReader
+	// limits is the store as a store.Limiter, nil if it keeps no limits (the limit routes
+	// answer 501).
+	limits store.Limiter
 	// acquires follows acquisitions across their requests (one contention per acquisition).
 	acquires *acquireTracker
 	// claimPoll is the fallback re-poll of a waiting claim, jittered (the store's wake-ups are
@@ -165,6 +168,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if lr, ok := cfg.Store.(store.LineReader); ok {
 		s.line = &gatedLine{LineReader: lr, g: g}
+	}
+	if lim, ok := cfg.Store.(store.Limiter); ok && cfg.Store.Capabilities().Limits {
+		s.limits = lim
 	}
 	s.jobMetrics = newJobMetrics(s.metrics.registry, s.jobs)
 	s.handler = s.routes()
@@ -316,6 +322,11 @@ func (s *Server) routeTable() []route {
 		// Periodic jobs of serve's --periodic-file (periodic.go).
 		{"/v1/periodic", http.MethodGet, "periodic", RoleRead, s.jobRoute(s.listPeriodic)},
 		{"/v1/resources/{key...}", http.MethodPost, "resource_cooldown", RoleAdmin, s.jobRoute(s.clearResourceCooldown)}, // resource_cooldown.go
+		// Limits of N for acquires (limits.go).
+		{"/v1/limits", http.MethodGet, "limits", RoleRead, s.listLimits},
+		{"/v1/limits/{name...}", http.MethodGet, "limit", RoleRead, s.getLimit},
+		{"/v1/limits/{name...}", http.MethodPut, "limit", RoleAdmin, s.setLimit},
+		{"/v1/limits/{name...}", http.MethodDelete, "limit", RoleAdmin, s.deleteLimit},
 		// Fences for resources outside the store (fences.go).
 		{"/v1/fences/check", http.MethodPost, "fence_check", RoleWrite, s.checkFence},
 		{"/v1/fences/{resource...}", http.MethodDelete, "fence_reset", RoleAdmin, s.resetFence},
@@ -375,5 +386,6 @@ func (s *Server) info(w http.ResponseWriter, _ *http.Request, p principal) {
 		"audit":          s.cfg.Store.Capabilities().Audit,
 		"one_resource":   s.cfg.Store.Capabilities().OneResource,
 		"line":           s.cfg.Store.Capabilities().Line,
+		"limits":         s.limits != nil,
 	})
 }

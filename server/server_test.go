@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/batonhq/baton/server"
+	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/sqlite"
 	"github.com/batonhq/baton/store/storetest"
 )
@@ -47,7 +48,12 @@ func newFixtureServing(t *testing.T, withAuth bool, wrap func(http.Handler) http
 		t.Fatal(err)
 	}
 	signalled, refused := storetest.SignalRefusal(st)
-	cfg := server.Config{Store: signalled, MaxWait: 5 * time.Second, Version: "test", StoreName: "sqlite"}
+	// The signalling wrapper hides the SQLite store's limits; the server finds them here.
+	served := struct {
+		storetest.LineStore
+		store.Limiter
+	}{signalled.(storetest.LineStore), st}
+	cfg := server.Config{Store: served, MaxWait: 5 * time.Second, Version: "test", StoreName: "sqlite"}
 	if withAuth {
 		a, err := server.ParseAuth(strings.NewReader(
 			"# test tokens\nreader read " + server.HashToken(readToken) +

@@ -159,9 +159,11 @@ With -o json, the lease object (docs/http-api.md), or null if KEY is free.`,
 
 func (a *app) locksAcquireCommand() *cobra.Command {
 	var holder, metadata string
+	locks, limits := &listFlag{}, &listFlag{}
+	var shared bool
 	var ttl, wait, cooldown time.Duration
 	cmd := a.command(&cobra.Command{
-		Use:   "acquire KEY [--holder NAME] [--ttl 15s] [--wait 0s] [--cooldown D] [--metadata JSON] [-o table|json]",
+		Use:   "acquire KEY [--lock KEY2...] [--shared] [--limit NAME...] [--holder NAME] [--ttl 15s] [--wait 0s] [--cooldown D] [--metadata JSON] [-o table|json]",
 		Short: "take a lock (no keepalive: renew it yourself, or use 'baton run')",
 		Long: `Take the lock on KEY and print the lease, with its lease ID and fencing token. Nothing keeps
 the lease alive: renew it with 'baton locks renew KEY --lease ID' before its TTL runs out, and
@@ -171,6 +173,9 @@ kept alive for as long as the command runs, use 'baton run'.
 The same --holder acquiring a key it holds gets its lease back, renewed (a safe retry).
 With --cooldown D, KEY rests for D after the lease is released: every acquire is refused until
 then (exit code 75), unless an operator ends the rest with 'baton locks force-release'.
+--lock KEY2 (repeatable) holds more keys with KEY, all or nothing, under one token; --shared
+holds them shared with other shared holders; --limit NAME (repeatable) takes one unit of the
+limit NAME (SQLite and PostgreSQL stores only; see 'baton run --help').
 
 Example:
   baton locks acquire deploy/web --holder job-1234 --ttl 5m --wait 30s --metadata '{"job":"1234"}'
@@ -190,6 +195,9 @@ Exit code 75 if the lock is still held (or resting after a release) when --wait 
 	fs.DurationVar(&wait, "wait", 0, "wait up to `duration` for the lock (0: fail at once if it is held)")
 	fs.StringVar(&metadata, "metadata", "", "a `JSON` object stored with the lease (at most 4 KiB)")
 	fs.DurationVar(&cooldown, "cooldown", 0, "keep KEY resting for `duration` after the lease is released, 0 to 24h")
+	fs.Var(locks, "lock", "also hold the key `KEY2`, all or nothing; repeatable")
+	fs.BoolVar(&shared, "shared", false, "hold the keys shared with other shared holders (exclusive by default)")
+	fs.Var(limits, "limit", "also take one unit of the limit `NAME`; repeatable")
 	cmd.RunE = func(_ *cobra.Command, args []string) error {
 		if wait < 0 {
 			return usagef("--wait must not be negative")
@@ -197,7 +205,8 @@ Exit code 75 if the lock is still held (or resting after a release) when --wait 
 		if cooldown < 0 || cooldown > store.MaxRest {
 			return usagef("--cooldown must be between 0 and %s (got %s)", store.MaxRest, cooldown)
 		}
-		p := &store.AcquireParams{Key: args[0], LeaseID: randomHex(16), Holder: holder, TTL: ttl, Cooldown: cooldown}
+		p := &store.AcquireParams{Key: args[0], LeaseID: randomHex(16), Holder: holder, TTL: ttl, Cooldown: cooldown,
+			Shared: shared, Resources: locks.vals, Limits: limits.vals}
 		if p.Holder == "" {
 			p.Holder = defaultHolder()
 		}

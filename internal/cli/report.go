@@ -151,6 +151,23 @@ func describe(g *globals, err error) string {
 
 // heldMessage is `lock "k" held by "job-7" (token 12) until 14:32:15Z (in 41s)`.
 func heldMessage(e *store.LockHeldError) string {
-	return fmt.Sprintf("lock %q held by %q (token %d) until %s (in %s)",
-		e.Key, e.Holder, e.Token, e.ExpiresAt.UTC().Format("15:04:05Z"), roundDuration(e.RetryAfter))
+	key, mode := e.Key, ""
+	if e.Resource != "" {
+		key = e.Resource // the one of the request's keys that refused it
+	}
+	if e.Shared {
+		mode = " shared"
+	}
+	switch {
+	case e.Limit != "":
+		msg := fmt.Sprintf("limit %q full: %d of %d in use", e.Limit, e.InUse, e.Capacity)
+		if e.Ahead > 0 {
+			msg += fmt.Sprintf(", %d ahead in its line", e.Ahead)
+		}
+		return msg
+	case e.Token == 0 && e.Ahead > 0:
+		return fmt.Sprintf("lock %q is free but %d ahead in its line, first %q", key, e.Ahead, e.Holder)
+	}
+	return fmt.Sprintf("lock %q held%s by %q (token %d) until %s (in %s)",
+		key, mode, e.Holder, e.Token, e.ExpiresAt.UTC().Format("15:04:05Z"), roundDuration(e.RetryAfter))
 }

@@ -63,6 +63,7 @@ before or after the command): --server URL (env BATON_SERVER, default ` + defaul
 		a.periodicCommand(),
 		a.workerCommand(),
 		a.fenceCommand(),
+		a.limitsCommand(),
 		a.tokenCommand(),
 		a.versionCommand(),
 		a.completionCommand(),

@@ -24,12 +24,13 @@ import (
 const releaseTimeout = 10 * time.Second
 
 func (a *app) runCommand() *cobra.Command {
-	var key, holder, reason string
+	var holder, reason string
+	locks, limits := &listFlag{}, &listFlag{}
 	var ttl, wait, grace, cooldown time.Duration
-	var first bool
+	var first, shared bool
 	var noWait bool
 	cmd := a.command(&cobra.Command{
-		Use:   "run --lock KEY [--ttl 15s] [--wait 1m | --no-wait] [--holder NAME] [--grace 5s] [--cooldown D] -- CMD [ARGS...]",
+		Use:   "run --lock KEY [--lock KEY2...] [--shared] [--limit NAME...] [--ttl 15s] [--wait 1m | --no-wait] [--holder NAME] [--grace 5s] [--cooldown D] -- CMD [ARGS...]",
 		Short: "run CMD while holding the lock KEY",
 		Long: `Run CMD while holding the lock KEY on a baton server: one CMD at a time per KEY, across
 machines. The lease is renewed in the background (every TTL/3) for as long as CMD runs, and
@@ -59,17 +60,31 @@ released when CMD exits.
   --no-wait, or it waits, within --wait). An operator can end the rest early with
   'baton locks force-release KEY --reason TEXT'. A lease that is lost instead rests for its
   lock-delay, not for D.
+- Beyond one key (SQLite and PostgreSQL stores; others refuse, exit code 1):
+    --lock KEY2 (repeated)  hold every KEY at once, all or nothing, under one fencing token;
+                            runs naming overlapping keys in any order never deadlock
+    --shared                hold the keys shared: with other --shared runs, never with an
+                            exclusive one (a waiting exclusive run stops later shared ones)
+    --limit NAME (repeated) also take one unit of the limit NAME ('baton limits set NAME N'):
+                            at most N runs hold it at once, the others wait in line
+  With --limit and no --lock, KEY is the first limit's name, held --shared: a counting
+  semaphore ('baton run --limit gpu-pool -- train.sh' runs at most N at once).
+  BATON_LOCK_KEY is the first KEY.
 
 Examples:
   baton run --lock terraform/prod --wait 10m -- terraform apply -auto-approve
   baton run --lock nightly-report --no-wait -- ./report.sh
-  baton run --lock node/node-1 --no-wait --cooldown 10m -- ./drain-and-reboot.sh node-1`,
+  baton run --lock node/node-1 --no-wait --cooldown 10m -- ./drain-and-reboot.sh node-1
+  baton run --lock db/orders --lock db/users -- ./migrate.sh
+  baton run --limit gpu-pool -- ./train.sh`,
 	}, meta{cmdLine: true, exits: []int{exitCmdStatus, exitError, exitUsage, exitBusy, exitLeaseLost, exitAuth,
 		exitNoExec, exitNotExist, exitSignalled}})
 	a.addGlobalFlags(cmd, false)
 	fs := cmd.Flags()
 	fs.SetInterspersed(false) // the first argument starts CMD: its flags are its own
-	fs.StringVar(&key, "lock", "", "the lock `KEY` (required)")
+	fs.Var(locks, "lock", "the lock `KEY`; repeat to hold several keys at once (required unless --limit)")
+	fs.BoolVar(&shared, "shared", false, "hold the keys shared with other --shared runs (exclusive by default)")
+	fs.Var(limits, "limit", "also take one unit of the limit `NAME`; repeatable; alone, a semaphore on NAME")
 	fs.DurationVar(&ttl, "ttl", baton.DefaultTTL, "lease `TTL`, 1s to 24h; renewed every TTL/3")
 	fs.DurationVar(&wait, "wait", time.Minute, "wait up to `duration` for the lock")
 	fs.BoolVar(&noWait, "no-wait", false, "fail at once (exit code 75) if the lock is held")
@@ -79,7 +94,7 @@ Examples:
 	fs.BoolVar(&first, "first", false, "break-glass: go before every waiting lock request and job of KEY (admin only); still waits for the holder; needs --reason")
 	fs.StringVar(&reason, "reason", "", "why this run goes --first, recorded in the audit log")
 	cmd.RunE = func(cmd *cobra.Command, cmdArgs []string) error {
-		return a.runLocked(cmdArgs, runFlags{key: key, holder: holder, ttl: ttl, wait: wait, grace: grace,
+		return a.runLocked(cmdArgs, runFlags{locks: locks.vals, limits: limits.vals, shared: shared, holder: holder, ttl: ttl, wait: wait, grace: grace,
 			cooldown: cooldown, noWait: noWait, waitSet: cmd.Flags().Changed("wait"), graceSet: cmd.Flags().Changed("grace"),
 			first: first, reason: reason})
 	}
@@ -88,6 +103,8 @@ Examples:
 
 // runFlags are the settings of baton run.
 type runFlags struct {
+	locks, limits              []string
+	shared                     bool
 	key, holder                string
 	ttl, wait, grace, cooldown time.Duration
 	noWait, waitSet, graceSet  bool
@@ -99,11 +116,18 @@ type runFlags struct {
 // (cmdExit) when CMD ran.
 func (a *app) runLocked(cmdArgs []string, f runFlags) error {
 	stderr := a.stderr
+	if len(f.locks) == 0 && len(f.limits) > 0 {
+		// A semaphore: the limit's own name as the key, held shared by every run.
+		f.locks, f.shared = f.limits[:1], true
+	}
+	if len(f.locks) > 0 {
+		f.key = f.locks[0]
+	}
 	switch {
 	case len(cmdArgs) == 0:
 		return usagef("missing CMD (baton run --lock KEY -- CMD [ARGS...])")
 	case f.key == "":
-		return usagef("--lock is required")
+		return usagef("--lock is required (or --limit NAME alone, a semaphore on NAME)")
 	case f.noWait && f.waitSet:
 		return usagef("--wait and --no-wait exclude each other")
 	case f.wait < 0:
@@ -173,6 +197,15 @@ func (a *app) runLocked(cmdArgs []string, f runFlags) error {
 	}
 	if f.holder != "" {
 		opts = append(opts, baton.WithHolder(f.holder))
+	}
+	if f.shared {
+		opts = append(opts, baton.WithShared())
+	}
+	if len(f.locks) > 1 {
+		opts = append(opts, baton.WithResources(f.locks[1:]...))
+	}
+	if len(f.limits) > 0 {
+		opts = append(opts, baton.WithLimits(f.limits...))
 	}
 
 	lease, err := a.acquireForRun(locker, f.key, f.wait, opts, sigs)

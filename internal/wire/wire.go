@@ -28,13 +28,19 @@ type Lease struct {
 	// WaitedMs (acquire only) is how long the server waited for the key, from receiving the
 	// request to the start of the attempt that granted it, in whole milliseconds rounded down.
 	WaitedMs int64 `json:"waited_ms,omitempty"`
+	// Shared, Resources and Limits are what the lease holds beyond Key: its keys in shared mode,
+	// the other keys it holds, and the limits of which it holds one unit each.
+	Shared    bool     `json:"shared,omitempty"`
+	Resources []string `json:"resources,omitempty"`
+	Limits    []string `json:"limits,omitempty"`
 }
 
 // LeaseFrom converts a store lease.
 func LeaseFrom(l *store.Lease) Lease {
 	return Lease{Key: l.Key, LeaseID: l.ID, Holder: l.Holder, Owner: l.Owner, Token: l.Token,
 		AcquiredAt: T(l.AcquiredAt), ExpiresAt: T(l.ExpiresAt), TTLLeftMs: l.TTLLeft.Milliseconds(),
-		Metadata: l.Metadata, TookOver: l.TookOver, WaitedMs: l.Waited.Milliseconds()}
+		Metadata: l.Metadata, TookOver: l.TookOver, WaitedMs: l.Waited.Milliseconds(),
+		Shared: l.Shared, Resources: l.Resources, Limits: l.Limits}
 }
 
 // Store converts back to a store lease.
@@ -46,7 +52,8 @@ func (l *Lease) Store() *store.Lease {
 	return &store.Lease{Key: l.Key, ID: l.LeaseID, Holder: l.Holder, Owner: l.Owner, Token: l.Token,
 		AcquiredAt: l.AcquiredAt.UTC(), ExpiresAt: l.ExpiresAt.UTC(),
 		TTLLeft: time.Duration(l.TTLLeftMs) * time.Millisecond, Metadata: md, TookOver: l.TookOver,
-		Waited: time.Duration(max(l.WaitedMs, 0)) * time.Millisecond}
+		Waited: time.Duration(max(l.WaitedMs, 0)) * time.Millisecond,
+		Shared: l.Shared, Resources: l.Resources, Limits: l.Limits}
 }
 
 // LeaseResponse answers acquire, renew, get and force-release.
@@ -74,6 +81,11 @@ type AcquireRequest struct {
 	// FirstReason, required with it, is recorded.
 	First       bool   `json:"first,omitempty"`
 	FirstReason string `json:"first_reason,omitempty"`
+	// Shared holds the key (and Resources) in shared mode; Resources are more keys held with Key,
+	// all or nothing; Limits are limits of which the grant takes one unit each.
+	Shared    bool     `json:"shared,omitempty"`
+	Resources []string `json:"resources,omitempty"`
+	Limits    []string `json:"limits,omitempty"`
 }
 
 // RenewRequest is the body of POST /v1/locks/renew. A nil TTLMs means the default.
@@ -151,20 +163,22 @@ type Event struct {
 	JobKind   string `json:"job_kind,omitempty"`
 	Attempt   int    `json:"attempt,omitempty"`
 	Outcome   string `json:"outcome,omitempty"`
+	// Limit names the limit of a unit's grant, release or ticket (store.Event.Limit).
+	Limit string `json:"limit,omitempty"`
 }
 
 // EventFrom converts a store event.
 func EventFrom(e *store.Event) Event {
 	return Event{ID: e.ID, At: T(e.At), Kind: e.Kind, Key: e.Key, LeaseID: e.LeaseID, Holder: e.Holder,
 		Token: e.Token, Actor: e.Actor, Principal: e.Principal, Reason: e.Reason, JobID: e.JobID, JobKind: e.JobKind, Attempt: e.Attempt,
-		Outcome: e.Outcome}
+		Outcome: e.Outcome, Limit: e.Limit}
 }
 
 // Store converts back to a store event.
 func (e *Event) Store() *store.Event {
 	return &store.Event{ID: e.ID, At: e.At.UTC(), Kind: e.Kind, Key: e.Key, LeaseID: e.LeaseID, Holder: e.Holder,
 		Token: e.Token, Actor: e.Actor, Reason: e.Reason, JobID: e.JobID, JobKind: e.JobKind, Attempt: e.Attempt,
-		Outcome: e.Outcome}
+		Outcome: e.Outcome, Limit: e.Limit}
 }
 
 // EventsResponse answers GET /v1/events.
@@ -215,4 +229,15 @@ type Problem struct {
 	// CurrentToken is the greater token that made a stale_token refusal (with Resource and
 	// Token, the one presented).
 	CurrentToken uint64 `json:"current_token,omitempty"`
+
+	// A lock_held refusal of a request beyond one key: Resource is the key of its resources that
+	// refused it (with Shared when held shared); Limit a full limit, with InUse units of
+	// Capacity held. limit_in_use: Limit and InUse. not_implemented: Store and Feature name the
+	// store and what it lacks.
+	Shared   bool   `json:"shared,omitempty"`
+	Limit    string `json:"limit,omitempty"`
+	InUse    *int   `json:"in_use,omitempty"`
+	Capacity *int   `json:"capacity,omitempty"`
+	Store    string `json:"store,omitempty"`
+	Feature  string `json:"feature,omitempty"`
 }

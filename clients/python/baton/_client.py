@@ -163,7 +163,8 @@ class Client(ResourceMethods):
         return 0.0 if wait < _MIN_WAIT else wait
 
     def _acquire_body(self, key: str, ttl: Optional[float], holder: Optional[str], lease_id: Optional[str],
-                      metadata: Optional[dict], cooldown: float, lock_delay: float) -> dict:
+                      metadata: Optional[dict], cooldown: float, lock_delay: float, shared: bool = False,
+                      resources: Optional[list] = None, limits: Optional[list] = None) -> dict:
         body: Dict[str, Any] = {
             "key": key,
             "holder": holder or f"py:{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(6)}",
@@ -178,15 +179,25 @@ class Client(ResourceMethods):
             body["cooldown_ms"] = _ms(cooldown)
         if lock_delay:
             body["lock_delay_ms"] = _ms(lock_delay)
+        # Beyond one exclusive key (SQLite and PostgreSQL stores; others answer 501).
+        if shared:
+            body["shared"] = True
+        if resources:
+            body["resources"] = list(resources)
+        if limits:
+            body["limits"] = list(limits)
         return body
 
     def try_acquire(self, key: str, *, ttl: Optional[float] = None, holder: Optional[str] = None,
                     lease_id: Optional[str] = None, metadata: Optional[dict] = None, cooldown: float = 0,
                     lock_delay: float = 0, keepalive: bool = True,
-                    on_lost: Optional[Callable[[BaseException], None]] = None) -> Lease:
+                    on_lost: Optional[Callable[[BaseException], None]] = None, shared: bool = False,
+                    resources: Optional[list] = None, limits: Optional[list] = None) -> Lease:
         """Takes the key if it is free now, never waiting. Raises LockHeldError (holder, expiry),
-        CooldownError or InvalidArgumentError."""
-        body = self._acquire_body(key, ttl, holder, lease_id, metadata, cooldown, lock_delay)
+        CooldownError or InvalidArgumentError. shared holds the keys shared with other shared
+        holders; resources are more keys held with key, all or nothing; limits are limits of which
+        the grant takes one unit each."""
+        body = self._acquire_body(key, ttl, holder, lease_id, metadata, cooldown, lock_delay, shared, resources, limits)
         res, start = self._grant(body, 0.0, None)
         return Lease(self, res["lease"], body["ttl_ms"] / 1000, granted_after(start, res["lease"].get("waited_ms"), self.drift_factor),
                      keepalive, on_lost)
@@ -195,7 +206,8 @@ class Client(ResourceMethods):
                 holder: Optional[str] = None, lease_id: Optional[str] = None, metadata: Optional[dict] = None,
                 cooldown: float = 0, lock_delay: float = 0, keepalive: bool = True,
                 on_lost: Optional[Callable[[BaseException], None]] = None,
-                cancel: Optional[threading.Event] = None) -> Lease:
+                cancel: Optional[threading.Event] = None, shared: bool = False,
+                resources: Optional[list] = None, limits: Optional[list] = None) -> Lease:
         """Waits until the key is granted, `wait` seconds pass (None: no limit) or `cancel` is set
         (seen between attempts: at most one long-poll of max_wait seconds late), through the
         server's long-poll (woken by the store's push). Transient failures (the server
@@ -203,8 +215,8 @@ class Client(ResourceMethods):
         Retry-After says. When the wait ends unsuccessfully it raises the last refusal (a
         LockHeldError naming the holder), or TimeoutError. However long it waited, the lease is
         fully usable: its local deadline counts from the request's start plus the server's
-        waited_ms."""
-        body = self._acquire_body(key, ttl, holder, lease_id, metadata, cooldown, lock_delay)
+        waited_ms. shared, resources and limits are try_acquire's."""
+        body = self._acquire_body(key, ttl, holder, lease_id, metadata, cooldown, lock_delay, shared, resources, limits)
         deadline = float("inf") if wait is None else now() + wait
         cancel = cancel or threading.Event()
         refusal: Optional[BaseException] = None
@@ -307,6 +319,25 @@ class Client(ResourceMethods):
         reason; returns what was cleared: {"key", "reason" ("cooldown" or "lock-delay"),
         "remaining_ms"}. NotFoundError if the key is free or held."""
         return self._request("POST", "/v1/locks/clear-rest", body={"key": key, "reason": reason})["rest"]
+
+    # Limits (SQLite and PostgreSQL stores; others answer 501 not_implemented).
+
+    def set_limit(self, name: str, capacity: int) -> dict:
+        """Creates the limit or changes its capacity (admin); returns the limit with its use."""
+        return self._request("PUT", "/v1/limits/" + key_path(name), body={"capacity": capacity})["limit"]
+
+    def get_limit(self, name: str) -> dict:
+        """The limit with its use, holders and waiting count (NotFoundError if none)."""
+        return self._request("GET", "/v1/limits/" + key_path(name))["limit"]
+
+    def list_limits(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> dict:
+        """One page of limits by name: {"limits": [...], "next_cursor"?}."""
+        return self._request("GET", "/v1/limits", query={"limit": limit, "cursor": cursor})
+
+    def delete_limit(self, name: str) -> dict:
+        """Deletes a limit no live lease holds (admin): LimitInUseError while one does,
+        NotFoundError if there is none."""
+        return self._request("DELETE", "/v1/limits/" + key_path(name))
 
     # Jobs.
 

@@ -35,6 +35,9 @@ class Lease:
         self.expires_at: str = rec["expires_at"]
         self.metadata = rec.get("metadata")
         self.took_over: bool = rec.get("took_over", False)
+        self.shared: bool = rec.get("shared", False)
+        self.resources: list = rec.get("resources", [])
+        self.limits: list = rec.get("limits", [])
         self.lost = threading.Event()
         self.reason: Optional[BaseException] = None
         self.on_lost = on_lost

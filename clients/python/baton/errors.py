@@ -50,6 +50,21 @@ class LockHeldError(BatonError):
         self.holder = self.problem.get("holder", "")
         self.token = self.problem.get("token", 0)
         self.expires_at = _time(self.problem.get("expires_at"))
+        # Beyond one key: the resource that refused (held shared?), or a full limit.
+        self.resource = self.problem.get("resource", "")
+        self.shared = self.problem.get("shared", False)
+        self.limit = self.problem.get("limit", "")
+        self.in_use = self.problem.get("in_use", 0)
+        self.capacity = self.problem.get("capacity", 0)
+
+
+class LimitInUseError(BatonError):
+    """409 limit_in_use: a limit that live leases hold (in_use) cannot be deleted."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.limit = self.problem.get("limit", "")
+        self.in_use = self.problem.get("in_use", 0)
 
 
 class CooldownError(BatonError):
@@ -157,6 +172,7 @@ _BY_CODE = {
     "job_state": JobStateError,
     "version_mismatch": VersionMismatchError,
     "stale_token": StaleTokenError,
+    "limit_in_use": LimitInUseError,
 }
 
 

@@ -20,6 +20,12 @@ export interface Lease {
   took_over?: boolean;
   /** acquire only: how long the server waited, from receiving the request to the start of the attempt that granted (rounded down; absent when 0). The grant happened no earlier than the request's start plus waited_ms. */
   waited_ms?: number;
+  /** the lease holds its keys in shared mode (absent when exclusive) */
+  shared?: boolean;
+  /** the keys held with key, all or nothing, under the lease's one token (absent when none) */
+  resources?: string[];
+  /** the limits of which the lease holds one unit each (absent when none) */
+  limits?: string[];
 }
 
 export interface LeaseResponse {
@@ -46,6 +52,12 @@ export interface AcquireRequest {
   first?: boolean;
   /** why the request goes first, recorded with its ticket; required with first (1 to 1024 bytes, no control characters but tab and newline), ignored without it */
   first_reason?: string;
+  /** hold key (and resources) in shared mode: with other shared holders, never with an exclusive one; a waiting exclusive request stops later shared ones from overtaking it. SQLite and PostgreSQL only; other stores answer 501 not_implemented */
+  shared?: boolean;
+  /** more keys held with key, granted all or nothing under one token (at most 16, none twice, none equal to key, none under baton/). SQLite and PostgreSQL only */
+  resources?: string[];
+  /** limits (PUT /v1/limits/{name}) of which the grant takes one unit each; an unknown limit is a 400 naming the field limits. SQLite and PostgreSQL only */
+  limits?: string[];
 }
 
 export interface RenewRequest {
@@ -115,6 +127,8 @@ export interface Event {
   attempt?: number;
   /** job_complete only: the state the attempt ended in. */
   outcome?: "succeeded" | "retryable" | "discarded" | "cancelled";
+  /** the limit of a unit's grant, release or ticket (key is then the lease's first key); absent for other events */
+  limit?: string;
 }
 
 export interface EventsResponse {
@@ -142,6 +156,8 @@ export interface Info {
   role: "read" | "write" | "admin";
   /** lock waiters wait in one FIFO line per key with the key's jobs (tickets, by arrival); a free key goes to the front of its line (SQLite and PostgreSQL) */
   line?: boolean;
+  /** the store grants shared holds, leases on several keys and units of limits (SQLite and PostgreSQL); otherwise such requests and the /v1/limits routes answer 501 */
+  limits?: boolean;
 }
 
 /** RFC 9457 problem document with Baton's stable code and extension members */
@@ -150,7 +166,7 @@ export interface Problem {
   title: string;
   status: number;
   /** stable machine-readable code */
-  code: "invalid_argument" | "unauthorized" | "forbidden" | "not_found" | "no_such_route" | "method_not_allowed" | "lock_held" | "not_held" | "resource_busy" | "job_state" | "version_mismatch" | "body_too_large" | "request_timeout" | "unsupported_media_type" | "cooldown" | "overloaded" | "unavailable" | "internal" | "not_implemented" | "stale_token";
+  code: "invalid_argument" | "unauthorized" | "forbidden" | "not_found" | "no_such_route" | "method_not_allowed" | "lock_held" | "not_held" | "resource_busy" | "job_state" | "version_mismatch" | "body_too_large" | "request_timeout" | "unsupported_media_type" | "cooldown" | "overloaded" | "unavailable" | "internal" | "not_implemented" | "stale_token" | "limit_in_use";
   detail?: string;
   /** invalid_argument: the field or parameter */
   field?: string;
@@ -168,6 +184,7 @@ export interface Problem {
   reason?: string;
   /** cooldown: how long the key still rests */
   remaining_ms?: number;
+  /** lock_held: the one of the request's resources that refused it; stale_token, resource_busy, version_mismatch: the resource */
   resource?: string;
   head_job?: number;
   job_id?: number;
@@ -181,6 +198,18 @@ export interface Problem {
   current_token?: number;
   /** lock_held: how many wait before the caller in the key's line; with a free key, holder names the first of them and token is absent */
   ahead?: number;
+  /** lock_held: the refusing key is held in shared mode */
+  shared?: boolean;
+  /** lock_held: the full limit that refused the request; limit_in_use and not_found of a limit: the limit */
+  limit?: string;
+  /** lock_held of a limit: the units held; limit_in_use: the live leases holding it */
+  in_use?: number;
+  /** lock_held of a limit: its capacity */
+  capacity?: number;
+  /** not_implemented: the server's store that lacks the feature */
+  store?: string;
+  /** not_implemented: what the store lacks (shared mode, several resources, limits) */
+  feature?: string;
 }
 
 export interface JobError {
@@ -550,4 +579,38 @@ export interface Ticket {
   first?: boolean;
   /** why it was put first */
   first_reason?: string;
+}
+
+export interface Limit {
+  name: string;
+  capacity: number;
+  /** live leases holding a unit; may exceed capacity after it was lowered, until they end */
+  in_use: number;
+  /** the live leases holding a unit, in grant order (lease IDs shown as for any lease) */
+  holders: Lease[];
+  /** requests waiting in the limit's line */
+  waiting: number;
+  updated_at: string;
+}
+
+export interface LimitResponse {
+  limit: Limit;
+}
+
+export interface LimitsResponse {
+  limits: Limit[];
+  /** set when the page is full: pass it as cursor */
+  next_cursor?: string;
+}
+
+export interface SetLimitRequest {
+  /** how many leases may hold a unit at once */
+  capacity: number;
+  /** recorded only on a server without auth */
+  actor?: string;
+}
+
+export interface DeleteLimitResponse {
+  name: string;
+  deleted: boolean;
 }

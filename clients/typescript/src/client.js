@@ -175,6 +175,9 @@ export class BatonClient {
     if (opts.metadata !== undefined) body.metadata = opts.metadata;
     if (opts.cooldownMs) body.cooldown_ms = opts.cooldownMs;
     if (opts.lockDelayMs) body.lock_delay_ms = opts.lockDelayMs;
+    if (opts.shared) body.shared = true;
+    if (opts.resources?.length) body.resources = opts.resources;
+    if (opts.limits?.length) body.limits = opts.limits;
     return body;
   }
 
@@ -359,6 +362,28 @@ export class BatonClient {
   async resetFence(resource, reason, opts = {}) {
     if (!reason) throw new TypeError('baton: reason is required to reset a fence');
     return this.request('DELETE', `/v1/fences/${keyPath(resource)}`, { query: { reason }, signal: opts.signal });
+  }
+
+  // Limits (SQLite and PostgreSQL stores; others answer 501 not_implemented).
+
+  /** Creates the limit or changes its capacity (admin); resolves to the limit with its use. */
+  async setLimit(name, capacity, opts = {}) {
+    return (await this.request('PUT', `/v1/limits/${keyPath(name)}`, { body: { capacity }, signal: opts.signal })).limit;
+  }
+
+  /** The limit with its use, holders and waiting count; NotFoundError if there is none. */
+  async getLimit(name, opts = {}) {
+    return (await this.request('GET', `/v1/limits/${keyPath(name)}`, { signal: opts.signal })).limit;
+  }
+
+  /** One page of limits by name: {limits, next_cursor?}. */
+  async listLimits({ limit, cursor, signal } = {}) {
+    return this.request('GET', '/v1/limits', { query: { limit, cursor }, signal });
+  }
+
+  /** Deletes a limit no live lease holds (admin): LimitInUseError while one does, NotFoundError if there is none. */
+  async deleteLimit(name, opts = {}) {
+    return this.request('DELETE', `/v1/limits/${keyPath(name)}`, { signal: opts.signal });
   }
 
   // Jobs.

@@ -36,6 +36,23 @@ export class LockHeldError extends BatonError {
     this.holder = p.holder ?? '';
     this.token = p.token ?? 0;
     this.expiresAt = p.expires_at ? new Date(p.expires_at) : null;
+    /** The one of the request's resources that refused it (with shared when held shared); "" for key. */
+    this.resource = p.resource ?? '';
+    this.shared = p.shared ?? false;
+    /** A full limit that refused the request: inUse of capacity units held. */
+    this.limit = p.limit ?? '';
+    this.inUse = p.in_use ?? 0;
+    this.capacity = p.capacity ?? 0;
+  }
+}
+
+/** 409 limit_in_use: a limit that live leases hold cannot be deleted (limit, inUse). */
+export class LimitInUseError extends BatonError {
+  constructor(message, o) {
+    super(message, o);
+    const p = o.problem ?? {};
+    this.limit = p.limit ?? '';
+    this.inUse = p.in_use ?? 0;
   }
 }
 
@@ -164,6 +181,7 @@ const byCode = {
   job_state: JobStateError,
   version_mismatch: VersionMismatchError,
   stale_token: StaleTokenError,
+  limit_in_use: LimitInUseError,
 };
 
 /**

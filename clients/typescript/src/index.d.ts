@@ -39,6 +39,12 @@ export interface AcquireOptions {
   metadata?: Record<string, unknown>;
   cooldownMs?: number;
   lockDelayMs?: number;
+  /** Hold the keys shared with other shared holders (SQLite and PostgreSQL stores). */
+  shared?: boolean;
+  /** More keys held with key, all or nothing, under one token (at most 16). */
+  resources?: string[];
+  /** Limits of which the grant takes one unit each (at most 16). */
+  limits?: string[];
   /** Renew every TTL/3 (default true). */
   keepalive?: boolean;
   signal?: AbortSignal;
@@ -58,6 +64,12 @@ export declare class Lease {
   readonly acquired_at: string;
   /** Expiry on the server's clock as of the last acquire or renew (informative only). */
   readonly expires_at: string;
+  /** Held in shared mode (AcquireOptions.shared). */
+  readonly shared: boolean;
+  /** The keys held with key (AcquireOptions.resources); empty if none. */
+  readonly resources: string[];
+  /** The limits of which the lease holds a unit (AcquireOptions.limits); empty if none. */
+  readonly limits: string[];
   readonly metadata?: Record<string, unknown>;
   /** The key was taken over from a holder that crashed or stalled: the resource may be half-done. */
   readonly took_over: boolean;
@@ -136,6 +148,12 @@ export declare class BatonClient {
   checkFence(resource: string, token: number, opts?: Sig): Promise<api.FenceCheckResponse>;
   /** Deletes a resource's fence (admin), audited with reason; resolves to the token it held. */
   resetFence(resource: string, reason: string, opts?: Sig): Promise<api.FenceResetResponse>;
+  /** Creates the limit or changes its capacity (admin). */
+  setLimit(name: string, capacity: number, opts?: Sig): Promise<api.Limit>;
+  getLimit(name: string, opts?: Sig): Promise<api.Limit>;
+  listLimits(opts?: Sig & { limit?: number; cursor?: string }): Promise<api.LimitsResponse>;
+  /** Deletes a limit no live lease holds (admin): LimitInUseError while one does. */
+  deleteLimit(name: string, opts?: Sig): Promise<api.DeleteLimitResponse>;
   putKind(name: string, kind?: api.Kind, opts?: Sig): Promise<api.Kind>;
   listKinds(opts?: Sig): Promise<api.Kind[]>;
   listPeriodic(opts?: Sig): Promise<api.PeriodicJob[]>;
@@ -178,6 +196,15 @@ export declare class LockHeldError extends BatonError {
   readonly holder: string;
   readonly token: number;
   readonly expiresAt: Date | null;
+  readonly resource: string;
+  readonly shared: boolean;
+  readonly limit: string;
+  readonly inUse: number;
+  readonly capacity: number;
+}
+export declare class LimitInUseError extends BatonError {
+  readonly limit: string;
+  readonly inUse: number;
 }
 export declare class CooldownError extends BatonError {
   readonly key: string;

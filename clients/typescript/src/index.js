@@ -18,6 +18,7 @@ export {
   RedirectError,
   ResourceBusyError,
   StaleTokenError,
+  LimitInUseError,
   VersionMismatchError,
   WorkerShutdownError,
 } from './errors.js';

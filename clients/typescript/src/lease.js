@@ -32,6 +32,10 @@ export class Lease {
     this.expires_at = rec.expires_at;
     this.metadata = rec.metadata;
     this.took_over = rec.took_over ?? false;
+    /** What the lease holds beyond key: shared mode, more keys, units of limits. */
+    this.shared = rec.shared ?? false;
+    this.resources = rec.resources ?? [];
+    this.limits = rec.limits ?? [];
     this.#localEnd = grantedAt + this.#validity();
     this.#deadlineTimer = setTimeout(() => this.#expireLocally(), this.#localEnd - now());
     if (keepalive) this.#renewTimer = setTimeout(() => this.#keepalive(), ttlMs / 3);
