@@ -103,6 +103,11 @@ func (s *Server) getResource(w http.ResponseWriter, r *http.Request, who princip
 	if out.Holder != nil && !s.seesLeaseID(l.Holder.Owner, who) {
 		out.Holder.LeaseID = ""
 	}
+	for i := range out.Holders {
+		if !s.seesLeaseID(out.Holders[i].Owner, who) {
+			out.Holders[i].LeaseID = ""
+		}
+	}
 	for i := range out.Line {
 		if !s.seesLeaseID(out.Line[i].Owner, who) {
 			out.Line[i].LeaseID = ""

@@ -381,9 +381,12 @@ type Resource struct {
 	// Holder, Rest and Line are set by GET /v1/resources/{key} when the server's store keeps
 	// one line per key (line.go): who holds the resource, whether it rests, and who waits, in
 	// order. Line is then present, [] if nobody waits; absent from other servers' answers.
-	Holder *Holder       `json:"holder,omitempty"`
-	Rest   *ResourceRest `json:"rest,omitempty"`
-	Line   []Ticket      `json:"line,omitzero"`
+	Holder *Holder `json:"holder,omitempty"`
+	// Holders are every holder of a resource held through holds (shared holders, leases on
+	// several keys), in token order; Holder is then the latest, with no lease ID.
+	Holders []Holder      `json:"holders,omitempty"`
+	Rest    *ResourceRest `json:"rest,omitempty"`
+	Line    []Ticket      `json:"line,omitzero"`
 }
 
 // ResourceCooldown is a resource's cooldown: the answer of POST

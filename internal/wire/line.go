@@ -28,6 +28,8 @@ type Holder struct {
 	AcquiredAt Time   `json:"acquired_at,omitzero"`
 	ExpiresAt  Time   `json:"expires_at"`
 	TTLLeftMs  int64  `json:"ttl_left_ms"`
+	// Shared marks a shared holder (one of Holders).
+	Shared bool `json:"shared,omitempty"`
 }
 
 // ResourceRest is a resource's rest: no one is granted it until Until.
@@ -61,6 +63,8 @@ type Ticket struct {
 	// First marks a break-glass ticket, put before every other; FirstReason is why.
 	First       bool   `json:"first,omitempty"`
 	FirstReason string `json:"first_reason,omitempty"`
+	// Shared marks a shared request's ticket.
+	Shared bool `json:"shared,omitempty"`
 }
 
 // HolderFrom converts a store line's holder; nil stays nil.
@@ -69,7 +73,7 @@ func HolderFrom(l *store.Lease, job int64) *Holder {
 		return nil
 	}
 	return &Holder{LeaseID: l.ID, Holder: l.Holder, Owner: l.Owner, Job: job, Token: l.Token,
-		AcquiredAt: T(l.AcquiredAt), ExpiresAt: T(l.ExpiresAt), TTLLeftMs: l.TTLLeft.Milliseconds()}
+		AcquiredAt: T(l.AcquiredAt), ExpiresAt: T(l.ExpiresAt), TTLLeftMs: l.TTLLeft.Milliseconds(), Shared: l.Shared}
 }
 
 // RestFrom converts a store line's rest, read at now; nil stays nil.
@@ -84,7 +88,7 @@ func RestFrom(r *store.Rest, now time.Time) *ResourceRest {
 func TicketFrom(t *store.Ticket) Ticket {
 	out := Ticket{Position: t.Position, Type: TicketLock, LeaseID: t.LeaseID, Holder: t.Holder, Owner: t.Owner,
 		Job: t.Job, Kind: t.JobKind, Since: T(t.Since), ExpiresAt: T(t.ExpiresAt), NotBefore: T(t.NotBefore),
-		First: t.First, FirstReason: t.FirstReason}
+		First: t.First, FirstReason: t.FirstReason, Shared: t.Shared}
 	if t.Job != 0 {
 		out.Type = TicketJob
 	}
@@ -94,6 +98,9 @@ func TicketFrom(t *store.Ticket) Ticket {
 // LineFrom converts a store line: its holder, rest and tickets set on r.
 func (r *Resource) LineFrom(l *store.ResourceLine, now time.Time) {
 	r.Holder = HolderFrom(l.Holder, l.HolderJob)
+	for _, h := range l.Holders {
+		r.Holders = append(r.Holders, *HolderFrom(h, 0))
+	}
 	r.Rest = RestFrom(l.Rest, now)
 	r.Line = make([]Ticket, len(l.Tickets))
 	for i, t := range l.Tickets {
@@ -113,13 +120,17 @@ func (r *Resource) StoreLine() *store.ResourceLine {
 		out.Holder = &store.Lease{Key: r.Key, ID: h.LeaseID, Holder: h.Holder, Owner: h.Owner, Token: h.Token,
 			AcquiredAt: h.AcquiredAt.UTC(), ExpiresAt: h.ExpiresAt.UTC(), TTLLeft: dur(h.TTLLeftMs)}
 	}
+	for _, h := range r.Holders {
+		out.Holders = append(out.Holders, &store.Lease{Key: r.Key, ID: h.LeaseID, Holder: h.Holder, Owner: h.Owner,
+			Token: h.Token, AcquiredAt: h.AcquiredAt.UTC(), ExpiresAt: h.ExpiresAt.UTC(), TTLLeft: dur(h.TTLLeftMs), Shared: h.Shared})
+	}
 	if rs := r.Rest; rs != nil {
 		out.Rest = &store.Rest{Key: r.Key, Reason: rs.Reason, Remaining: dur(rs.RemainingMs)}
 	}
 	for i, t := range r.Line {
 		out.Tickets[i] = &store.Ticket{Position: t.Position, Job: t.Job, JobKind: t.Kind, LeaseID: t.LeaseID,
 			Holder: t.Holder, Owner: t.Owner, Since: t.Since.UTC(), ExpiresAt: t.ExpiresAt.UTC(),
-			NotBefore: t.NotBefore.UTC(), First: t.First, FirstReason: t.FirstReason}
+			NotBefore: t.NotBefore.UTC(), First: t.First, FirstReason: t.FirstReason, Shared: t.Shared}
 	}
 	return out
 }

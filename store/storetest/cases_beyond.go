@@ -301,7 +301,7 @@ func testLimitCapacity(t *testing.T, h Harness) {
 	e.setLimit(lim, "zone/eu-1a", n)
 	e.holdFor = 5 * time.Millisecond // long enough beside a grant for others to be granted meanwhile
 	var hs holdings
-	e.run(64, 3, &hs, func(g, i int) error {
+	e.run(64, 2, &hs, func(g, i int) error {
 		return e.hold(&hs, fmt.Sprintf("node/%d", g), false, nil, []string{"zone/eu-1a"})
 	})
 	most := checkCapacity(t, hs.all, "zone/eu-1a", n)

@@ -415,6 +415,8 @@ export interface Resource {
   unfinished: number;
   cooldown?: ResourceCooldown;
   holder?: Holder;
+  /** every holder of a resource held through holds (shared holders, leases on several keys), in token order; holder is then the latest of them, with no lease_id */
+  holders?: Holder[];
   rest?: ResourceRest;
   /** the waiting lock requests and the unfinished jobs that are not running, in line order (the front first); present only from a server whose store keeps one line per key, [] if nobody waits */
   line?: Ticket[];
@@ -543,6 +545,8 @@ export interface Holder {
   expires_at: string;
   /** expires_at minus the store's now at the read */
   ttl_left_ms: number;
+  /** a shared holder (one of holders) */
+  shared?: boolean;
 }
 
 /** the resource rests: nobody is granted it (lease or job) until until */
@@ -579,6 +583,8 @@ export interface Ticket {
   first?: boolean;
   /** why it was put first */
   first_reason?: string;
+  /** a shared request's ticket */
+  shared?: boolean;
 }
 
 export interface Limit {
