@@ -24,8 +24,10 @@ const maxCleanAge = 100 * 365 * 24 * time.Hour
 func (s *Server) jobRoute(h func(http.ResponseWriter, *http.Request, principal)) func(http.ResponseWriter, *http.Request, principal) {
 	return func(w http.ResponseWriter, r *http.Request, p principal) {
 		if s.jobs == nil {
-			writeProblem(w, newProblem(http.StatusNotImplemented, "not_implemented",
-				fmt.Sprintf("this server's store (%s) has no job queue", s.cfg.StoreName)))
+			p := newProblem(http.StatusNotImplemented, "not_implemented",
+				fmt.Sprintf("this server's store (%s) has no job queue", s.cfg.StoreName))
+			p.Store, p.Feature = s.storeName(), "a job queue"
+			writeProblem(w, p)
 			return
 		}
 		h(w, r, p)

@@ -235,10 +235,13 @@ func testSharedWaitsBehindExclusive(t *testing.T, h Harness) {
 	if _, err := e.locker.TryAcquire(e.ctx, key); !errors.Is(err, baton.ErrLockHeld) {
 		t.Fatalf("exclusive beside shared holders: %v, want ErrLockHeld", err)
 	}
-	if lr, ok := e.store.(store.LineReader); ok {
+	if lr, ok := e.store.(store.LineReader); ok && e.store.Capabilities().Line {
 		view, err := lr.ResourceLine(e.ctx, key, 10)
-		if err != nil || view.Holder == nil || len(view.Holders) != 2 || view.Holders[0].Token != r1.Token ||
-			view.Holders[1].Token != r2.Token || !view.Holders[0].Shared {
+		if errors.Is(err, store.ErrUnsupported) {
+			view, err = nil, nil // a server whose store has no resource view (no job queue)
+		}
+		if err == nil && view != nil && (view.Holder == nil || len(view.Holders) != 2 || view.Holders[0].Token != r1.Token ||
+			view.Holders[1].Token != r2.Token || !view.Holders[0].Shared) || err != nil {
 			t.Fatalf("resource view of two shared holders: %+v, %v", view, err)
 		}
 	}
