@@ -160,3 +160,74 @@ func (g *heldGauge) countLive() (float64, error) {
 	}
 	return float64(n), nil
 }
+
+// maxLimitSeries bounds the limits limitGauges reads at a scrape (and so its series): the first
+// maxLimitSeries in name order; the others are left out rather than make a scrape unbounded.
+const maxLimitSeries = 1000
+
+// limitGauges reports each limit's use and line (baton_limit_in_use, baton_limit_waiters) by
+// listing the limits when scraped, at most once per second, and, like heldGauge, only while the
+// gate has a free slot and nothing waits: under load it keeps its last reading.
+type limitGauges struct {
+	inUse, waiters *prometheus.Desc
+	lim            store.Limiter
+	gate           *gate
+
+	mu     sync.Mutex
+	at     time.Time
+	limits []*store.Limit
+	read   bool
+}
+
+func newLimitGauges(lim store.Limiter, g *gate) *limitGauges {
+	return &limitGauges{lim: lim, gate: g,
+		inUse:   prometheus.NewDesc("baton_limit_in_use", "Live leases that hold a unit of the limit (the first 1000 limits by name).", []string{"limit"}, nil),
+		waiters: prometheus.NewDesc("baton_limit_waiters", "Live tickets in the limit's line (the first 1000 limits by name).", []string{"limit"}, nil),
+	}
+}
+
+func (g *limitGauges) Describe(ch chan<- *prometheus.Desc) {
+	ch <- g.inUse
+	ch <- g.waiters
+}
+
+func (g *limitGauges) Collect(ch chan<- prometheus.Metric) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.read || time.Since(g.at) > time.Second {
+		if ls, err := g.readLimits(); err == nil {
+			g.limits, g.at, g.read = ls, time.Now(), true
+		}
+	}
+	for _, l := range g.limits {
+		ch <- prometheus.MustNewConstMetric(g.inUse, prometheus.GaugeValue, float64(l.InUse), l.Name)
+		ch <- prometheus.MustNewConstMetric(g.waiters, prometheus.GaugeValue, float64(l.Waiting), l.Name)
+	}
+}
+
+func (g *limitGauges) readLimits() ([]*store.Limit, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var out []*store.Limit
+	after := ""
+	for len(out) < maxLimitSeries {
+		n := min(store.MaxListLimit, maxLimitSeries-len(out))
+		if !g.gate.tryEnter(classNew) {
+			return nil, errOverloaded
+		}
+		page, err := g.lim.Limits(ctx, &store.LimitsParams{After: after, Limit: n})
+		g.gate.leave()
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range page {
+			// Only the numbers are kept: the holders may be many.
+			out = append(out, &store.Limit{Name: l.Name, InUse: l.InUse, Waiting: l.Waiting})
+		}
+		if len(page) < n {
+			break
+		}
+		after = page[len(page)-1].Name
+	}
+	return out, nil
+}

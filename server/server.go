@@ -171,6 +171,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	if lim, ok := cfg.Store.(store.Limiter); ok && cfg.Store.Capabilities().Limits {
 		s.limits = lim
+		m.registry.MustRegister(newLimitGauges(lim, g))
 	}
 	s.jobMetrics = newJobMetrics(s.metrics.registry, s.jobs)
 	s.handler = s.routes()

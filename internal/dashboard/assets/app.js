@@ -53,6 +53,7 @@ function pageFor(r) {
   if (['jobs', 'job', 'dlq', 'resources', 'resource', 'kinds', 'periodic'].includes(name) && !session.info.jobs) {
     return note('No job queue', `This server's store (${session.info.store}) has no job queue.`);
   }
+  if (name === 'limits' && !session.info.limits) return note('No limits', `This server's store (${session.info.store}) keeps no limits.`);
   if (name === 'events' && !session.info.audit) return note('Events', `This server's store (${session.info.store}) keeps no audit log.`);
   if (name === 'events' && !can('admin')) return note('Events', 'The audit log needs a token with the admin role.');
   return fn;
@@ -124,7 +125,7 @@ async function boot() {
   document.getElementById('signout').hidden = !info.auth;
   for (const a of nav.querySelectorAll('a')) {
     a.hidden = (a.dataset.role && !can(a.dataset.role)) || (a.hasAttribute('data-jobs') && !info.jobs) ||
-      (a.hasAttribute('data-audit') && !info.audit);
+      (a.hasAttribute('data-audit') && !info.audit) || (a.hasAttribute('data-limits') && !info.limits);
   }
   nav.hidden = false;
   show();

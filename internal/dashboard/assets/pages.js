@@ -329,6 +329,14 @@ export function resources(route) {
 const holderText = (key, x) => [x.job ? link(jobHref(x.job), x.holder) : link(lockHref(key), x.holder),
   ` (token ${x.token}) until `, fmtTime(x.expires_at), ' unless renewed (', ttl(x.ttl_left_ms), ')'];
 
+// sharedMark marks a shared holder or a shared request's ticket.
+const sharedMark = () => h('span', { class: 'badge shared', title: 'held (or asked for) in shared mode, with other shared holders' }, 'shared');
+
+// holdersList lists every holder of a key held through holds (shared holders, leases on several
+// keys), in token order, each marked shared when it holds the key shared.
+const holdersList = (key, hs) => h('ul', { class: 'holders' },
+  hs.map((x) => h('li', { class: 'holder' }, holderText(key, x), x.shared ? [' ', sharedMark()] : '')));
+
 // rest says until when a key rests and why (cooldown, lock-delay, resource-cooldown).
 const rest = (x) => h('span', { class: 'rest' }, 'resting until ', fmtTime(x.until), ` (${x.reason}), `, ttl(x.remaining_ms));
 
@@ -347,6 +355,7 @@ function lineTable(key, line) {
       : t.expires_at ? 'expires ' + fmtTime(t.expires_at) : '' },
     { label: 'Break-glass', class: 'key', cell: (t) => t.first
       ? [h('span', { class: 'badge first' }, 'first'), t.first_reason ? ' ' + t.first_reason : ''] : '' },
+    { label: 'Mode', cell: (t) => t.shared ? sharedMark() : '' },
   ], line, 'Nobody waits for ' + key + '.');
 }
 
@@ -366,7 +375,8 @@ export function resource(route) {
     const hasLine = Array.isArray(x.line);
     replace(f.data,
       fields([['State', x.state || '(never set)'], ['Version', String(x.version)], ['Updated', fmtTime(x.updated_at)],
-        ['Holder', hasLine ? (x.holder ? h('span', { class: 'holder' }, holderText(key, x.holder)) : 'nobody') : undefined],
+        ['Holder', hasLine && !(x.holders && x.holders.length) ? (x.holder ? h('span', { class: 'holder' }, holderText(key, x.holder)) : 'nobody') : undefined],
+        ['Holders', x.holders && x.holders.length ? holdersList(key, x.holders) : undefined],
         ['Rest', hasLine ? (x.rest ? rest(x.rest) : 'none') : undefined],
         ['Running job', x.running_job ? link(jobHref(x.running_job), String(x.running_job)) : 'none'],
         ['Unfinished jobs', String(x.unfinished)],
@@ -384,6 +394,28 @@ export function resource(route) {
   // Three requests a refresh on a store with a line: refreshed every 3 s, so that the page
   // still makes at most one request a second.
   return { el: f.el, refresh, every: session.info.line ? 3000 : undefined };
+}
+
+// limits lists the named limits (GET /v1/limits): each one's use against its capacity, who
+// holds its units and how many requests wait for one.
+export function limits(route) {
+  const p = route.params;
+  const f = frame('Limits', h('p', { class: 'muted' }, 'Named capacities: a lease that asks for a limit takes one of its units; ',
+    'when all are taken, requests wait in the limit\'s line. Set them with baton limits set or PUT /v1/limits/{name}.'));
+  const refresh = paged(f, async () => {
+    const r = await api('GET', 'v1/limits' + q({ cursor: p.get('cursor'), limit: PAGE }));
+    const holders = (l) => l.holders.length ? h('ul', { class: 'holders' }, l.holders.map((x) => h('li', {},
+      link(lockHref(x.key), x.holder), x.shared ? [' ', sharedMark()] : '', h('span', { class: 'muted' }, ` (token ${x.token}, key ${x.key})`))))
+      : h('span', { class: 'muted' }, 'nobody');
+    replace(f.data, table([
+      { label: 'Name', class: 'key', cell: (l) => l.name },
+      { label: 'Used / capacity', class: 'num used', cell: (l) => h('span', { class: l.in_use >= l.capacity ? 'full' : '' }, `${l.in_use} / ${l.capacity}`) },
+      { label: 'Holders', class: 'key', cell: holders },
+      { label: 'Waiting', class: 'num waiting', cell: (l) => l.waiting },
+      { label: 'Updated', class: 't', cell: (l) => fmtTime(l.updated_at) },
+    ], r.limits, 'No limits.'), pager('#/limits', p, 'cursor', r.next_cursor));
+  });
+  return { el: f.el, refresh };
 }
 
 export function kinds() {
