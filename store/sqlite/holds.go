@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/batonhq/baton/store"
@@ -27,17 +26,6 @@ func holdMode(p *store.AcquireParams) string {
 		return "shared"
 	}
 	return "exclusive"
-}
-
-// placeholders returns "?,?,…" for n values.
-func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?,", n), ",") }
-
-func anys(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
-	}
-	return out
 }
 
 // holdTx runs fn in one write transaction with the store's clock read once the write lock is held.
