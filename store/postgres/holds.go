@@ -57,9 +57,11 @@ type holdQueries struct {
 	// The statements of the batches (holds_pipe.go).
 	lockRowsOf, endHoldsNow, grantHoldsCur, grantRowsCur, wake string
 	keyHolders                                                 string
-	// reacquire, place, summaryHolder, keyLine and limitUse with their instants (now, arrival)
+	// reacquire, place, keyLine and limitUse with their instants (now, arrival)
 	// NULL for the one setNow kept: they go in the batch of the locks.
-	reacquireAt, placeAt, summaryHolderAt, keyLineAt, limitUseAt string
+	reacquireAt, placeAt, keyLineAt, limitUseAt string
+	// settle, wake and notifyJobs of the holds a release (endHoldsNow) just ended.
+	settleEnded, wakeEnded, notifyJobsEnded string
 }
 
 // beforeMe selects the live tickets of line $1 that are before the caller (lease ID $2) at $3:
@@ -91,11 +93,15 @@ func buildHoldQueries(schema, channel string) holdQueries {
 	WHERE key = $1 AND ended = 0 AND expires_at > $2 ORDER BY mode = 'exclusive' DESC, expires_at LIMIT 1`),
 		// The tickets before the caller in key $1's line (only exclusive ones if $7, a shared
 		// request), the first of them, and the key's ready head job if it was submitted before the
-		// caller's arrival $8. $1..$6 as beforeMe.
+		// caller's arrival $8; and the hold that refuses a request on the key if holds hold it
+		// (summaryHolder), or NULLs. $1..$6 as beforeMe.
 		keyLine: q(`SELECT (SELECT count(*) ` + beforeMe + ` AND (NOT $7::boolean OR t.mode = 'exclusive')),
 	(SELECT t.holder ` + beforeMe + ` AND (NOT $7::boolean OR t.mode = 'exclusive') ORDER BY t.first DESC, t.created_at, t.seq LIMIT 1),
 	(SELECT min(h.id) FROM {jobs} h WHERE h.resource = $1 AND h.head AND h.state IN ('scheduled', 'available', 'retryable')
-		AND h.scheduled_at <= $3 AND h.created_at <= $8::timestamptz)`),
+		AND h.scheduled_at <= $3 AND h.created_at <= $8::timestamptz),
+	sh.mode, sh.holder, sh.token, sh.expires_at
+FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT mode, holder, token, expires_at FROM {holds}
+	WHERE key = $1 AND ended = 0 AND expires_at > $3 ORDER BY mode = 'exclusive' DESC, expires_at LIMIT 1) sh ON true`),
 		// A limit's units in use, the soonest expiry and its holder, and the tickets before the
 		// caller in its line. $1..$6 as beforeMe.
 		limitUse: q(`SELECT count(*), min(expires_at),
@@ -194,18 +200,20 @@ WHERE h.resource = ANY ($1::text[]) AND h.head AND h.state IN ('scheduled', 'ava
 		endHoldsNow: q(`UPDATE {holds} SET ended = 1, expires_at = least(expires_at, ` + nowSetting + `)
 WHERE lease_id = $1 AND lease_key = $2 AND owner = $3 AND ended = 0 AND expires_at > ` + nowSetting + `
 RETURNING key, mode, acquired_at, cooldown_ms`),
-		// grantHolds with the token the batch drew last (SELECT nextval before it). $1 lease_id,
+		// grantHolds with a token it draws and returns. $1 lease_id,
 		// $2 lease_key, $3 holder, $4 owner, $5 now, $6 expires, $7 cooldown ms, $8 lock delay ms,
 		// $9 metadata of the first key, $10 keys and limit lines, $11 modes.
-		grantHoldsCur: q(`INSERT INTO {holds} (lease_id, key, mode, lease_key, holder, owner, token, acquired_at, expires_at,
+		grantHoldsCur: q(`WITH t AS MATERIALIZED (SELECT nextval({tokenseq}) AS token), g AS (INSERT INTO {holds} (lease_id, key, mode, lease_key, holder, owner, token, acquired_at, expires_at,
 	ended, cooldown_ms, lock_delay_ms, metadata)
-SELECT $1, k.key, k.mode, $2, $3, $4, currval({tokenseq}), $5, $6, 0, $7, $8, CASE WHEN k.key = $2 THEN $9::jsonb END
-FROM unnest($10::text[], $11::text[]) AS k(key, mode)
+SELECT $1, k.key, k.mode, $2, $3, $4, t.token, $5, $6, 0, $7, $8, CASE WHEN k.key = $2 THEN $9::jsonb END
+FROM unnest($10::text[], $11::text[]) AS k(key, mode), t
 ON CONFLICT (lease_id, key) DO UPDATE SET mode = excluded.mode, lease_key = excluded.lease_key,
 	holder = excluded.holder, owner = excluded.owner, token = excluded.token, acquired_at = excluded.acquired_at,
 	expires_at = excluded.expires_at, ended = 0, cooldown_ms = excluded.cooldown_ms,
-	lock_delay_ms = excluded.lock_delay_ms, metadata = excluded.metadata`),
-		// grantRows with the token the batch drew last; it fails (and the batch with it) unless it
+	lock_delay_ms = excluded.lock_delay_ms, metadata = excluded.metadata
+RETURNING 1)
+SELECT t.token, (SELECT count(*) FROM g) FROM t`),
+		// grantRows with the token grantHoldsCur drew before it in the batch; it fails (and the batch with it) unless it
 		// updated every key's row ($8 of them). $1 keys, $2 holder, $3 owner, $4 now, $5 expires,
 		// $6 lock delay ms, $7 cooldown ms.
 		grantRowsCur: q(`WITH u AS (UPDATE {leases} a SET lease_id = '', holder = $2, owner = $3, token = currval({tokenseq}), acquired_at = $4,
@@ -255,9 +263,29 @@ WHERE key = $1 AND ended = 0 AND expires_at > now() ORDER BY token LIMIT $2`),
 		limitHolders: q(`SELECT lease_key, lease_id, holder, owner, token, acquired_at, expires_at FROM {holds}
 WHERE key = $1 AND ended = 0 AND expires_at > $2 ORDER BY token LIMIT $3`),
 	}
+	// The holds of the lease ($1 lease_id, $2 lease_key, $3 owner) that endHoldsNow ended: at the
+	// instant setNow kept (a release before it ended the others at its own, earlier instant).
+	justEnded := `SELECT key FROM {holds} WHERE lease_id = $1 AND lease_key = $2 AND owner = $3 AND ended = 1
+	AND expires_at = ` + nowSetting
+	hq.settleEnded = q(`WITH h AS (
+	SELECT e.key, e.cooldown_ms, max(x.expires_at) FILTER (WHERE x.expires_at > ` + nowSetting + `) AS live,
+		max(x.expires_at + x.lock_delay_ms * interval '1 millisecond') AS delay
+	FROM {holds} e LEFT JOIN {holds} x ON x.key = e.key AND x.ended = 0
+	WHERE e.lease_id = $1 AND e.lease_key = $2 AND e.owner = $3 AND e.ended = 1 AND e.expires_at = ` + nowSetting + `
+		AND e.mode <> 'unit'
+	GROUP BY e.key, e.cooldown_ms
+)
+UPDATE {leases} l SET expires_at = coalesce(h.live, least(l.expires_at, ` + nowSetting + `)),
+	ended = CASE WHEN h.live IS NULL THEN 1 ELSE 0 END,
+	cooldown_ms = CASE WHEN h.live IS NULL THEN h.cooldown_ms ELSE l.cooldown_ms END,
+	available_at = greatest(` + nowSetting + ` + h.cooldown_ms * interval '1 millisecond', coalesce(h.delay, '-infinity'))
+FROM h WHERE l.key = h.key AND l.lease_id = '' AND l.job_id = 0 AND l.ended = 0`)
+	// $1 lease_id, $2 lease_key, $3 owner.
+	hq.wakeEnded = strings.ReplaceAll(strings.ReplaceAll(strings.ReplaceAll(hq.wake, "$2", nowSetting), "$3::boolean", "true"),
+		"unnest($1::text[])", "unnest(ARRAY("+q(justEnded)+" ORDER BY key))")
+	hq.notifyJobsEnded = strings.ReplaceAll(hq.notifyJobs, "= ANY ($1::text[])", "IN ("+q(justEnded)+" AND mode <> 'unit')")
 	hq.reacquireAt = nowOr(hq.reacquire, 4)
 	hq.placeAt = nowOr(hq.place, 2)
-	hq.summaryHolderAt = nowOr(hq.summaryHolder, 2)
 	hq.keyLineAt = nowOr(hq.keyLine, 3, 5, 8)
 	hq.limitUseAt = nowOr(hq.limitUse, 3, 5)
 	return hq
@@ -371,7 +399,6 @@ func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*sto
 				now         time.Time
 				reacquireID string
 				me          place
-				sums        = make(map[string]*holdSummary, len(keys))
 				keyLines    []keyLineRead
 				limitUses   []limitUseRead
 			)
@@ -383,9 +410,6 @@ func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*sto
 				b.Queue(setNow)
 				b.Queue(s.hq.reacquireAt, p.Key, p.Holder, p.Owner, nil)
 				b.Queue(s.hq.placeAt, p.LeaseID, nil, lines(p))
-				for _, k := range keys {
-					b.Queue(s.hq.summaryHolderAt, k, nil)
-				}
 				s.queueLines(b, p, nil, place{})
 			}, false, func(br pgx.BatchResults) error {
 				r, err := br.Query()
@@ -414,17 +438,6 @@ func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*sto
 				}
 				if me, err = scanPlace(r, len(lines(p))); err != nil {
 					return err
-				}
-				for _, k := range keys {
-					h := &holdSummary{}
-					err := br.QueryRow().Scan(&h.mode, &h.holder, &h.token, &h.expires)
-					switch {
-					case errors.Is(err, pgx.ErrNoRows):
-					case err != nil:
-						return err
-					default:
-						sums[k] = h
-					}
 				}
 				keyLines, limitUses, err = readLines(br, p)
 				return err
@@ -459,7 +472,7 @@ func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*sto
 				}
 			}
 			for i, k := range keys {
-				if refusal = keyRefusal(p, k, rows[k], now, sums[k], keyLines[i]); refusal != nil {
+				if refusal = keyRefusal(p, k, rows[k], now, keyLines[i].sum, keyLines[i]); refusal != nil {
 					break
 				}
 			}
@@ -513,6 +526,7 @@ type keyLineRead struct {
 	ahead int
 	front *string
 	job   *int64
+	sum   *holdSummary
 }
 
 // limitUseRead is what limitUse reads of a limit.
@@ -542,8 +556,14 @@ func readLines(br pgx.BatchResults, p *store.AcquireParams) ([]keyLineRead, []li
 	keys := p.Keys()
 	kl := make([]keyLineRead, len(keys))
 	for i := range keys {
-		if err := br.QueryRow().Scan(&kl[i].ahead, &kl[i].front, &kl[i].job); err != nil {
+		var mode, holder *string
+		var token *int64
+		var expires *time.Time
+		if err := br.QueryRow().Scan(&kl[i].ahead, &kl[i].front, &kl[i].job, &mode, &holder, &token, &expires); err != nil {
 			return nil, nil, err
+		}
+		if mode != nil {
+			kl[i].sum = &holdSummary{mode: *mode, holder: *holder, token: *token, expires: *expires}
 		}
 	}
 	lu := make([]limitUseRead, len(p.Limits))
@@ -686,7 +706,6 @@ func (s *Store) grantBeyond(ctx context.Context, pt *pipeTx, p *store.AcquirePar
 	var token int64
 	var woken []string
 	err := pt.batch(ctx, func(b *pgx.Batch) {
-		b.Queue(s.hq.token)
 		b.Queue(s.hq.grantHoldsCur, p.LeaseID, p.Key, p.Holder, p.Owner, now, expires,
 			p.Cooldown.Milliseconds(), p.LockDelay.Milliseconds(), md, held, modes)
 		b.Queue(s.hq.grantRowsCur, keys, p.Holder, p.Owner, now, expires, p.LockDelay.Milliseconds(),
@@ -696,10 +715,8 @@ func (s *Store) grantBeyond(ctx context.Context, pt *pipeTx, p *store.AcquirePar
 			b.Queue(s.hq.wake, wake, now, false)
 		}
 	}, true, func(br pgx.BatchResults) error {
-		if err := br.QueryRow().Scan(&token); err != nil {
-			return err
-		}
-		if _, err := br.Exec(); err != nil {
+		var n int
+		if err := br.QueryRow().Scan(&token, &n); err != nil {
 			return err
 		}
 		var zero int
@@ -818,29 +835,27 @@ func (s *Store) renewHolds(ctx context.Context, p *store.RenewParams) (*store.Le
 }
 
 // releaseHolds ends a lease made of holds and frees or shrinks its keys' summary rows; the
-// fronts of the lines of its keys and limits are woken when it commits. It runs as two batches
-// (holds_pipe.go): the locks, the clock and the end of the holds; the summary rows, the wakes and
-// COMMIT.
+// fronts of the lines of its keys and limits are woken when it commits. It runs as one batch
+// (holds_pipe.go): the locks and the clock, the end of the holds, the summary rows and the wakes
+// of what they ended, COMMIT.
 func (s *Store) releaseHolds(ctx context.Context, p *store.ReleaseParams) (*store.ReleaseResult, error) {
 	var res *store.ReleaseResult
 	var woken []string
 	err := s.pipeRun(ctx, func(pt *pipeTx) error {
 		res, woken = nil, nil
-		type ended struct {
-			key      string
-			cooldown int64
-		}
 		var (
-			now      time.Time
-			keys     []ended
-			ls       []string
-			acquired time.Time
+			now, acquired time.Time
+			n, released   int
 		)
 		err := pt.batch(ctx, func(b *pgx.Batch) {
 			b.Queue(s.hq.lockRowsOf, p.LeaseID, p.Key, p.Owner)
 			b.Queue(setNow)
 			b.Queue(s.hq.endHoldsNow, p.LeaseID, p.Key, p.Owner)
-		}, false, func(br pgx.BatchResults) error {
+			b.Queue(s.hq.settleEnded, p.LeaseID, p.Key, p.Owner)
+			b.Queue(s.hq.wakeEnded, p.LeaseID, p.Key, p.Owner)
+			b.Queue(s.hq.notifyJobsEnded, p.LeaseID, p.Key, p.Owner)
+			b.Queue(s.hq.countEnded, p.LeaseID, p.Key, p.Owner)
+		}, true, func(br pgx.BatchResults) error {
 			if _, err := br.Exec(); err != nil {
 				return err
 			}
@@ -851,74 +866,44 @@ func (s *Store) releaseHolds(ctx context.Context, p *store.ReleaseParams) (*stor
 			if err != nil {
 				return err
 			}
-			defer rows.Close()
 			for rows.Next() {
-				var e ended
-				var mode string
-				if err := rows.Scan(&e.key, &mode, &acquired, &e.cooldown); err != nil {
+				var key, mode string
+				var cooldown int64
+				if err := rows.Scan(&key, &mode, &acquired, &cooldown); err != nil {
+					rows.Close()
 					return err
 				}
-				ls = append(ls, e.key)
-				if mode != "unit" {
-					keys = append(keys, e)
-				}
+				n++
 			}
-			return rows.Err()
-		})
-		if err != nil {
-			return err
-		}
-		if len(ls) == 0 {
-			var released int
-			if err := pt.conn.QueryRow(ctx, s.hq.countEnded, p.LeaseID, p.Key, p.Owner).Scan(&released); err != nil {
+			rows.Close()
+			if err := rows.Err(); err != nil {
 				return err
 			}
-			if released == 0 {
-				return store.ErrNotHeld
+			if _, err := br.Exec(); err != nil {
+				return err
 			}
-			res = &store.ReleaseResult{AlreadyReleased: true}
-			return nil
-		}
-		// The keys' summary rows, in key order as they were locked.
-		slices.SortFunc(keys, func(a, b ended) int { return strings.Compare(a.key, b.key) })
-		var plain []string
-		for _, l := range ls {
-			if !strings.HasPrefix(l, "\x1e") {
-				plain = append(plain, l)
-			}
-		}
-		err = pt.batch(ctx, func(b *pgx.Batch) {
-			for _, e := range keys {
-				b.Queue(s.hq.settle, e.key, now, e.cooldown)
-			}
-			b.Queue(s.hq.wake, ls, now, true)
-			if len(plain) > 0 {
-				b.Queue(s.hq.notifyJobs, plain)
-			}
-		}, true, func(br pgx.BatchResults) error {
-			for range keys {
-				if _, err := br.Exec(); err != nil {
-					return err
-				}
-			}
-			rows, err := br.Query()
-			if err != nil {
+			if rows, err = br.Query(); err != nil {
 				return err
 			}
 			if woken, err = scanWoken(rows); err != nil {
 				return err
 			}
-			if len(plain) > 0 {
-				if _, err := br.Exec(); err != nil {
-					return err
-				}
+			if _, err := br.Exec(); err != nil {
+				return err
 			}
-			return nil
+			return br.QueryRow().Scan(&released)
 		})
-		if err != nil {
+		switch {
+		case err != nil:
 			return err
+		case n > 0:
+			res = &store.ReleaseResult{Held: now.Sub(acquired)}
+		case released == 0:
+			// Nothing was written.
+			return store.ErrNotHeld
+		default:
+			res = &store.ReleaseResult{AlreadyReleased: true}
 		}
-		res = &store.ReleaseResult{Held: now.Sub(acquired)}
 		return nil
 	})
 	if err != nil {
