@@ -50,8 +50,8 @@ func lines(p *store.AcquireParams) []string {
 
 // holdQueries are the statements of holds.go and limits.go, built once at open.
 type holdQueries struct {
-	lockRows, lockLimits, reacquire, place, summaryHolder, keyLine, limitUse, markWaiters, refresh,
-	dropTickets, enqueue, token, grantHolds, grantRows, keysOf, renewHolds, renewRows, endHolds,
+	lockRows, lockLimits, reacquire, place, keyLine, limitUse, markWaiters, refresh,
+	dropTickets, enqueue, keysOf, renewHolds, renewRows,
 	countEnded, settle, forceEndHolds, fronts, notify, notifyJobs, setLimit, lockLimit, limitInUse,
 	deleteLimit, dropLine, readLimits, limitHolders string
 	// The statements of the batches (holds_pipe.go).
@@ -88,13 +88,10 @@ func buildHoldQueries(schema, channel string) holdQueries {
 	AND ended = 0 AND expires_at > $4 LIMIT 1`),
 		// $1 lease_id, $2 now, $3 lines.
 		place: q(`SELECT created_at, seq FROM {tickets} WHERE lease_id = $1 AND expires_at > $2 AND key = ANY ($3::text[])`),
-		// The hold that refuses a request on a key held by holds: an exclusive one first. $1 key, $2 now.
-		summaryHolder: q(`SELECT mode, holder, token, expires_at FROM {holds}
-	WHERE key = $1 AND ended = 0 AND expires_at > $2 ORDER BY mode = 'exclusive' DESC, expires_at LIMIT 1`),
 		// The tickets before the caller in key $1's line (only exclusive ones if $7, a shared
 		// request), the first of them, and the key's ready head job if it was submitted before the
 		// caller's arrival $8; and the hold that refuses a request on the key if holds hold it
-		// (summaryHolder), or NULLs. $1..$6 as beforeMe.
+		// (an exclusive one first), or NULLs. $1..$6 as beforeMe.
 		keyLine: q(`SELECT (SELECT count(*) ` + beforeMe + ` AND (NOT $7::boolean OR t.mode = 'exclusive')),
 	(SELECT t.holder ` + beforeMe + ` AND (NOT $7::boolean OR t.mode = 'exclusive') ORDER BY t.first DESC, t.created_at, t.seq LIMIT 1),
 	(SELECT min(h.id) FROM {jobs} h WHERE h.resource = $1 AND h.head AND h.state IN ('scheduled', 'available', 'retryable')
@@ -123,28 +120,6 @@ FROM {holds} WHERE key = $1 AND ended = 0 AND expires_at > $3`),
 INSERT INTO {tickets} (key, lease_id, holder, owner, created_at, expires_at, first, actor, reason, seq, mode, lease_key)
 OVERRIDING SYSTEM VALUE
 SELECT k, $2, $3, $4, $5, $6, false, '', '', s.seq, $7, $8 FROM unnest($1::text[]) AS k, s`),
-		token: q(`SELECT nextval({tokenseq})`),
-		// $1 lease_id, $2 lease_key, $3 holder, $4 owner, $5 token, $6 now, $7 expires, $8 cooldown
-		// ms, $9 lock delay ms, $10 metadata of the first key, $11 keys and limit lines, $12 modes.
-		grantHolds: q(`INSERT INTO {holds} (lease_id, key, mode, lease_key, holder, owner, token, acquired_at, expires_at,
-	ended, cooldown_ms, lock_delay_ms, metadata)
-SELECT $1, k.key, k.mode, $2, $3, $4, $5, $6, $7, 0, $8, $9, CASE WHEN k.key = $2 THEN $10::jsonb END
-FROM unnest($11::text[], $12::text[]) AS k(key, mode)
-ON CONFLICT (lease_id, key) DO UPDATE SET mode = excluded.mode, lease_key = excluded.lease_key,
-	holder = excluded.holder, owner = excluded.owner, token = excluded.token, acquired_at = excluded.acquired_at,
-	expires_at = excluded.expires_at, ended = 0, cooldown_ms = excluded.cooldown_ms,
-	lock_delay_ms = excluded.lock_delay_ms, metadata = excluded.metadata`),
-		// The keys' summary rows (they exist and are locked): held until their latest hold expires.
-		// A row that sums live holds already keeps the later expiry and the longer rest.
-		// $1 keys, $2 holder, $3 owner, $4 token, $5 now, $6 expires, $7 lock delay ms, $8 cooldown ms.
-		grantRows: q(`UPDATE {leases} a SET lease_id = '', holder = $2, owner = $3, token = $4, acquired_at = $5,
-	metadata = NULL, took_over = false, job_id = 0, cooldown_ms = $8, ended = 0,
-	expires_at = CASE WHEN a.lease_id = '' AND a.job_id = 0 AND a.ended = 0 THEN greatest(a.expires_at, $6) ELSE $6 END,
-	available_at = CASE WHEN a.lease_id = '' AND a.job_id = 0 AND a.ended = 0
-		THEN greatest(a.available_at, $6 + $7::bigint * interval '1 millisecond')
-		ELSE $6 + $7::bigint * interval '1 millisecond' END,
-	lock_delay_ms = CASE WHEN a.lease_id = '' AND a.job_id = 0 AND a.ended = 0 THEN greatest(a.lock_delay_ms, $7) ELSE $7 END
-WHERE a.key = ANY ($1::text[])`),
 		// The keys (not units) of the lease ($1 lease_id, $2 lease_key, $3 owner) with holds not
 		// ended, to lock their rows first.
 		keysOf: q(`SELECT key FROM {holds} WHERE lease_id = $1 AND lease_key = $2 AND owner = $3 AND ended = 0 AND mode <> 'unit'`),
@@ -156,10 +131,6 @@ RETURNING key, mode, holder, token, acquired_at, metadata`),
 		renewRows: q(`UPDATE {leases} SET expires_at = greatest(expires_at, $1),
 	available_at = greatest(available_at, $1 + lock_delay_ms * interval '1 millisecond')
 WHERE lease_id = '' AND job_id = 0 AND ended = 0 AND key = ANY ($2::text[])`),
-		// $1 lease_id, $2 lease_key, $3 owner, $4 now.
-		endHolds: q(`UPDATE {holds} SET ended = 1, expires_at = least(expires_at, $4)
-WHERE lease_id = $1 AND lease_key = $2 AND owner = $3 AND ended = 0 AND expires_at > $4
-RETURNING key, mode, acquired_at, cooldown_ms`),
 		countEnded: q(`SELECT count(*) FROM {holds} WHERE lease_id = $1 AND lease_key = $2 AND owner = $3 AND ended = 1`),
 		// Key $1's summary row after some of its holds ended: held until the latest live hold
 		// expires, or ended (released); available after cooldown $3 ms from now $2 and after the
@@ -196,11 +167,11 @@ WHERE h.resource = ANY ($1::text[]) AND h.head AND h.state IN ('scheduled', 'ava
 		// holds not ended, locked in key order.
 		lockRowsOf: q(`SELECT key FROM {leases} WHERE key IN (SELECT key FROM {holds}
 	WHERE lease_id = $1 AND lease_key = $2 AND owner = $3 AND ended = 0 AND mode <> 'unit') ORDER BY key FOR UPDATE`),
-		// endHolds at the instant setNow kept. $1 lease_id, $2 lease_key, $3 owner.
+		// The lease's live holds end, at the instant setNow kept. $1 lease_id, $2 lease_key, $3 owner.
 		endHoldsNow: q(`UPDATE {holds} SET ended = 1, expires_at = least(expires_at, ` + nowSetting + `)
 WHERE lease_id = $1 AND lease_key = $2 AND owner = $3 AND ended = 0 AND expires_at > ` + nowSetting + `
 RETURNING key, mode, acquired_at, cooldown_ms`),
-		// grantHolds with a token it draws and returns. $1 lease_id,
+		// A holds row per key and limit unit under one token, which it draws and returns. $1 lease_id,
 		// $2 lease_key, $3 holder, $4 owner, $5 now, $6 expires, $7 cooldown ms, $8 lock delay ms,
 		// $9 metadata of the first key, $10 keys and limit lines, $11 modes.
 		grantHoldsCur: q(`WITH t AS MATERIALIZED (SELECT nextval({tokenseq}) AS token), g AS (INSERT INTO {holds} (lease_id, key, mode, lease_key, holder, owner, token, acquired_at, expires_at,
@@ -213,9 +184,11 @@ ON CONFLICT (lease_id, key) DO UPDATE SET mode = excluded.mode, lease_key = excl
 	lock_delay_ms = excluded.lock_delay_ms, metadata = excluded.metadata
 RETURNING 1)
 SELECT t.token, (SELECT count(*) FROM g) FROM t`),
-		// grantRows with the token grantHoldsCur drew before it in the batch; it fails (and the batch with it) unless it
-		// updated every key's row ($8 of them). $1 keys, $2 holder, $3 owner, $4 now, $5 expires,
-		// $6 lock delay ms, $7 cooldown ms.
+		// The keys' summary rows (they exist and are locked), under the token grantHoldsCur drew
+		// before it in the batch: held until their latest hold expires. A row that sums live holds
+		// already keeps the later expiry and the longer rest. It fails (and the batch with it)
+		// unless it updated every key's row ($8 of them). $1 keys, $2 holder, $3 owner, $4 now,
+		// $5 expires, $6 lock delay ms, $7 cooldown ms.
 		grantRowsCur: q(`WITH u AS (UPDATE {leases} a SET lease_id = '', holder = $2, owner = $3, token = currval({tokenseq}), acquired_at = $4,
 	metadata = NULL, took_over = false, job_id = 0, cooldown_ms = $7, ended = 0,
 	expires_at = CASE WHEN a.lease_id = '' AND a.job_id = 0 AND a.ended = 0 THEN greatest(a.expires_at, $5) ELSE $5 END,
@@ -514,7 +487,7 @@ func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*sto
 	}
 }
 
-// holdSummary is the hold that refuses a request on a key held by holds (summaryHolder).
+// holdSummary is the hold that refuses a request on a key held by holds (read by keyLine).
 type holdSummary struct {
 	mode, holder string
 	token        int64
@@ -578,7 +551,7 @@ func readLines(br pgx.BatchResults, p *store.AcquireParams) ([]keyLineRead, []li
 // keyRefusal says why key k (its locked row r) cannot be granted to p now: a lease, a job
 // attempt or an exclusive hold holds it (or, for an exclusive request, any hold), it rests, or a
 // ticket or ready job before the caller waits in its line. nil if it can be granted. sum is the
-// hold summaryHolder read (nil if none), line what keyLine read.
+// hold keyLine read (nil if none), line what keyLine read.
 func keyRefusal(p *store.AcquireParams, k string, r *keyRow, now time.Time, sum *holdSummary, line keyLineRead) error {
 	resource := ""
 	if k != p.Key {
