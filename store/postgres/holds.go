@@ -50,10 +50,18 @@ func lines(p *store.AcquireParams) []string {
 
 // holdQueries are the statements of holds.go and limits.go, built once at open.
 type holdQueries struct {
-	lockRows, lockLimits, reacquire, place, summaryHolder, keyLine, limitUse, markWaiters, refresh,
-	dropTickets, enqueue, token, grantHolds, grantRows, keysOf, renewHolds, renewRows, endHolds,
+	lockRows, lockLimits, reacquire, place, keyLine, limitUse, markWaiters, refresh,
+	dropTickets, enqueue, keysOf, renewHolds, renewRows,
 	countEnded, settle, forceEndHolds, fronts, notify, notifyJobs, setLimit, lockLimit, limitInUse,
 	deleteLimit, dropLine, readLimits, limitHolders string
+	// The statements of the batches (holds_pipe.go).
+	lockRowsOf, endHoldsNow, grantHoldsCur, grantRowsCur, wake string
+	keyHolders                                                 string
+	// reacquire, place, keyLine and limitUse with their instants (now, arrival)
+	// NULL for the one setNow kept: they go in the batch of the locks.
+	reacquireAt, placeAt, keyLineAt, limitUseAt string
+	// settle, wake and notifyJobs of the holds a release (endHoldsNow) just ended.
+	settleEnded, wakeEnded, notifyJobsEnded string
 }
 
 // beforeMe selects the live tickets of line $1 that are before the caller (lease ID $2) at $3:
@@ -69,7 +77,7 @@ func buildHoldQueries(schema, channel string) holdQueries {
 		"{limits}", id("limits"), "{jobs}", id("jobs"), "{kinds}", id("job_kinds"),
 		"{tokenseq}", "'"+id("token_seq")+"'", "{ticketstable}", "'"+id("tickets")+"'", "{channel}", "'"+channel+"'")
 	q := func(sql string) string { return r.Replace(sql) }
-	return holdQueries{
+	hq := holdQueries{
 		// $1 keys.
 		lockRows: q(`SELECT key, lease_id, holder, token, expires_at, available_at, ended, job_id FROM {leases}
 	WHERE key = ANY ($1::text[]) ORDER BY key FOR UPDATE`),
@@ -80,16 +88,17 @@ func buildHoldQueries(schema, channel string) holdQueries {
 	AND ended = 0 AND expires_at > $4 LIMIT 1`),
 		// $1 lease_id, $2 now, $3 lines.
 		place: q(`SELECT created_at, seq FROM {tickets} WHERE lease_id = $1 AND expires_at > $2 AND key = ANY ($3::text[])`),
-		// The hold that refuses a request on a key held by holds: an exclusive one first. $1 key, $2 now.
-		summaryHolder: q(`SELECT mode, holder, token, expires_at FROM {holds}
-	WHERE key = $1 AND ended = 0 AND expires_at > $2 ORDER BY mode = 'exclusive' DESC, expires_at LIMIT 1`),
 		// The tickets before the caller in key $1's line (only exclusive ones if $7, a shared
 		// request), the first of them, and the key's ready head job if it was submitted before the
-		// caller's arrival $8. $1..$6 as beforeMe.
+		// caller's arrival $8; and the hold that refuses a request on the key if holds hold it
+		// (an exclusive one first), or NULLs. $1..$6 as beforeMe.
 		keyLine: q(`SELECT (SELECT count(*) ` + beforeMe + ` AND (NOT $7::boolean OR t.mode = 'exclusive')),
 	(SELECT t.holder ` + beforeMe + ` AND (NOT $7::boolean OR t.mode = 'exclusive') ORDER BY t.first DESC, t.created_at, t.seq LIMIT 1),
 	(SELECT min(h.id) FROM {jobs} h WHERE h.resource = $1 AND h.head AND h.state IN ('scheduled', 'available', 'retryable')
-		AND h.scheduled_at <= $3 AND h.created_at <= $8::timestamptz)`),
+		AND h.scheduled_at <= $3 AND h.created_at <= $8::timestamptz),
+	sh.mode, sh.holder, sh.token, sh.expires_at
+FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT mode, holder, token, expires_at FROM {holds}
+	WHERE key = $1 AND ended = 0 AND expires_at > $3 ORDER BY mode = 'exclusive' DESC, expires_at LIMIT 1) sh ON true`),
 		// A limit's units in use, the soonest expiry and its holder, and the tickets before the
 		// caller in its line. $1..$6 as beforeMe.
 		limitUse: q(`SELECT count(*), min(expires_at),
@@ -111,28 +120,6 @@ FROM {holds} WHERE key = $1 AND ended = 0 AND expires_at > $3`),
 INSERT INTO {tickets} (key, lease_id, holder, owner, created_at, expires_at, first, actor, reason, seq, mode, lease_key)
 OVERRIDING SYSTEM VALUE
 SELECT k, $2, $3, $4, $5, $6, false, '', '', s.seq, $7, $8 FROM unnest($1::text[]) AS k, s`),
-		token: q(`SELECT nextval({tokenseq})`),
-		// $1 lease_id, $2 lease_key, $3 holder, $4 owner, $5 token, $6 now, $7 expires, $8 cooldown
-		// ms, $9 lock delay ms, $10 metadata of the first key, $11 keys and limit lines, $12 modes.
-		grantHolds: q(`INSERT INTO {holds} (lease_id, key, mode, lease_key, holder, owner, token, acquired_at, expires_at,
-	ended, cooldown_ms, lock_delay_ms, metadata)
-SELECT $1, k.key, k.mode, $2, $3, $4, $5, $6, $7, 0, $8, $9, CASE WHEN k.key = $2 THEN $10::jsonb END
-FROM unnest($11::text[], $12::text[]) AS k(key, mode)
-ON CONFLICT (lease_id, key) DO UPDATE SET mode = excluded.mode, lease_key = excluded.lease_key,
-	holder = excluded.holder, owner = excluded.owner, token = excluded.token, acquired_at = excluded.acquired_at,
-	expires_at = excluded.expires_at, ended = 0, cooldown_ms = excluded.cooldown_ms,
-	lock_delay_ms = excluded.lock_delay_ms, metadata = excluded.metadata`),
-		// The keys' summary rows (they exist and are locked): held until their latest hold expires.
-		// A row that sums live holds already keeps the later expiry and the longer rest.
-		// $1 keys, $2 holder, $3 owner, $4 token, $5 now, $6 expires, $7 lock delay ms, $8 cooldown ms.
-		grantRows: q(`UPDATE {leases} a SET lease_id = '', holder = $2, owner = $3, token = $4, acquired_at = $5,
-	metadata = NULL, took_over = false, job_id = 0, cooldown_ms = $8, ended = 0,
-	expires_at = CASE WHEN a.lease_id = '' AND a.job_id = 0 AND a.ended = 0 THEN greatest(a.expires_at, $6) ELSE $6 END,
-	available_at = CASE WHEN a.lease_id = '' AND a.job_id = 0 AND a.ended = 0
-		THEN greatest(a.available_at, $6 + $7::bigint * interval '1 millisecond')
-		ELSE $6 + $7::bigint * interval '1 millisecond' END,
-	lock_delay_ms = CASE WHEN a.lease_id = '' AND a.job_id = 0 AND a.ended = 0 THEN greatest(a.lock_delay_ms, $7) ELSE $7 END
-WHERE a.key = ANY ($1::text[])`),
 		// The keys (not units) of the lease ($1 lease_id, $2 lease_key, $3 owner) with holds not
 		// ended, to lock their rows first.
 		keysOf: q(`SELECT key FROM {holds} WHERE lease_id = $1 AND lease_key = $2 AND owner = $3 AND ended = 0 AND mode <> 'unit'`),
@@ -144,10 +131,6 @@ RETURNING key, mode, holder, token, acquired_at, metadata`),
 		renewRows: q(`UPDATE {leases} SET expires_at = greatest(expires_at, $1),
 	available_at = greatest(available_at, $1 + lock_delay_ms * interval '1 millisecond')
 WHERE lease_id = '' AND job_id = 0 AND ended = 0 AND key = ANY ($2::text[])`),
-		// $1 lease_id, $2 lease_key, $3 owner, $4 now.
-		endHolds: q(`UPDATE {holds} SET ended = 1, expires_at = least(expires_at, $4)
-WHERE lease_id = $1 AND lease_key = $2 AND owner = $3 AND ended = 0 AND expires_at > $4
-RETURNING key, mode, acquired_at, cooldown_ms`),
 		countEnded: q(`SELECT count(*) FROM {holds} WHERE lease_id = $1 AND lease_key = $2 AND owner = $3 AND ended = 1`),
 		// Key $1's summary row after some of its holds ended: held until the latest live hold
 		// expires, or ended (released); available after cooldown $3 ms from now $2 and after the
@@ -180,6 +163,59 @@ ORDER BY l.i, f.first DESC, f.created_at, f.seq`),
 		// The workers of the kinds of the keys' ready head jobs, if any wait. $1 keys.
 		notifyJobs: q(`SELECT pg_notify({channel}, E'\x1fjob:' || k.name) FROM {jobs} h JOIN {kinds} k ON k.name = h.kind
 WHERE h.resource = ANY ($1::text[]) AND h.head AND h.state IN ('scheduled', 'available', 'retryable') AND k.waiting_until > now()`),
+		// The rows of the keys (not units) of the lease ($1 lease_id, $2 lease_key, $3 owner) with
+		// holds not ended, locked in key order.
+		lockRowsOf: q(`SELECT key FROM {leases} WHERE key IN (SELECT key FROM {holds}
+	WHERE lease_id = $1 AND lease_key = $2 AND owner = $3 AND ended = 0 AND mode <> 'unit') ORDER BY key FOR UPDATE`),
+		// The lease's live holds end, at the instant setNow kept. $1 lease_id, $2 lease_key, $3 owner.
+		endHoldsNow: q(`UPDATE {holds} SET ended = 1, expires_at = least(expires_at, ` + nowSetting + `)
+WHERE lease_id = $1 AND lease_key = $2 AND owner = $3 AND ended = 0 AND expires_at > ` + nowSetting + `
+RETURNING key, mode, acquired_at, cooldown_ms`),
+		// A holds row per key and limit unit under one token, which it draws and returns. $1 lease_id,
+		// $2 lease_key, $3 holder, $4 owner, $5 now, $6 expires, $7 cooldown ms, $8 lock delay ms,
+		// $9 metadata of the first key, $10 keys and limit lines, $11 modes.
+		grantHoldsCur: q(`WITH t AS MATERIALIZED (SELECT nextval({tokenseq}) AS token), g AS (INSERT INTO {holds} (lease_id, key, mode, lease_key, holder, owner, token, acquired_at, expires_at,
+	ended, cooldown_ms, lock_delay_ms, metadata)
+SELECT $1, k.key, k.mode, $2, $3, $4, t.token, $5, $6, 0, $7, $8, CASE WHEN k.key = $2 THEN $9::jsonb END
+FROM unnest($10::text[], $11::text[]) AS k(key, mode), t
+ON CONFLICT (lease_id, key) DO UPDATE SET mode = excluded.mode, lease_key = excluded.lease_key,
+	holder = excluded.holder, owner = excluded.owner, token = excluded.token, acquired_at = excluded.acquired_at,
+	expires_at = excluded.expires_at, ended = 0, cooldown_ms = excluded.cooldown_ms,
+	lock_delay_ms = excluded.lock_delay_ms, metadata = excluded.metadata
+RETURNING 1)
+SELECT t.token, (SELECT count(*) FROM g) FROM t`),
+		// The keys' summary rows (they exist and are locked), under the token grantHoldsCur drew
+		// before it in the batch: held until their latest hold expires. A row that sums live holds
+		// already keeps the later expiry and the longer rest. It fails (and the batch with it)
+		// unless it updated every key's row ($8 of them). $1 keys, $2 holder, $3 owner, $4 now,
+		// $5 expires, $6 lock delay ms, $7 cooldown ms.
+		grantRowsCur: q(`WITH u AS (UPDATE {leases} a SET lease_id = '', holder = $2, owner = $3, token = currval({tokenseq}), acquired_at = $4,
+	metadata = NULL, took_over = false, job_id = 0, cooldown_ms = $7, ended = 0,
+	expires_at = CASE WHEN a.lease_id = '' AND a.job_id = 0 AND a.ended = 0 THEN greatest(a.expires_at, $5) ELSE $5 END,
+	available_at = CASE WHEN a.lease_id = '' AND a.job_id = 0 AND a.ended = 0
+		THEN greatest(a.available_at, $5 + $6::bigint * interval '1 millisecond')
+		ELSE $5 + $6::bigint * interval '1 millisecond' END,
+	lock_delay_ms = CASE WHEN a.lease_id = '' AND a.job_id = 0 AND a.ended = 0 THEN greatest(a.lock_delay_ms, $6) ELSE $6 END
+WHERE a.key = ANY ($1::text[]) RETURNING 1)
+SELECT CASE WHEN count(*) = $8 THEN 0 ELSE ('a key''s row vanished under its lock: ' || count(*))::int END FROM u`),
+		// wakeLines in one statement: it NOTIFYs, and returns, the payloads of the front ticket of
+		// each line of $1 at $2 and of the shared tickets right behind a shared front, then (if $3,
+		// after a release) of each key of $1 whose line has no ticket.
+		wake: q(`WITH f AS (
+	SELECT l.i, f.payload, row_number() OVER w AS rn, bool_and(f.mode = 'shared') OVER w AS shared_run
+	FROM unnest($1::text[]) WITH ORDINALITY AS l(line, i)
+	CROSS JOIN LATERAL (
+		SELECT ` + frontPayload + ` AS payload, f.mode, f.first, f.created_at, f.seq FROM {tickets} f
+		WHERE f.key = l.line AND f.expires_at > $2 ORDER BY f.first DESC, f.created_at, f.seq LIMIT 16
+	) f
+	WINDOW w AS (PARTITION BY l.i ORDER BY f.first DESC, f.created_at, f.seq ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+), p AS (
+	SELECT 0 AS part, i, rn, payload FROM f WHERE rn = 1 OR shared_run
+	UNION ALL
+	SELECT 1, l.i, 0, l.line FROM unnest($1::text[]) WITH ORDINALITY AS l(line, i)
+	WHERE $3::boolean AND NOT starts_with(l.line, E'') AND NOT EXISTS (SELECT 1 FROM f WHERE f.i = l.i)
+)
+SELECT x.payload, pg_notify({channel}, x.payload)::text FROM (SELECT * FROM p ORDER BY part, i, rn OFFSET 0) x`),
 		// $1 name, $2 capacity.
 		setLimit: q(`INSERT INTO {limits} (name, capacity, updated_at) VALUES ($1, $2, now())
 ON CONFLICT (name) DO UPDATE SET capacity = excluded.capacity, updated_at = excluded.updated_at`),
@@ -192,10 +228,40 @@ ON CONFLICT (name) DO UPDATE SET capacity = excluded.capacity, updated_at = excl
 	(SELECT count(*) FROM {tickets} t WHERE t.key = E'\x1e' || name AND t.expires_at > $3),
 	(SELECT count(*) FROM {holds} h WHERE h.key = E'\x1e' || name AND h.ended = 0 AND h.expires_at > $3)
 FROM {limits} WHERE ($1 = '' OR name = $1) AND name > $2 ORDER BY name LIMIT $4`),
+		// Key $1's live holds at now(), at most $2, in token order (the resource view's holders).
+		keyHolders: q(`SELECT lease_id, mode, holder, owner, token, acquired_at, expires_at,
+	(extract(epoch FROM expires_at - now()) * 1000000)::bigint FROM {holds}
+WHERE key = $1 AND ended = 0 AND expires_at > now() ORDER BY token LIMIT $2`),
 		// $1 line, $2 now, $3 limit.
 		limitHolders: q(`SELECT lease_key, lease_id, holder, owner, token, acquired_at, expires_at FROM {holds}
 WHERE key = $1 AND ended = 0 AND expires_at > $2 ORDER BY token LIMIT $3`),
 	}
+	// The holds of the lease ($1 lease_id, $2 lease_key, $3 owner) that endHoldsNow ended: at the
+	// instant setNow kept (a release before it ended the others at its own, earlier instant).
+	justEnded := `SELECT key FROM {holds} WHERE lease_id = $1 AND lease_key = $2 AND owner = $3 AND ended = 1
+	AND expires_at = ` + nowSetting
+	hq.settleEnded = q(`WITH h AS (
+	SELECT e.key, e.cooldown_ms, max(x.expires_at) FILTER (WHERE x.expires_at > ` + nowSetting + `) AS live,
+		max(x.expires_at + x.lock_delay_ms * interval '1 millisecond') AS delay
+	FROM {holds} e LEFT JOIN {holds} x ON x.key = e.key AND x.ended = 0
+	WHERE e.lease_id = $1 AND e.lease_key = $2 AND e.owner = $3 AND e.ended = 1 AND e.expires_at = ` + nowSetting + `
+		AND e.mode <> 'unit'
+	GROUP BY e.key, e.cooldown_ms
+)
+UPDATE {leases} l SET expires_at = coalesce(h.live, least(l.expires_at, ` + nowSetting + `)),
+	ended = CASE WHEN h.live IS NULL THEN 1 ELSE 0 END,
+	cooldown_ms = CASE WHEN h.live IS NULL THEN h.cooldown_ms ELSE l.cooldown_ms END,
+	available_at = greatest(` + nowSetting + ` + h.cooldown_ms * interval '1 millisecond', coalesce(h.delay, '-infinity'))
+FROM h WHERE l.key = h.key AND l.lease_id = '' AND l.job_id = 0 AND l.ended = 0`)
+	// $1 lease_id, $2 lease_key, $3 owner.
+	hq.wakeEnded = strings.ReplaceAll(strings.ReplaceAll(strings.ReplaceAll(hq.wake, "$2", nowSetting), "$3::boolean", "true"),
+		"unnest($1::text[])", "unnest(ARRAY("+q(justEnded)+" ORDER BY key))")
+	hq.notifyJobsEnded = strings.ReplaceAll(hq.notifyJobs, "= ANY ($1::text[])", "IN ("+q(justEnded)+" AND mode <> 'unit')")
+	hq.reacquireAt = nowOr(hq.reacquire, 4)
+	hq.placeAt = nowOr(hq.place, 2)
+	hq.keyLineAt = nowOr(hq.keyLine, 3, 5, 8)
+	hq.limitUseAt = nowOr(hq.limitUse, 3, 5)
+	return hq
 }
 
 // holdTx runs fn in one transaction, again (up to a few times) if the database broke a deadlock
@@ -238,7 +304,7 @@ type keyRow struct {
 
 // lockKeys locks the leases rows of keys in key order and reads the database's clock after. It
 // returns the rows found (a key without one is missing) and that instant.
-func (s *Store) lockKeys(ctx context.Context, tx pgx.Tx, keys []string) (map[string]*keyRow, time.Time, error) {
+func (s *Store) lockKeys(ctx context.Context, tx txQuerier, keys []string) (map[string]*keyRow, time.Time, error) {
 	rows, err := tx.Query(ctx, s.hq.lockRows, keys)
 	if err != nil {
 		return nil, time.Time{}, err
@@ -274,7 +340,8 @@ type place struct {
 }
 
 // acquireBeyond grants a request that Beyond reports, or refuses it (enqueuing its tickets if it
-// waits), in one transaction.
+// waits), in one transaction of three batches (holds_pipe.go): the locks and the clock; the
+// reads; the writes with COMMIT.
 func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
 	if p.First {
 		return nil, &store.InvalidArgumentError{Field: "first", Rule: "cannot be combined with shared mode, resources or limits"}
@@ -293,9 +360,61 @@ func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*sto
 			missing []string
 			woken   []string
 		)
-		err := s.holdTx(ctx, func(tx pgx.Tx) error {
+		err := s.pipeRun(ctx, func(pt *pipeTx) error {
 			lease, refusal, missing, woken = nil, nil, nil, nil
-			rows, now, err := s.lockKeys(ctx, tx, sortedKeys)
+			// The locks: the keys' rows in key order, then the limits' rows in name order, then
+			// the clock; then, in a fresh snapshot after them, the reads (at the clock's instant,
+			// which the session keeps: setNow). The lines are read as for a newcomer, and again
+			// if the caller has its place in them.
+			var (
+				rows        map[string]*keyRow
+				caps        map[string]int
+				now         time.Time
+				reacquireID string
+				me          place
+				keyLines    []keyLineRead
+				limitUses   []limitUseRead
+			)
+			err := pt.batch(ctx, func(b *pgx.Batch) {
+				b.Queue(s.hq.lockRows, sortedKeys)
+				if len(sortedLimits) > 0 {
+					b.Queue(s.hq.lockLimits, sortedLimits)
+				}
+				b.Queue(setNow)
+				b.Queue(s.hq.reacquireAt, p.Key, p.Holder, p.Owner, nil)
+				b.Queue(s.hq.placeAt, p.LeaseID, nil, lines(p))
+				s.queueLines(b, p, nil, place{})
+			}, false, func(br pgx.BatchResults) error {
+				r, err := br.Query()
+				if err != nil {
+					return err
+				}
+				if rows, err = scanKeyRows(r, len(keys)); err != nil {
+					return err
+				}
+				if len(sortedLimits) > 0 {
+					if r, err = br.Query(); err != nil {
+						return err
+					}
+					if caps, err = scanCaps(r, len(sortedLimits)); err != nil {
+						return err
+					}
+				}
+				if err := br.QueryRow().Scan(&now); err != nil {
+					return err
+				}
+				if err := br.QueryRow().Scan(&reacquireID); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+					return err
+				}
+				if r, err = br.Query(); err != nil {
+					return err
+				}
+				if me, err = scanPlace(r, len(lines(p))); err != nil {
+					return err
+				}
+				keyLines, limitUses, err = readLines(br, p)
+				return err
+			})
 			if err != nil {
 				return err
 			}
@@ -307,49 +426,39 @@ func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*sto
 			if len(missing) > 0 {
 				return errUnmarked
 			}
-			caps, err := s.lockLimits(ctx, tx, sortedLimits)
-			if err != nil {
+			for _, name := range sortedLimits {
+				if _, ok := caps[name]; !ok {
+					return store.UnknownLimit(name)
+				}
+			}
+			if reacquireID != "" {
+				lease, err = s.renewHoldsTx(ctx, pt.conn, &store.RenewParams{Key: p.Key, LeaseID: reacquireID, Owner: p.Owner, TTL: p.TTL}, now, true)
 				return err
 			}
-			if lease, err = s.reacquireHolds(ctx, tx, p, now); err != nil || lease != nil {
-				return err
-			}
-			me, err := s.myPlace(ctx, tx, p, now)
-			if err != nil {
-				return err
-			}
-			for _, k := range keys {
-				if refusal, err = s.keyRefusal(ctx, tx, p, k, rows[k], now, me); err != nil {
+			if me.has {
+				err = pt.batch(ctx, func(b *pgx.Batch) { s.queueLines(b, p, &now, me) }, false, func(br pgx.BatchResults) (err error) {
+					keyLines, limitUses, err = readLines(br, p)
+					return err
+				})
+				if err != nil {
 					return err
 				}
-				if refusal != nil {
+			}
+			for i, k := range keys {
+				if refusal = keyRefusal(p, k, rows[k], now, keyLines[i].sum, keyLines[i]); refusal != nil {
 					break
 				}
 			}
 			for i := 0; refusal == nil && i < len(p.Limits); i++ {
-				if refusal, err = s.limitRefusal(ctx, tx, p, p.Limits[i], caps[p.Limits[i]], now, me); err != nil {
-					return err
-				}
+				refusal = limitRefusal(p, p.Limits[i], caps[p.Limits[i]], now, limitUses[i])
 			}
 			switch {
 			case refusal != nil && p.Wait:
-				return s.enqueueBeyond(ctx, tx, p, now, me)
+				return s.enqueueBeyond(ctx, pt, p, now, me)
 			case refusal != nil:
 				return nil
 			}
-			if lease, err = s.grantBeyond(ctx, tx, p, now, md); err != nil {
-				return err
-			}
-			// The next in a limit's line, or a shared request behind a shared one, may go too:
-			// wake the new fronts. Each that cannot go waits again.
-			var wake []string
-			for _, name := range p.Limits {
-				wake = append(wake, limitLine(name))
-			}
-			if p.Shared {
-				wake = append(wake, keys...)
-			}
-			woken, err = s.wakeLines(ctx, tx, wake, now, false)
+			lease, woken, err = s.grantBeyond(ctx, pt, p, now, md)
 			return err
 		})
 		if errors.Is(err, errUnmarked) && attempt < acquireAttempts {
@@ -378,73 +487,72 @@ func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*sto
 	}
 }
 
-// lockLimits locks the limits' rows in name order and returns their capacities; an unknown
-// limit is an invalid argument.
-func (s *Store) lockLimits(ctx context.Context, tx pgx.Tx, names []string) (map[string]int, error) {
-	caps := make(map[string]int, len(names))
-	if len(names) == 0 {
-		return caps, nil
-	}
-	rows, err := tx.Query(ctx, s.hq.lockLimits, names)
-	if err != nil {
-		return nil, err
-	}
-	for rows.Next() {
-		var name string
-		var c int
-		if err := rows.Scan(&name, &c); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		caps[name] = c
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	for _, name := range names {
-		if _, ok := caps[name]; !ok {
-			return nil, store.UnknownLimit(name)
-		}
-	}
-	return caps, nil
+// holdSummary is the hold that refuses a request on a key held by holds (read by keyLine).
+type holdSummary struct {
+	mode, holder string
+	token        int64
+	expires      time.Time
 }
 
-// myPlace reads the caller's place: the arrival its live tickets share, if it has one in every
-// line of the request.
-func (s *Store) myPlace(ctx context.Context, tx pgx.Tx, p *store.AcquireParams, now time.Time) (place, error) {
-	ls := lines(p)
-	rows, err := tx.Query(ctx, s.hq.place, p.LeaseID, now, ls)
-	if err != nil {
-		return place{}, err
+// keyLineRead is what keyLine reads of a key's line.
+type keyLineRead struct {
+	ahead int
+	front *string
+	job   *int64
+	sum   *holdSummary
+}
+
+// limitUseRead is what limitUse reads of a limit.
+type limitUseRead struct {
+	inUse, ahead int
+	soonest      *time.Time
+	holder       *string
+}
+
+// queueLines queues keyLine for each key of p and limitUse for each of its limits, for a caller
+// at place me, at now (nil: the instant setNow kept).
+func (s *Store) queueLines(b *pgx.Batch, p *store.AcquireParams, now *time.Time, me place) {
+	arrival := now
+	if me.has {
+		arrival = &me.at
 	}
-	defer rows.Close()
-	var me place
-	n := 0
-	for rows.Next() {
-		var at time.Time
-		var seq int64
-		if err := rows.Scan(&at, &seq); err != nil {
-			return place{}, err
+	for _, k := range p.Keys() {
+		b.Queue(s.hq.keyLineAt, k, p.LeaseID, now, me.has, arrival, me.seq, p.Shared, arrival)
+	}
+	for _, name := range p.Limits {
+		b.Queue(s.hq.limitUseAt, limitLine(name), p.LeaseID, now, me.has, arrival, me.seq)
+	}
+}
+
+// readLines reads the results of queueLines.
+func readLines(br pgx.BatchResults, p *store.AcquireParams) ([]keyLineRead, []limitUseRead, error) {
+	keys := p.Keys()
+	kl := make([]keyLineRead, len(keys))
+	for i := range keys {
+		var mode, holder *string
+		var token *int64
+		var expires *time.Time
+		if err := br.QueryRow().Scan(&kl[i].ahead, &kl[i].front, &kl[i].job, &mode, &holder, &token, &expires); err != nil {
+			return nil, nil, err
 		}
-		if n > 0 && (!at.Equal(me.at) || seq != me.seq) {
-			return place{}, nil // not one place: start again at the back
+		if mode != nil {
+			kl[i].sum = &holdSummary{mode: *mode, holder: *holder, token: *token, expires: *expires}
 		}
-		me, n = place{at: at, seq: seq, has: true}, n+1
 	}
-	if err := rows.Err(); err != nil {
-		return place{}, err
+	lu := make([]limitUseRead, len(p.Limits))
+	for i := range p.Limits {
+		if err := br.QueryRow().Scan(&lu[i].inUse, &lu[i].soonest, &lu[i].holder, &lu[i].ahead); err != nil {
+			return nil, nil, err
+		}
 	}
-	if n != len(ls) {
-		return place{}, nil
-	}
-	return me, nil
+	return kl, lu, nil
 }
 
 // keyRefusal says why key k (its locked row r) cannot be granted to p now: a lease, a job
 // attempt or an exclusive hold holds it (or, for an exclusive request, any hold), it rests, or a
-// ticket or ready job before the caller waits in its line. nil if it can be granted.
-func (s *Store) keyRefusal(ctx context.Context, tx pgx.Tx, p *store.AcquireParams, k string, r *keyRow, now time.Time, me place) (error, error) {
+// ticket or ready job before the caller waits in its line. nil if it can be granted. sum is the
+// hold keyLine read (nil if none), line what keyLine read.
+func keyRefusal(p *store.AcquireParams, k string, r *keyRow, now time.Time, sum *holdSummary, line keyLineRead) error {
 	resource := ""
 	if k != p.Key {
 		resource = k
@@ -455,54 +563,37 @@ func (s *Store) keyRefusal(ctx context.Context, tx pgx.Tx, p *store.AcquireParam
 	case live && (r.leaseID != "" || r.jobID != 0):
 		// A lease, or a job attempt's gate (holder job:<id>).
 		return &store.LockHeldError{Key: p.Key, Resource: resource, Holder: r.holder, Token: uint64(r.token),
-			ExpiresAt: r.expiresAt, RetryAfter: r.expiresAt.Sub(now)}, nil
+			ExpiresAt: r.expiresAt, RetryAfter: r.expiresAt.Sub(now)}
 	case live:
 		// Holds: compatible only if all are shared and so is the request.
-		var mode, holder string
-		var token int64
-		var expires time.Time
-		err := tx.QueryRow(ctx, s.hq.summaryHolder, k, now).Scan(&mode, &holder, &token, &expires)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return restOf(k, r, now), nil
+		if sum == nil {
+			return restOf(k, r, now)
 		}
-		if err != nil {
-			return nil, err
-		}
-		if mode == "exclusive" || !p.Shared {
-			return &store.LockHeldError{Key: p.Key, Resource: resource, Holder: holder, Token: uint64(token), Shared: mode == "shared",
-				ExpiresAt: expires, RetryAfter: expires.Sub(now)}, nil
+		if sum.mode == "exclusive" || !p.Shared {
+			return &store.LockHeldError{Key: p.Key, Resource: resource, Holder: sum.holder, Token: uint64(sum.token),
+				Shared: sum.mode == "shared", ExpiresAt: sum.expires, RetryAfter: sum.expires.Sub(now)}
 		}
 	default:
-		return restOf(k, r, now), nil
+		return restOf(k, r, now)
 	}
 	// The line: an exclusive request waits for every ticket before it, a shared one for the
 	// exclusive ones; both for the ready head job submitted before them (jobs hold their resource
 	// exclusive).
-	arrival := now
-	if me.has {
-		arrival = me.at
-	}
-	var ahead int
-	var front *string
-	var job *int64
-	err := tx.QueryRow(ctx, s.hq.keyLine, k, p.LeaseID, now, me.has, arrival, me.seq, p.Shared, arrival).Scan(&ahead, &front, &job)
-	if err != nil {
-		return nil, err
-	}
-	if job != nil {
+	ahead := line.ahead
+	if line.job != nil {
 		ahead++
 	}
 	if ahead == 0 {
-		return nil, nil
+		return nil
 	}
 	e := &store.LockHeldError{Key: p.Key, Resource: resource, Ahead: ahead}
 	switch {
-	case job != nil:
-		e.Holder = store.JobHolder(*job)
-	case front != nil:
-		e.Holder = *front
+	case line.job != nil:
+		e.Holder = store.JobHolder(*line.job)
+	case line.front != nil:
+		e.Holder = *line.front
 	}
-	return e, nil
+	return e
 }
 
 // restOf is the rest of a key whose row r is not available at now.
@@ -518,61 +609,55 @@ func restOf(k string, r *keyRow, now time.Time) error {
 }
 
 // limitRefusal says why limit name (of capacity c) cannot grant p a unit now: its units in use
-// plus the live tickets before the caller in its line reach c. nil if it can.
-func (s *Store) limitRefusal(ctx context.Context, tx pgx.Tx, p *store.AcquireParams, name string, c int, now time.Time, me place) (error, error) {
-	var inUse, ahead int
-	var soonest *time.Time
-	var holder *string
-	arrival := now
-	if me.has {
-		arrival = me.at
+// plus the live tickets before the caller in its line reach c. nil if it can. u is what limitUse
+// read.
+func limitRefusal(p *store.AcquireParams, name string, c int, now time.Time, u limitUseRead) error {
+	if u.inUse+u.ahead < c {
+		return nil
 	}
-	err := tx.QueryRow(ctx, s.hq.limitUse, limitLine(name), p.LeaseID, now, me.has, arrival, me.seq).
-		Scan(&inUse, &soonest, &holder, &ahead)
-	if err != nil {
-		return nil, err
+	e := &store.LockHeldError{Key: p.Key, Limit: name, InUse: u.inUse, Capacity: c, Ahead: u.ahead}
+	if u.holder != nil {
+		e.Holder = *u.holder
 	}
-	if inUse+ahead < c {
-		return nil, nil
+	if u.soonest != nil {
+		e.ExpiresAt = *u.soonest
+		e.RetryAfter = u.soonest.Sub(now)
 	}
-	e := &store.LockHeldError{Key: p.Key, Limit: name, InUse: inUse, Capacity: c, Ahead: ahead}
-	if holder != nil {
-		e.Holder = *holder
-	}
-	if soonest != nil {
-		e.ExpiresAt = *soonest
-		e.RetryAfter = soonest.Sub(now)
-	}
-	return e, nil
+	return e
 }
 
 // enqueueBeyond puts a refused waiter in every line of its request with one arrival, or keeps its
 // tickets alive if it has its place in all of them, and marks the plain leases that hold its keys
-// so that their releases wake the lines' fronts.
-func (s *Store) enqueueBeyond(ctx context.Context, tx pgx.Tx, p *store.AcquireParams, now time.Time, me place) error {
+// so that their releases wake the lines' fronts; and commits.
+func (s *Store) enqueueBeyond(ctx context.Context, pt *pipeTx, p *store.AcquireParams, now time.Time, me place) error {
 	ls := lines(p)
 	expires := expiry(now, p.TTL)
-	if _, err := tx.Exec(ctx, s.hq.markWaiters, p.Keys(), now); err != nil {
-		return err
-	}
-	if me.has {
-		_, err := tx.Exec(ctx, s.hq.refresh, expires, p.LeaseID, p.Owner, ls)
-		return err
-	}
-	if _, err := tx.Exec(ctx, s.hq.dropTickets, p.LeaseID, ls); err != nil {
-		return err
-	}
-	_, err := tx.Exec(ctx, s.hq.enqueue, ls, p.LeaseID, p.Holder, p.Owner, now, expires, holdMode(p), p.Key)
-	return err
+	return pt.batch(ctx, func(b *pgx.Batch) {
+		b.Queue(s.hq.markWaiters, p.Keys(), now)
+		if me.has {
+			b.Queue(s.hq.refresh, expires, p.LeaseID, p.Owner, ls)
+			return
+		}
+		b.Queue(s.hq.dropTickets, p.LeaseID, ls)
+		b.Queue(s.hq.enqueue, ls, p.LeaseID, p.Holder, p.Owner, now, expires, holdMode(p), p.Key)
+	}, true, func(br pgx.BatchResults) error {
+		n := 2
+		if me.has {
+			n = 1
+		}
+		for range n + 1 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
-// grantBeyond grants every key and limit unit of the request under one token, and ends its
-// tickets.
-func (s *Store) grantBeyond(ctx context.Context, tx pgx.Tx, p *store.AcquireParams, now time.Time, md any) (*store.Lease, error) {
-	var token int64
-	if err := tx.QueryRow(ctx, s.hq.token).Scan(&token); err != nil {
-		return nil, err
-	}
+// grantBeyond grants every key and limit unit of the request under one token, ends its tickets,
+// wakes the new fronts of the lines that may let others go too, and commits. It returns the lease
+// and the payloads NOTIFYed.
+func (s *Store) grantBeyond(ctx context.Context, pt *pipeTx, p *store.AcquireParams, now time.Time, md any) (*store.Lease, []string, error) {
 	expires := expiry(now, p.TTL)
 	keys := p.Keys()
 	held, modes := lines(p), make([]string, 0, len(keys)+len(p.Limits))
@@ -582,24 +667,54 @@ func (s *Store) grantBeyond(ctx context.Context, tx pgx.Tx, p *store.AcquirePara
 	for range p.Limits {
 		modes = append(modes, "unit")
 	}
-	if _, err := tx.Exec(ctx, s.hq.grantHolds, p.LeaseID, p.Key, p.Holder, p.Owner, token, now, expires,
-		p.Cooldown.Milliseconds(), p.LockDelay.Milliseconds(), md, held, modes); err != nil {
-		return nil, err
+	// The next in a limit's line, or a shared request behind a shared one, may go too: wake the
+	// new fronts. Each that cannot go waits again.
+	var wake []string
+	for _, name := range p.Limits {
+		wake = append(wake, limitLine(name))
 	}
-	tag, err := tx.Exec(ctx, s.hq.grantRows, keys, p.Holder, p.Owner, token, now, expires, p.LockDelay.Milliseconds(),
-		p.Cooldown.Milliseconds())
+	if p.Shared {
+		wake = append(wake, keys...)
+	}
+	var token int64
+	var woken []string
+	err := pt.batch(ctx, func(b *pgx.Batch) {
+		b.Queue(s.hq.grantHoldsCur, p.LeaseID, p.Key, p.Holder, p.Owner, now, expires,
+			p.Cooldown.Milliseconds(), p.LockDelay.Milliseconds(), md, held, modes)
+		b.Queue(s.hq.grantRowsCur, keys, p.Holder, p.Owner, now, expires, p.LockDelay.Milliseconds(),
+			p.Cooldown.Milliseconds(), len(keys))
+		b.Queue(s.hq.dropTickets, p.LeaseID, held)
+		if len(wake) > 0 {
+			b.Queue(s.hq.wake, wake, now, false)
+		}
+	}, true, func(br pgx.BatchResults) error {
+		var n int
+		if err := br.QueryRow().Scan(&token, &n); err != nil {
+			return err
+		}
+		var zero int
+		if err := br.QueryRow().Scan(&zero); err != nil {
+			return err
+		}
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		if len(wake) > 0 {
+			r, err := br.Query()
+			if err != nil {
+				return err
+			}
+			woken, err = scanWoken(r)
+			return err
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, err
-	}
-	if int(tag.RowsAffected()) != len(keys) {
-		return nil, errors.New("postgres: a key's row vanished under its lock")
-	}
-	if _, err := tx.Exec(ctx, s.hq.dropTickets, p.LeaseID, held); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return &store.Lease{Key: p.Key, ID: p.LeaseID, Holder: p.Holder, Owner: p.Owner, Token: uint64(token),
 		AcquiredAt: now, ExpiresAt: expires, TTLLeft: p.TTL, Metadata: p.Metadata,
-		Shared: p.Shared, Resources: p.Resources, Limits: p.Limits}, nil
+		Shared: p.Shared, Resources: p.Resources, Limits: p.Limits}, woken, nil
 }
 
 // expiry is now+ttl as the database keeps it (microseconds), never later: the holder must not
@@ -608,24 +723,10 @@ func expiry(now time.Time, ttl time.Duration) time.Time {
 	return now.Add(ttl).Truncate(time.Microsecond)
 }
 
-// reacquireHolds renews the caller's live lease of the same holder and owner on p.Key, if it has
-// one made of holds, and returns it; nil if it has none.
-func (s *Store) reacquireHolds(ctx context.Context, tx pgx.Tx, p *store.AcquireParams, now time.Time) (*store.Lease, error) {
-	var id string
-	err := tx.QueryRow(ctx, s.hq.reacquire, p.Key, p.Holder, p.Owner, now).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return s.renewHoldsTx(ctx, tx, &store.RenewParams{Key: p.Key, LeaseID: id, Owner: p.Owner, TTL: p.TTL}, now, true)
-}
-
 // renewHoldsTx extends every hold of the lease (Key, LeaseID) of p.Owner by p.TTL from now, and
 // its keys' summary rows with them; ErrNotHeld if it has none live. Unless locked, it first locks
 // the rows of the lease's keys in key order.
-func (s *Store) renewHoldsTx(ctx context.Context, tx pgx.Tx, p *store.RenewParams, now time.Time, locked bool) (*store.Lease, error) {
+func (s *Store) renewHoldsTx(ctx context.Context, tx txQuerier, p *store.RenewParams, now time.Time, locked bool) (*store.Lease, error) {
 	if !locked {
 		var err error
 		if now, err = s.lockKeysOf(ctx, tx, p.LeaseID, p.Key, p.Owner); err != nil {
@@ -679,7 +780,7 @@ func (s *Store) renewHoldsTx(ctx context.Context, tx pgx.Tx, p *store.RenewParam
 
 // lockKeysOf locks the rows of the keys of the lease (leaseID, leaseKey, owner) in key order and
 // returns the database's clock after.
-func (s *Store) lockKeysOf(ctx context.Context, tx pgx.Tx, leaseID, leaseKey, owner string) (time.Time, error) {
+func (s *Store) lockKeysOf(ctx context.Context, tx txQuerier, leaseID, leaseKey, owner string) (time.Time, error) {
 	rows, err := tx.Query(ctx, s.hq.keysOf, leaseID, leaseKey, owner)
 	if err != nil {
 		return time.Time{}, err
@@ -707,62 +808,76 @@ func (s *Store) renewHolds(ctx context.Context, p *store.RenewParams) (*store.Le
 }
 
 // releaseHolds ends a lease made of holds and frees or shrinks its keys' summary rows; the
-// fronts of the lines of its keys and limits are woken when it commits.
+// fronts of the lines of its keys and limits are woken when it commits. It runs as one batch
+// (holds_pipe.go): the locks and the clock, the end of the holds, the summary rows and the wakes
+// of what they ended, COMMIT.
 func (s *Store) releaseHolds(ctx context.Context, p *store.ReleaseParams) (*store.ReleaseResult, error) {
 	var res *store.ReleaseResult
 	var woken []string
-	err := s.holdTx(ctx, func(tx pgx.Tx) error {
+	err := s.pipeRun(ctx, func(pt *pipeTx) error {
 		res, woken = nil, nil
-		now, err := s.lockKeysOf(ctx, tx, p.LeaseID, p.Key, p.Owner)
-		if err != nil {
-			return err
-		}
-		rows, err := tx.Query(ctx, s.hq.endHolds, p.LeaseID, p.Key, p.Owner, now)
-		if err != nil {
-			return err
-		}
-		type ended struct {
-			key      string
-			cooldown int64
-		}
-		var keys []ended
-		var ls []string
-		var acquired time.Time
-		for rows.Next() {
-			var e ended
-			var mode string
-			if err := rows.Scan(&e.key, &mode, &acquired, &e.cooldown); err != nil {
-				rows.Close()
+		var (
+			now, acquired time.Time
+			n, released   int
+		)
+		err := pt.batch(ctx, func(b *pgx.Batch) {
+			b.Queue(s.hq.lockRowsOf, p.LeaseID, p.Key, p.Owner)
+			b.Queue(setNow)
+			b.Queue(s.hq.endHoldsNow, p.LeaseID, p.Key, p.Owner)
+			b.Queue(s.hq.settleEnded, p.LeaseID, p.Key, p.Owner)
+			b.Queue(s.hq.wakeEnded, p.LeaseID, p.Key, p.Owner)
+			b.Queue(s.hq.notifyJobsEnded, p.LeaseID, p.Key, p.Owner)
+			b.Queue(s.hq.countEnded, p.LeaseID, p.Key, p.Owner)
+		}, true, func(br pgx.BatchResults) error {
+			if _, err := br.Exec(); err != nil {
 				return err
 			}
-			ls = append(ls, e.key)
-			if mode != "unit" {
-				keys = append(keys, e)
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if len(ls) == 0 {
-			var released int
-			if err := tx.QueryRow(ctx, s.hq.countEnded, p.LeaseID, p.Key, p.Owner).Scan(&released); err != nil {
+			if err := br.QueryRow().Scan(&now); err != nil {
 				return err
 			}
-			if released == 0 {
-				return store.ErrNotHeld
+			rows, err := br.Query()
+			if err != nil {
+				return err
 			}
+			for rows.Next() {
+				var key, mode string
+				var cooldown int64
+				if err := rows.Scan(&key, &mode, &acquired, &cooldown); err != nil {
+					rows.Close()
+					return err
+				}
+				n++
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+			if rows, err = br.Query(); err != nil {
+				return err
+			}
+			if woken, err = scanWoken(rows); err != nil {
+				return err
+			}
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+			return br.QueryRow().Scan(&released)
+		})
+		switch {
+		case err != nil:
+			return err
+		case n > 0:
+			res = &store.ReleaseResult{Held: now.Sub(acquired)}
+		case released == 0:
+			// Nothing was written.
+			return store.ErrNotHeld
+		default:
 			res = &store.ReleaseResult{AlreadyReleased: true}
-			return nil
 		}
-		for _, e := range keys {
-			if _, err := tx.Exec(ctx, s.hq.settle, e.key, now, e.cooldown); err != nil {
-				return err
-			}
-		}
-		res = &store.ReleaseResult{Held: now.Sub(acquired)}
-		woken, err = s.wakeLines(ctx, tx, ls, now, true)
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, s.holdErr("release", p.Key, err)

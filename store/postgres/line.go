@@ -227,7 +227,7 @@ func (s *Store) ResourceLine(ctx context.Context, key string, limit int) (*store
 		return nil, err
 	}
 	out := &store.ResourceLine{Key: key}
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) (err error) {
 		var (
 			leaseID, holder, owner              *string
 			token, jobID, ttlUs, restUs, coolUs *int64
@@ -244,6 +244,12 @@ func (s *Store) ResourceLine(ctx context.Context, key string, limit int) (*store
 			out.HolderJob = *jobID
 			if out.HolderJob != 0 {
 				out.Holder.ID = ""
+			}
+			if *leaseID == "" && out.HolderJob == 0 {
+				// Held through holds: every live holder.
+				if out.Holders, err = s.keyHolders(ctx, tx, key); err != nil {
+					return err
+				}
 			}
 		} else {
 			if ended != nil {
@@ -316,4 +322,25 @@ func lastClaimQuery(schema string) string {
 	return `SELECT EXISTS (SELECT 1 FROM ` + jobs + ` WHERE state = 'running' AND kind = $1),
 	CASE WHEN waiting_until > '-infinity' THEN (extract(epoch FROM now() - (waiting_until - interval '30 seconds')) * 1000000)::bigint END
 FROM ` + kinds + ` WHERE name = $1`
+}
+
+// keyHolders reads key's live holds, in token order.
+func (s *Store) keyHolders(ctx context.Context, tx pgx.Tx, key string) ([]*store.Lease, error) {
+	rows, err := tx.Query(ctx, s.hq.keyHolders, key, store.MaxListLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*store.Lease
+	for rows.Next() {
+		l := &store.Lease{Key: key}
+		var mode string
+		var token, ttlUs int64
+		if err := rows.Scan(&l.ID, &mode, &l.Holder, &l.Owner, &token, &l.AcquiredAt, &l.ExpiresAt, &ttlUs); err != nil {
+			return nil, err
+		}
+		l.Shared, l.Token, l.TTLLeft = mode == "shared", uint64(token), micros(ttlUs)
+		out = append(out, l)
+	}
+	return out, rows.Err()
 }
