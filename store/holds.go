@@ -81,6 +81,27 @@ func (p *AcquireParams) Keys() []string {
 	return append([]string{p.Key}, p.Resources...)
 }
 
+// LimitLine is the key of limit name's line and of its units' holds in a store: no key can equal
+// it (keys hold no control characters).
+func LimitLine(name string) string { return "\x1e" + name }
+
+// HoldMode is the mode of the request's holds and tickets of its keys: "shared" or "exclusive".
+func (p *AcquireParams) HoldMode() string {
+	if p.Shared {
+		return "shared"
+	}
+	return "exclusive"
+}
+
+// Lines are the lines a request waits in: its keys', then its limits' (LimitLine).
+func (p *AcquireParams) Lines() []string {
+	out := p.Keys()
+	for _, l := range p.Limits {
+		out = append(out, LimitLine(l))
+	}
+	return out
+}
+
 // validateBeyond checks Resources and Limits: at most MaxResources and MaxLimits, each a valid
 // name, none twice (and no resource equal to Key).
 func (p *AcquireParams) validateBeyond() error {

@@ -27,27 +27,6 @@ import (
 // without one takes no gate (resource_line.go). A key that has none is made a lock key first
 // (markLockKey) and the transaction is run again.
 
-// limitLine is the key of a limit's line and holds: no key can equal it (keys hold no control
-// characters).
-func limitLine(name string) string { return "\x1e" + name }
-
-// holdMode is the holds.mode (and tickets.mode) of a request's keys.
-func holdMode(p *store.AcquireParams) string {
-	if p.Shared {
-		return "shared"
-	}
-	return "exclusive"
-}
-
-// lines are the lines a request waits in: its keys', then its limits'.
-func lines(p *store.AcquireParams) []string {
-	out := p.Keys()
-	for _, l := range p.Limits {
-		out = append(out, limitLine(l))
-	}
-	return out
-}
-
 // holdQueries are the statements of holds.go and limits.go, built once at open.
 type holdQueries struct {
 	lockRows, lockLimits, reacquire, place, keyLine, limitUse, markWaiters, refresh,
@@ -382,7 +361,7 @@ func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*sto
 				}
 				b.Queue(setNow)
 				b.Queue(s.hq.reacquireAt, p.Key, p.Holder, p.Owner, nil)
-				b.Queue(s.hq.placeAt, p.LeaseID, nil, lines(p))
+				b.Queue(s.hq.placeAt, p.LeaseID, nil, p.Lines())
 				s.queueLines(b, p, nil, place{})
 			}, false, func(br pgx.BatchResults) error {
 				r, err := br.Query()
@@ -409,7 +388,7 @@ func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*sto
 				if r, err = br.Query(); err != nil {
 					return err
 				}
-				if me, err = scanPlace(r, len(lines(p))); err != nil {
+				if me, err = scanPlace(r, len(p.Lines())); err != nil {
 					return err
 				}
 				keyLines, limitUses, err = readLines(br, p)
@@ -520,7 +499,7 @@ func (s *Store) queueLines(b *pgx.Batch, p *store.AcquireParams, now *time.Time,
 		b.Queue(s.hq.keyLineAt, k, p.LeaseID, now, me.has, arrival, me.seq, p.Shared, arrival)
 	}
 	for _, name := range p.Limits {
-		b.Queue(s.hq.limitUseAt, limitLine(name), p.LeaseID, now, me.has, arrival, me.seq)
+		b.Queue(s.hq.limitUseAt, store.LimitLine(name), p.LeaseID, now, me.has, arrival, me.seq)
 	}
 }
 
@@ -630,7 +609,7 @@ func limitRefusal(p *store.AcquireParams, name string, c int, now time.Time, u l
 // tickets alive if it has its place in all of them, and marks the plain leases that hold its keys
 // so that their releases wake the lines' fronts; and commits.
 func (s *Store) enqueueBeyond(ctx context.Context, pt *pipeTx, p *store.AcquireParams, now time.Time, me place) error {
-	ls := lines(p)
+	ls := p.Lines()
 	expires := expiry(now, p.TTL)
 	return pt.batch(ctx, func(b *pgx.Batch) {
 		b.Queue(s.hq.markWaiters, p.Keys(), now)
@@ -639,7 +618,7 @@ func (s *Store) enqueueBeyond(ctx context.Context, pt *pipeTx, p *store.AcquireP
 			return
 		}
 		b.Queue(s.hq.dropTickets, p.LeaseID, ls)
-		b.Queue(s.hq.enqueue, ls, p.LeaseID, p.Holder, p.Owner, now, expires, holdMode(p), p.Key)
+		b.Queue(s.hq.enqueue, ls, p.LeaseID, p.Holder, p.Owner, now, expires, p.HoldMode(), p.Key)
 	}, true, func(br pgx.BatchResults) error {
 		n := 2
 		if me.has {
@@ -660,9 +639,9 @@ func (s *Store) enqueueBeyond(ctx context.Context, pt *pipeTx, p *store.AcquireP
 func (s *Store) grantBeyond(ctx context.Context, pt *pipeTx, p *store.AcquireParams, now time.Time, md any) (*store.Lease, []string, error) {
 	expires := expiry(now, p.TTL)
 	keys := p.Keys()
-	held, modes := lines(p), make([]string, 0, len(keys)+len(p.Limits))
+	held, modes := p.Lines(), make([]string, 0, len(keys)+len(p.Limits))
 	for range keys {
-		modes = append(modes, holdMode(p))
+		modes = append(modes, p.HoldMode())
 	}
 	for range p.Limits {
 		modes = append(modes, "unit")
@@ -671,7 +650,7 @@ func (s *Store) grantBeyond(ctx context.Context, pt *pipeTx, p *store.AcquirePar
 	// new fronts. Each that cannot go waits again.
 	var wake []string
 	for _, name := range p.Limits {
-		wake = append(wake, limitLine(name))
+		wake = append(wake, store.LimitLine(name))
 	}
 	if p.Shared {
 		wake = append(wake, keys...)

@@ -11,7 +11,7 @@ import (
 )
 
 // Limits (store.Limiter): a limit is a row of limits; its units are holds of mode 'unit' on its
-// line key (limitLine). A grant of units locks the limits' rows, so a change of capacity or a
+// line key (store.LimitLine). A grant of units locks the limits' rows, so a change of capacity or a
 // deletion waits for grants in flight, and they for it.
 
 var _ store.Limiter = (*Store)(nil)
@@ -43,7 +43,7 @@ func (s *Store) SetLimit(ctx context.Context, p *store.SetLimitParams) (*store.L
 		if err := tx.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
 			return err
 		}
-		woken, err = s.wakeLines(ctx, tx, []string{limitLine(p.Name)}, now, false)
+		woken, err = s.wakeLines(ctx, tx, []string{store.LimitLine(p.Name)}, now, false)
 		return err
 	})
 	if err != nil {
@@ -71,7 +71,7 @@ func (s *Store) DeleteLimit(ctx context.Context, p *store.DeleteLimitParams) err
 			return err
 		}
 		var inUse int
-		if err := tx.QueryRow(ctx, s.hq.limitInUse, limitLine(p.Name)).Scan(&inUse); err != nil {
+		if err := tx.QueryRow(ctx, s.hq.limitInUse, store.LimitLine(p.Name)).Scan(&inUse); err != nil {
 			return err
 		}
 		if inUse > 0 {
@@ -80,7 +80,7 @@ func (s *Store) DeleteLimit(ctx context.Context, p *store.DeleteLimitParams) err
 		if _, err := tx.Exec(ctx, s.hq.deleteLimit, p.Name); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, s.hq.dropLine, limitLine(p.Name))
+		_, err = tx.Exec(ctx, s.hq.dropLine, store.LimitLine(p.Name))
 		return err
 	})
 	return s.holdErr("delete limit", p.Name, err)
@@ -129,7 +129,7 @@ func (s *Store) readLimits(ctx context.Context, tx pgx.Tx, p *store.LimitsParams
 		return nil, err
 	}
 	for _, l := range out {
-		hs, err := tx.Query(ctx, s.hq.limitHolders, limitLine(l.Name), now, store.MaxListLimit)
+		hs, err := tx.Query(ctx, s.hq.limitHolders, store.LimitLine(l.Name), now, store.MaxListLimit)
 		if err != nil {
 			return nil, err
 		}

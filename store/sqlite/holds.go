@@ -16,18 +16,6 @@ import (
 // the caller in every line. SQLite runs one writer at a time, so the reads and the writes are one
 // step.
 
-// limitLine is the key of a limit's line and holds: no key can equal it (keys hold no control
-// characters).
-func limitLine(name string) string { return "\x1e" + name }
-
-// holdMode is the holds.mode of a request's keys.
-func holdMode(p *store.AcquireParams) string {
-	if p.Shared {
-		return "shared"
-	}
-	return "exclusive"
-}
-
 // holdTx runs fn in one write transaction with the store's clock read once the write lock is held.
 func (s *Store) holdTx(ctx context.Context, op string, fn func(tx *sql.Tx, now int64) error) error {
 	if err := s.closed.Check(); err != nil {
@@ -102,7 +90,7 @@ func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*sto
 			var ahead int
 			refusal, err = s.limitRefusal(ctx, tx, p, p.Limits[i], caps[i], now, me, &ahead)
 			if me.has || ahead > 0 {
-				wake = append(wake, limitLine(p.Limits[i]))
+				wake = append(wake, store.LimitLine(p.Limits[i]))
 			}
 		}
 		switch {
@@ -135,19 +123,10 @@ func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*sto
 	return lease, nil
 }
 
-// lines are the lines a request waits in: its keys', then its limits'.
-func lines(p *store.AcquireParams) []string {
-	out := p.Keys()
-	for _, l := range p.Limits {
-		out = append(out, limitLine(l))
-	}
-	return out
-}
-
 // myPlace reads the caller's place: the arrival its live tickets share, if it has one in every
 // line of the request.
 func (s *Store) myPlace(ctx context.Context, tx *sql.Tx, p *store.AcquireParams, now int64) (place, error) {
-	ls := lines(p)
+	ls := p.Lines()
 	rows, err := s.hq(ctx, tx, sqlMyPlace).QueryContext(ctx, p.LeaseID, now, jsonList(ls))
 	if err != nil {
 		return place{}, err
@@ -264,7 +243,7 @@ func restOf(k string, r row, now int64) error {
 // It sets *ahead to the number of live tickets before the caller.
 func (s *Store) limitRefusal(ctx context.Context, tx *sql.Tx, p *store.AcquireParams, name string, c int, now int64, me place,
 	ahead *int) (error, error) {
-	line := limitLine(name)
+	line := store.LimitLine(name)
 	var inUse, n int
 	var holder sql.NullString
 	var soonest sql.NullInt64
@@ -287,7 +266,7 @@ func (s *Store) limitRefusal(ctx context.Context, tx *sql.Tx, p *store.AcquirePa
 // enqueueBeyond puts a refused waiter in every line of its request with one arrival, or keeps its
 // tickets alive if it has its place in all of them.
 func (s *Store) enqueueBeyond(ctx context.Context, tx *sql.Tx, p *store.AcquireParams, now int64, me place) error {
-	ls := lines(p)
+	ls := p.Lines()
 	expires := now + int64(p.TTL)
 	if me.has {
 		_, err := s.hq(ctx, tx, sqlKeepTickets).ExecContext(ctx, expires, p.LeaseID, p.Owner, jsonList(ls))
@@ -300,7 +279,7 @@ func (s *Store) enqueueBeyond(ctx context.Context, tx *sql.Tx, p *store.AcquireP
 	if err := s.hq(ctx, tx, sqlNextSeq).QueryRowContext(ctx, jsonList(ls)).Scan(&seq); err != nil {
 		return err
 	}
-	mode := holdMode(p)
+	mode := p.HoldMode()
 	for _, k := range ls {
 		_, err := s.hq(ctx, tx, sqlEnqueueTicket).ExecContext(ctx, k, p.LeaseID, p.Holder, p.Owner, now, expires, seq, mode, p.Key)
 		if err != nil {
@@ -322,7 +301,7 @@ func (s *Store) grantBeyond(ctx context.Context, tx *sql.Tx, p *store.AcquirePar
 		_, err := s.hq(ctx, tx, sqlGrantHold).ExecContext(ctx, p.LeaseID, key, mode, p.Key, p.Holder, p.Owner, token, now, expires, int64(p.Cooldown), int64(p.LockDelay), md)
 		return err
 	}
-	mode := holdMode(p)
+	mode := p.HoldMode()
 	for i, k := range p.Keys() {
 		md := sql.NullString{}
 		if i == 0 {
@@ -338,11 +317,11 @@ func (s *Store) grantBeyond(ctx context.Context, tx *sql.Tx, p *store.AcquirePar
 		}
 	}
 	for _, name := range p.Limits {
-		if err := hold(limitLine(name), "unit", sql.NullString{}); err != nil {
+		if err := hold(store.LimitLine(name), "unit", sql.NullString{}); err != nil {
 			return nil, err
 		}
 	}
-	ls := lines(p)
+	ls := p.Lines()
 	if _, err := s.hq(ctx, tx, sqlEndTickets).ExecContext(ctx, p.LeaseID, jsonList(ls)); err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 // Limits (store.Limiter): a limit is a row of limits; its units are holds of mode 'unit' on its
-// line key (limitLine).
+// line key (store.LimitLine).
 
 // SetLimit creates a limit or changes its capacity; a lowered capacity evicts nobody.
 func (s *Store) SetLimit(ctx context.Context, p *store.SetLimitParams) (*store.Limit, error) {
@@ -35,7 +35,7 @@ func (s *Store) SetLimit(ctx context.Context, p *store.SetLimitParams) (*store.L
 		return nil, err
 	}
 	// A raised capacity may let waiters go.
-	s.wakeFront(ctx, limitLine(p.Name))
+	s.wakeFront(ctx, store.LimitLine(p.Name))
 	return l, nil
 }
 
@@ -47,7 +47,7 @@ func (s *Store) DeleteLimit(ctx context.Context, p *store.DeleteLimitParams) err
 	return s.holdTx(ctx, "delete limit", func(tx *sql.Tx, now int64) error {
 		var inUse int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM holds WHERE key = ?1 AND ended = 0 AND expires_at > ?2`,
-			limitLine(p.Name), now).Scan(&inUse); err != nil {
+			store.LimitLine(p.Name), now).Scan(&inUse); err != nil {
 			return err
 		}
 		if inUse > 0 {
@@ -60,7 +60,7 @@ func (s *Store) DeleteLimit(ctx context.Context, p *store.DeleteLimitParams) err
 		if n, _ := res.RowsAffected(); n == 0 {
 			return store.ErrNotFound
 		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM tickets WHERE key = ?1`, limitLine(p.Name))
+		_, err = tx.ExecContext(ctx, `DELETE FROM tickets WHERE key = ?1`, store.LimitLine(p.Name))
 		return err
 	})
 }
@@ -106,7 +106,7 @@ func (s *Store) readLimits(ctx context.Context, tx *sql.Tx, p *store.LimitsParam
 	}
 	for _, l := range out {
 		hs, err := tx.QueryContext(ctx, `SELECT lease_key, lease_id, holder, owner, token, acquired_at, expires_at FROM holds
-			WHERE key = ?1 AND ended = 0 AND expires_at > ?2 ORDER BY token LIMIT ?3`, limitLine(l.Name), now, store.MaxListLimit)
+			WHERE key = ?1 AND ended = 0 AND expires_at > ?2 ORDER BY token LIMIT ?3`, store.LimitLine(l.Name), now, store.MaxListLimit)
 		if err != nil {
 			return nil, err
 		}
@@ -125,7 +125,7 @@ func (s *Store) readLimits(ctx context.Context, tx *sql.Tx, p *store.LimitsParam
 			return nil, err
 		}
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM holds WHERE key = ?1 AND ended = 0 AND expires_at > ?2`,
-			limitLine(l.Name), now).Scan(&l.InUse); err != nil {
+			store.LimitLine(l.Name), now).Scan(&l.InUse); err != nil {
 			return nil, err
 		}
 	}
