@@ -192,7 +192,7 @@ SELECT CASE WHEN count(*) = $8 THEN 0 ELSE ('a key''s row vanished under its loc
 	SELECT 0 AS part, i, rn, payload FROM f WHERE rn = 1 OR shared_run
 	UNION ALL
 	SELECT 1, l.i, 0, l.line FROM unnest($1::text[]) WITH ORDINALITY AS l(line, i)
-	WHERE $3::boolean AND NOT starts_with(l.line, E'') AND NOT EXISTS (SELECT 1 FROM f WHERE f.i = l.i)
+	WHERE $3::boolean AND NOT starts_with(l.line, E'\x1e') AND NOT EXISTS (SELECT 1 FROM f WHERE f.i = l.i)
 )
 SELECT x.payload, pg_notify({channel}, x.payload)::text FROM (SELECT * FROM p ORDER BY part, i, rn OFFSET 0) x`),
 		// $1 name, $2 capacity.
