@@ -205,6 +205,9 @@ func (s *RedlockStore) Acquire(ctx context.Context, p *store.AcquireParams) (*st
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	if err := store.RefuseBeyond("redlock", p); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	replies, errs := s.each(ctx, s.opTimeout(p.TTL), func(ctx context.Context, n *node) (*reply, error) {
 		return n.acquire(ctx, p, 0, s.maxSeen.Load())
