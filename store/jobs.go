@@ -184,6 +184,13 @@ type Kind struct {
 	RunningState string   `json:"running_state,omitempty"`
 	SuccessState string   `json:"success_state,omitempty"`
 	FailureState string   `json:"failure_state,omitempty"`
+	// Mode is how its jobs hold their resource: "exclusive" (the default, also "") or "shared"
+	// (SubmitParams.Mode overrides it per job).
+	Mode string `json:"mode,omitempty"`
+	// Limits are limit names, or templates such as "zone/{args.zone}" whose {args.NAME} parts
+	// take the value of the job's top-level argument NAME (a string or a number): each job of the
+	// kind takes a unit of each (store/jobs_holds.go).
+	Limits []string `json:"limits,omitempty"`
 }
 
 // JobError is one failed attempt in a job's history.
@@ -230,6 +237,11 @@ type Job struct {
 	// clock, before the attempt that claimed the job began. The worker bounds the claim time from
 	// below with start_of_call + ClaimWaited*(1-drift), as Locker does with Lease.Waited.
 	ClaimWaited time.Duration
+	// Beyond one key (store/jobs_holds.go): an attempt holds its resource shared with other shared
+	// holders, holds Resources too, and takes a unit of each of Limits, all granted at once.
+	Shared    bool
+	Resources []string
+	Limits    []string
 }
 
 // SubmitParams are the inputs of JobStore.SubmitJob.
@@ -246,6 +258,11 @@ type SubmitParams struct {
 	// Delay, relative to the store's clock, is preferred when both are possible.
 	ScheduledAt time.Time
 	Delay       time.Duration
+	// Mode: "" (the kind's), "exclusive" or "shared". Resources: extra resources the job's
+	// attempts hold too. Limits: limits the attempts take a unit of, besides the kind's.
+	Mode      string
+	Resources []string
+	Limits    []string
 }
 
 // SubmitResult is what SubmitJob returns.

@@ -112,7 +112,8 @@ func (k *Kind) Validate() error {
 	}
 	return firstError(ValidateResourceState("running_state", k.RunningState),
 		ValidateResourceState("success_state", k.SuccessState),
-		ValidateResourceState("failure_state", k.FailureState))
+		ValidateResourceState("failure_state", k.FailureState),
+		validateMode("mode", k.Mode), validateLimitTemplates(k.Limits))
 }
 
 // Guarded reports whether the kind declares a state guard or state changes.
@@ -143,7 +144,7 @@ func (p *SubmitParams) Validate() error {
 	if !p.ScheduledAt.IsZero() && p.Delay != 0 {
 		return invalid("scheduled_at", "must not be set together with delay")
 	}
-	return nil
+	return p.validateHolds()
 }
 
 // Validate checks the filters and applies the default limit.
