@@ -154,3 +154,28 @@ func fillTemplate(kind, t string, args map[string]json.RawMessage) (string, erro
 	})
 	return out, bad
 }
+
+// RefuseBeyondJob is what a job store that cannot hold more than a job's resource, exclusive,
+// answers a submit that asks for more: an *UnsupportedError naming the store and the feature.
+func RefuseBeyondJob(storeName string, p *SubmitParams) error {
+	switch {
+	case p.Mode == ModeShared:
+		return &UnsupportedError{Store: storeName, Feature: "shared jobs"}
+	case len(p.Resources) > 0:
+		return &UnsupportedError{Store: storeName, Feature: "jobs on several resources"}
+	case len(p.Limits) > 0:
+		return &UnsupportedError{Store: storeName, Feature: "jobs with limits"}
+	}
+	return nil
+}
+
+// RefuseBeyondKind is RefuseBeyondJob for a kind's mode and limits.
+func RefuseBeyondKind(storeName string, k *Kind) error {
+	switch {
+	case k.Mode == ModeShared:
+		return &UnsupportedError{Store: storeName, Feature: "shared jobs"}
+	case len(k.Limits) > 0:
+		return &UnsupportedError{Store: storeName, Feature: "jobs with limits"}
+	}
+	return nil
+}

@@ -26,7 +26,7 @@ type querier interface {
 // RegisterKinds creates or replaces kinds, all in one transaction.
 func (s *Store) RegisterKinds(ctx context.Context, kinds []store.Kind) error {
 	for i := range kinds {
-		if err := kinds[i].Validate(); err != nil {
+		if err := firstErr(kinds[i].Validate(), store.RefuseBeyondKind("postgres", &kinds[i])); err != nil {
 			return err
 		}
 	}
@@ -82,7 +82,7 @@ func scanKind(r pgx.Row) (store.Kind, error) {
 // SubmitJob enqueues a job in a transaction of its own: a SubmitMany of one job, one
 // round trip.
 func (s *Store) SubmitJob(ctx context.Context, p *store.SubmitParams) (*store.SubmitResult, error) {
-	if err := p.Validate(); err != nil {
+	if err := firstErr(p.Validate(), store.RefuseBeyondJob("postgres", p)); err != nil {
 		return nil, err
 	}
 	out, err := s.submitMany(ctx, []*store.SubmitParams{p})
@@ -99,7 +99,7 @@ func (s *Store) SubmitJob(ctx context.Context, p *store.SubmitParams) (*store.Su
 // SubmitJobTx enqueues a job in the caller's transaction: it exists, and wakes workers (NOTIFY
 // is delivered at commit), only if that transaction commits.
 func (s *Store) SubmitJobTx(ctx context.Context, tx pgx.Tx, p *store.SubmitParams) (*store.SubmitResult, error) {
-	if err := p.Validate(); err != nil {
+	if err := firstErr(p.Validate(), store.RefuseBeyondJob("postgres", p)); err != nil {
 		return nil, err
 	}
 	if tx == nil {
@@ -317,4 +317,14 @@ func (s *Store) jobErr(op string, err error) error {
 		return fmt.Errorf("postgres: %s: %w", op, store.ErrClosed)
 	}
 	return fmt.Errorf("postgres: %s: %w", op, err)
+}
+
+// firstErr is the first non-nil error, in order.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

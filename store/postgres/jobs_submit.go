@@ -28,6 +28,11 @@ func (s *Store) SubmitMany(ctx context.Context, ps []*store.SubmitParams) ([]*st
 	if err := store.ValidateSubmitMany(ps); err != nil {
 		return nil, err
 	}
+	for i, p := range ps {
+		if err := store.RefuseBeyondJob("postgres", p); err != nil {
+			return nil, store.AtJob(i, err)
+		}
+	}
 	out, err := s.submitMany(ctx, ps)
 	var fail *submitFailure
 	if errors.As(err, &fail) {
