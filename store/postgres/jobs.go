@@ -26,7 +26,7 @@ type querier interface {
 // RegisterKinds creates or replaces kinds, all in one transaction.
 func (s *Store) RegisterKinds(ctx context.Context, kinds []store.Kind) error {
 	for i := range kinds {
-		if err := firstErr(kinds[i].Validate(), store.RefuseBeyondKind("postgres", &kinds[i])); err != nil {
+		if err := kinds[i].Validate(); err != nil {
 			return err
 		}
 	}
@@ -36,9 +36,13 @@ func (s *Store) RegisterKinds(ctx context.Context, kinds []store.Kind) error {
 			if from == nil {
 				from = []string{}
 			}
+			limits := k.Limits
+			if limits == nil {
+				limits = []string{}
+			}
 			if _, err := tx.Exec(ctx, s.jq.kindUpsert, k.Name, string(k.Policy), k.MaxAttempts, k.Timeout.Milliseconds(),
 				k.Cooldown.Milliseconds(), from, k.RunningState, k.SuccessState, k.FailureState,
-				k.ResourceCooldown.Milliseconds()); err != nil {
+				k.ResourceCooldown.Milliseconds(), k.Mode, limits); err != nil {
 				return err
 			}
 		}
@@ -68,7 +72,7 @@ func scanKind(r pgx.Row) (store.Kind, error) {
 	var policy string
 	var timeoutMS, cooldownMS, resourceCooldownMS int64
 	err := r.Scan(&k.Name, &policy, &k.MaxAttempts, &timeoutMS, &cooldownMS, &k.FromStates, &k.RunningState,
-		&k.SuccessState, &k.FailureState, &resourceCooldownMS)
+		&k.SuccessState, &k.FailureState, &resourceCooldownMS, &k.Mode, &k.Limits)
 	k.Policy = store.BusyPolicy(policy)
 	k.Timeout = time.Duration(timeoutMS) * time.Millisecond
 	k.Cooldown = time.Duration(cooldownMS) * time.Millisecond
@@ -76,16 +80,19 @@ func scanKind(r pgx.Row) (store.Kind, error) {
 	if len(k.FromStates) == 0 {
 		k.FromStates = nil
 	}
+	if len(k.Limits) == 0 {
+		k.Limits = nil
+	}
 	return k, err
 }
 
 // SubmitJob enqueues a job in a transaction of its own: a SubmitMany of one job, one
 // round trip.
 func (s *Store) SubmitJob(ctx context.Context, p *store.SubmitParams) (*store.SubmitResult, error) {
-	if err := firstErr(p.Validate(), store.RefuseBeyondJob("postgres", p)); err != nil {
+	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	out, err := s.submitMany(ctx, []*store.SubmitParams{p})
+	out, err := s.submitAny(ctx, []*store.SubmitParams{p})
 	var fail *submitFailure
 	if errors.As(err, &fail) {
 		return nil, fail.err
@@ -99,7 +106,7 @@ func (s *Store) SubmitJob(ctx context.Context, p *store.SubmitParams) (*store.Su
 // SubmitJobTx enqueues a job in the caller's transaction: it exists, and wakes workers (NOTIFY
 // is delivered at commit), only if that transaction commits.
 func (s *Store) SubmitJobTx(ctx context.Context, tx pgx.Tx, p *store.SubmitParams) (*store.SubmitResult, error) {
-	if err := firstErr(p.Validate(), store.RefuseBeyondJob("postgres", p)); err != nil {
+	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	if tx == nil {
@@ -144,6 +151,24 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 	} else if err != nil {
 		return nil, err
 	}
+	shared, limits, err := store.ResolveHolds(&kind, p)
+	if err != nil {
+		return nil, err
+	}
+	if len(limits) > 0 {
+		var missing string
+		err := q.QueryRow(ctx, s.jq.unknownLimit, limits).Scan(&missing)
+		switch {
+		case err == nil:
+			return nil, store.UnknownLimit(missing)
+		case !errors.Is(err, pgx.ErrNoRows):
+			return nil, err
+		}
+	}
+	var resources []string // NULL for none
+	if len(p.Resources) > 0 {
+		resources = p.Resources
+	}
 	var cooldownEnd, coolUntil *time.Time
 	var coolJob int64
 	var now time.Time
@@ -187,7 +212,7 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 	}
 	head := !busy && coolUntil == nil
 	j, err := scanJob(q.QueryRow(ctx, s.jq.insert, p.Kind, p.Resource, string(args), skipped, head, maxAttempts,
-		p.Priority, p.IdempotencyKey, at, p.Delay.Milliseconds(), cooldownEnd, string(errs)))
+		p.Priority, p.IdempotencyKey, at, p.Delay.Milliseconds(), cooldownEnd, string(errs), shared, resources, limits))
 	if errors.Is(err, pgx.ErrNoRows) {
 		// A concurrent submit with the same key committed first (the insert waited for it).
 		j, err = scanJob(q.QueryRow(ctx, s.jq.existing, p.IdempotencyKey))
@@ -279,11 +304,18 @@ func scanJobAfter(r pgx.Row, lead ...any) (*store.Job, error) {
 	var args []byte
 	err := r.Scan(append(lead, &j.ID, &j.Seq, &j.Kind, &j.Resource, &args, &state, &j.Attempt, &j.MaxAttempts, &j.Priority,
 		&j.IdempotencyKey, &errs, &j.CreatedAt, &j.ScheduledAt, &attemptedAt, &finishedAt,
-		&j.Head, &j.Worker, &token, &leaseExp, &j.CancelRequested, &timeoutMS, &j.Owner)...)
+		&j.Head, &j.Worker, &token, &leaseExp, &j.CancelRequested, &timeoutMS, &j.Owner,
+		&j.Shared, &j.Resources, &j.Limits)...)
 	if err != nil {
 		return nil, err
 	}
 	j.Args = json.RawMessage(args)
+	if len(j.Resources) == 0 {
+		j.Resources = nil
+	}
+	if len(j.Limits) == 0 {
+		j.Limits = nil
+	}
 	j.State = store.JobState(state)
 	j.Token = uint64(token)
 	j.Timeout = time.Duration(timeoutMS) * time.Millisecond

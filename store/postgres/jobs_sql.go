@@ -13,6 +13,7 @@ import (
 // names (validated, then sanitized) are spliced in; every user value is a bind parameter.
 type jobQueries struct {
 	kindGet, kindUpsert, kindList        string
+	unknownLimit                         string
 	existing, lockResource, busy, insert string
 	get                                  string
 	// list is ListJobs' statement for each set of filters and state (see listJobsSQL).
@@ -30,7 +31,8 @@ type jobQueries struct {
 // jobCols is what every job-returning statement yields, in scanJob's order.
 const jobCols = `j.id, j.seq, j.kind, j.resource, j.args, j.state, j.attempt, j.max_attempts, j.priority,
 	coalesce(j.idempotency_key, ''), j.errors, j.created_at, j.scheduled_at, j.attempted_at, j.finished_at,
-	j.head, j.worker, j.token, j.lease_expires_at, j.cancel_requested, j.timeout_ms, j.owner`
+	j.head, j.worker, j.token, j.lease_expires_at, j.cancel_requested, j.timeout_ms, j.owner,
+	j.shared, j.resources, j.limits`
 
 const unfinished = `('scheduled', 'available', 'running', 'retryable')`
 
@@ -70,23 +72,28 @@ func buildJobQueries(schema, channel string) jobQueries {
 	// The schema is [a-z0-9_] and the channel derives from it, so neither can hold a quote.
 	r := strings.NewReplacer(
 		"{jobs}", id("jobs"), "{resources}", id("resources"), "{kinds}", id("job_kinds"),
-		"{leases}", id("leases"), "{tickets}", id("tickets"), "{holds}", id("holds"), "{token_seq}", "'"+id("token_seq")+"'", "{job_seq}", "'"+id("job_seq")+"'",
+		"{leases}", id("leases"), "{tickets}", id("tickets"), "{holds}", id("holds"), "{limits}", id("limits"), "{token_seq}", "'"+id("token_seq")+"'", "{job_seq}", "'"+id("job_seq")+"'",
 		"{channel}", "'"+channel+"'", "{jobkey}", "E'\\x1fjob:'",
 	)
 	q := func(s string) string { return r.Replace(s) }
 	return jobQueries{
 		kindGet: q(`SELECT name, policy, max_attempts, timeout_ms, cooldown_ms, from_states, running_state,
-	success_state, failure_state, resource_cooldown_ms FROM {kinds} WHERE name = $1`),
+	success_state, failure_state, resource_cooldown_ms, mode, limits FROM {kinds} WHERE name = $1`),
 		kindList: q(`SELECT name, policy, max_attempts, timeout_ms, cooldown_ms, from_states, running_state,
-	success_state, failure_state, resource_cooldown_ms FROM {kinds} ORDER BY name`),
+	success_state, failure_state, resource_cooldown_ms, mode, limits FROM {kinds} ORDER BY name`),
 		kindUpsert: q(`INSERT INTO {kinds} (name, policy, max_attempts, timeout_ms, cooldown_ms, from_states,
-	running_state, success_state, failure_state, resource_cooldown_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+	running_state, success_state, failure_state, resource_cooldown_ms, mode, limits)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 ON CONFLICT (name) DO UPDATE SET policy = excluded.policy, max_attempts = excluded.max_attempts,
 	timeout_ms = excluded.timeout_ms, cooldown_ms = excluded.cooldown_ms, from_states = excluded.from_states,
 	running_state = excluded.running_state, success_state = excluded.success_state,
-	failure_state = excluded.failure_state, resource_cooldown_ms = excluded.resource_cooldown_ms`),
+	failure_state = excluded.failure_state, resource_cooldown_ms = excluded.resource_cooldown_ms,
+	mode = excluded.mode, limits = excluded.limits`),
 
 		existing: q(`SELECT ` + jobCols + ` FROM {jobs} j WHERE j.idempotency_key = $1`),
+		// The first of the limits $1 that does not exist.
+		unknownLimit: q(`SELECT n FROM unnest($1::text[]) WITH ORDINALITY AS u (n, i)
+WHERE NOT EXISTS (SELECT 1 FROM {limits} l WHERE l.name = u.n) ORDER BY i LIMIT 1`),
 		// The no-op DO UPDATE locks an existing row, so submits to one resource (and the ends of
 		// its jobs) decide its head one at a time.
 		lockResource: q(`INSERT INTO {resources} AS r (key) VALUES ($1)
@@ -96,15 +103,17 @@ RETURNING (r.cooldowns ->> $2)::timestamptz, CASE WHEN r.cooldown_until > now() 
 		busy: q(`SELECT j.id, j.state FROM {jobs} j WHERE j.resource = $1 AND j.state IN ` + unfinished + `
 ORDER BY j.seq LIMIT 1`),
 		// $1 kind, $2 resource, $3 args, $4 skipped, $5 head, $6 max attempts, $7 priority,
-		// $8 idempotency key, $9 absolute time or null, $10 delay ms, $11 cooldown end, $12 errors.
+		// $8 idempotency key, $9 absolute time or null, $10 delay ms, $11 cooldown end, $12 errors,
+		// $13 shared, $14 extra resources or null, $15 limits or null (store.ResolveHolds).
 		insert: q(`WITH v AS (
 	SELECT CASE WHEN $5::bool THEN greatest(t.at, $11::timestamptz) ELSE t.at END AS at
 	FROM (SELECT coalesce($9::timestamptz, now() + $10::bigint * interval '1 millisecond') AS at) t
 )
 INSERT INTO {jobs} AS j (seq, kind, resource, args, state, head, max_attempts, priority, idempotency_key,
-	scheduled_at, finished_at, errors)
+	scheduled_at, finished_at, errors, shared, resources, limits, holds)
 SELECT nextval({job_seq}), $1, $2, $3, CASE WHEN $4::bool THEN 'skipped' WHEN v.at > now() THEN 'scheduled'
-	ELSE 'available' END, $5, $6, $7, nullif($8, ''), v.at, CASE WHEN $4::bool THEN now() END, $12
+	ELSE 'available' END, $5, $6, $7, nullif($8, ''), v.at, CASE WHEN $4::bool THEN now() END, $12,
+	$13::bool, $14::text[], $15::text[], $13::bool OR coalesce(cardinality($14::text[]), 0) > 0 OR coalesce(cardinality($15::text[]), 0) > 0
 FROM v
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING ` + jobCols),

@@ -18,7 +18,7 @@ import (
 // uses: the job exists, and wakes workers, only if that transaction commits. Other drivers
 // (lib/pq) are not supported: they cannot pass the array parameters the submit statements use.
 func (s *Store) SubmitJobSQLTx(ctx context.Context, tx *sql.Tx, p *store.SubmitParams) (*store.SubmitResult, error) {
-	if err := firstErr(p.Validate(), store.RefuseBeyondJob("postgres", p)); err != nil {
+	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	if tx == nil {

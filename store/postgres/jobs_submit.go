@@ -28,12 +28,7 @@ func (s *Store) SubmitMany(ctx context.Context, ps []*store.SubmitParams) ([]*st
 	if err := store.ValidateSubmitMany(ps); err != nil {
 		return nil, err
 	}
-	for i, p := range ps {
-		if err := store.RefuseBeyondJob("postgres", p); err != nil {
-			return nil, store.AtJob(i, err)
-		}
-	}
-	out, err := s.submitMany(ctx, ps)
+	out, err := s.submitAny(ctx, ps)
 	var fail *submitFailure
 	if errors.As(err, &fail) {
 		return nil, store.AtJob(fail.index, fail.err)
@@ -203,7 +198,7 @@ func ranks(ps []*store.SubmitParams) (rn, first []int32, ok bool) {
 
 // refusalRE finds the refusal submitInsertSQL raises (as a failed cast to int, the one way a
 // plain SQL statement can fail on purpose and say why): reason, index from 1, head job, state.
-var refusalRE = regexp.MustCompile(`baton-batch-refused:(kind|busy):(\d+):(\d*):([a-z]*)`)
+var refusalRE = regexp.MustCompile(`baton-batch-refused:(kind|busy|beyond):(\d+):(\d*):([a-z]*)`)
 
 // refusal turns the statement's refusal into a *submitFailure holding the error a single submit
 // of the job would give; other errors pass unchanged.
@@ -221,8 +216,11 @@ func (s *Store) refusal(ps []*store.SubmitParams, err error) error {
 		return err
 	}
 	p := ps[idx-1]
-	if m[1] == "kind" {
+	switch m[1] {
+	case "kind":
 		return &submitFailure{index: idx - 1, err: unknownKind(p.Kind)}
+	case "beyond":
+		return errBeyondKind
 	}
 	head, _ := strconv.ParseInt(m[3], 10, 64)
 	return &submitFailure{index: idx - 1,

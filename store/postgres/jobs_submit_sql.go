@@ -106,11 +106,13 @@ const submitInsertSQL = `WITH req AS (
 	SELECT (SELECT array_agg(a.v ORDER BY a.v) FROM (SELECT nextval({job_ids}) AS v FROM fresh) a) AS ids,
 		(SELECT array_agg(a.v ORDER BY a.v) FROM (SELECT nextval({job_seq}) AS v FROM fresh) a) AS seqs
 ), kk AS (
-	SELECT array_agg(k.name) AS names, array_agg(k.policy) AS policies, array_agg(k.max_attempts) AS max_attempts
+	SELECT array_agg(k.name) AS names, array_agg(k.policy) AS policies, array_agg(k.max_attempts) AS max_attempts,
+		array_agg(k.mode = 'shared' OR cardinality(k.limits) > 0) AS beyonds
 	FROM {kinds} k WHERE k.name = ANY (ARRAY(SELECT DISTINCT kind FROM fresh))
 ), plan0 AS MATERIALIZED (
 	SELECT f.idx, f.kind, f.resource, f.args, f.ikey, f.priority, f.rn, d.ids[f.n] AS id, d.seqs[f.n] AS seq,
 		array_position(kk.names, f.kind) IS NOT NULL AS kind_known,
+		coalesce(kk.beyonds[array_position(kk.names, f.kind)], false) AS kind_beyond,
 		coalesce(nullif(f.policy, ''), kk.policies[array_position(kk.names, f.kind)]) AS policy,
 		coalesce(nullif(f.max_attempts, 0), kk.max_attempts[array_position(kk.names, f.kind)]) AS max_attempts,
 		coalesce(f.at, now() + f.delay_ms * interval '1 millisecond') AS at0,
@@ -136,8 +138,9 @@ const submitInsertSQL = `WITH req AS (
 		CASE WHEN p.busy THEN p.at0 ELSE greatest(p.at0, p.cooldown_end) END AS at1
 	FROM plan1 p
 ), bad AS (
-	SELECT p.idx, CASE WHEN NOT p.kind_known THEN 'kind' ELSE 'busy' END AS why, p.h_id, p.h_state
-	FROM plan p WHERE NOT p.kind_known OR p.rejected
+	SELECT p.idx, CASE WHEN NOT p.kind_known THEN 'kind' WHEN p.kind_beyond THEN 'beyond' ELSE 'busy' END AS why,
+		p.h_id, p.h_state
+	FROM plan p WHERE NOT p.kind_known OR p.kind_beyond OR p.rejected
 	ORDER BY p.idx LIMIT 1
 ), verdict AS (
 	SELECT CASE WHEN b.idx IS NULL THEN true
@@ -176,7 +179,8 @@ var submitOneSQL = `WITH ex AS (
 	SELECT u.id, u.state FROM {jobs} u WHERE u.resource = $2::text AND u.state IN {unfinished}
 	ORDER BY u.seq LIMIT 1
 ), v AS (
-	SELECT k.name IS NOT NULL AS kind_known, coalesce(nullif($5::text, ''), k.policy) AS policy,
+	SELECT k.name IS NOT NULL AS kind_known, coalesce(k.mode = 'shared' OR cardinality(k.limits) > 0, false) AS kind_beyond,
+		coalesce(nullif($5::text, ''), k.policy) AS policy,
 		coalesce(nullif($6::int, 0), k.max_attempts) AS max_attempts, h.id AS h_id, h.state AS h_state,
 		$2::text AS resource, c.cool_until, c.cool_job,
 		CASE WHEN h.id IS NULL THEN greatest(t.at,
@@ -189,6 +193,7 @@ var submitOneSQL = `WITH ex AS (
 	WHERE NOT EXISTS (SELECT 1 FROM ex)
 ), verdict AS (
 	SELECT CASE WHEN NOT v.kind_known THEN CAST('baton-batch-refused:kind:1::' || coalesce(v.h_state, '') AS int) > 0
+		WHEN v.kind_beyond THEN CAST('baton-batch-refused:beyond:1::' || coalesce(v.h_state, '') AS int) > 0
 		WHEN v.h_id IS NOT NULL AND v.policy = 'reject' AND v.cool_until IS NULL
 			THEN CAST('baton-batch-refused:busy:1:' || v.h_id || ':' || v.h_state AS int) > 0
 		ELSE true END AS ok
@@ -234,12 +239,14 @@ var submitNoKeysSQL = `WITH req AS (
 		(SELECT array_agg(a.v ORDER BY a.v) FROM (SELECT nextval({job_seq}) AS v
 			FROM generate_series(1, cardinality($1::text[]))) a) AS seqs
 ), kk AS (
-	SELECT array_agg(k.name) AS names, array_agg(k.policy) AS policies, array_agg(k.max_attempts) AS max_attempts
+	SELECT array_agg(k.name) AS names, array_agg(k.policy) AS policies, array_agg(k.max_attempts) AS max_attempts,
+		array_agg(k.mode = 'shared' OR cardinality(k.limits) > 0) AS beyonds
 	FROM {kinds} k WHERE k.name = ANY (ARRAY(SELECT DISTINCT u.kind FROM unnest($1::text[]) AS u (kind)))
 ), plan0 AS (
 	SELECT r.idx, r.kind, r.resource, r.args, r.priority, r.rn, r.first, d.ids[r.idx] AS id, d.seqs[r.idx] AS seq,
 		d.ids[r.first] AS first_id,
 		array_position(kk.names, r.kind) IS NOT NULL AS kind_known,
+		coalesce(kk.beyonds[array_position(kk.names, r.kind)], false) AS kind_beyond,
 		coalesce(nullif(r.policy, ''), kk.policies[array_position(kk.names, r.kind)]) AS policy,
 		coalesce(nullif(r.max_attempts, 0), kk.max_attempts[array_position(kk.names, r.kind)]) AS max_attempts,
 		coalesce(r.at, now() + r.delay_ms * interval '1 millisecond') AS at0,
@@ -265,12 +272,12 @@ var submitNoKeysSQL = `WITH req AS (
 	-- The first job that cannot be submitted, and the head a refused job names: the
 	-- resource's before the batch, else the batch's first job on it (not busy: available or
 	-- scheduled, by its start).
-	SELECT p.idx, CASE WHEN p.kind_known THEN 'busy' ELSE 'kind' END AS why,
-		CASE WHEN p.kind_known THEN coalesce(p.h0_id, p.first_id) ELSE 0 END AS h_id,
-		CASE WHEN NOT p.kind_known THEN ''
+	SELECT p.idx, CASE WHEN NOT p.kind_known THEN 'kind' WHEN p.kind_beyond THEN 'beyond' ELSE 'busy' END AS why,
+		CASE WHEN p.kind_known AND NOT p.kind_beyond THEN coalesce(p.h0_id, p.first_id) ELSE 0 END AS h_id,
+		CASE WHEN NOT p.kind_known OR p.kind_beyond THEN ''
 			ELSE coalesce(p.h0_state, CASE WHEN (SELECT at1s FROM firsts)[p.first] > now() THEN 'scheduled' ELSE 'available' END)
 			END AS h_state
-	FROM plan p WHERE NOT p.kind_known OR p.rejected
+	FROM plan p WHERE NOT p.kind_known OR p.kind_beyond OR p.rejected
 	ORDER BY p.idx LIMIT 1
 ), verdict AS (
 	SELECT CASE WHEN b.idx IS NULL THEN true

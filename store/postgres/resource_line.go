@@ -81,7 +81,7 @@ ON CONFLICT (key) DO UPDATE SET locks = true`,
 	expires_at = j.lease_expires_at, available_at = j.lease_expires_at, ended = 0, job_id = j.id
 FROM ` + id("jobs") + ` j
 WHERE l.key = $1 AND l.lease_id = '' AND l.job_id = 0 AND l.available_at <= now()
-	AND j.resource = $1 AND j.state = 'running' AND j.lease_expires_at > now()`,
+	AND j.resource = $1 AND j.state = 'running' AND j.lease_expires_at > now() AND NOT j.holds`,
 		`UPDATE ` + id("leases") + ` l SET available_at = r.cooldown_until, ended = 3
 FROM ` + id("resources") + ` r
 WHERE l.key = $1 AND l.lease_id = '' AND l.job_id = 0 AND l.available_at <= now()
