@@ -30,7 +30,7 @@ import (
 // holdQueries are the statements of holds.go and limits.go, built once at open.
 type holdQueries struct {
 	lockRows, lockLimits, reacquire, place, keyLine, limitUse, markWaiters, refresh,
-	dropTickets, enqueue, keysOf, renewHolds, renewRows,
+	dropTickets, enqueue, keysOf, renewHolds, renewRows, refreshJob,
 	countEnded, settle, forceEndHolds, fronts, notify, notifyJobs, setLimit, lockLimit, limitInUse,
 	deleteLimit, dropLine, readLimits, limitHolders string
 	// The statements of the batches (holds_pipe.go).
@@ -41,6 +41,8 @@ type holdQueries struct {
 	reacquireAt, placeAt, keyLineAt, limitUseAt string
 	// settle, wake and notifyJobs of the holds a release (endHoldsNow) just ended.
 	settleEnded, wakeEnded, notifyJobsEnded string
+	// The end of job attempts' holds (jobs_beyond.go).
+	lockJobHolds, endJobHolds, settleJobEnded, wakeJobEnded, notifyJobsJobEnded string
 }
 
 // beforeMe selects the live tickets of line $1 that are before the caller (lease ID $2) at $3:
@@ -74,7 +76,8 @@ func buildHoldQueries(schema, channel string) holdQueries {
 		keyLine: q(`SELECT (SELECT count(*) ` + beforeMe + ` AND (NOT $7::boolean OR t.mode = 'exclusive')),
 	(SELECT t.holder ` + beforeMe + ` AND (NOT $7::boolean OR t.mode = 'exclusive') ORDER BY t.first DESC, t.created_at, t.seq LIMIT 1),
 	(SELECT min(h.id) FROM {jobs} h WHERE h.resource = $1 AND h.head AND h.state IN ('scheduled', 'available', 'retryable')
-		AND h.scheduled_at <= $3 AND h.created_at <= $8::timestamptz),
+		AND h.scheduled_at <= $3 AND h.created_at <= $8::timestamptz
+		AND E'\x1fjob:' || h.id <> $2 AND NOT ($7::boolean AND h.shared)),
 	sh.mode, sh.holder, sh.token, sh.expires_at
 FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT mode, holder, token, expires_at FROM {holds}
 	WHERE key = $1 AND ended = 0 AND expires_at > $3 ORDER BY mode = 'exclusive' DESC, expires_at LIMIT 1) sh ON true`),
@@ -90,6 +93,8 @@ FROM {holds} WHERE key = $1 AND ended = 0 AND expires_at > $3`),
 	AND expires_at > $2 AND NOT waiters`),
 		// $1 expires, $2 lease_id, $3 owner, $4 lines.
 		refresh: q(`UPDATE {tickets} SET expires_at = $1 WHERE lease_id = $2 AND owner = $3 AND key = ANY ($4::text[])`),
+		// A job's tickets, whoever claims it. $1 expires, $2 lease_id, $3 lines.
+		refreshJob: q(`UPDATE {tickets} SET expires_at = $1 WHERE lease_id = $2 AND key = ANY ($3::text[])`),
 		// $1 lease_id, $2 lines.
 		dropTickets: q(`DELETE FROM {tickets} WHERE lease_id = $1 AND key = ANY ($2::text[])`),
 		// One ticket per line, all with one arrival ($5) and one seq, drawn once from the column's
@@ -236,6 +241,21 @@ FROM h WHERE l.key = h.key AND l.lease_id = '' AND l.job_id = 0 AND l.ended = 0`
 	hq.wakeEnded = strings.ReplaceAll(strings.ReplaceAll(strings.ReplaceAll(hq.wake, "$2", nowSetting), "$3::boolean", "true"),
 		"unnest($1::text[])", "unnest(ARRAY("+q(justEnded)+" ORDER BY key))")
 	hq.notifyJobsEnded = strings.ReplaceAll(hq.notifyJobs, "= ANY ($1::text[])", "IN ("+q(justEnded)+" AND mode <> 'unit')")
+	// The end of job attempts (jobs_beyond.go): the holds of the attempts ($1 ids, $2 tokens) that
+	// the statements before them in the batch ended (the job is no longer running with that
+	// token), ended at the instant setNow kept; then, by their lease IDs ($1), their keys'
+	// summary rows, the wakes of their lines and of their keys' jobs.
+	jobHolds := `(SELECT E'\x1fjob:' || r.id, r.token FROM unnest($1::bigint[], $2::bigint[]) AS r (id, token)
+	WHERE NOT EXISTS (SELECT 1 FROM {jobs} j WHERE j.id = r.id AND j.token = r.token AND j.state = 'running'))`
+	hq.lockJobHolds = q(`SELECT key FROM {leases} WHERE key IN (SELECT h.key FROM {holds} h
+	WHERE (h.lease_id, h.token) IN ` + jobHolds + ` AND h.ended = 0 AND h.mode <> 'unit') ORDER BY key FOR UPDATE`)
+	hq.endJobHolds = q(`UPDATE {holds} SET ended = 1, expires_at = least(expires_at, ` + nowSetting + `)
+WHERE (lease_id, token) IN ` + jobHolds + ` AND ended = 0 AND expires_at > ` + nowSetting)
+	byIDs := strings.NewReplacer("lease_id = $1 AND lease_key = $2 AND owner = $3", "lease_id = ANY ($1::text[])",
+		"e.lease_id = $1 AND e.lease_key = $2 AND e.owner = $3", "e.lease_id = ANY ($1::text[])")
+	hq.settleJobEnded = byIDs.Replace(hq.settleEnded)
+	hq.wakeJobEnded = byIDs.Replace(hq.wakeEnded)
+	hq.notifyJobsJobEnded = byIDs.Replace(hq.notifyJobsEnded)
 	hq.reacquireAt = nowOr(hq.reacquire, 4)
 	hq.placeAt = nowOr(hq.place, 2)
 	hq.keyLineAt = nowOr(hq.keyLine, 3, 5, 8)
@@ -329,9 +349,6 @@ func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*sto
 	if len(p.Metadata) > 0 {
 		md = string(p.Metadata)
 	}
-	keys := p.Keys()
-	sortedKeys := slices.Sorted(slices.Values(keys))
-	sortedLimits := slices.Sorted(slices.Values(p.Limits))
 	for attempt := 0; ; attempt++ {
 		var (
 			lease   *store.Lease
@@ -339,105 +356,8 @@ func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*sto
 			missing []string
 			woken   []string
 		)
-		err := s.pipeRun(ctx, func(pt *pipeTx) error {
-			lease, refusal, missing, woken = nil, nil, nil, nil
-			// The locks: the keys' rows in key order, then the limits' rows in name order, then
-			// the clock; then, in a fresh snapshot after them, the reads (at the clock's instant,
-			// which the session keeps: setNow). The lines are read as for a newcomer, and again
-			// if the caller has its place in them.
-			var (
-				rows        map[string]*keyRow
-				caps        map[string]int
-				now         time.Time
-				reacquireID string
-				me          place
-				keyLines    []keyLineRead
-				limitUses   []limitUseRead
-			)
-			err := pt.batch(ctx, func(b *pgx.Batch) {
-				b.Queue(s.hq.lockRows, sortedKeys)
-				if len(sortedLimits) > 0 {
-					b.Queue(s.hq.lockLimits, sortedLimits)
-				}
-				b.Queue(setNow)
-				b.Queue(s.hq.reacquireAt, p.Key, p.Holder, p.Owner, nil)
-				b.Queue(s.hq.placeAt, p.LeaseID, nil, p.Lines())
-				s.queueLines(b, p, nil, place{})
-			}, false, func(br pgx.BatchResults) error {
-				r, err := br.Query()
-				if err != nil {
-					return err
-				}
-				if rows, err = scanKeyRows(r, len(keys)); err != nil {
-					return err
-				}
-				if len(sortedLimits) > 0 {
-					if r, err = br.Query(); err != nil {
-						return err
-					}
-					if caps, err = scanCaps(r, len(sortedLimits)); err != nil {
-						return err
-					}
-				}
-				if err := br.QueryRow().Scan(&now); err != nil {
-					return err
-				}
-				if err := br.QueryRow().Scan(&reacquireID); err != nil && !errors.Is(err, pgx.ErrNoRows) {
-					return err
-				}
-				if r, err = br.Query(); err != nil {
-					return err
-				}
-				if me, err = scanPlace(r, len(p.Lines())); err != nil {
-					return err
-				}
-				keyLines, limitUses, err = readLines(br, p)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			for _, k := range keys {
-				if rows[k] == nil {
-					missing = append(missing, k)
-				}
-			}
-			if len(missing) > 0 {
-				return errUnmarked
-			}
-			for _, name := range sortedLimits {
-				if _, ok := caps[name]; !ok {
-					return store.UnknownLimit(name)
-				}
-			}
-			if reacquireID != "" {
-				lease, err = s.renewHoldsTx(ctx, pt.conn, &store.RenewParams{Key: p.Key, LeaseID: reacquireID, Owner: p.Owner, TTL: p.TTL}, now, true)
-				return err
-			}
-			if me.has {
-				err = pt.batch(ctx, func(b *pgx.Batch) { s.queueLines(b, p, &now, me) }, false, func(br pgx.BatchResults) (err error) {
-					keyLines, limitUses, err = readLines(br, p)
-					return err
-				})
-				if err != nil {
-					return err
-				}
-			}
-			for i, k := range keys {
-				if refusal = keyRefusal(p, k, rows[k], now, keyLines[i].sum, keyLines[i]); refusal != nil {
-					break
-				}
-			}
-			for i := 0; refusal == nil && i < len(p.Limits); i++ {
-				refusal = limitRefusal(p, p.Limits[i], caps[p.Limits[i]], now, limitUses[i])
-			}
-			switch {
-			case refusal != nil && p.Wait:
-				return s.enqueueBeyond(ctx, pt, p, now, me)
-			case refusal != nil:
-				return nil
-			}
-			lease, woken, err = s.grantBeyond(ctx, pt, p, now, md)
+		err := s.pipeRun(ctx, func(pt *pipeTx) (err error) {
+			lease, refusal, missing, woken, err = s.beyondTx(ctx, pt, p, md, nil)
 			return err
 		})
 		if errors.Is(err, errUnmarked) && attempt < acquireAttempts {
@@ -464,6 +384,175 @@ func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*sto
 		}
 		return lease, nil
 	}
+}
+
+// beyondJob is what a job's attempt adds to the transaction of a grant beyond one key
+// (claimHolds): its place in every line is its submit (arrival), it never renews another lease of
+// its holder, its row is locked first (pre, read by preRead), and its grant is written before the
+// commit (granted, which commits).
+type beyondJob struct {
+	arrival time.Time
+	pre     func(b *pgx.Batch)
+	preRead func(br pgx.BatchResults) error
+	granted func(pt *pipeTx, l *store.Lease, now time.Time) error
+}
+
+// beyondTx is the transaction of acquireBeyond (and, with job, of a job's claim) on pt: it grants
+// p, or refuses it (enqueuing or refreshing its tickets if it waits), and commits; or it fails with
+// errUnmarked, naming the keys without a leases row (missing).
+func (s *Store) beyondTx(ctx context.Context, pt *pipeTx, p *store.AcquireParams, md any, job *beyondJob) (
+	lease *store.Lease, refusal error, missing, woken []string, err error) {
+	keys := p.Keys()
+	sortedKeys := slices.Sorted(slices.Values(keys))
+	sortedLimits := slices.Sorted(slices.Values(p.Limits))
+	// The locks: the keys' rows in key order, then the limits' rows in name order, then
+	// the clock; then, in a fresh snapshot after them, the reads (at the clock's instant,
+	// which the session keeps: setNow). The lines are read as for a newcomer, and again
+	// if the caller has its place in them; a job's, at its place (its submit).
+	var (
+		rows        map[string]*keyRow
+		caps        map[string]int
+		now         time.Time
+		reacquireID string
+		me          place
+		keyLines    []keyLineRead
+		limitUses   []limitUseRead
+	)
+	linePlace := place{}
+	if job != nil {
+		linePlace = place{at: job.arrival, has: true}
+	}
+	err = pt.batch(ctx, func(b *pgx.Batch) {
+		if job != nil {
+			job.pre(b)
+		}
+		b.Queue(s.hq.lockRows, sortedKeys)
+		if len(sortedLimits) > 0 {
+			b.Queue(s.hq.lockLimits, sortedLimits)
+		}
+		b.Queue(setNow)
+		if job == nil {
+			b.Queue(s.hq.reacquireAt, p.Key, p.Holder, p.Owner, nil)
+		}
+		b.Queue(s.hq.placeAt, p.LeaseID, nil, p.Lines())
+		s.queueLines(b, p, nil, linePlace)
+	}, false, func(br pgx.BatchResults) error {
+		if job != nil {
+			if err := job.preRead(br); err != nil {
+				return err
+			}
+		}
+		r, err := br.Query()
+		if err != nil {
+			return err
+		}
+		if rows, err = scanKeyRows(r, len(keys)); err != nil {
+			return err
+		}
+		if len(sortedLimits) > 0 {
+			if r, err = br.Query(); err != nil {
+				return err
+			}
+			if caps, err = scanCaps(r, len(sortedLimits)); err != nil {
+				return err
+			}
+		}
+		if err := br.QueryRow().Scan(&now); err != nil {
+			return err
+		}
+		if job == nil {
+			if err := br.QueryRow().Scan(&reacquireID); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+		}
+		if r, err = br.Query(); err != nil {
+			return err
+		}
+		if me, err = scanPlace(r, len(p.Lines())); err != nil {
+			return err
+		}
+		keyLines, limitUses, err = readLines(br, p)
+		return err
+	})
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	for _, k := range keys {
+		if rows[k] == nil {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, nil, missing, nil, errUnmarked
+	}
+	for _, name := range sortedLimits {
+		if _, ok := caps[name]; !ok {
+			return nil, nil, nil, nil, store.UnknownLimit(name)
+		}
+	}
+	if reacquireID != "" {
+		lease, err = s.renewHoldsTx(ctx, pt.conn, &store.RenewParams{Key: p.Key, LeaseID: reacquireID, Owner: p.Owner, TTL: p.TTL}, now, true)
+		return lease, nil, nil, nil, err
+	}
+	if me.has && job == nil {
+		err = pt.batch(ctx, func(b *pgx.Batch) { s.queueLines(b, p, &now, me) }, false, func(br pgx.BatchResults) (err error) {
+			keyLines, limitUses, err = readLines(br, p)
+			return err
+		})
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+	}
+	for i, k := range keys {
+		if refusal = keyRefusal(p, k, rows[k], now, keyLines[i].sum, keyLines[i]); refusal != nil {
+			break
+		}
+	}
+	for i := 0; refusal == nil && i < len(p.Limits); i++ {
+		refusal = limitRefusal(p, p.Limits[i], caps[p.Limits[i]], now, limitUses[i])
+	}
+	switch {
+	case refusal != nil && job != nil:
+		return nil, refusal, nil, nil, s.enqueueJob(ctx, pt, p, now, me, job.arrival)
+	case refusal != nil && p.Wait:
+		return nil, refusal, nil, nil, s.enqueueBeyond(ctx, pt, p, now, me)
+	case refusal != nil:
+		return nil, refusal, nil, nil, nil
+	}
+	lease, woken, err = s.grantBeyond(ctx, pt, p, now, md, job == nil)
+	if err == nil && job != nil {
+		err = job.granted(pt, lease, now)
+	}
+	return lease, nil, nil, woken, err
+}
+
+// enqueueJob keeps a refused job's tickets alive in every line of its request (me: it has them
+// all), or puts them there again at its submit (arrival), for the claim TTL from now: lock
+// requests that arrive later wait behind it. Its tickets are refreshed whoever claims it (not only
+// the owner that enqueued them); and commits.
+func (s *Store) enqueueJob(ctx context.Context, pt *pipeTx, p *store.AcquireParams, now time.Time, me place, arrival time.Time) error {
+	ls := p.Lines()
+	expires := expiry(now, p.TTL)
+	return pt.batch(ctx, func(b *pgx.Batch) {
+		b.Queue(s.hq.markWaiters, p.Keys(), now)
+		if me.has {
+			b.Queue(s.hq.refreshJob, expires, p.LeaseID, ls)
+			return
+		}
+		b.Queue(s.hq.dropTickets, p.LeaseID, ls)
+		b.Queue(s.hq.enqueue, ls, p.LeaseID, p.Holder, p.Owner, arrival, expires, p.HoldMode(), p.Key)
+	}, true, func(br pgx.BatchResults) error {
+		n := 2
+		if me.has {
+			n = 1
+		}
+		for range n + 1 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // holdSummary is the hold that refuses a request on a key held by holds (read by keyLine).
@@ -634,9 +723,9 @@ func (s *Store) enqueueBeyond(ctx context.Context, pt *pipeTx, p *store.AcquireP
 }
 
 // grantBeyond grants every key and limit unit of the request under one token, ends its tickets,
-// wakes the new fronts of the lines that may let others go too, and commits. It returns the lease
+// wakes the new fronts of the lines that may let others go too, and commits if commit. It returns the lease
 // and the payloads NOTIFYed.
-func (s *Store) grantBeyond(ctx context.Context, pt *pipeTx, p *store.AcquireParams, now time.Time, md any) (*store.Lease, []string, error) {
+func (s *Store) grantBeyond(ctx context.Context, pt *pipeTx, p *store.AcquireParams, now time.Time, md any, commit bool) (*store.Lease, []string, error) {
 	expires := expiry(now, p.TTL)
 	keys := p.Keys()
 	held, modes := p.Lines(), make([]string, 0, len(keys)+len(p.Limits))
@@ -666,7 +755,7 @@ func (s *Store) grantBeyond(ctx context.Context, pt *pipeTx, p *store.AcquirePar
 		if len(wake) > 0 {
 			b.Queue(s.hq.wake, wake, now, false)
 		}
-	}, true, func(br pgx.BatchResults) error {
+	}, commit, func(br pgx.BatchResults) error {
 		var n int
 		if err := br.QueryRow().Scan(&token, &n); err != nil {
 			return err

@@ -36,6 +36,12 @@ func (s *Store) CancelJob(ctx context.Context, id int64) (*store.Job, error) {
 		if out, err = scanJob(tx.QueryRow(ctx, s.jq.cancel, id)); err != nil {
 			return err
 		}
+		if out.Beyond() {
+			// A waiting job with holds leaves its lines.
+			if _, err := tx.Exec(ctx, s.jq.dropJobTickets, store.JobLeaseID(id)); err != nil {
+				return err
+			}
+		}
 		_, err = tx.Exec(ctx, s.jq.promoteFinished, id)
 		return err
 	})

@@ -22,7 +22,8 @@ func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.J
 		return nil, err
 	}
 	s.claims.Saw(p.Kinds, time.Now())
-	jobs, err := s.claim(ctx, p, p.Limit)
+	tried := map[int64]bool{} // the jobs with holds tried once: not again in the second claim
+	jobs, err := s.claim(ctx, p, p.Limit, tried)
 	if err != nil || len(jobs) == p.Limit {
 		return jobs, err
 	}
@@ -33,7 +34,7 @@ func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.J
 	if tag.RowsAffected() == 0 {
 		return jobs, nil
 	}
-	more, err := s.claim(ctx, p, p.Limit-len(jobs))
+	more, err := s.claim(ctx, p, p.Limit-len(jobs), tried)
 	if err != nil {
 		// The first claim's jobs are started: hand them out; the error comes back next time.
 		return jobs, nil
@@ -41,9 +42,13 @@ func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.J
 	return append(jobs, more...), nil
 }
 
-func (s *Store) claim(ctx context.Context, p *store.ClaimParams, limit int) ([]*store.Job, error) {
+// claim runs the claim statement for plain heads and reads, in the same batch, the claimable
+// heads with holds; if the statement started fewer than limit jobs, those that tried does not
+// hold are tried next (claimHolds), one transaction each.
+func (s *Store) claim(ctx context.Context, p *store.ClaimParams, limit int, tried map[int64]bool) ([]*store.Job, error) {
 	b := &pgx.Batch{}
 	var jobs []*store.Job
+	var cands []*holdsCandidate
 	b.Queue(s.jq.claim, p.Kinds, limit, p.Worker, p.TTL.Milliseconds(), p.Owner).Query(func(rows pgx.Rows) error {
 		var err error
 		jobs, err = collectJobs(rows)
@@ -51,10 +56,34 @@ func (s *Store) claim(ctx context.Context, p *store.ClaimParams, limit int) ([]*
 	})
 	b.Queue(s.jq.lockRejected)
 	b.Queue(s.jq.promoteRejected)
+	s.queueHoldsHeads(b, p.Kinds, limit, &cands)
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return nil, s.jobErr("claim jobs", err)
 	}
-	return jobs, nil
+	return s.claimHoldsAfter(ctx, p, limit, jobs, cands, tried)
+}
+
+// claimHoldsAfter adds to the jobs a claim statement started the candidates with holds that
+// claimHolds starts, up to limit in all; the first claim's jobs are handed out even if it fails.
+func (s *Store) claimHoldsAfter(ctx context.Context, p *store.ClaimParams, limit int, jobs []*store.Job,
+	cands []*holdsCandidate, tried map[int64]bool) ([]*store.Job, error) {
+	if len(jobs) >= limit || len(cands) == 0 {
+		return jobs, nil
+	}
+	var todo []*holdsCandidate
+	for _, c := range cands {
+		if tried == nil || !tried[c.job.ID] {
+			todo = append(todo, c)
+			if tried != nil {
+				tried[c.job.ID] = true
+			}
+		}
+	}
+	more, err := s.claimHolds(ctx, p, limit-len(jobs), todo)
+	if err != nil && len(jobs)+len(more) == 0 {
+		return nil, err
+	}
+	return append(jobs, more...), nil
 }
 
 // HeartbeatJob extends the running attempt's lease, if the attempt is p.Owner's.
@@ -66,6 +95,10 @@ func (s *Store) HeartbeatJob(ctx context.Context, p *store.HeartbeatParams) (*st
 	var leftUS int64
 	err := s.pool.QueryRow(ctx, s.jq.heartbeat, p.ID, int64(p.Token), p.TTL.Milliseconds(), p.Owner).Scan(&res.CancelRequested, &leftUS)
 	if errors.Is(err, pgx.ErrNoRows) {
+		// Not a running attempt without holds: perhaps one with holds.
+		err = s.heartbeatHolds(ctx, p, &res.CancelRequested, &leftUS)
+	}
+	if errors.Is(err, pgx.ErrNoRows) || errors.Is(err, store.ErrNotHeld) {
 		return nil, fmt.Errorf("postgres: heartbeat job %d token %d: %w", p.ID, p.Token, store.ErrNotHeld)
 	}
 	if err != nil {
@@ -109,9 +142,12 @@ func (s *Store) finish(ctx context.Context, op string, id int64, token uint64, o
 	// finishSQL updated or locked the resource row whenever it ended the attempt, so the
 	// resource is locked before promoteFinished takes its snapshot.
 	b.Queue(s.jq.promoteFinished, id)
+	var woken []string
+	s.queueEndJobHolds(b, []int64{id}, []int64{int64(token)}, &woken)
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return nil, s.jobErr(op, err)
 	}
+	s.wakePayloads(woken)
 	if j == nil {
 		return nil, fmt.Errorf("postgres: %s %d token %d: %w", op, id, token, store.ErrNotHeld)
 	}
@@ -159,6 +195,8 @@ func (s *Store) completeAndClaim(ctx context.Context, ps []*store.CompleteParams
 		return out, nil, nil
 	}
 	var done, claimed []*store.Job
+	var cands []*holdsCandidate
+	var woken []string
 	b := &pgx.Batch{}
 	if len(ps) > 0 {
 		b.Queue(s.jq.completeMany, ids, tokens, owners).Query(func(rows pgx.Rows) error {
@@ -167,6 +205,7 @@ func (s *Store) completeAndClaim(ctx context.Context, ps []*store.CompleteParams
 			return err
 		})
 		b.Queue(s.jq.promoteMany, ids)
+		s.queueEndJobHolds(b, ids, tokens, &woken)
 	}
 	if claim != nil {
 		b.Queue(s.jq.claim, claim.Kinds, claim.Limit, claim.Worker, claim.TTL.Milliseconds(), claim.Owner).Query(func(rows pgx.Rows) error {
@@ -176,9 +215,14 @@ func (s *Store) completeAndClaim(ctx context.Context, ps []*store.CompleteParams
 		})
 		b.Queue(s.jq.lockRejected)
 		b.Queue(s.jq.promoteRejected)
+		s.queueHoldsHeads(b, claim.Kinds, claim.Limit, &cands)
 	}
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return nil, nil, s.jobErr("complete jobs", err)
+	}
+	s.wakePayloads(woken)
+	if claim != nil {
+		claimed, _ = s.claimHoldsAfter(ctx, claim, claim.Limit, claimed, cands, nil)
 	}
 	byID := make(map[int64]*store.Job, len(done))
 	for _, j := range done {

@@ -21,6 +21,9 @@ type jobQueries struct {
 	// resourceListBounded is resourceList with the end of the prefix's range ($4).
 	resourceListBounded                                                string
 	claim, markWaiting, lockRejected, promoteRejected                  string
+	holdsHeads, lockHoldsJob, lockResourceState, startHolds            string
+	setRunningState, rejectHolds                                       string
+	lockHoldsRunning, heartbeatHolds, dropJobTickets                   string
 	heartbeat, finish, lockFinished, promoteFinished                   string
 	completeMany, promoteMany                                          string
 	lockJob, setCancel, cancel, retryFinal, retryNow, purge            string
@@ -123,7 +126,41 @@ WHERE k.name = $1 AND k.waiting_until > now()`),
 		get:  q(`SELECT ` + jobCols + ` FROM {jobs} j WHERE j.id = $1`),
 		list: listJobsStatements(q),
 
-		claim:           q(claimSQL),
+		claim: q(claimSQL),
+		// Jobs with holds (jobs_beyond.go). $1 kinds, $2 limit: the claimable heads with holds, in
+		// claim order, with their kind's guard and timeout.
+		holdsHeads: q(`SELECT j.from_states, j.running_state, j.kind_timeout_ms, ` + jobCols + `
+FROM unnest($1::text[]) AS kk (kind) CROSS JOIN LATERAL (
+	SELECT j.*, k.from_states, k.running_state, k.timeout_ms AS kind_timeout_ms FROM {jobs} j JOIN {kinds} k ON k.name = j.kind
+	WHERE j.kind = kk.kind AND j.holds AND j.head AND j.state IN ('scheduled', 'available', 'retryable')
+		AND j.scheduled_at <= now()
+	ORDER BY j.priority, j.seq LIMIT $2
+) j ORDER BY j.priority, j.seq LIMIT $2`),
+		// $1 id: the job's attempt count, if it is still a claimable head with holds.
+		lockHoldsJob: q(`SELECT j.attempt FROM {jobs} j WHERE j.id = $1 AND j.holds AND j.head
+	AND j.state IN ('scheduled', 'available', 'retryable') AND j.scheduled_at <= now() FOR UPDATE SKIP LOCKED`),
+		// $1 id, $2 token, $3 owner: the running attempt with holds, locked.
+		lockHoldsRunning: q(`SELECT j.resource FROM {jobs} j WHERE j.id = $1 AND j.token = $2 AND j.owner = $3
+	AND j.state = 'running' AND j.lease_expires_at > now() AND j.holds FOR UPDATE`),
+		// $1 id, $2 the holds' new expiry.
+		heartbeatHolds: q(`UPDATE {jobs} j SET lease_expires_at = $2 WHERE j.id = $1
+RETURNING j.cancel_requested, (extract(epoch FROM j.lease_expires_at - now()) * 1000000)::bigint`),
+		// $1 the job's lease ID.
+		dropJobTickets:    q(`DELETE FROM {tickets} WHERE lease_id = $1`),
+		lockResourceState: q(`SELECT state FROM {resources} WHERE key = $1 FOR UPDATE`),
+		// $1 id, $2 worker, $3 owner, $4 token, $5 start, $6 lease expiry, $7 timeout ms.
+		startHolds: q(`UPDATE {jobs} j SET state = 'running', attempt = j.attempt + 1, attempted_at = $5, worker = $2,
+	owner = $3, reaped = false, token = $4, lease_expires_at = $6, timeout_ms = $7, cancel_requested = false, gated = false
+WHERE j.id = $1 RETURNING ` + jobCols),
+		// $1 key, $2 the kind's running state.
+		setRunningState: q(`UPDATE {resources} r SET state = $2, version = r.version + CASE WHEN r.state <> $2 THEN 1 ELSE 0 END,
+	updated_at = CASE WHEN r.state <> $2 THEN now() ELSE r.updated_at END WHERE r.key = $1`),
+		// $1 id, $2 the resource's state, $3 the kind's from states.
+		rejectHolds: q(`UPDATE {jobs} j SET state = 'discarded', head = false, finished_at = now(),
+	errors = j.errors || jsonb_build_array(jsonb_build_object('attempt', j.attempt, 'at', now(),
+		'code', 'invalid_resource_state', 'message', format('resource %s is in state %s; kind %s starts from %s',
+			to_json(j.resource), to_json($2::text), to_json(j.kind), to_json($3::text[]))))
+WHERE j.id = $1`),
 		markWaiting:     q(`UPDATE {kinds} SET waiting_until = now() + interval '30 seconds' WHERE name = ANY($1) AND waiting_until < now() + interval '20 seconds'`),
 		lockRejected:    q(`SELECT 1 FROM {resources} WHERE key IN (` + rejectedSet + `) ORDER BY key FOR UPDATE`),
 		promoteRejected: q(strings.ReplaceAll(promote, "{set}", rejectedSet)),
@@ -132,7 +169,7 @@ WHERE k.name = $1 AND k.waiting_until > now()`),
 		// An attempt that holds its key's leases row as its gate extends the row with it.
 		heartbeat: q(`WITH u AS (
 	UPDATE {jobs} j SET lease_expires_at = now() + $3::bigint * interval '1 millisecond'
-	WHERE j.id = $1 AND j.token = $2 AND j.owner = $4 AND j.state = 'running' AND j.lease_expires_at > now()
+	WHERE j.id = $1 AND j.token = $2 AND j.owner = $4 AND j.state = 'running' AND j.lease_expires_at > now() AND NOT j.holds
 	RETURNING j.id, j.resource, j.gated, j.cancel_requested, j.lease_expires_at
 ), g AS (
 	UPDATE {leases} l SET expires_at = u.lease_expires_at, available_at = u.lease_expires_at
@@ -313,7 +350,7 @@ const claimSQL = `WITH picked AS (
 		SELECT j.id, j.kind, j.resource, j.attempt, j.priority, j.seq, j.gated
 		FROM {jobs} j
 		WHERE j.kind = kk.kind AND j.head AND j.state IN ('scheduled', 'available', 'retryable')
-			AND j.scheduled_at <= now()
+			AND j.scheduled_at <= now() AND NOT j.holds
 			AND (SELECT true FROM {leases} l WHERE l.key = j.resource AND l.available_at > now() LIMIT 1) IS NULL
 			AND (j.resource <> ALL (ARRAY(SELECT w.key FROM {tickets} w WHERE w.expires_at > now()))
 				OR (SELECT true FROM {tickets} t WHERE t.key = j.resource AND t.expires_at > now()
