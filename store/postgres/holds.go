@@ -138,7 +138,7 @@ RETURNING key, mode`),
 		// tickets right behind a shared front, go.
 		fronts: q(`SELECT l.line, f.payload, f.mode FROM unnest($1::text[]) WITH ORDINALITY AS l(line, i)
 CROSS JOIN LATERAL (
-	SELECT ` + frontPayload + ` AS payload, f.mode, f.first, f.created_at, f.seq FROM {tickets} f
+	SELECT ` + frontPayload("{jobs}") + ` AS payload, f.mode, f.first, f.created_at, f.seq FROM {tickets} f
 	WHERE f.key = l.line AND f.expires_at > $2 ORDER BY f.first DESC, f.created_at, f.seq LIMIT 16
 ) f
 ORDER BY l.i, f.first DESC, f.created_at, f.seq`),
@@ -189,7 +189,7 @@ SELECT CASE WHEN count(*) = $8 THEN 0 ELSE ('a key''s row vanished under its loc
 	SELECT l.i, f.payload, row_number() OVER w AS rn, bool_and(f.mode = 'shared') OVER w AS shared_run
 	FROM unnest($1::text[]) WITH ORDINALITY AS l(line, i)
 	CROSS JOIN LATERAL (
-		SELECT ` + frontPayload + ` AS payload, f.mode, f.first, f.created_at, f.seq FROM {tickets} f
+		SELECT ` + frontPayload("{jobs}") + ` AS payload, f.mode, f.first, f.created_at, f.seq FROM {tickets} f
 		WHERE f.key = l.line AND f.expires_at > $2 ORDER BY f.first DESC, f.created_at, f.seq LIMIT 16
 	) f
 	WINDOW w AS (PARTITION BY l.i ORDER BY f.first DESC, f.created_at, f.seq ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)

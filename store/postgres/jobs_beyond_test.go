@@ -144,6 +144,7 @@ func TestJobsBeyondLimitBoundsRunning(t *testing.T) {
 	if done.Load() != jobs {
 		t.Fatalf("%d of %d jobs ran", done.Load(), jobs)
 	}
+	t.Logf("at most %d jobs ran at once", maxSeen.Load())
 	if m := maxSeen.Load(); m > 2 || m == 0 {
 		t.Fatalf("at most %d jobs ran at once; want 2 (the limit), at least 1", m)
 	}
@@ -347,12 +348,13 @@ func TestJobsBeyondPlaceInLine(t *testing.T) {
 		t.Fatalf("second request: %v; want ErrLockHeld", err)
 	}
 	j := submitP(t, s, &store.SubmitParams{Kind: "k", Resource: "a", Limits: []string{"cap"}})
-	if js := claimAs(t, s, "w", time.Minute, "k"); len(js) != 0 {
-		t.Fatalf("claimed %v while the unit is held", js)
-	}
+	// After the job's submit, before any claim of it: a request that waits behind it.
 	after := &store.AcquireParams{Key: "z", LeaseID: "l3", Holder: "h3", TTL: time.Minute, Limits: []string{"cap"}, Wait: true}
 	if _, err := s.Acquire(ctx, after); !errors.Is(err, store.ErrLockHeld) {
 		t.Fatalf("late request: %v; want ErrLockHeld", err)
+	}
+	if js := claimAs(t, s, "w", time.Minute, "k"); len(js) != 0 {
+		t.Fatalf("claimed %v while the unit is held", js)
 	}
 	if _, err := s.Release(ctx, &store.ReleaseParams{Key: "x", LeaseID: first.ID}); err != nil {
 		t.Fatal(err)
@@ -379,5 +381,37 @@ func TestJobsBeyondPlaceInLine(t *testing.T) {
 	complete(t, s, js[0])
 	if _, err := s.Acquire(ctx, after); err != nil {
 		t.Fatalf("late request once the job ended: %v", err)
+	}
+}
+
+// The release of a unit a waiting job is first in line for wakes its kind's workers.
+func TestJobsBeyondWaitingJobWoken(t *testing.T) {
+	ctx := testCtx(t)
+	s, _ := beyondStore(t, store.Kind{Name: "k"})
+	setLimit(t, s, "cap", 1)
+	l, err := s.Acquire(ctx, &store.AcquireParams{Key: "x", LeaseID: "l1", Holder: "h1", TTL: time.Minute, Limits: []string{"cap"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	submitP(t, s, &store.SubmitParams{Kind: "k", Resource: "a", Limits: []string{"cap"}})
+	if js := claimAs(t, s, "w", time.Minute, "k"); len(js) != 0 {
+		t.Fatalf("claimed %v while the unit is held", js)
+	}
+	ch, unsub := s.SubscribeJobs("k")
+	defer unsub()
+	time.Sleep(100 * time.Millisecond)
+	for len(ch) > 0 {
+		<-ch
+	}
+	if _, err := s.Release(ctx, &store.ReleaseParams{Key: "x", LeaseID: l.ID}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the kind's workers were not woken when the unit the job waits for was released")
+	}
+	if js := claimAs(t, s, "w", time.Minute, "k"); len(js) != 1 {
+		t.Fatalf("claimed %v after the release; want the job", js)
 	}
 }

@@ -65,7 +65,7 @@ SELECT held_us, CASE WHEN front IS NOT NULL THEN pg_notify($3, front)::text
 	-- The front is read only if the lease has waiters (CASE is lazy); OFFSET 0 keeps the
 	-- subquery whole, so it is read once. It is named by the key its waiter subscribed by (the
 	-- first key of its request: lease_key, for a request of several keys or limits) and its ID.
-	SELECT u.*, CASE WHEN u.waiters THEN (SELECT ` + frontPayload + ` FROM ` + tk + ` f WHERE f.key = u.key AND f.expires_at > now()
+	SELECT u.*, CASE WHEN u.waiters THEN (SELECT ` + frontPayload(pgx.Identifier{schema, "jobs"}.Sanitize()) + ` FROM ` + tk + ` f WHERE f.key = u.key AND f.expires_at > now()
 		ORDER BY f.first DESC, f.created_at, f.seq LIMIT 1) END AS front
 	FROM u OFFSET 0
 ) x`,

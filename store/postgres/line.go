@@ -170,11 +170,22 @@ func (s *Store) LeaveLine(ctx context.Context, key, leaseID, owner string) error
 }
 
 // frontPayload names ticket f for a wake-up: the key its waiter subscribed by (its request's
-// first key, lease_key, or the ticket's key for a plain request), then \x1e and its lease ID.
-const frontPayload = `(CASE WHEN f.lease_key <> '' THEN f.lease_key ELSE f.key END) || E'\x1e' || f.lease_id`
+// first key, lease_key, or the ticket's key for a plain request), then \x1e and its lease ID; a
+// waiting job's ticket (store.JobLeaseID) names its kind's workers instead (notify.JobKey), read
+// from jobs, the sanitized name of the jobs table.
+func frontPayload(jobs string) string {
+	byKey := `(CASE WHEN f.lease_key <> '' THEN f.lease_key ELSE f.key END) || E'\x1e' || f.lease_id`
+	return `CASE WHEN starts_with(f.lease_id, E'\x1fjob:') THEN coalesce((SELECT E'\x1fjob:' || fj.kind FROM ` + jobs + ` fj
+	WHERE fj.id = substr(f.lease_id, 6)::bigint), ` + byKey + `) ELSE ` + byKey + ` END`
+}
 
-// notifyFront wakes the waiter a frontPayload names, if it waits in this process.
+// notifyFront wakes the waiter a frontPayload names, if it waits in this process (a job's
+// front: its kind's workers).
 func notifyFront(hub *notify.Hub, payload string) bool {
+	if strings.HasPrefix(payload, "\x1fjob:") && !strings.Contains(payload, "\x1e") {
+		hub.Notify(payload)
+		return true
+	}
 	key, id, ok := strings.Cut(payload, "\x1e")
 	return ok && hub.NotifyID(key, id)
 }
@@ -183,6 +194,7 @@ func notifyFront(hub *notify.Hub, payload string) bool {
 // NOTIFYs the new front by name. $1 key, $2 lease_id, $3 owner, $4 channel.
 func leaveQuery(schema string) string {
 	tk, leases := pgx.Identifier{schema, "tickets"}.Sanitize(), pgx.Identifier{schema, "leases"}.Sanitize()
+	frontPayload := frontPayload(pgx.Identifier{schema, "jobs"}.Sanitize())
 	return `WITH d AS (
 	DELETE FROM ` + tk + ` WHERE lease_id = $2 AND owner = $3 AND (key = $1 OR lease_key = $1) RETURNING key
 ), front AS (
