@@ -230,6 +230,23 @@ func TestJobsBeyondSharedJob(t *testing.T) {
 	if len(js) != 1 || js[0].ID != b.ID {
 		t.Fatalf("claimed %v once the exclusive lease ended; want job %d", js, b.ID)
 	}
+	complete(t, s, js[0])
+
+	// An exclusive lease held through holds (several keys) excludes it too.
+	ey, err := s.Acquire(ctx, &store.AcquireParams{Key: "y0", Resources: []string{"y"}, LeaseID: "l5", Holder: "h5", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := submitP(t, s, &store.SubmitParams{Kind: "k", Resource: "y"})
+	if js := claimAs(t, s, "w", time.Minute, "k"); len(js) != 0 {
+		t.Fatalf("claimed %v beside an exclusive lease on several keys", js)
+	}
+	if _, err := s.Release(ctx, &store.ReleaseParams{Key: "y0", LeaseID: ey.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if js := claimAs(t, s, "w", time.Minute, "k"); len(js) != 1 || js[0].ID != c.ID {
+		t.Fatalf("claimed %v once the lease on several keys ended; want job %d", js, c.ID)
+	}
 }
 
 // A submit that names a limit the store does not have is refused (400, field limits), and
