@@ -432,3 +432,37 @@ func TestJobsBeyondWaitingJobWoken(t *testing.T) {
 		t.Fatalf("claimed %v after the release; want the job", js)
 	}
 }
+
+// A batch completion (CompleteManyAndClaim, as a worker pool sends it) ends the attempts' holds
+// before its claim, which starts the next job with holds; a cancelled waiting job leaves its
+// lines.
+func TestJobsBeyondCompleteManyAndCancel(t *testing.T) {
+	ctx := testCtx(t)
+	s, _ := beyondStore(t, store.Kind{Name: "k", Limits: []string{"cap"}})
+	setLimit(t, s, "cap", 1)
+	a := submitP(t, s, &store.SubmitParams{Kind: "k", Resource: "a"})
+	b := submitP(t, s, &store.SubmitParams{Kind: "k", Resource: "b"})
+	got := claimAs(t, s, "w", time.Minute, "k")
+	if len(got) != 1 || got[0].ID != a.ID {
+		t.Fatalf("claimed %v; want job %d", got, a.ID)
+	}
+	done, claimed, err := s.CompleteManyAndClaim(ctx, []*store.CompleteParams{{ID: a.ID, Token: got[0].Token}},
+		&store.ClaimParams{Worker: "w", Kinds: []string{"k"}, Limit: 2, TTL: time.Minute})
+	if err != nil || len(done) != 1 || done[0] == nil || len(claimed) != 1 || claimed[0].ID != b.ID {
+		t.Fatalf("complete and claim: %v %v %v; want job %d done and job %d claimed", done, claimed, err, a.ID, b.ID)
+	}
+	// b holds the unit; c waits in the limit's line (a ticket at its submit), then is cancelled.
+	c := submitP(t, s, &store.SubmitParams{Kind: "k", Resource: "c"})
+	if js := claimAs(t, s, "w", time.Minute, "k"); len(js) != 0 {
+		t.Fatalf("claimed %v while job %d holds the unit", js, b.ID)
+	}
+	if _, err := s.CancelJob(ctx, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := s.CompleteMany(ctx, []*store.CompleteParams{{ID: b.ID, Token: claimed[0].Token}}); err != nil || out[0] == nil {
+		t.Fatalf("complete many: %v %v", out, err)
+	}
+	if _, err := s.Acquire(ctx, &store.AcquireParams{Key: "x", LeaseID: "l1", Holder: "h1", TTL: time.Minute, Limits: []string{"cap"}}); err != nil {
+		t.Fatalf("lease on the unit after the jobs ended and the waiting one was cancelled: %v", err)
+	}
+}
