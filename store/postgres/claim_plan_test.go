@@ -20,7 +20,7 @@ func TestClaimProbesLeasesByIndex(t *testing.T) {
 	for range 20 {
 		submit(t, s, "k", "plan/"+randHex())
 	}
-	wantNoScan(t, postgres.ClaimSQL(s.Schema()), []string{"k"}, 10, "w", int64(60000), "")
+	wantNoScan(t, postgres.ClaimSQL(s.Schema()), []string{"k"}, 10, "w", int64(60000), "", false)
 }
 
 // wantNoScan fails t if the generic plan of query scans leases.

@@ -42,32 +42,44 @@ func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.J
 	return append(jobs, more...), nil
 }
 
-// claim runs the claim statement for plain heads and reads, in the same batch, the claimable
-// heads with holds; if the statement started fewer than limit jobs, those that tried does not
-// hold are tried next (claimHolds), one transaction each.
+// claim starts up to limit claimable heads in one batch (one round trip) when none with holds
+// waits: the read of the claimable heads with holds, then the claim statement, which starts
+// plain heads only if that read found none. Jobs with holds go first, in claim order, so that
+// each is granted, or takes its place in its lines (at its submit), before the plain heads on
+// its keys are considered: if there are some, they are tried (claimHolds, one transaction each;
+// tried: the ones this call tried already), then the claim statement runs again for the rest.
 func (s *Store) claim(ctx context.Context, p *store.ClaimParams, limit int, tried map[int64]bool) ([]*store.Job, error) {
 	b := &pgx.Batch{}
 	var jobs []*store.Job
 	var cands []*holdsCandidate
-	b.Queue(s.jq.claim, p.Kinds, limit, p.Worker, p.TTL.Milliseconds(), p.Owner).Query(func(rows pgx.Rows) error {
+	s.queueHoldsHeads(b, p.Kinds, limit, &cands)
+	s.queueClaim(b, p, limit, false, &jobs)
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return nil, s.jobErr("claim jobs", err)
+	}
+	return s.claimRest(ctx, p, limit, jobs, cands, tried)
+}
+
+// queueClaim queues the claim statement for plain heads (which starts none, unless holdsTried,
+// while a claimable head with holds of p's kinds waits) and the promotion of the successors of
+// the heads its guard refused; *out receives the jobs it started.
+func (s *Store) queueClaim(b *pgx.Batch, p *store.ClaimParams, limit int, holdsTried bool, out *[]*store.Job) {
+	b.Queue(s.jq.claim, p.Kinds, limit, p.Worker, p.TTL.Milliseconds(), p.Owner, holdsTried).Query(func(rows pgx.Rows) error {
 		var err error
-		jobs, err = collectJobs(rows)
+		*out, err = collectJobs(rows)
 		return err
 	})
 	b.Queue(s.jq.lockRejected)
 	b.Queue(s.jq.promoteRejected)
-	s.queueHoldsHeads(b, p.Kinds, limit, &cands)
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return nil, s.jobErr("claim jobs", err)
-	}
-	return s.claimHoldsAfter(ctx, p, limit, jobs, cands, tried)
 }
 
-// claimHoldsAfter adds to the jobs a claim statement started the candidates with holds that
-// claimHolds starts, up to limit in all; the first claim's jobs are handed out even if it fails.
-func (s *Store) claimHoldsAfter(ctx context.Context, p *store.ClaimParams, limit int, jobs []*store.Job,
+// claimRest follows a batch that read the candidates with holds and ran the claim statement
+// (jobs: what it started): if there were candidates, it tries those not tried yet, then runs the
+// claim statement again for the plain heads, up to limit in all. Jobs started are handed out even
+// if a later step fails.
+func (s *Store) claimRest(ctx context.Context, p *store.ClaimParams, limit int, jobs []*store.Job,
 	cands []*holdsCandidate, tried map[int64]bool) ([]*store.Job, error) {
-	if len(jobs) >= limit || len(cands) == 0 {
+	if len(cands) == 0 || len(jobs) >= limit {
 		return jobs, nil
 	}
 	var todo []*holdsCandidate
@@ -80,10 +92,23 @@ func (s *Store) claimHoldsAfter(ctx context.Context, p *store.ClaimParams, limit
 		}
 	}
 	more, err := s.claimHolds(ctx, p, limit-len(jobs), todo)
-	if err != nil && len(jobs)+len(more) == 0 {
+	jobs = append(jobs, more...)
+	if err != nil || len(jobs) >= limit {
+		if len(jobs) > 0 {
+			return jobs, nil
+		}
 		return nil, err
 	}
-	return append(jobs, more...), nil
+	b := &pgx.Batch{}
+	var plain []*store.Job
+	s.queueClaim(b, p, limit-len(jobs), true, &plain)
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		if len(jobs) > 0 {
+			return jobs, nil
+		}
+		return nil, s.jobErr("claim jobs", err)
+	}
+	return append(jobs, plain...), nil
 }
 
 // HeartbeatJob extends the running attempt's lease, if the attempt is p.Owner's.
@@ -208,21 +233,15 @@ func (s *Store) completeAndClaim(ctx context.Context, ps []*store.CompleteParams
 		s.queueEndJobHolds(b, ids, tokens, &woken)
 	}
 	if claim != nil {
-		b.Queue(s.jq.claim, claim.Kinds, claim.Limit, claim.Worker, claim.TTL.Milliseconds(), claim.Owner).Query(func(rows pgx.Rows) error {
-			var err error
-			claimed, err = collectJobs(rows)
-			return err
-		})
-		b.Queue(s.jq.lockRejected)
-		b.Queue(s.jq.promoteRejected)
 		s.queueHoldsHeads(b, claim.Kinds, claim.Limit, &cands)
+		s.queueClaim(b, claim, claim.Limit, false, &claimed)
 	}
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return nil, nil, s.jobErr("complete jobs", err)
 	}
 	s.wakePayloads(woken)
 	if claim != nil {
-		claimed, _ = s.claimHoldsAfter(ctx, claim, claim.Limit, claimed, cands, nil)
+		claimed, _ = s.claimRest(ctx, claim, claim.Limit, claimed, cands, nil)
 	}
 	byID := make(map[int64]*store.Job, len(done))
 	for _, j := range done {

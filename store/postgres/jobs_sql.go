@@ -329,7 +329,8 @@ const rejectedSet = `SELECT resource FROM {jobs} WHERE state = 'discarded' AND f
 // EXISTS, a plan made while the table was small hashed a scan of the whole table.
 //
 // claimSQL starts up to $2 claimable heads of kinds $1 for worker $3 with a lease of $4 ms, as
-// attempts of owner $5.
+// attempts of owner $5: heads without holds only, and none unless $6 while a claimable head with
+// holds of the kinds waits (those are tried first: jobs_beyond.go).
 //
 // picked walks, per kind, the claimable-heads index in (priority, seq) order and locks heads
 // with SKIP LOCKED, so workers never wait for each other and claiming costs O(limit · log n)
@@ -350,7 +351,9 @@ const claimSQL = `WITH picked AS (
 		SELECT j.id, j.kind, j.resource, j.attempt, j.priority, j.seq, j.gated
 		FROM {jobs} j
 		WHERE j.kind = kk.kind AND j.head AND j.state IN ('scheduled', 'available', 'retryable')
-			AND j.scheduled_at <= now() AND NOT j.holds
+			AND j.scheduled_at <= now() AND NOT j.holds AND ($6::boolean OR NOT EXISTS (SELECT 1 FROM {jobs} hj
+				WHERE hj.kind = ANY ($1::text[]) AND hj.holds AND hj.head AND hj.state IN ('scheduled', 'available', 'retryable')
+					AND hj.scheduled_at <= now()))
 			AND (SELECT true FROM {leases} l WHERE l.key = j.resource AND l.available_at > now() LIMIT 1) IS NULL
 			AND (j.resource <> ALL (ARRAY(SELECT w.key FROM {tickets} w WHERE w.expires_at > now()))
 				OR (SELECT true FROM {tickets} t WHERE t.key = j.resource AND t.expires_at > now()
