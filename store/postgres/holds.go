@@ -528,10 +528,14 @@ func (s *Store) beyondTx(ctx context.Context, pt *pipeTx, p *store.AcquireParams
 
 // enqueueJob keeps a refused job's tickets alive in every line of its request (me: it has them
 // all), or puts them there again at its submit (arrival), for the claim TTL from now: lock
-// requests that arrive later wait behind it. Its tickets are refreshed whoever claims it (not only
-// the owner that enqueued them); and commits.
+// requests that arrive later wait behind it. Its tickets name the job (store.JobHolder) and no
+// owner, and are refreshed whoever claims it; and commits.
 func (s *Store) enqueueJob(ctx context.Context, pt *pipeTx, p *store.AcquireParams, now time.Time, me place, arrival time.Time) error {
 	ls := p.Lines()
+	holder := p.Holder
+	if id, ok := store.JobOfLeaseID(p.LeaseID); ok {
+		holder = store.JobHolder(id) // the tickets are the job's, whichever worker tried it
+	}
 	expires := expiry(now, p.TTL)
 	return pt.batch(ctx, func(b *pgx.Batch) {
 		b.Queue(s.hq.markWaiters, p.Keys(), now)
@@ -540,7 +544,7 @@ func (s *Store) enqueueJob(ctx context.Context, pt *pipeTx, p *store.AcquirePara
 			return
 		}
 		b.Queue(s.hq.dropTickets, p.LeaseID, ls)
-		b.Queue(s.hq.enqueue, ls, p.LeaseID, p.Holder, p.Owner, arrival, expires, p.HoldMode(), p.Key)
+		b.Queue(s.hq.enqueue, ls, p.LeaseID, holder, "", arrival, expires, p.HoldMode(), p.Key)
 	}, true, func(br pgx.BatchResults) error {
 		n := 2
 		if me.has {

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -237,9 +238,9 @@ func (s *Store) claimHoldsJob(ctx context.Context, p *store.ClaimParams, c *hold
 			return nil, s.rejectHoldsJob(ctx, c)
 		case err != nil:
 			var inv *store.InvalidArgumentError
-			if errors.As(err, &inv) {
-				// A limit deleted since the submit: the job waits until it exists again.
-				return nil, nil
+			if errors.As(err, &inv) && inv.Field == "limits" {
+				// A limit deleted since the submit: the job can never run.
+				return nil, s.discardUnknownLimit(ctx, c.job)
 			}
 			return nil, s.jobErr("claim jobs", err)
 		}
@@ -331,4 +332,44 @@ func (s *Store) queueEndJobHolds(b *pgx.Batch, ids, tokens []int64, woken *[]str
 		return err
 	})
 	b.Queue(s.hq.notifyJobsJobEnded, leaseIDs)
+}
+
+// discardUnknownLimit ends job j, a claimable head with holds that names a limit deleted since its
+// submit, as discarded (store.CodeUnknownLimit), drops its tickets and promotes its successor.
+func (s *Store) discardUnknownLimit(ctx context.Context, j *store.Job) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var attempt int
+		err := tx.QueryRow(ctx, s.jq.lockHoldsJob, j.ID).Scan(&attempt)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var missing string
+		err = tx.QueryRow(ctx, s.jq.unknownLimit, j.Limits).Scan(&missing)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // created again meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, s.jq.lockFinished, j.ID); err != nil {
+			return err
+		}
+		msg := fmt.Sprintf("limit %q was deleted after the job was submitted", missing)
+		if _, err := tx.Exec(ctx, s.jq.discardJob, j.ID, store.CodeUnknownLimit, msg); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, s.jq.dropJobTickets, store.JobLeaseID(j.ID)); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, s.jq.promoteFinished, j.ID)
+		return err
+	})
+	if err != nil {
+		return s.jobErr("claim jobs", err)
+	}
+	s.hub.Notify(notify.JobKey(j.Kind))
+	return nil
 }

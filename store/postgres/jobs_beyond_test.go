@@ -466,3 +466,24 @@ func TestJobsBeyondCompleteManyAndCancel(t *testing.T) {
 		t.Fatalf("lease on the unit after the jobs ended and the waiting one was cancelled: %v", err)
 	}
 }
+
+// A job whose limit was deleted after its submit can never run: its claim discards it
+// (unknown_limit) and starts the next job of its resource.
+func TestJobsBeyondDeletedLimitDiscards(t *testing.T) {
+	ctx := testCtx(t)
+	s, _ := beyondStore(t, store.Kind{Name: "k"})
+	setLimit(t, s, "cap", 1)
+	a := submitP(t, s, &store.SubmitParams{Kind: "k", Resource: "a", Limits: []string{"cap"}})
+	b := submitP(t, s, &store.SubmitParams{Kind: "k", Resource: "a"})
+	if err := s.DeleteLimit(ctx, &store.DeleteLimitParams{Name: "cap"}); err != nil {
+		t.Fatal(err)
+	}
+	js := claimAs(t, s, "w", time.Minute, "k")
+	if len(js) != 1 || js[0].ID != b.ID {
+		t.Fatalf("claimed %v; want job %d, behind the discarded one", js, b.ID)
+	}
+	got, err := s.GetJob(ctx, a.ID)
+	if err != nil || got.State != store.JobDiscarded || len(got.Errors) != 1 || got.Errors[0].Code != store.CodeUnknownLimit {
+		t.Fatalf("job %d: %+v %v; want discarded with %s", a.ID, got, err, store.CodeUnknownLimit)
+	}
+}

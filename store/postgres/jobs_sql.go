@@ -23,7 +23,7 @@ type jobQueries struct {
 	claim, markWaiting, lockRejected, promoteRejected                  string
 	holdsHeads, lockHoldsJob, lockResourceState, startHolds            string
 	setRunningState, rejectHolds                                       string
-	lockHoldsRunning, heartbeatHolds, dropJobTickets                   string
+	lockHoldsRunning, heartbeatHolds, dropJobTickets, discardJob       string
 	heartbeat, finish, lockFinished, promoteFinished                   string
 	completeMany, promoteMany                                          string
 	lockJob, setCancel, cancel, retryFinal, retryNow, purge            string
@@ -145,6 +145,10 @@ FROM unnest($1::text[]) AS kk (kind) CROSS JOIN LATERAL (
 		// $1 id, $2 the holds' new expiry.
 		heartbeatHolds: q(`UPDATE {jobs} j SET lease_expires_at = $2 WHERE j.id = $1
 RETURNING j.cancel_requested, (extract(epoch FROM j.lease_expires_at - now()) * 1000000)::bigint`),
+		// $1 id, $2 code, $3 message: a head that can never run ends, discarded.
+		discardJob: q(`UPDATE {jobs} j SET state = 'discarded', head = false, finished_at = now(),
+	errors = j.errors || jsonb_build_array(jsonb_build_object('attempt', j.attempt, 'at', now(), 'code', $2::text, 'message', $3::text))
+WHERE j.id = $1`),
 		// $1 the job's lease ID.
 		dropJobTickets:    q(`DELETE FROM {tickets} WHERE lease_id = $1`),
 		lockResourceState: q(`SELECT state FROM {resources} WHERE key = $1 FOR UPDATE`),
