@@ -350,13 +350,3 @@ func (s *Store) jobErr(op string, err error) error {
 	}
 	return fmt.Errorf("postgres: %s: %w", op, err)
 }
-
-// firstErr is the first non-nil error, in order.
-func firstErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
