@@ -144,12 +144,9 @@ func submitParams(req *wire.SubmitRequest, headerKey string) (*store.SubmitParam
 	if string(args) == "null" {
 		args = nil
 	}
-	mode := req.Mode
-	if req.Shared {
-		if mode == store.ModeExclusive {
-			return nil, invalidArg("mode", fmt.Sprintf("must be %q or left out with shared: true (got %q)", store.ModeShared, mode))
-		}
-		mode = store.ModeShared
+	mode, ok := req.SubmitMode()
+	if !ok {
+		return nil, invalidArg("mode", fmt.Sprintf("must be %q or left out with shared: true (got %q)", store.ModeShared, req.Mode))
 	}
 	p := &store.SubmitParams{Kind: req.Kind, Resource: req.Resource, Args: args, IdempotencyKey: key,
 		Policy: req.Policy, MaxAttempts: req.MaxAttempts, Priority: req.Priority, Delay: delay,

@@ -225,6 +225,15 @@ type SubmitRequest struct {
 	Limits    []string `json:"limits,omitempty"`
 }
 
+// SubmitMode is the submit's mode, Shared read as Mode "shared"; ok is false when Shared
+// contradicts Mode ("exclusive"). Other values of Mode are left for the store to refuse.
+func (r *SubmitRequest) SubmitMode() (mode string, ok bool) {
+	if !r.Shared {
+		return r.Mode, true
+	}
+	return store.ModeShared, r.Mode != store.ModeExclusive
+}
+
 // SubmitBatchRequest is the body of POST /v1/jobs/batch: 1..store.MaxSubmitMany jobs, each with
 // the members of a single submit (the idempotency key in idempotency_key).
 type SubmitBatchRequest struct {
