@@ -21,6 +21,7 @@ const (
 	WaitBackingOff  = "backing_off"  // the job failed and waits before its next attempt
 	WaitNoWorker    = "no_worker"    // no worker of the job's kind has asked for work in the last minute
 	WaitUnknownKind = "unknown_kind" // the job's kind is not registered
+	WaitLimit       = "limit"        // a limit the job takes a unit of is full
 )
 
 // NoWorkerAfter is how long since a worker of a kind last asked for jobs before an explanation
@@ -46,6 +47,14 @@ type WaitReason struct {
 	// guard: the resource's state and the states the kind starts from.
 	State   string
 	Allowed []string
+	// held: the resource that holds it back (one of a job's extra resources), and whether its
+	// holder holds it shared.
+	Resource string
+	Shared   bool
+	// limit: the full limit, its units in use and its capacity (Holder: the holders, listed).
+	Limit    string
+	InUse    int
+	Capacity int
 }
 
 // Explanation answers "why isn't this running now?" for a resource (Key) or a job (Job, with its
@@ -78,7 +87,7 @@ func (l *Locker) Explain(ctx context.Context, key string) (*Explanation, error) 
 		return nil, err
 	}
 	e := &Explanation{Key: key}
-	e.Reasons = resourceReasons(rl)
+	e.Reasons = resourceReasons(rl, false)
 	if n, front := store.Place(rl.Tickets, "", false); n > 0 {
 		e.Reasons = append(e.Reasons, aheadReason(n, front))
 	}
@@ -112,10 +121,15 @@ func ExplainJob(ctx context.Context, st store.JobStore, id int64) (*Explanation,
 	if err != nil {
 		return nil, err
 	}
-	e.Reasons = resourceReasons(rl)
+	e.Reasons = resourceReasons(rl, j.Shared)
 	if n, front := jobPlace(rl.Tickets, j.ID); n > 0 {
 		e.Reasons = append(e.Reasons, aheadReason(n, front))
 	}
+	more, err := beyondReasons(ctx, st, lr, j)
+	if err != nil {
+		return nil, err
+	}
+	e.Reasons = append(e.Reasons, more...)
 	for _, t := range rl.Tickets {
 		if t.Job == j.ID && !t.NotBefore.IsZero() {
 			r := WaitReason{Code: WaitScheduled, Until: t.NotBefore,
@@ -168,10 +182,15 @@ func ExplainJob(ctx context.Context, st store.JobStore, id int64) (*Explanation,
 	return e, nil
 }
 
-// resourceReasons: the holder of the resource, or its rest.
-func resourceReasons(rl *store.ResourceLine) []WaitReason {
+// resourceReasons: the holder of the resource, or its rest. For a shared request (shared),
+// shared holders hold nothing back.
+func resourceReasons(rl *store.ResourceLine, shared bool) []WaitReason {
 	var out []WaitReason
-	if h := rl.Holder; h != nil {
+	if len(rl.Holders) > 0 {
+		if r, ok := holdersReason(rl.Holders, shared); ok {
+			out = append(out, r)
+		}
+	} else if h := rl.Holder; h != nil {
 		what := "lease"
 		if rl.HolderJob != 0 {
 			what = "job attempt"
@@ -186,6 +205,79 @@ func resourceReasons(rl *store.ResourceLine) []WaitReason {
 			Message: fmt.Sprintf("resting until %s (%s)", until.UTC().Format(time.RFC3339), r.Reason)})
 	}
 	return out
+}
+
+// holdersReason names the holders of a key held through holds: the exclusive one, or the shared
+// ones (which hold back only an exclusive request).
+func holdersReason(hs []*store.Lease, shared bool) (WaitReason, bool) {
+	for _, h := range hs {
+		if !h.Shared {
+			return WaitReason{Code: WaitHeld, Holder: h.Holder, Token: h.Token, Until: h.ExpiresAt,
+				Message: fmt.Sprintf("held exclusive by %s (token %d) until %s unless renewed", h.Holder, h.Token,
+					h.ExpiresAt.UTC().Format(time.RFC3339))}, true
+		}
+	}
+	if shared {
+		return WaitReason{}, false
+	}
+	last := hs[len(hs)-1]
+	return WaitReason{Code: WaitHeld, Holder: last.Holder, Token: last.Token, Until: last.ExpiresAt, Shared: true,
+		Message: fmt.Sprintf("held shared by %s", holderList(hs))}, true
+}
+
+// holderList is "a (token 3), b (token 5)", at most 5 of them, then how many more.
+func holderList(hs []*store.Lease) string {
+	var parts []string
+	for i, h := range hs {
+		if i == 5 {
+			parts = append(parts, fmt.Sprintf("%d more", len(hs)-5))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s (token %d)", h.Holder, h.Token))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// beyondReasons: the holders of a waiting job's extra resources, and its full limits.
+func beyondReasons(ctx context.Context, st store.JobStore, lr store.LineReader, j *store.Job) ([]WaitReason, error) {
+	var out []WaitReason
+	for _, key := range j.Resources {
+		rl, err := lr.ResourceLine(ctx, key, store.MaxListLimit)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range resourceReasons(rl, j.Shared) {
+			r.Resource, r.Message = key, fmt.Sprintf("resource %q %s", key, r.Message)
+			out = append(out, r)
+		}
+	}
+	lim, ok := st.(store.Limiter)
+	if !ok {
+		return out, nil
+	}
+	for _, name := range j.Limits {
+		ls, err := lim.Limits(ctx, &store.LimitsParams{Name: name, Limit: 1})
+		if err != nil {
+			return nil, err
+		}
+		if len(ls) == 0 {
+			out = append(out, WaitReason{Code: WaitLimit, Limit: name,
+				Message: fmt.Sprintf("limit %q no longer exists: the job will be discarded when claimed", name)})
+			continue
+		}
+		l := ls[0]
+		if l.InUse < l.Capacity {
+			continue
+		}
+		r := WaitReason{Code: WaitLimit, Limit: name, InUse: l.InUse, Capacity: l.Capacity,
+			Message: fmt.Sprintf("limit %q full: %d of %d", name, l.InUse, l.Capacity)}
+		if len(l.Holders) > 0 {
+			r.Holder = l.Holders[0].Holder
+			r.Message += ", held by " + holderList(l.Holders)
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 func aheadReason(n int, front *store.Ticket) WaitReason {

@@ -3,8 +3,10 @@ package baton_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -239,4 +241,70 @@ func TestExplainNoWorkerAndUnknownKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	reasonOf(t, e, baton.WaitUnknownKind)
+}
+
+// A job that waits for a full limit or an extra resource says which, and names the holders; a
+// shared job is not held back by shared holders, an exclusive one is.
+func TestExplainBeyond(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		st := b.open(t)
+		lim, ok := st.(store.Limiter)
+		if !ok {
+			t.Skip("the store keeps no limits")
+		}
+		l, err := baton.NewLocker(st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := baton.NewQueue(ctx, st, &baton.QueueConfig{Kinds: []baton.Kind{{Name: "fix"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lim.SetLimit(ctx, &store.SetLimitParams{Name: "zone/a", Capacity: 1}); err != nil {
+			t.Fatal(err)
+		}
+		unit, err := l.TryAcquire(ctx, "node/0", baton.WithLimits("zone/a"), baton.WithHolder("fixer-0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unit.Release(ctx)
+		ext, err := l.TryAcquire(ctx, "dns/eu", baton.WithShared(), baton.WithHolder("reader-0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ext.Release(ctx)
+		r, err := q.Submit(ctx, baton.SubmitParams{Kind: "fix", Resource: "node/1", Limits: []string{"zone/a"},
+			Resources: []string{"dns/eu"}})
+		if errors.Is(err, store.ErrUnsupported) {
+			t.Skip(err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := q.Explain(ctx, r.Job.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full := reasonOf(t, e, baton.WaitLimit)
+		if full.Limit != "zone/a" || full.InUse != 1 || full.Capacity != 1 || full.Holder != "fixer-0" ||
+			!strings.Contains(full.Message, `limit "zone/a" full: 1 of 1, held by fixer-0`) {
+			t.Fatalf("limit reason = %+v", full)
+		}
+		held := reasonOf(t, e, baton.WaitHeld)
+		if held.Resource != "dns/eu" || !held.Shared || held.Holder != "reader-0" {
+			t.Fatalf("held reason = %+v; want dns/eu held shared by reader-0", held)
+		}
+		s, err := q.Submit(ctx, baton.SubmitParams{Kind: "fix", Resource: "node/2", Mode: store.ModeShared,
+			Resources: []string{"dns/eu"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err = q.Explain(ctx, s.Job.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		noReason(t, e, baton.WaitHeld)
+		noReason(t, e, baton.WaitLimit)
+	})
 }

@@ -156,6 +156,7 @@ const (
 	CodeResourceBusy         = "resource_busy"          // skipped under the skip policy
 	CodeCancelled            = "cancelled"              // cancelled while running
 	CodeResourceCooldown     = "resource_cooldown"      // skipped: the resource is cooling down
+	CodeUnknownLimit         = "unknown_limit"          // discarded: a limit it names was deleted
 )
 
 // Kind is a job kind's definition, stored in the database so that every process (and the

@@ -179,3 +179,13 @@ func RefuseBeyondKind(storeName string, k *Kind) error {
 	}
 	return nil
 }
+
+// JobOfLeaseID is the job whose attempts hold as lease ID id (JobLeaseID), if it is one.
+func JobOfLeaseID(id string) (int64, bool) {
+	rest, ok := strings.CutPrefix(id, "\x1fjob:")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(rest, 10, 64)
+	return n, err == nil
+}

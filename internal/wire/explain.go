@@ -27,6 +27,13 @@ type WaitReason struct {
 	Rest    string   `json:"rest,omitempty"`
 	State   *string  `json:"state,omitempty"`
 	Allowed []string `json:"allowed,omitempty"`
+	// held: the extra resource of a job that holds it back, and whether it is held shared;
+	// limit: the full limit, its units in use and capacity.
+	Resource string `json:"resource,omitempty"`
+	Shared   bool   `json:"shared,omitempty"`
+	Limit    string `json:"limit,omitempty"`
+	InUse    int    `json:"in_use,omitempty"`
+	Capacity int    `json:"capacity,omitempty"`
 }
 
 // ExplanationFrom converts an explanation for the wire.
@@ -34,7 +41,8 @@ func ExplanationFrom(e *baton.Explanation) Explanation {
 	out := Explanation{Key: e.Key, Job: e.Job, JobState: string(e.JobState), Reasons: make([]WaitReason, len(e.Reasons))}
 	for i, r := range e.Reasons {
 		w := WaitReason{Code: r.Code, Message: r.Message, Holder: r.Holder, Job: r.Job, Token: r.Token, Ahead: r.Ahead,
-			Rest: r.Rest, Allowed: r.Allowed}
+			Rest: r.Rest, Allowed: r.Allowed, Resource: r.Resource, Shared: r.Shared, Limit: r.Limit, InUse: r.InUse,
+			Capacity: r.Capacity}
 		if !r.Until.IsZero() {
 			t := T(r.Until)
 			w.Until = &t
@@ -53,7 +61,8 @@ func (e Explanation) Baton() *baton.Explanation {
 	out := &baton.Explanation{Key: e.Key, Job: e.Job, JobState: store.JobState(e.JobState)}
 	for _, r := range e.Reasons {
 		b := baton.WaitReason{Code: r.Code, Message: r.Message, Holder: r.Holder, Job: r.Job, Token: r.Token,
-			Ahead: r.Ahead, Rest: r.Rest, Allowed: r.Allowed}
+			Ahead: r.Ahead, Rest: r.Rest, Allowed: r.Allowed, Resource: r.Resource, Shared: r.Shared, Limit: r.Limit,
+			InUse: r.InUse, Capacity: r.Capacity}
 		if r.Until != nil {
 			b.Until = r.Until.Time
 		}

@@ -42,6 +42,7 @@ func (s *Store) holdTx(ctx context.Context, op string, fn func(tx *sql.Tx, now i
 type place struct {
 	at, seq int64
 	has     bool
+	job     int64 // the job whose attempt asks, if one does (its own readiness is no wait)
 }
 
 // beforeMeSQL selects the live tickets of line ?1 that are before the caller (lease ID ?2) at ?3:
@@ -197,8 +198,8 @@ func (s *Store) keyRefusal(ctx context.Context, tx *sql.Tx, p *store.AcquirePara
 		return refusal, err
 	}
 	// The line: an exclusive request waits for every ticket before it, a shared one for the
-	// exclusive ones; both for the ready jobs submitted before them (jobs hold their resource
-	// exclusive).
+	// exclusive ones; both for the ready jobs submitted before them (a shared one for the
+	// exclusive jobs).
 	q := sqlAheadExclusive
 	if p.Shared {
 		q = sqlAheadShared
@@ -215,7 +216,7 @@ func (s *Store) keyRefusal(ctx context.Context, tx *sql.Tx, p *store.AcquirePara
 	}
 	var jobs int
 	var firstJob sql.NullInt64
-	err = s.hq(ctx, tx, sqlJobsAhead).QueryRowContext(ctx, k, now, arrival).Scan(&jobs, &firstJob)
+	err = s.hq(ctx, tx, sqlJobsAhead).QueryRowContext(ctx, k, now, arrival, me.job, p.Shared).Scan(&jobs, &firstJob)
 	if err != nil {
 		return nil, err
 	}
@@ -404,53 +405,9 @@ func (s *Store) renewHolds(ctx context.Context, p *store.RenewParams) (*store.Le
 func (s *Store) releaseHolds(ctx context.Context, p *store.ReleaseParams) (*store.ReleaseResult, error) {
 	var res *store.ReleaseResult
 	var woken []string
-	err := s.holdTx(ctx, "release", func(tx *sql.Tx, now int64) error {
-		res, woken = nil, nil
-		rows, err := s.hq(ctx, tx, sqlReleaseHolds).QueryContext(ctx, p.LeaseID, p.Key, p.Owner, now)
-		if err != nil {
-			return err
-		}
-		type ended struct {
-			key      string
-			cooldown int64
-		}
-		var keys []ended
-		var acquired int64
-		for rows.Next() {
-			var e ended
-			var mode string
-			if err := rows.Scan(&e.key, &mode, &acquired, &e.cooldown); err != nil {
-				rows.Close()
-				return err
-			}
-			woken = append(woken, e.key)
-			if mode != "unit" {
-				keys = append(keys, e)
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if len(woken) == 0 {
-			var released int
-			err := s.hq(ctx, tx, sqlReleasedHolds).QueryRowContext(ctx, p.LeaseID, p.Key, p.Owner).Scan(&released)
-			if err != nil {
-				return err
-			}
-			if released == 0 {
-				return store.ErrNotHeld
-			}
-			res = &store.ReleaseResult{AlreadyReleased: true}
-			return nil
-		}
-		for _, e := range keys {
-			if err := s.settleKey(ctx, tx, e.key, now, e.cooldown); err != nil {
-				return err
-			}
-		}
-		res = &store.ReleaseResult{Held: time.Duration(now - acquired)}
-		return nil
+	err := s.holdTx(ctx, "release", func(tx *sql.Tx, now int64) (err error) {
+		res, woken, err = s.releaseHoldsTx(ctx, tx, p, now)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -459,6 +416,54 @@ func (s *Store) releaseHolds(ctx context.Context, p *store.ReleaseParams) (*stor
 		s.wakeFront(ctx, k)
 	}
 	return res, nil
+}
+
+// releaseHoldsTx is releaseHolds in tx; it returns the lines to wake once tx commits.
+func (s *Store) releaseHoldsTx(ctx context.Context, tx *sql.Tx, p *store.ReleaseParams, now int64) (*store.ReleaseResult, []string, error) {
+	rows, err := s.hq(ctx, tx, sqlReleaseHolds).QueryContext(ctx, p.LeaseID, p.Key, p.Owner, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	type ended struct {
+		key      string
+		cooldown int64
+	}
+	var keys []ended
+	var woken []string
+	var acquired int64
+	for rows.Next() {
+		var e ended
+		var mode string
+		if err := rows.Scan(&e.key, &mode, &acquired, &e.cooldown); err != nil {
+			rows.Close()
+			return nil, nil, err
+		}
+		woken = append(woken, e.key)
+		if mode != "unit" {
+			keys = append(keys, e)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	if len(woken) == 0 {
+		var released int
+		err := s.hq(ctx, tx, sqlReleasedHolds).QueryRowContext(ctx, p.LeaseID, p.Key, p.Owner).Scan(&released)
+		if err != nil {
+			return nil, nil, err
+		}
+		if released == 0 {
+			return nil, nil, store.ErrNotHeld
+		}
+		return &store.ReleaseResult{AlreadyReleased: true}, nil, nil
+	}
+	for _, e := range keys {
+		if err := s.settleKey(ctx, tx, e.key, now, e.cooldown); err != nil {
+			return nil, nil, err
+		}
+	}
+	return &store.ReleaseResult{Held: time.Duration(now - acquired)}, woken, nil
 }
 
 // settleKey brings key's summary row in line with its holds after some ended: held until the

@@ -96,10 +96,13 @@ func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.J
 	s.claims.Saw(p.Kinds, time.Now())
 	var out []*store.Job
 	err = s.inTx(ctx, "claim jobs", func(x *jobTx) error {
-		out = nil
+		var err error
+		if out, err = s.claimBeyond(x, p, string(kinds), nil); err != nil {
+			return err
+		}
 		for len(out) < p.Limit {
 			cands, err := scanJobs(x.q.QueryContext(x.ctx, `SELECT `+jobColumns+` FROM jobs INDEXED BY jobs_claimable
-				WHERE head AND state IN `+sqlClaimable+` AND scheduled_at <= ?1
+				WHERE head AND state IN `+sqlClaimable+` AND scheduled_at <= ?1 AND beyond IS NULL
 					AND kind IN (SELECT value FROM json_each(?2))
 					AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.key = jobs.resource AND l.available_at > ?1)
 					AND NOT EXISTS (SELECT 1 FROM tickets t WHERE t.key = jobs.resource AND t.expires_at > ?1
@@ -145,24 +148,35 @@ func (x *jobTx) start(j *store.Job, worker, owner string, ttl time.Duration) (bo
 		return false, err
 	}
 	if !guardAllows(k, r.state, j.Attempt) {
-		x.addError(j, store.CodeInvalidResourceState, fmt.Sprintf("resource %q is in state %q; kind %q starts only from %q",
-			j.Resource, r.state, k.Name, k.FromStates))
-		return false, x.end(j, store.JobDiscarded, false)
+		return false, x.discardUnguarded(j, k, r)
 	}
 	tok, err := x.next("token")
 	if err != nil {
 		return false, err
 	}
+	return true, x.begin(j, k, r, worker, owner, tok, x.now.Add(ttl))
+}
+
+// discardUnguarded ends j, discarded: its kind's guard refuses its resource's state.
+func (x *jobTx) discardUnguarded(j *store.Job, k *store.Kind, r *resourceRow) error {
+	x.addError(j, store.CodeInvalidResourceState, fmt.Sprintf("resource %q is in state %q; kind %q starts only from %q",
+		j.Resource, r.state, k.Name, k.FromStates))
+	return x.end(j, store.JobDiscarded, false)
+}
+
+// begin starts j's attempt for worker on behalf of owner, with token tok, its lease expiring at
+// expires.
+func (x *jobTx) begin(j *store.Job, k *store.Kind, r *resourceRow, worker, owner string, tok int64, expires time.Time) error {
 	j.State, j.Attempt, j.AttemptedAt = store.JobRunning, j.Attempt+1, x.now
-	j.Worker, j.Owner, j.Token, j.LeaseExpiresAt = worker, owner, uint64(tok), x.now.Add(ttl)
+	j.Worker, j.Owner, j.Token, j.LeaseExpiresAt = worker, owner, uint64(tok), expires
 	j.CancelRequested, j.Timeout = false, k.Timeout
 	if err := x.saveJob(j); err != nil {
-		return false, err
+		return err
 	}
 	if k.RunningState != "" && k.RunningState != r.state {
-		return true, x.setResourceState(r, k.RunningState)
+		return x.setResourceState(r, k.RunningState)
 	}
-	return true, nil
+	return nil
 }
 
 // guardAllows: FromStates (any if empty), plus RunningState for a job that had an attempt.
@@ -181,15 +195,24 @@ func (s *Store) HeartbeatJob(ctx context.Context, p *store.HeartbeatParams) (*st
 		return nil, err
 	}
 	now := s.now().UnixNano()
-	var cancel bool
+	var cancel, holds bool
+	var resource string
 	err := s.db.QueryRowContext(ctx, `UPDATE jobs SET lease_expires_at = ?1 + ?2
 		WHERE id = ?3 AND token = ?4 AND owner = ?5 AND state = 'running' AND lease_expires_at > ?1
-		RETURNING cancel_requested`, now, int64(p.TTL), p.ID, int64(p.Token), p.Owner).Scan(&cancel)
+		RETURNING cancel_requested, beyond IS NOT NULL, resource`, now, int64(p.TTL), p.ID, int64(p.Token), p.Owner).
+		Scan(&cancel, &holds, &resource)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotHeld
 	}
 	if err != nil {
 		return nil, s.wrap("heartbeat job", err)
+	}
+	if holds {
+		// Its holds, from a later reading of the clock: they outlive the row a little, and end
+		// with the attempt (endHolds).
+		if err := s.heartbeatHolds(ctx, p.ID, resource, p.Owner, p.TTL); err != nil {
+			return nil, err
+		}
 	}
 	return &store.HeartbeatResult{CancelRequested: cancel, TTLLeft: p.TTL}, nil
 }

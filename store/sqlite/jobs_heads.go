@@ -65,6 +65,11 @@ func (x *jobTx) end(j *store.Job, st store.JobState, settle bool) error {
 	wasHead := j.Head
 	if j.State == store.JobRunning {
 		x.freed[j.Resource] = true
+		if j.Beyond() {
+			if err := x.endHolds(j); err != nil {
+				return err
+			}
+		}
 	}
 	j.State, j.Head, j.FinishedAt = st, false, x.now
 	if settle && wasHead && j.Attempt > 0 {
@@ -120,6 +125,11 @@ func (x *jobTx) endAttempt(j *store.Job, code, msg string, permanent bool, backo
 		return x.end(j, store.JobCancelled, true)
 	case permanent || j.Attempt >= j.MaxAttempts:
 		return x.end(j, store.JobDiscarded, true)
+	}
+	if j.Beyond() && j.State == store.JobRunning {
+		if err := x.endHolds(j); err != nil {
+			return err
+		}
 	}
 	j.State, j.ScheduledAt = store.JobRetryable, x.now.Add(backoff)
 	x.wake[j.Kind] = true

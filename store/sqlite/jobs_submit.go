@@ -89,6 +89,10 @@ func (x *jobTx) submit(p *store.SubmitParams) (*store.SubmitResult, error) {
 	if maxAttempts == 0 {
 		maxAttempts = k.MaxAttempts
 	}
+	var holds store.Job
+	if err := x.resolveHolds(k, p, &holds); err != nil {
+		return nil, err
+	}
 	cool, err := x.cooling(p.Resource)
 	if err != nil {
 		return nil, err
@@ -114,7 +118,7 @@ func (x *jobTx) submit(p *store.SubmitParams) (*store.SubmitResult, error) {
 	}
 	j := &store.Job{Seq: seq, Kind: p.Kind, Resource: p.Resource, Args: args, MaxAttempts: maxAttempts,
 		Priority: p.Priority, IdempotencyKey: p.IdempotencyKey, CreatedAt: x.now, ScheduledAt: x.now,
-		State: store.JobAvailable}
+		State: store.JobAvailable, Shared: holds.Shared, Resources: holds.Resources, Limits: holds.Limits}
 	switch {
 	case p.Delay > 0:
 		j.ScheduledAt = x.now.Add(p.Delay)

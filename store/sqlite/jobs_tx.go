@@ -37,6 +37,9 @@ type jobTx struct {
 	// stmts, set for a batch submit only, holds the statements it runs per job, prepared once
 	// (preparing costs more than running them).
 	stmts map[string]*sql.Stmt
+	// s is the store, set for the store's own transactions (inTx): a job with holds needs its
+	// prepared statements (jobs_beyond.go).
+	s *Store
 	// reaping is set by the reaper: the attempts it ends are marked reaped (jobs.reaped), and the
 	// audit log records their ends as the store's own, with no principal.
 	reaping bool
@@ -89,6 +92,7 @@ func (s *Store) inTx(ctx context.Context, op string, fn func(x *jobTx) error) er
 		return s.wrap(op, err)
 	}
 	x := newJobTx(ctx, tx, s.now())
+	x.s = s
 	if err := fn(x); err != nil {
 		_ = tx.Rollback()
 		return s.wrapJob(op, err)
@@ -128,7 +132,7 @@ const (
 
 const jobColumns = `id, seq, kind, resource, args, state, head, attempt, max_attempts, priority,
 	idempotency_key, errors, created_at, scheduled_at, attempted_at, finished_at, worker, token,
-	lease_expires_at, cancel_requested, timeout_ns, owner`
+	lease_expires_at, cancel_requested, timeout_ns, owner, beyond`
 
 // storedError is a JobError as stored in jobs.errors: the time in Unix nanoseconds, like every
 // other time in the file.
@@ -153,9 +157,13 @@ func scanJob(sc interface{ Scan(...any) error }) (*store.Job, error) {
 	var key sql.NullString
 	var created, scheduled, token, timeout int64
 	var attempted, finished, expires sql.NullInt64
+	var beyond sql.NullString
 	if err := sc.Scan(&j.ID, &j.Seq, &j.Kind, &j.Resource, &args, &state, &j.Head, &j.Attempt, &j.MaxAttempts,
 		&j.Priority, &key, &errs, &created, &scheduled, &attempted, &finished, &j.Worker, &token, &expires,
-		&j.CancelRequested, &timeout, &j.Owner); err != nil {
+		&j.CancelRequested, &timeout, &j.Owner, &beyond); err != nil {
+		return nil, err
+	}
+	if err := decodeBeyond(&j, beyond); err != nil {
 		return nil, err
 	}
 	var stored []storedError
@@ -246,11 +254,15 @@ func (x *jobTx) insertJob(j *store.Job) error {
 		return err
 	}
 	key := sql.NullString{String: j.IdempotencyKey, Valid: j.IdempotencyKey != ""}
+	beyond, err := encodeBeyond(j)
+	if err != nil {
+		return err
+	}
 	return x.queryRow(`INSERT INTO jobs (seq, kind, resource, args, state, head, attempt,
-			max_attempts, priority, idempotency_key, errors, created_at, scheduled_at, finished_at)
-		VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			max_attempts, priority, idempotency_key, errors, created_at, scheduled_at, finished_at, beyond)
+		VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		j.Seq, j.Kind, j.Resource, string(j.Args), string(j.State), j.Head, j.MaxAttempts, j.Priority, key, errs,
-		j.CreatedAt.UnixNano(), j.ScheduledAt.UnixNano(), toNull(j.FinishedAt)).Scan(&j.ID)
+		j.CreatedAt.UnixNano(), j.ScheduledAt.UnixNano(), toNull(j.FinishedAt), beyond).Scan(&j.ID)
 }
 
 // saveJob writes back every field a transition may change. reaped changes only when an attempt

@@ -12,18 +12,24 @@ import (
 )
 
 const kindColumns = `name, policy, max_attempts, timeout_ns, cooldown_ns, from_states, running_state,
-	success_state, failure_state, resource_cooldown_ns`
+	success_state, failure_state, resource_cooldown_ns, mode, limits`
 
 func scanKind(sc interface{ Scan(...any) error }) (*store.Kind, error) {
 	var k store.Kind
-	var policy, from string
+	var policy, from, limits string
 	var timeout, cooldown, resourceCooldown int64
 	if err := sc.Scan(&k.Name, &policy, &k.MaxAttempts, &timeout, &cooldown, &from, &k.RunningState,
-		&k.SuccessState, &k.FailureState, &resourceCooldown); err != nil {
+		&k.SuccessState, &k.FailureState, &resourceCooldown, &k.Mode, &limits); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(from), &k.FromStates); err != nil {
 		return nil, err
+	}
+	if err := json.Unmarshal([]byte(limits), &k.Limits); err != nil {
+		return nil, err
+	}
+	if len(k.Limits) == 0 {
+		k.Limits = nil
 	}
 	if len(k.FromStates) == 0 {
 		k.FromStates = nil
@@ -56,6 +62,7 @@ func (s *Store) RegisterKinds(ctx context.Context, kinds []store.Kind) error {
 	for i := range kinds {
 		defs[i] = kinds[i]
 		defs[i].FromStates = append([]string(nil), kinds[i].FromStates...)
+		defs[i].Limits = append([]string(nil), kinds[i].Limits...)
 		if err := defs[i].Validate(); err != nil {
 			return err
 		}
@@ -70,15 +77,23 @@ func (s *Store) RegisterKinds(ctx context.Context, kinds []store.Kind) error {
 			if err != nil {
 				return err
 			}
+			limits := k.Limits
+			if limits == nil {
+				limits = []string{}
+			}
+			limitsJSON, err := json.Marshal(limits)
+			if err != nil {
+				return err
+			}
 			if _, err := x.q.ExecContext(x.ctx, `INSERT INTO job_kinds (`+kindColumns+`)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 				ON CONFLICT (name) DO UPDATE SET policy = excluded.policy, max_attempts = excluded.max_attempts,
 					timeout_ns = excluded.timeout_ns, cooldown_ns = excluded.cooldown_ns,
 					from_states = excluded.from_states, running_state = excluded.running_state,
 					success_state = excluded.success_state, failure_state = excluded.failure_state,
-					resource_cooldown_ns = excluded.resource_cooldown_ns`,
+					resource_cooldown_ns = excluded.resource_cooldown_ns, mode = excluded.mode, limits = excluded.limits`,
 				k.Name, string(k.Policy), k.MaxAttempts, int64(k.Timeout), int64(k.Cooldown), string(fromJSON),
-				k.RunningState, k.SuccessState, k.FailureState, int64(k.ResourceCooldown)); err != nil {
+				k.RunningState, k.SuccessState, k.FailureState, int64(k.ResourceCooldown), k.Mode, string(limitsJSON)); err != nil {
 				return err
 			}
 		}

@@ -167,6 +167,7 @@ func (s *Store) wakeFront(ctx context.Context, key string) {
 		s.hub.Notify(key)
 	case front.Job != 0:
 		s.hub.Notify(notify.JobKey(front.JobKind))
+	case s.wakeJobTicket(ctx, front):
 	case !s.notifyTicket(key, front):
 		s.hub.Notify(key)
 	case front.Shared:
@@ -177,6 +178,20 @@ func (s *Store) wakeFront(ctx context.Context, key string) {
 			s.notifyTicket(key, t)
 		}
 	}
+}
+
+// wakeJobTicket wakes the workers of the kind of the job whose attempt waits with ticket t, if
+// it is a job's (store.JobLeaseID).
+func (s *Store) wakeJobTicket(ctx context.Context, t *store.Ticket) bool {
+	id, ok := store.JobOfLeaseID(t.LeaseID)
+	if !ok {
+		return false
+	}
+	var kind string
+	if s.db.QueryRowContext(ctx, `SELECT kind FROM jobs WHERE id = ?`, id).Scan(&kind) == nil {
+		s.hub.Notify(notify.JobKey(kind))
+	}
+	return true
 }
 
 // notifyTicket wakes the waiter of ticket t of key's line, under the key it subscribed with.

@@ -38,7 +38,7 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 		// The job attempt that holds a resource, and the resource's rest after a job: what a
 		// refused acquire names when no lease refused it. ?1 key, ?2 now.
 		{&st.runningJob, `SELECT id, token, lease_expires_at FROM jobs
-			WHERE resource = ?1 AND state = 'running' AND lease_expires_at > ?2`},
+			WHERE resource = ?1 AND state = 'running' AND lease_expires_at > ?2 AND beyond IS NULL`},
 		{&st.resourceRest, `SELECT cooldown_until FROM resources WHERE key = ?1 AND cooldown_until > ?2`},
 		// The kind of the resource's head, if it waits to be claimed: a release wakes its workers.
 		{&st.headKind, `SELECT kind FROM jobs WHERE resource = ?1 AND head AND state IN ` + sqlClaimable + ` LIMIT 1`},

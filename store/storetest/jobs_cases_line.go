@@ -32,12 +32,17 @@ func lineStore(t *testing.T, e *jobEnv) store.Store {
 // waitOnce is one waiting attempt: granted, or refused with the caller's ticket kept. An attempt
 // that runs out of time without an answer is made again.
 func waitOnce(parent context.Context, ls store.Store, key, id string, ttl time.Duration, first bool) (*store.Lease, error) {
-	ctx, cancel := context.WithTimeout(parent, enqueueWait)
-	defer cancel()
 	p := &store.AcquireParams{Key: key, LeaseID: id, Holder: "h-" + id, TTL: ttl, Wait: true}
 	if first {
 		p.First, p.FirstReason = true, "break-glass in a test"
 	}
+	return waitFor(parent, ls, p)
+}
+
+// waitFor is waitOnce of any waiting request p.
+func waitFor(parent context.Context, ls store.Store, p *store.AcquireParams) (*store.Lease, error) {
+	ctx, cancel := context.WithTimeout(parent, enqueueWait)
+	defer cancel()
 	for {
 		l, err := ls.Acquire(ctx, p)
 		if err == nil || errors.Is(err, store.ErrLockHeld) || errors.Is(err, store.ErrResting) || ctx.Err() == nil ||

@@ -40,6 +40,7 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"OneResourceExclusion", testOneResourceExclusion},
 		{"LineFIFO", testLineFIFO},
 		{"LineNoStarvation", testLineNoStarvation},
+		{"JobLimitCapacity", testJobLimitCapacity},
 	}
 	for _, c := range serial {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
@@ -67,6 +68,9 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"LineClaimPassesBlockedHead", testLineClaimPassesBlockedHead},
 		{"LineWithJobs", testLineWithJobs},
 		{"LineVisible", testLineVisible},
+		// Jobs beyond one key.
+		{"JobHoldsAsLeases", testJobHoldsAsLeases},
+		{"JobBeyondBadInput", testJobBeyondBadInput},
 		// Policies and guards.
 		{"PolicyReject", testJobPolicyReject},
 		{"PolicySkip", testJobPolicySkip},
