@@ -534,3 +534,68 @@ func testHoldsAreNobodysLease(t *testing.T, h Harness) {
 		t.Fatalf("the key after the refusals: %+v, %v; want it held for about a minute", l, err)
 	}
 }
+
+// testLimitUnitExpires: the unit of a holder that stops renewing (a crash) comes back when its
+// lease expires: a waiter for a limit of 1 is granted then, with a greater token, and not
+// before (the expired holder's release is refused).
+func testLimitUnitExpires(t *testing.T, h Harness) {
+	e := newEnv(t, h, nil)
+	lim := requireLimits(t, e)
+	e.setLimit(lim, "pool/one", 1)
+	crashed, err := e.locker.TryAcquire(e.ctx, "worker/a", baton.WithLimits("pool/one"), baton.WithTTL(time.Second),
+		baton.WithKeepalive(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.locker.TryAcquire(e.ctx, "worker/b", baton.WithLimits("pool/one")); !errors.Is(err, baton.ErrLockHeld) {
+		t.Fatalf("second unit of a limit of 1 while the first is live: %v; want ErrLockHeld", err)
+	}
+	next, err := e.locker.Acquire(e.ctx, "worker/b", baton.WithLimits("pool/one"), baton.WithWaitTimeout(30*time.Second))
+	if err != nil {
+		t.Fatalf("waiting for the unit of a crashed holder: %v", err)
+	}
+	if next.Token <= crashed.Token {
+		t.Fatalf("the unit after expiry has token %d, not above the crashed holder's %d", next.Token, crashed.Token)
+	}
+	if err := crashed.Release(e.ctx); !errors.Is(err, baton.ErrNotHeld) {
+		t.Fatalf("release by the crashed holder after expiry: %v; want ErrNotHeld", err)
+	}
+	if err := next.Release(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testForceReleaseEndsHolds: force-releasing one key of a lease on several keys and a limit ends
+// the whole lease: its other key and its unit are free at once, and its holder's renew is
+// refused.
+func testForceReleaseEndsHolds(t *testing.T, h Harness) {
+	e := newEnv(t, h, nil)
+	lim := requireLimits(t, e)
+	e.setLimit(lim, "pool/fr", 1)
+	l, err := e.locker.TryAcquire(e.ctx, "fr/a", baton.WithResources("fr/b"), baton.WithLimits("pool/fr"),
+		baton.WithKeepalive(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.locker.ForceRelease(e.ctx, "fr/b", "wedged"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		key  string
+		opts []baton.Option
+	}{{"fr/a", nil}, {"fr/b", nil}, {"fr/other", []baton.Option{baton.WithLimits("pool/fr")}}} {
+		got, err := e.locker.TryAcquire(e.ctx, c.key, c.opts...)
+		if err != nil {
+			t.Fatalf("%s after a force-release of fr/b ended the lease: %v", c.key, err)
+		}
+		if got.Token <= l.Token {
+			t.Fatalf("%s granted with token %d, not above the ended lease's %d", c.key, got.Token, l.Token)
+		}
+		if err := got.Release(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.store.Renew(e.ctx, &store.RenewParams{Key: "fr/a", LeaseID: l.ID, TTL: time.Minute}); !errors.Is(err, store.ErrNotHeld) {
+		t.Fatalf("renew of the force-ended lease: %v; want ErrNotHeld", err)
+	}
+}

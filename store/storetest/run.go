@@ -67,6 +67,8 @@ func Run(t *testing.T, h Harness) {
 		{"LimitLowered", testLimitLowered},
 		{"BeyondBadInput", testBeyondBadInput},
 		{"HoldsAreNobodysLease", testHoldsAreNobodysLease},
+		{"LimitUnitExpires", testLimitUnitExpires},
+		{"ForceReleaseEndsHolds", testForceReleaseEndsHolds},
 		{"BeyondUnsupported", testBeyondUnsupported},
 	}
 	for _, c := range parallel {
