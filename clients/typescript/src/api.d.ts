@@ -208,7 +208,7 @@ export interface Problem {
   capacity?: number;
   /** not_implemented: the server's store that lacks the feature */
   store?: string;
-  /** not_implemented: what the store lacks (shared mode, several resources, limits) */
+  /** not_implemented: what the store lacks (shared mode, several resources, limits; for jobs: shared jobs, jobs on several resources, jobs with limits) */
   feature?: string;
 }
 
