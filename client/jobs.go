@@ -67,7 +67,8 @@ func (s *Store) SubmitJob(ctx context.Context, p *store.SubmitParams) (*store.Su
 		return nil, err
 	}
 	req := wire.SubmitRequest{Kind: p.Kind, Resource: p.Resource, Args: p.Args, Policy: p.Policy,
-		MaxAttempts: p.MaxAttempts, Priority: p.Priority, DelayMs: ceilMs(p.Delay)}
+		MaxAttempts: p.MaxAttempts, Priority: p.Priority, DelayMs: ceilMs(p.Delay),
+		Mode: p.Mode, Resources: p.Resources, Limits: p.Limits}
 	if !p.ScheduledAt.IsZero() {
 		req.ScheduledAt = p.ScheduledAt.UTC().Format(time.RFC3339Nano)
 	}
@@ -101,7 +102,8 @@ func (s *Store) SubmitMany(ctx context.Context, ps []*store.SubmitParams) ([]*st
 	req := wire.SubmitBatchRequest{Jobs: make([]*wire.SubmitRequest, len(ps))}
 	for i, p := range ps {
 		req.Jobs[i] = &wire.SubmitRequest{Kind: p.Kind, Resource: p.Resource, Args: p.Args, Policy: p.Policy,
-			MaxAttempts: p.MaxAttempts, Priority: p.Priority, DelayMs: ceilMs(p.Delay), IdempotencyKey: p.IdempotencyKey}
+			MaxAttempts: p.MaxAttempts, Priority: p.Priority, DelayMs: ceilMs(p.Delay), IdempotencyKey: p.IdempotencyKey,
+			Mode: p.Mode, Resources: p.Resources, Limits: p.Limits}
 		if !p.ScheduledAt.IsZero() {
 			req.Jobs[i].ScheduledAt = p.ScheduledAt.UTC().Format(time.RFC3339Nano)
 		}

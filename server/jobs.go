@@ -144,8 +144,13 @@ func submitParams(req *wire.SubmitRequest, headerKey string) (*store.SubmitParam
 	if string(args) == "null" {
 		args = nil
 	}
+	mode, ok := req.SubmitMode()
+	if !ok {
+		return nil, invalidArg("mode", fmt.Sprintf("must be %q or left out with shared: true (got %q)", store.ModeShared, req.Mode))
+	}
 	p := &store.SubmitParams{Kind: req.Kind, Resource: req.Resource, Args: args, IdempotencyKey: key,
-		Policy: req.Policy, MaxAttempts: req.MaxAttempts, Priority: req.Priority, Delay: delay}
+		Policy: req.Policy, MaxAttempts: req.MaxAttempts, Priority: req.Priority, Delay: delay,
+		Mode: mode, Resources: req.Resources, Limits: req.Limits}
 	if req.ScheduledAt != "" {
 		at, err := time.Parse(time.RFC3339, req.ScheduledAt)
 		if err != nil {
@@ -158,6 +163,11 @@ func submitParams(req *wire.SubmitRequest, headerKey string) (*store.SubmitParam
 	}
 	if strings.HasPrefix(p.Resource, ReservedPrefix) {
 		return nil, reservedProblem("resource", p.Resource)
+	}
+	for _, k := range p.Resources {
+		if strings.HasPrefix(k, ReservedPrefix) {
+			return nil, reservedProblem("resources", k)
+		}
 	}
 	return p, nil
 }

@@ -35,6 +35,7 @@ import (
 var unbounded = map[string]string{
 	"FailRequest.message":        "a handler's error message is cut to 2048 bytes when stored, never refused (the body's 64 KiB bounds it)",
 	"SubmitRequest.scheduled_at": "an RFC 3339 time (format date-time): its format is the rule, not its length",
+	"Kind.limits[]":              "a limit template's bound is its length once its {args.NAME} parts are filled (512 bytes), not its own",
 }
 
 // notRefused lists boundary cases the server may accept although the document refuses them,
@@ -65,6 +66,8 @@ var bodyOverrides = map[string]string{
 	"registerKinds": `{"kinds":[{"name":"k"}]}`,
 	// The least key is "k", which resources must not name again.
 	"acquireLock": `{"key":"acquire-key"}`,
+	"submitJob":   `{"kind":"k","resource":"submit-resource"}`,
+	"submitJobs":  `{"jobs":[{"kind":"k","resource":"submit-resource"}]}`,
 }
 
 // specDoc is the document as raw JSON, numbers exact: kin-openapi keeps bounds as float64,

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -46,4 +47,21 @@ func TestDashboardLimitsAndShared(t *testing.T) {
 		until(`((rows) => rows[0][6] === '' && rows[1][6] === 'shared')(`+lineRows+`)`),
 		until(`document.querySelector('main .line tbody tr:nth-child(2) .badge.shared') && !document.querySelector('main .line tbody tr:first-child .badge.shared')`))
 	shot(t, ctx, "resource-shared")
+
+	// A job beyond one key: its page shows its mode, the resources it holds too and its limits
+	// (the kind's template filled from its args), and the jobs list marks them after its resource.
+	d.must(200, "", "PUT", "/v1/limits/zone/eu", map[string]any{"capacity": 1})
+	d.must(200, "", "PUT", "/v1/kinds/drain", map[string]any{"mode": "shared", "limits": []string{"zone/{args.zone}"}})
+	job := d.must(201, "", "POST", "/v1/jobs", map[string]any{"kind": "drain", "resource": "node/7", "args": map[string]any{"zone": "eu"},
+		"resources": []string{"rack/3"}, "limits": []string{"gpu/pool"}})
+	id := fmt.Sprint(int64(job["id"].(float64)))
+	const fields = `Object.fromEntries([...document.querySelectorAll('main dl dt')].map((dt) => [dt.innerText, dt.nextElementSibling]))`
+	do(t, ctx, page("#/jobs/"+id, "Job "+id),
+		until(`((f) => f['Mode'] && f['Mode'].querySelector('.badge.shared') && f['Also holds'].querySelector('a[href="#/resources/rack%2F3"]')`+
+			` && f['Limits'].innerText === 'gpu/pool, zone/eu')(`+fields+`)`))
+	shot(t, ctx, "job-limits")
+	do(t, ctx, page("#/jobs?kind=drain", "Jobs"),
+		until(`((tr) => tr && tr.querySelector('.badge.shared') && tr.cells[2].innerText.includes('(+1 more; limits gpu/pool, zone/eu)'))`+
+			`(document.querySelector('main tbody tr a[href="#/jobs/`+id+`"]')?.closest('tr'))`),
+		page("#/kinds", "Kinds"), hasText("main", "limits zone/{args.zone}"))
 }

@@ -9,16 +9,23 @@ import (
 
 // listFlag is a flag that may be given several times (the only flags that may); with split, a
 // value may also hold several separated by commas (not for resource keys, which may contain
-// commas). Duplicates are dropped. It is a pflag.SliceValue, so that completion offers it again.
+// commas). Duplicates are dropped. With exact, values are kept as given, spaces, empty values
+// and duplicates included, for the store to judge (resource keys). It is a pflag.SliceValue, so
+// that completion offers it again.
 type listFlag struct {
 	vals  []string
 	split bool
+	exact bool
 }
 
 func (l *listFlag) String() string { return strings.Join(l.vals, ",") }
 func (l *listFlag) Type() string   { return "strings" }
 
 func (l *listFlag) Set(v string) error {
+	if l.exact {
+		l.vals = append(l.vals, v)
+		return nil
+	}
 	parts := []string{v}
 	if l.split {
 		parts = strings.Split(v, ",")

@@ -77,6 +77,16 @@ func writeJobDetail(w io.Writer, j *store.Job) error {
 	}
 	row("Attempt", fmt.Sprintf("%d of %d", j.Attempt, j.MaxAttempts))
 	row("Priority", strconv.Itoa(j.Priority))
+	// What the attempts hold beyond the resource, exclusive: shown when they do.
+	if j.Shared {
+		row("Mode", "shared")
+	}
+	if len(j.Resources) > 0 {
+		row("Also holds", printableList(j.Resources))
+	}
+	if len(j.Limits) > 0 {
+		row("Limits", printableList(j.Limits))
+	}
 	if j.IdempotencyKey != "" {
 		row("Idempotency key", printable(j.IdempotencyKey))
 	}
@@ -118,4 +128,13 @@ func writeJobDetail(w io.Writer, j *store.Job) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// printableList is names, each printable, separated by commas.
+func printableList(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = printable(n)
+	}
+	return strings.Join(out, ", ")
 }

@@ -123,9 +123,13 @@ func parseJobLine(line []byte) (*store.SubmitParams, error) {
 	if req.DelayMs < 0 || req.DelayMs > store.MaxDelay.Milliseconds() {
 		return nil, fmt.Errorf("invalid delay_ms: must be between 0 and %d (got %d)", store.MaxDelay.Milliseconds(), req.DelayMs)
 	}
+	mode, ok := req.SubmitMode()
+	if !ok {
+		return nil, fmt.Errorf("invalid mode: must be %q or left out with shared: true (got %q)", store.ModeShared, req.Mode)
+	}
 	p := &store.SubmitParams{Kind: req.Kind, Resource: req.Resource, Args: req.Args, IdempotencyKey: req.IdempotencyKey,
 		Policy: req.Policy, MaxAttempts: req.MaxAttempts, Priority: req.Priority,
-		Delay: time.Duration(req.DelayMs) * time.Millisecond}
+		Delay: time.Duration(req.DelayMs) * time.Millisecond, Mode: mode, Resources: req.Resources, Limits: req.Limits}
 	if string(p.Args) == "null" {
 		p.Args = nil
 	}

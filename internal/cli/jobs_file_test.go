@@ -80,7 +80,7 @@ func TestJobsSubmitFile(t *testing.T) {
 	}{
 		{"a bad resource", `{"kind":"deploy","resource":"svc/d"}` + "\n\n" + `{"kind":"deploy","resource":""}`, exitUsage, "line 3: invalid resource: must not be empty"},
 		{"not JSON", `{"kind":"deploy","resource":"svc/d"}` + "\n" + `{"kind":`, exitUsage, "line 2: not a job object"},
-		{"an unknown member", `{"kind":"deploy","resource":"svc/d","resources":"x"}`, exitUsage, `line 1: not a job object: json: unknown field "resources"`},
+		{"an unknown member", `{"kind":"deploy","resource":"svc/d","resourc":"x"}`, exitUsage, `line 1: not a job object: json: unknown field "resourc"`},
 		{"an unregistered kind", `{"kind":"deploy","resource":"svc/d"}` + "\n" + `{"kind":"nope","resource":"svc/d"}`, exitUsage, "line 2: invalid kind: must name a registered kind (\"nope\" is not"},
 		{"a negative delay", `{"kind":"deploy","resource":"svc/d","delay_ms":-1}`, exitUsage, "line 1: invalid delay_ms"},
 		{"no jobs", "\n\n", exitUsage, "no jobs"},

@@ -34,8 +34,10 @@ const kindOutputHelp = `Output (table):
   NAME    POLICY  ATTEMPTS  TIMEOUT  COOLDOWN  FROM_STATES  RUNNING_STATE  SUCCESS_STATE  FAILURE_STATE
   deploy  reject  3         10m0s    -         "",deployed  deploying      deployed       broken
 
-("" is the state of a resource never set.) With -o json: {"name", "policy", "max_attempts",
-"timeout_ms", "cooldown_ms", "from_states", "running_state", "success_state", "failure_state"}.`
+("" is the state of a resource never set.) MODE and LIMITS columns are added when a kind
+listed is shared or takes limits. With -o json: {"name", "policy", "max_attempts",
+"timeout_ms", "cooldown_ms", "from_states", "running_state", "success_state", "failure_state",
+"resource_cooldown_ms", "mode", "limits"}.`
 
 func (a *app) kindsListCommand() *cobra.Command {
 	cmd := a.command(&cobra.Command{
@@ -61,12 +63,14 @@ func (a *app) kindsListCommand() *cobra.Command {
 }
 
 func (a *app) kindsSetCommand() *cobra.Command {
-	var policy, fromStates, runningState, successState, failureState string
+	var policy, fromStates, runningState, successState, failureState, mode string
+	limits := &listFlag{}
 	var maxAttempts int
 	var timeout, cooldown, resourceCooldown time.Duration
 	cmd := a.command(&cobra.Command{
 		Use: `set NAME [--policy queue|skip|reject] [--max-attempts N] [--timeout D] [--cooldown D]
-[--resource-cooldown D] [--from-states A,B] [--running-state S] [--success-state S] [--failure-state S] [-o table|json]`,
+[--resource-cooldown D] [--from-states A,B] [--running-state S] [--success-state S] [--failure-state S]
+[--mode exclusive|shared] [--limit TEMPLATE...] [-o table|json]`,
 		Short: "create or change a kind (admin)",
 		Long: `Create or change the kind NAME (admin) and print it. Flags not given keep the kind's current
 values (for a new kind: the defaults). An empty value clears a setting: --timeout 0,
@@ -88,6 +92,13 @@ values (for a new kind: the defaults). An empty value clears a setting: --timeou
   separated; an empty item is the state of a resource never set, e.g. ',idle'; empty list:
   any state). --running-state is set when an attempt starts, --success-state when the job
   succeeds, --failure-state when it ends discarded or cancelled after an attempt.
+- --mode: how the kind's jobs hold their resources, exclusive (default) or shared with other
+  shared holders; a submit's --mode overrides it. Jobs of one resource still run one at a time.
+- --limit (repeatable): each job of the kind takes one unit of the limit per attempt ('baton
+  limits set NAME N'). A limit may be a template: its {args.NAME} parts take the value of the
+  job's argument NAME (a string or a number), so 'zone/{args.zone}' is zone/eu for a job with
+  args {"zone":"eu"}; a submit without that argument is refused. Giving --limit replaces the
+  kind's limits; --limit '' clears them.
 
 The change is a read and a replace: do not run two for the same kind at once.
 
@@ -95,10 +106,11 @@ Examples:
   baton kinds set deploy --policy queue --max-attempts 3 --timeout 10m
   baton kinds set remediate --policy skip --resource-cooldown 10m
   baton kinds set migrate --from-states ,migrated --running-state migrating --success-state migrated --failure-state broken
+  baton kinds set drain --mode shared --limit 'zone/{args.zone}'
 
 ` + kindOutputHelp,
 		Args: exactArgs(1, "NAME"),
-	}, meta{exits: exitsRead, writes: true, names: flagNames{"kind": "NAME", "name": "NAME"}})
+	}, meta{exits: exitsRead, writes: true, names: flagNames{"kind": "NAME", "name": "NAME", "limits": "--limit"}})
 	a.addGlobalFlags(cmd, true)
 	fs := cmd.Flags()
 	fs.StringVar(&policy, "policy", "", "queue, skip or reject")
@@ -111,6 +123,9 @@ Examples:
 	fs.StringVar(&runningState, "running-state", "", "resource `state` set when an attempt starts")
 	fs.StringVar(&successState, "success-state", "", "resource `state` set when a job succeeds")
 	fs.StringVar(&failureState, "failure-state", "", "resource `state` set when a job ends discarded or cancelled")
+	fs.StringVar(&mode, "mode", "", "how jobs hold their resources: exclusive or shared with other shared holders")
+	enumFlag(cmd, "mode", store.ModeExclusive, store.ModeShared)
+	fs.Var(limits, "limit", "each job takes one unit of the limit `TEMPLATE` (e.g. zone/{args.zone}); repeatable, '' clears")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		name := args[0]
 		if err := store.ValidateKind(name); err != nil {
@@ -153,6 +168,10 @@ Examples:
 				k.SuccessState = successState
 			case "failure-state":
 				k.FailureState = failureState
+			case "mode":
+				k.Mode = mode
+			case "limit":
+				k.Limits = limits.vals
 			}
 		})
 		if err := k.Validate(); err != nil {
@@ -202,8 +221,14 @@ func writeKinds(w io.Writer, g *globals, kinds []store.Kind) error {
 		}
 		return printable(s)
 	}
+	// Mode and limits get columns only when a kind uses them, as most kinds do not.
+	beyond := slices.ContainsFunc(kinds, func(k store.Kind) bool { return k.Mode == store.ModeShared || len(k.Limits) > 0 })
 	tw := newTable(w)
-	fmt.Fprintln(tw, "NAME\tPOLICY\tATTEMPTS\tTIMEOUT\tCOOLDOWN\tFROM_STATES\tRUNNING_STATE\tSUCCESS_STATE\tFAILURE_STATE\tRESOURCE_COOLDOWN")
+	head := "NAME\tPOLICY\tATTEMPTS\tTIMEOUT\tCOOLDOWN\tFROM_STATES\tRUNNING_STATE\tSUCCESS_STATE\tFAILURE_STATE\tRESOURCE_COOLDOWN"
+	if beyond {
+		head += "\tMODE\tLIMITS"
+	}
+	fmt.Fprintln(tw, head)
 	for _, k := range kinds {
 		timeout, cooldown, resourceCooldown := "-", "-", "-"
 		if k.Timeout > 0 {
@@ -226,8 +251,16 @@ func writeKinds(w io.Writer, g *globals, kinds []store.Kind) error {
 			}
 			from = strings.Join(states, ",")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.Name, k.Policy, k.MaxAttempts, timeout, cooldown,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s", k.Name, k.Policy, k.MaxAttempts, timeout, cooldown,
 			from, dash(k.RunningState), dash(k.SuccessState), dash(k.FailureState), resourceCooldown)
+		if beyond {
+			mode := store.ModeExclusive
+			if k.Mode != "" {
+				mode = k.Mode
+			}
+			fmt.Fprintf(tw, "\t%s\t%s", mode, dash(strings.Join(k.Limits, ",")))
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }

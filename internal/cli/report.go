@@ -109,6 +109,9 @@ func (n flagNames) name(field string) string {
 	if field == "" || field == "id" || field == "token" {
 		return field
 	}
+	if member, ok := strings.CutPrefix(field, "args."); ok {
+		return "--args member " + member // a kind's limit template names an argument
+	}
 	return "--" + strings.ReplaceAll(field, "_", "-")
 }
 

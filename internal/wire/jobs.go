@@ -103,6 +103,12 @@ type Job struct {
 	// Cancel is set on a cancelled job.
 	Cancel    *JobCancel `json:"cancel,omitempty"`
 	TimeoutMs int64      `json:"timeout_ms"`
+	// Shared, Resources and Limits are what the job's attempts hold beyond Resource, as the lease
+	// object's: the resource (and Resources) in shared mode, the other resources they hold, and
+	// the limits of which they take one unit each (the submit's, then the kind's, filled in).
+	Shared    bool     `json:"shared,omitempty"`
+	Resources []string `json:"resources,omitempty"`
+	Limits    []string `json:"limits,omitempty"`
 }
 
 // JobCancel says when a job was cancelled and which attempt the cancel stopped: DuringAttempt
@@ -148,7 +154,7 @@ func JobFrom(j *store.Job) Job {
 		Errors: errs, CreatedAt: T(j.CreatedAt), ScheduledAt: T(j.ScheduledAt), AttemptedAt: T(j.AttemptedAt),
 		FinishedAt: T(j.FinishedAt), Head: j.Head, Worker: j.Worker, Owner: j.Owner, Token: j.Token,
 		LeaseExpiresAt: T(j.LeaseExpiresAt), CancelRequested: j.CancelRequested, TimeoutMs: ms(j.Timeout),
-		LastError: lastErr, Cancel: cancel}
+		LastError: lastErr, Cancel: cancel, Shared: j.Shared, Resources: j.Resources, Limits: j.Limits}
 }
 
 // JobsFrom converts store jobs; never nil, so that it encodes as [].
@@ -174,7 +180,8 @@ func (j *Job) Store() *store.Job {
 		Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, Priority: j.Priority, IdempotencyKey: j.IdempotencyKey,
 		Errors: errs, CreatedAt: j.CreatedAt.Time, ScheduledAt: j.ScheduledAt.Time, AttemptedAt: j.AttemptedAt.Time,
 		FinishedAt: j.FinishedAt.Time, Head: j.Head, Worker: j.Worker, Owner: j.Owner, Token: j.Token,
-		LeaseExpiresAt: j.LeaseExpiresAt.Time, CancelRequested: j.CancelRequested, Timeout: dur(j.TimeoutMs)}
+		LeaseExpiresAt: j.LeaseExpiresAt.Time, CancelRequested: j.CancelRequested, Timeout: dur(j.TimeoutMs),
+		Shared: j.Shared, Resources: j.Resources, Limits: j.Limits}
 }
 
 // StoreJobs converts a list back to store jobs.
@@ -208,6 +215,23 @@ type SubmitRequest struct {
 	ScheduledAt    string           `json:"scheduled_at,omitempty"`
 	DelayMs        int64            `json:"delay_ms,omitempty"`
 	IdempotencyKey string           `json:"idempotency_key,omitempty"`
+	// Mode is how the job's attempts hold Resource (and Resources): "exclusive" or "shared";
+	// empty means the kind's. Shared is a shorthand for Mode "shared". Resources are more
+	// resources each attempt holds with Resource, all or nothing; Limits are limits of which each
+	// attempt takes one unit, besides the kind's.
+	Mode      string   `json:"mode,omitempty"`
+	Shared    bool     `json:"shared,omitempty"`
+	Resources []string `json:"resources,omitempty"`
+	Limits    []string `json:"limits,omitempty"`
+}
+
+// SubmitMode is the submit's mode, Shared read as Mode "shared"; ok is false when Shared
+// contradicts Mode ("exclusive"). Other values of Mode are left for the store to refuse.
+func (r *SubmitRequest) SubmitMode() (mode string, ok bool) {
+	if !r.Shared {
+		return r.Mode, true
+	}
+	return store.ModeShared, r.Mode != store.ModeExclusive
 }
 
 // SubmitBatchRequest is the body of POST /v1/jobs/batch: 1..store.MaxSubmitMany jobs, each with
@@ -341,20 +365,27 @@ type Kind struct {
 	RunningState       string   `json:"running_state,omitempty"`
 	SuccessState       string   `json:"success_state,omitempty"`
 	FailureState       string   `json:"failure_state,omitempty"`
+	// Mode is how the kind's jobs hold their resource, "exclusive" (also empty) or "shared"
+	// (a submit's mode overrides it); Limits are limit names or templates such as
+	// "zone/{args.zone}", filled from each job's args, of which each job takes one unit.
+	Mode   string   `json:"mode,omitempty"`
+	Limits []string `json:"limits,omitempty"`
 }
 
 // KindFrom converts a store kind.
 func KindFrom(k *store.Kind) Kind {
 	return Kind{Name: k.Name, Policy: k.Policy, MaxAttempts: k.MaxAttempts, TimeoutMs: ms(k.Timeout),
 		CooldownMs: ms(k.Cooldown), FromStates: k.FromStates, RunningState: k.RunningState,
-		SuccessState: k.SuccessState, FailureState: k.FailureState, ResourceCooldownMs: ms(k.ResourceCooldown)}
+		SuccessState: k.SuccessState, FailureState: k.FailureState, ResourceCooldownMs: ms(k.ResourceCooldown),
+		Mode: k.Mode, Limits: k.Limits}
 }
 
 // Store converts back to a store kind. The caller checks the millisecond fields' range.
 func (k *Kind) Store() store.Kind {
 	return store.Kind{Name: k.Name, Policy: k.Policy, MaxAttempts: k.MaxAttempts, Timeout: dur(k.TimeoutMs),
 		Cooldown: dur(k.CooldownMs), FromStates: k.FromStates, RunningState: k.RunningState,
-		SuccessState: k.SuccessState, FailureState: k.FailureState, ResourceCooldown: dur(k.ResourceCooldownMs)}
+		SuccessState: k.SuccessState, FailureState: k.FailureState, ResourceCooldown: dur(k.ResourceCooldownMs),
+		Mode: k.Mode, Limits: k.Limits}
 }
 
 // KindsRequest is the body of POST /v1/kinds: kinds created or replaced, all or none.

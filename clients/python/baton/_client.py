@@ -342,16 +342,31 @@ class Client(ResourceMethods):
     # Jobs.
 
     def put_kind(self, name: str, **kind: Any) -> dict:
-        """Creates or replaces a kind (admin): policy, max_attempts, timeout_ms, ..."""
+        """Creates or replaces a kind (admin): policy, max_attempts, timeout_ms, ..., mode
+        ("exclusive" or "shared") and limits (names or templates such as "zone/{args.zone}",
+        filled from each job's args; SQLite stores only)."""
         return self._request("PUT", "/v1/kinds/" + urllib.parse.quote(name, safe=""), body=kind)
 
     def submit_job(self, kind: str, resource: str, args: Optional[dict] = None, *, idempotency_key: Optional[str] = None,
-                   **fields: Any) -> "tuple[dict, bool]":
+                   mode: Optional[str] = None, shared: bool = False, resources: Optional[list] = None,
+                   limits: Optional[list] = None, **fields: Any) -> "tuple[dict, bool]":
         """Submits a job; returns (job, existing). With an idempotency key, a submit that names an
-        existing job returns that job and writes nothing."""
+        existing job returns that job and writes nothing. Beyond one exclusive resource (SQLite
+        stores; others raise BatonError 501): mode "exclusive" or "shared" (default: the kind's;
+        shared=True is mode "shared"), resources are more resources each attempt holds with
+        resource, all or nothing, and limits are limits of which each attempt takes one unit,
+        besides the kind's. The job dict shows them as "shared", "resources" and "limits"."""
         body: Dict[str, Any] = {"kind": kind, "resource": resource, **fields}
         if args is not None:
             body["args"] = args
+        if mode is not None:
+            body["mode"] = mode
+        if shared:
+            body["shared"] = True
+        if resources:
+            body["resources"] = list(resources)
+        if limits:
+            body["limits"] = list(limits)
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         status, job = self._request("POST", "/v1/jobs", body=body, headers=headers, with_status=True)
         return job, status != 201
@@ -359,7 +374,8 @@ class Client(ResourceMethods):
     def submit_many(self, jobs: "list[dict]") -> "list[tuple[dict, bool]]":
         """Submits 1 to 10,000 jobs in one request, all or nothing; returns (job, existing) for
         each, in order. Each job is a dict of submit_job's fields: kind, resource, args, policy,
-        max_attempts, priority, delay_ms, scheduled_at, idempotency_key."""
+        max_attempts, priority, delay_ms, scheduled_at, idempotency_key, mode, shared, resources,
+        limits."""
         if not isinstance(jobs, (list, tuple)) or not all(isinstance(j, dict) for j in jobs):
             raise ValueError("baton: jobs must be a list of dicts (kind, resource, args, ...)")
         res = self._request("POST", "/v1/jobs/batch", body={"jobs": list(jobs)})["results"]

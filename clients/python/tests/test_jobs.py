@@ -42,6 +42,31 @@ class JobsTest(unittest.TestCase):
         with self.assertRaises(baton.ResourceBusyError):
             C.submit_job("deploy", "env/busy")
 
+    def test_job_with_limits_resources_and_mode(self):
+        C.set_limit("py/global", 2)
+        C.set_limit("py/zone/eu", 2)
+        kind = C.put_kind("py.drain", mode="shared", limits=["py/zone/{args.zone}"])
+        self.assertEqual((kind["mode"], kind["limits"]), ("shared", ["py/zone/{args.zone}"]))
+        self.assertIn("py/zone/{args.zone}", [l for k in C.list_kinds() if k["name"] == "py.drain" for l in k["limits"]])
+        job, _ = C.submit_job("py.drain", "py/node/1", {"zone": "eu"}, resources=["py/rack/1"], limits=["py/global"])
+        want = (True, ["py/rack/1"], ["py/global", "py/zone/eu"])
+        self.assertEqual((job.get("shared"), job.get("resources"), job.get("limits")), want)
+        got = C.get_job(job["id"])
+        self.assertEqual((got.get("shared"), got.get("resources"), got.get("limits")), want)
+        plain, _ = C.submit_job("build", "py/node/2", shared=True, limits=["py/global"])
+        self.assertEqual((plain.get("shared"), plain.get("limits")), (True, ["py/global"]))
+        many = C.submit_many([{"kind": "build", "resource": "py/node/3", "mode": "exclusive", "limits": ["py/global"]}])
+        self.assertEqual((many[0][0].get("shared"), many[0][0]["limits"]), (None, ["py/global"]))
+        with self.assertRaises(baton.InvalidArgumentError) as bad:
+            C.submit_job("build", "py/node/4", limits=["py/no-such"])
+        self.assertEqual(bad.exception.field, "limits")
+        with self.assertRaises(baton.InvalidArgumentError) as bad:
+            C.submit_job("build", "py/node/4", shared=True, mode="exclusive")
+        self.assertEqual(bad.exception.field, "mode")
+        with self.assertRaises(baton.InvalidArgumentError) as bad:
+            C.submit_job("py.drain", "py/node/4")
+        self.assertEqual(bad.exception.field, "args.zone")
+
     def test_worker_one_at_a_time_per_resource_with_fencing_tokens(self):
         ids = [C.submit_job("build", "repo/w", {"n": i})[0]["id"] for i in range(4)]
         failing = C.submit_job("build", "repo/perm", {"fail": True})[0]["id"]

@@ -208,7 +208,7 @@ export interface Problem {
   capacity?: number;
   /** not_implemented: the server's store that lacks the feature */
   store?: string;
-  /** not_implemented: what the store lacks (shared mode, several resources, limits) */
+  /** not_implemented: what the store lacks (shared mode, several resources, limits; for jobs: shared jobs, jobs on several resources, jobs with limits) */
   feature?: string;
 }
 
@@ -257,6 +257,12 @@ export interface Job {
 };
   /** the kind's per-attempt timeout when the attempt started (0: none) */
   timeout_ms: number;
+  /** the job's attempts hold their resources in shared mode (absent when exclusive) */
+  shared?: boolean;
+  /** the resources each attempt holds with resource, all or nothing (absent when none) */
+  resources?: string[];
+  /** the limits of which each attempt takes one unit: the submit's, then the kind's with their {args.NAME} parts filled (absent when none) */
+  limits?: string[];
 }
 
 export interface JobsResponse {
@@ -281,6 +287,14 @@ export interface SubmitRequest {
   /** on the store's clock */
   delay_ms?: number;
   idempotency_key?: string;
+  /** how the job's attempts hold resource (and resources): exclusive, or shared with other shared holders (jobs of one resource still run one at a time, in order); absent: the kind's mode. SQLite only; other stores answer 501 not_implemented */
+  mode?: "exclusive" | "shared";
+  /** shorthand for mode shared; with mode exclusive it is a 400 naming the field mode */
+  shared?: boolean;
+  /** more resources each attempt holds with resource, granted all or nothing under the attempt's one token (at most 16, none twice, none equal to resource, none under baton/). The job stays in resource's queue only. SQLite only; other stores answer 501 not_implemented */
+  resources?: string[];
+  /** limits (PUT /v1/limits/{name}) of which each attempt takes one unit, besides the kind's (at most 16 with the kind's, none twice); an unknown limit is a 400 naming the field limits. SQLite only; other stores answer 501 not_implemented */
+  limits?: string[];
 }
 
 export interface SubmitBatchRequest {
@@ -395,6 +409,10 @@ export interface Kind {
   failure_state?: string;
   /** after a job of this kind ends on a resource (after an attempt), the resource cools down this long for every kind: submits to it are skipped (error code resource_cooldown) */
   resource_cooldown_ms?: number;
+  /** how the kind's jobs hold their resource (absent: exclusive); a submit's mode overrides it. SQLite only; other stores answer 501 not_implemented for shared */
+  mode?: "exclusive" | "shared";
+  /** limit names, or templates such as zone/{args.zone} whose {args.NAME} parts take the value of the job's top-level argument NAME (a string or a number): each job of the kind takes one unit of each (at most 16, none twice; once filled, each is a limit's name of 1 to 512 bytes). A job whose args lack a template's argument is refused at submit, a 400 naming args.NAME. SQLite only; other stores answer 501 not_implemented */
+  limits?: string[];
 }
 
 export interface KindsRequest {
@@ -507,7 +525,7 @@ export interface Explanation {
 }
 
 export interface WaitReason {
-  code: "held" | "ahead" | "resting" | "guard" | "scheduled" | "backing_off" | "no_worker" | "unknown_kind";
+  code: "held" | "ahead" | "resting" | "guard" | "scheduled" | "backing_off" | "no_worker" | "unknown_kind" | "limit";
   /** the reason in a sentence */
   message: string;
   /** held: who holds it (job:<id> for a job attempt); ahead: the first ahead */
@@ -526,6 +544,16 @@ export interface WaitReason {
   state?: string;
   /** guard: the states the kind starts from */
   allowed?: string[];
+  /** held: the job's extra resource that is held */
+  resource?: string;
+  /** held: the holders hold it shared (an exclusive request waits for them) */
+  shared?: boolean;
+  /** limit: the full limit */
+  limit?: string;
+  /** limit: its units in use */
+  in_use?: number;
+  /** limit: its capacity */
+  capacity?: number;
 }
 
 /** who holds the resource: a live lease, or a running job attempt (job) */

@@ -165,3 +165,20 @@ test('submitJobs: all or nothing, in order, with idempotency keys; countJobs; li
   assert.deepEqual(periodic[0].args, { full: true });
   assert.ok(new Date(periodic[0].next_run).getUTCHours() === 3, periodic[0].next_run);
 });
+
+test('a job with a limit, an extra resource and a shared mode, read back; a kind fills its limit templates', async () => {
+  await c.setLimit('ts/global', 2);
+  await c.setLimit('ts/zone/eu', 2);
+  const kind = await c.putKind('ts.drain', { mode: 'shared', limits: ['ts/zone/{args.zone}'] });
+  assert.deepEqual([kind.mode, kind.limits], ['shared', ['ts/zone/{args.zone}']]);
+  const { job } = await c.submitJob({ kind: 'ts.drain', resource: 'ts/node/1', args: { zone: 'eu' }, resources: ['ts/rack/1'], limits: ['ts/global'] });
+  const want = [true, ['ts/rack/1'], ['ts/global', 'ts/zone/eu']];
+  assert.deepEqual([job.shared, job.resources, job.limits], want);
+  const got = await c.getJob(job.id);
+  assert.deepEqual([got.shared, got.resources, got.limits], want);
+  const [one] = await c.submitJobs([{ kind: 'build', resource: 'ts/node/2', mode: 'exclusive', limits: ['ts/global'] }]);
+  assert.deepEqual([one.job.shared, one.job.limits], [undefined, ['ts/global']]);
+  await assert.rejects(c.submitJob({ kind: 'build', resource: 'ts/node/3', limits: ['ts/no-such'] }), (e) => e instanceof InvalidArgumentError && e.field === 'limits');
+  await assert.rejects(c.submitJob({ kind: 'build', resource: 'ts/node/3', shared: true, mode: 'exclusive' }), (e) => e instanceof InvalidArgumentError && e.field === 'mode');
+  await assert.rejects(c.submitJob({ kind: 'ts.drain', resource: 'ts/node/3' }), (e) => e instanceof InvalidArgumentError && e.field === 'args.zone');
+});

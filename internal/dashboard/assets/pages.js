@@ -184,12 +184,24 @@ function jobActions(j, refresh, fk) {
   return out;
 }
 
+// joined puts ', ' between nodes.
+const joined = (nodes) => nodes.flatMap((n, i) => i ? [', ', n] : [n]);
+
+// beyondMarks says, after a job's resource in a list, what else its attempts hold: shared mode,
+// how many more resources and which limits (the job's page lists them).
+const beyondMarks = (j) => {
+  const more = [];
+  if (j.resources && j.resources.length) more.push(`+${j.resources.length} more`);
+  if (j.limits && j.limits.length) more.push(`limits ${j.limits.join(', ')}`);
+  return [j.shared ? [' ', sharedMark()] : '', more.length ? h('span', { class: 'muted beyond' }, ` (${more.join('; ')})`) : ''];
+};
+
 // jobsTable lists jobs; extra is one more column, more(j) more buttons for a row.
 function jobsTable(jobs, refresh, extra, more) {
   const cols = [
     { label: 'ID', class: 'num', cell: (j) => link(jobHref(j.id), String(j.id)) },
     { label: 'Kind', cell: (j) => j.kind },
-    { label: 'Resource', class: 'key', cell: (j) => link(resourceHref(j.resource), j.resource) },
+    { label: 'Resource', class: 'key', cell: (j) => [link(resourceHref(j.resource), j.resource), beyondMarks(j)] },
     { label: 'State', cell: (j) => [badge(j.state), j.head && !['running'].includes(j.state) && unfinished.includes(j.state) ? ' next' : '',
       j.cancel_requested ? ' (cancel requested)' : ''] },
     { label: 'Attempt', class: 'num', cell: (j) => `${j.attempt}/${j.max_attempts}` },
@@ -241,6 +253,9 @@ export function job(route) {
       h('div', { class: 'actions' }, jobActions(j, refresh, 'd')), why,
       fields([['Kind', j.kind], ['Resource', link(resourceHref(j.resource), j.resource)],
         ['State', [badge(j.state), j.cancel_requested ? ' (cancel requested)' : '', j.head ? ' · head of its resource' : '']],
+        ['Mode', j.shared ? [sharedMark(), ' with other shared holders'] : 'exclusive'],
+        ['Also holds', j.resources && j.resources.length ? joined(j.resources.map((r) => link(resourceHref(r), r))) : ''],
+        ['Limits', j.limits && j.limits.length ? h('span', { class: 'limits' }, joined(j.limits.map((l) => h('span', { class: 'limit' }, l)))) : ''],
         ['Attempt', `${j.attempt} of ${j.max_attempts}`], ['Priority', String(j.priority)],
         ['Worker', j.worker], ['Fencing token', j.token ? String(j.token) : ''],
         ['Lease expires', fmtTime(j.lease_expires_at)], ['Idempotency key', j.idempotency_key],
@@ -438,6 +453,8 @@ export function kinds() {
       { label: 'Cooldown', cell: (k) => k.cooldown_ms ? fmtMs(k.cooldown_ms) : 'none' },
       { label: 'Resource cooldown', cell: (k) => k.resource_cooldown_ms ? fmtMs(k.resource_cooldown_ms) : 'none' },
       { label: 'State guard', class: 'key', cell: guard },
+      { label: 'Holds', class: 'key', cell: (k) => [k.mode === 'shared' ? sharedMark() : 'exclusive',
+        k.limits && k.limits.length ? ['; limits ', k.limits.join(', ')] : ''] },
     ], r.kinds, 'No kinds registered.'));
   });
   return { el: f.el, refresh };
