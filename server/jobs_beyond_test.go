@@ -156,39 +156,55 @@ func TestJobsBeyondOneKeyBadInput(t *testing.T) {
 	}
 }
 
-// A store that cannot hold more than a job's resource, exclusive (PostgreSQL for now) answers
-// 501 not_implemented naming itself and the feature, and writes nothing: never a plain job.
-func TestJobsBeyondOneKeyUnsupported(t *testing.T) {
+// On PostgreSQL too, a submit's mode, extra resources and limits and a kind's mode and limit
+// templates are kept and come back in the job and kind objects; an unknown limit is a 400 that
+// writes nothing; a claimed attempt holds what its job asks.
+func TestJobsBeyondOneKeyPostgres(t *testing.T) {
 	f, _ := textFixture(t, openPostgres(t))
-	if r := f.do("PUT", "/v1/kinds/build", "", "application/json", `{}`); r.status != 200 {
-		t.Fatalf("PUT /v1/kinds/build: %d %s", r.status, r.raw)
+	put := func(path, body string) response {
+		t.Helper()
+		r := f.do("PUT", path, "", "application/json", body)
+		if r.status != 200 {
+			t.Fatalf("PUT %s: %d %s", path, r.status, r.raw)
+		}
+		return r
 	}
-	for _, c := range []struct{ body, feature string }{
-		{`"shared":true`, "shared jobs"},
-		{`"mode":"shared"`, "shared jobs"},
-		{`"resources":["rack/1"]`, "jobs on several resources"},
-		{`"limits":["global"]`, "jobs with limits"},
-	} {
-		for _, path := range []string{"/v1/jobs", "/v1/jobs/batch"} {
-			body := `{"kind":"build","resource":"node/1",` + c.body + `}`
-			if path == "/v1/jobs/batch" {
-				body = `{"jobs":[` + body + `]}`
-			}
-			r := f.post(path, "", body)
-			if r.status != 501 || r.body["code"] != "not_implemented" || r.body["store"] != "postgres" || r.body["feature"] != c.feature {
-				t.Errorf("POST %s with %s: %d %s; want 501 naming postgres and %q", path, c.body, r.status, r.raw, c.feature)
-			}
+	put("/v1/limits/global", `{"capacity":2}`)
+	put("/v1/limits/zone%2Feu", `{"capacity":2}`)
+	put("/v1/kinds/build", `{}`)
+	if r := put("/v1/kinds/drain", `{"mode":"shared","limits":["zone/{args.zone}"]}`); r.body["mode"] != "shared" {
+		t.Fatalf("PUT /v1/kinds/drain: %s", r.raw)
+	}
+	if r := f.do("GET", "/v1/kinds", "", "", ""); !strings.Contains(r.raw, `"mode":"shared","limits":["zone/{args.zone}"]`) {
+		t.Fatalf("GET /v1/kinds: %d %s", r.status, r.raw)
+	}
+	want := `"shared":true,"resources":["rack/1","rack/2"],"limits":["global","zone/eu"]`
+	r := f.post("/v1/jobs", "", `{"kind":"drain","resource":"node/1","args":{"zone":"eu"},"resources":["rack/1","rack/2"],"limits":["global"]}`)
+	if r.status != 201 || !strings.Contains(r.raw, want) {
+		t.Fatalf("submit: %d %s; want %s", r.status, r.raw, want)
+	}
+	r = f.post("/v1/jobs/batch", "", `{"jobs":[{"kind":"build","resource":"node/2","shared":true,"limits":["global"]},
+		{"kind":"build","resource":"node/3"}]}`)
+	if r.status != 201 || !strings.Contains(r.raw, `"shared":true`) {
+		t.Fatalf("batch: %d %s", r.status, r.raw)
+	}
+	for _, path := range []string{"/v1/jobs", "/v1/jobs/batch"} {
+		body := `{"kind":"build","resource":"node/9","limits":["nope"]}`
+		field := "limits"
+		if path == "/v1/jobs/batch" {
+			body, field = `{"jobs":[{"kind":"build","resource":"node/8"},`+body+`]}`, "jobs[1].limits"
+		}
+		if r := f.post(path, "", body); r.status != 400 || r.body["field"] != field {
+			t.Errorf("POST %s with an unknown limit: %d %s; want 400 naming %s", path, r.status, r.raw, field)
 		}
 	}
-	for _, body := range []string{`{"mode":"shared"}`, `{"limits":["zone/{args.zone}"]}`} {
-		if r := f.do("PUT", "/v1/kinds/drain", "", "application/json", body); r.status != 501 || r.body["code"] != "not_implemented" {
-			t.Errorf("PUT kind %s: %d %s; want 501", body, r.status, r.raw)
+	for _, res := range []string{"node/8", "node/9"} {
+		if r := f.do("GET", "/v1/jobs?resource="+res, "", "", ""); r.status != 200 || !strings.Contains(r.raw, `"jobs":[]`) {
+			t.Fatalf("GET /v1/jobs on %s after refused submits: %d %s", res, r.status, r.raw)
 		}
 	}
-	if r := f.do("GET", "/v1/jobs", "", "", ""); r.status != 200 || !strings.Contains(r.raw, `"jobs":[]`) {
-		t.Fatalf("GET /v1/jobs after refused submits: %d %s", r.status, r.raw)
-	}
-	if r := f.do("GET", "/v1/kinds", "", "", ""); strings.Contains(r.raw, "drain") {
-		t.Fatalf("a refused kind was written: %s", r.raw)
+	r = f.post("/v1/jobs/claim", "", `{"worker":"w","kinds":["drain"]}`)
+	if jobs, _ := r.body["jobs"].([]any); r.status != 200 || len(jobs) != 1 || !strings.Contains(r.raw, want) {
+		t.Fatalf("claim: %d %s; want the job with %s", r.status, r.raw, want)
 	}
 }
