@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -167,17 +168,31 @@ func (s *Store) finish(ctx context.Context, op string, id int64, token uint64, o
 	// finishSQL updated or locked the resource row whenever it ended the attempt, so the
 	// resource is locked before promoteFinished takes its snapshot.
 	b.Queue(s.jq.promoteFinished, id)
-	var woken []string
-	s.queueEndJobHolds(b, []int64{id}, []int64{int64(token)}, &woken)
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return nil, s.jobErr(op, err)
 	}
-	s.wakePayloads(woken)
 	if j == nil {
 		return nil, fmt.Errorf("postgres: %s %d token %d: %w", op, id, token, store.ErrNotHeld)
 	}
+	if j.Beyond() {
+		s.endJobHolds(ctx, []int64{id}, []int64{int64(token)})
+	}
 	s.wakeLocal(j)
 	return j, nil
+}
+
+// endJobHolds ends the holds of the ended attempts (ids, tokens) in a batch of their own, right
+// after the batch that ended them, and wakes their lines: a plain job's end pays nothing for
+// holds. If it fails (or the process dies first), the holds end when they expire, with the
+// attempt's lease; until then they keep their keys and units, which is safe and only slower.
+func (s *Store) endJobHolds(ctx context.Context, ids, tokens []int64) {
+	b := &pgx.Batch{}
+	var woken []string
+	s.queueEndJobHolds(b, ids, tokens, &woken)
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return // the attempts ended; their holds end when they expire
+	}
+	s.wakePayloads(woken)
 }
 
 // wakeLocal signals this process's workers: a retryable job due now, or (cheaply, as a hint) any
@@ -221,7 +236,6 @@ func (s *Store) completeAndClaim(ctx context.Context, ps []*store.CompleteParams
 	}
 	var done, claimed []*store.Job
 	var cands []*holdsCandidate
-	var woken []string
 	b := &pgx.Batch{}
 	if len(ps) > 0 {
 		b.Queue(s.jq.completeMany, ids, tokens, owners).Query(func(rows pgx.Rows) error {
@@ -230,7 +244,6 @@ func (s *Store) completeAndClaim(ctx context.Context, ps []*store.CompleteParams
 			return err
 		})
 		b.Queue(s.jq.promoteMany, ids)
-		s.queueEndJobHolds(b, ids, tokens, &woken)
 	}
 	if claim != nil {
 		s.queueHoldsHeads(b, claim.Kinds, claim.Limit, &cands)
@@ -239,7 +252,16 @@ func (s *Store) completeAndClaim(ctx context.Context, ps []*store.CompleteParams
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return nil, nil, s.jobErr("complete jobs", err)
 	}
-	s.wakePayloads(woken)
+	var holdIDs, holdTokens []int64
+	for _, j := range done {
+		if j.Beyond() {
+			i := slices.Index(ids, j.ID)
+			holdIDs, holdTokens = append(holdIDs, j.ID), append(holdTokens, tokens[i])
+		}
+	}
+	if len(holdIDs) > 0 {
+		s.endJobHolds(ctx, holdIDs, holdTokens)
+	}
 	if claim != nil {
 		claimed, _ = s.claimRest(ctx, claim, claim.Limit, claimed, cands, nil)
 	}
