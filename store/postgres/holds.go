@@ -531,32 +531,12 @@ func (s *Store) beyondTx(ctx context.Context, pt *pipeTx, p *store.AcquireParams
 // requests that arrive later wait behind it. Its tickets name the job (store.JobHolder) and no
 // owner, and are refreshed whoever claims it; and commits.
 func (s *Store) enqueueJob(ctx context.Context, pt *pipeTx, p *store.AcquireParams, now time.Time, me place, arrival time.Time) error {
-	ls := p.Lines()
 	holder := p.Holder
 	if id, ok := store.JobOfLeaseID(p.LeaseID); ok {
 		holder = store.JobHolder(id) // the tickets are the job's, whichever worker tried it
 	}
 	expires := expiry(now, p.TTL)
-	return pt.batch(ctx, func(b *pgx.Batch) {
-		b.Queue(s.hq.markWaiters, p.Keys(), now)
-		if me.has {
-			b.Queue(s.hq.refreshJob, expires, p.LeaseID, ls)
-			return
-		}
-		b.Queue(s.hq.dropTickets, p.LeaseID, ls)
-		b.Queue(s.hq.enqueue, ls, p.LeaseID, holder, "", arrival, expires, p.HoldMode(), p.Key)
-	}, true, func(br pgx.BatchResults) error {
-		n := 2
-		if me.has {
-			n = 1
-		}
-		for range n + 1 {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return s.enqueueLines(ctx, pt, p, now, me, holder, "", arrival, s.hq.refreshJob, expires, p.LeaseID, p.Lines())
 }
 
 // holdSummary is the hold that refuses a request on a key held by holds (read by keyLine).
@@ -704,14 +684,24 @@ func limitRefusal(p *store.AcquireParams, name string, c int, now time.Time, u l
 func (s *Store) enqueueBeyond(ctx context.Context, pt *pipeTx, p *store.AcquireParams, now time.Time, me place) error {
 	ls := p.Lines()
 	expires := expiry(now, p.TTL)
+	return s.enqueueLines(ctx, pt, p, now, me, p.Holder, p.Owner, now, s.hq.refresh, expires, p.LeaseID, p.Owner, ls)
+}
+
+// enqueueLines marks the plain leases that hold p's keys (their releases wake the lines'
+// fronts), then keeps p's tickets alive with the statement refresh (and its arguments) if it has
+// its place (me), or puts them in every line of p at arrival for holder and owner; and commits.
+func (s *Store) enqueueLines(ctx context.Context, pt *pipeTx, p *store.AcquireParams, now time.Time, me place,
+	holder, owner string, arrival time.Time, refresh string, refreshArgs ...any) error {
+	ls := p.Lines()
+	expires := expiry(now, p.TTL)
 	return pt.batch(ctx, func(b *pgx.Batch) {
 		b.Queue(s.hq.markWaiters, p.Keys(), now)
 		if me.has {
-			b.Queue(s.hq.refresh, expires, p.LeaseID, p.Owner, ls)
+			b.Queue(refresh, refreshArgs...)
 			return
 		}
 		b.Queue(s.hq.dropTickets, p.LeaseID, ls)
-		b.Queue(s.hq.enqueue, ls, p.LeaseID, p.Holder, p.Owner, now, expires, p.HoldMode(), p.Key)
+		b.Queue(s.hq.enqueue, ls, p.LeaseID, holder, owner, arrival, expires, p.HoldMode(), p.Key)
 	}, true, func(br pgx.BatchResults) error {
 		n := 2
 		if me.has {
