@@ -196,6 +196,23 @@ func (x *jobTx) endHolds(j *store.Job) error {
 	return nil
 }
 
+// leaveLines drops the tickets of job j, which ends without running (cancelled, discarded,
+// skipped): the lock requests behind it need not wait for them to lapse. Its lines are woken
+// after the commit.
+func (x *jobTx) leaveLines(j *store.Job) error {
+	res, err := x.q.ExecContext(x.ctx, `DELETE FROM tickets WHERE lease_id = ?`, store.JobLeaseID(j.ID))
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err == nil && n > 0 {
+		a := j.AcquireParams("", "", 0)
+		for _, line := range a.Lines() {
+			x.freed[line] = true
+		}
+	}
+	return nil
+}
+
 // heartbeatHolds extends the holds of job id's running attempt (resource, owner) by ttl from
 // now; store.ErrNotHeld if they ended (an admin force-released one of its keys).
 func (s *Store) heartbeatHolds(ctx context.Context, id int64, resource, owner string, ttl time.Duration) error {

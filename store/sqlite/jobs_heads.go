@@ -70,6 +70,10 @@ func (x *jobTx) end(j *store.Job, st store.JobState, settle bool) error {
 				return err
 			}
 		}
+	} else if j.Beyond() {
+		if err := x.leaveLines(j); err != nil {
+			return err
+		}
 	}
 	j.State, j.Head, j.FinishedAt = st, false, x.now
 	if settle && wasHead && j.Attempt > 0 {

@@ -224,6 +224,22 @@ func testJobHoldsAsLeases(t *testing.T, h JobHarness) {
 		t.Fatalf("lease after the job has token %d, not above the job's %d", later.Token, runW.Token)
 	}
 	release(t, e.ctx, ls, later)
+
+	// A waiting job that is cancelled leaves its lines at once: the lock request behind it is
+	// granted when the key frees, not when the job's tickets lapse.
+	holdH, err := acquire("h", "l-h-1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := e.submitBeyond(store.SubmitParams{Kind: "k", Resource: "i", Resources: []string{"h"}})
+	e.claimNone("a lease holds h", "k")
+	release(t, e.ctx, ls, holdH)
+	e.cancel(c.ID)
+	after, err := waitOnce(e.ctx, ls, "h", "l-h-2", time.Minute, false)
+	if err != nil {
+		t.Fatalf("a lock request on h after the job waiting for it was cancelled: %v", err)
+	}
+	release(t, e.ctx, ls, after)
 }
 
 // testJobBeyondBadInput: an unknown limit, too many extra resources, a resource named twice, a
