@@ -47,13 +47,16 @@ serve() { # start `baton serve` on the same database (and, after a restart, the 
 serve
 as_ops() { BATON_TOKEN=ops-token "$baton" "$@"; }
 as_controller() { BATON_TOKEN=controller-token "$baton" "$@"; }
+# A process started in the background with & must be baton itself (exec), not a subshell around
+# it, so that the cleanup's kill reaches it.
+bg_controller() { BATON_TOKEN=controller-token exec "$baton" "$@"; }
 
 echo "== 1. jobs: one remediation per node, then a 10-minute cooldown for every kind"
 # --policy skip: a remediation submitted while another runs on the node is skipped too.
 as_ops kinds set remediate --policy skip --max-attempts 1 --resource-cooldown 10m
 
 export REMEDIATIONS="$tmp/remediations"
-as_controller worker --kind remediate -- sh examples/kubernetes-remediation/remediate.sh > "$tmp/worker.log" 2>&1 &
+bg_controller worker --kind remediate -- sh examples/kubernetes-remediation/remediate.sh > "$tmp/worker.log" 2>&1 &
 worker_pid=$!
 pids+=("$worker_pid")
 
@@ -151,7 +154,7 @@ echo "== 4. the budget for jobs: kind remediate-zone takes a unit of zone/{args.
 as_ops kinds set remediate-zone --max-attempts 1 --limit 'zone/{args.zone}'
 mkdir "$tmp/zonej"
 export ZONEDIR="$tmp/zonej"
-as_controller worker --kind remediate-zone --concurrency 5 -- \
+bg_controller worker --kind remediate-zone --concurrency 5 -- \
   sh -c 'sh examples/kubernetes-remediation/remediate-zone.sh "$ZONEDIR" "${BATON_RESOURCE#node/}"' \
   > "$tmp/zone-worker.log" 2>&1 &
 pids+=($!)
