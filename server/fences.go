@@ -61,15 +61,9 @@ func (s *Server) resetFenceOf(w http.ResponseWriter, r *http.Request, resource s
 	if !ok {
 		return
 	}
-	q, ok := query(w, r)
+	q, ok := queryOnly(w, r, "a fence reset", "reason", "actor")
 	if !ok {
 		return
-	}
-	for k := range q {
-		if k != "reason" && k != "actor" {
-			writeProblem(w, invalidArg(k, "is not a parameter of a fence reset (reason, actor)"))
-			return
-		}
 	}
 	p := &store.ResetFenceParams{Resource: resource, Reason: q.Get("reason"), Actor: s.adminActor(who, q.Get("actor")), Principal: s.owner(who)}
 	if err := p.Validate(); err != nil {

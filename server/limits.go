@@ -119,15 +119,9 @@ func (s *Server) listLimits(w http.ResponseWriter, r *http.Request, who principa
 	if !ok {
 		return
 	}
-	q, ok := query(w, r)
+	q, ok := queryOnly(w, r, "the limits list", "cursor", "limit")
 	if !ok {
 		return
-	}
-	for k := range q {
-		if k != "cursor" && k != "limit" {
-			writeProblem(w, invalidArg(k, "is not a parameter of the limits list (cursor, limit)"))
-			return
-		}
 	}
 	n, ok := queryLimit(w, q.Get("limit"))
 	if !ok {
@@ -167,15 +161,9 @@ func (s *Server) deleteLimit(w http.ResponseWriter, r *http.Request, who princip
 	if !ok {
 		return
 	}
-	q, ok := query(w, r)
+	q, ok := queryOnly(w, r, "a limit's deletion", "actor")
 	if !ok {
 		return
-	}
-	for k := range q {
-		if k != "actor" {
-			writeProblem(w, invalidArg(k, "is not a parameter of a limit's deletion (actor)"))
-			return
-		}
 	}
 	p := &store.DeleteLimitParams{Name: name, Actor: s.adminActor(who, q.Get("actor"))}
 	_, err := do(s.gate, r.Context(), classKeep, func() (struct{}, error) { return struct{}{}, lim.DeleteLimit(r.Context(), p) })

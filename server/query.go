@@ -1,8 +1,10 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -38,6 +40,22 @@ func query(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
 			return nil, false
 		}
 		q.Add(key, value)
+	}
+	return q, true
+}
+
+// queryOnly is query for a route that takes only the parameters allowed: any other is a 400
+// naming it, "is not a parameter of " + what (the allowed ones listed).
+func queryOnly(w http.ResponseWriter, r *http.Request, what string, allowed ...string) (url.Values, bool) {
+	q, ok := query(w, r)
+	if !ok {
+		return nil, false
+	}
+	for k := range q {
+		if !slices.Contains(allowed, k) {
+			writeProblem(w, invalidArg(k, fmt.Sprintf("is not a parameter of %s (%s)", what, strings.Join(allowed, ", "))))
+			return nil, false
+		}
 	}
 	return q, true
 }
