@@ -166,7 +166,7 @@ func TestSharedHoldersTogether(t *testing.T) {
 				exclusiveIn <- left.Load()
 				release()
 			}()
-			waitExclusiveWaiting(t, name, st, exclusiveIn)
+			waitWaiting(t, name, st, holdExclusiveQuery, exclusiveIn)
 			late := make(chan int32, 1)
 			if name == "memory" {
 				go func() { // a later shared holder: behind the waiting exclusive one
@@ -179,7 +179,9 @@ func TestSharedHoldersTogether(t *testing.T) {
 					late <- left.Load()
 					release()
 				}()
-				waitWaiters(t, st.(*fence.MemoryStore), 2)
+				for len(late) == 0 && fence.MemoryWaiters(st.(*fence.MemoryStore), "res") < 2 {
+					runtime.Gosched()
+				}
 			}
 			left.Add(1)
 			r1()
@@ -197,9 +199,15 @@ func TestSharedHoldersTogether(t *testing.T) {
 	}
 }
 
-// waitExclusiveWaiting waits until the exclusive holder of TestSharedHoldersTogether waits (a
-// waiter in the memory store, a backend waiting for a lock on PostgreSQL) or was admitted (in).
-func waitExclusiveWaiting(t *testing.T, name string, st fence.ModeStore, in chan int32) {
+// The statements a holder waits in on PostgreSQL: an exclusive one's hold, a shared one's raise.
+const (
+	holdExclusiveQuery = `%FROM baton_fences WHERE resource = $1 FOR UPDATE`
+	raiseSharedQuery   = `INSERT INTO baton_fences (resource, token, shared_token, exclusive_token)%`
+)
+
+// waitWaiting waits until a holder waits to enter (a waiter in the memory store; on
+// PostgreSQL, a backend waiting for a lock in a statement like query) or was admitted (in).
+func waitWaiting(t *testing.T, name string, st fence.ModeStore, query string, in chan int32) {
 	if name == "memory" {
 		for len(in) == 0 && fence.MemoryWaiters(st.(*fence.MemoryStore), "res") < 1 {
 			runtime.Gosched()
@@ -214,7 +222,7 @@ func waitExclusiveWaiting(t *testing.T, name string, st fence.ModeStore, in chan
 	for {
 		var n int
 		err := db.QueryRowContext(testCtx(t), `SELECT count(*) FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE '%FROM baton_fences WHERE resource = $1 FOR UPDATE'`).Scan(&n)
+			WHERE wait_event_type = 'Lock' AND query LIKE $1`, query).Scan(&n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,12 +233,41 @@ func waitExclusiveWaiting(t *testing.T, name string, st fence.ModeStore, in chan
 	}
 }
 
-func waitWaiters(t *testing.T, st *fence.MemoryStore, n int) {
-	for fence.MemoryWaiters(st, "res") < n {
-		if testCtx(t).Err() != nil {
-			t.Fatal("waiters never came")
+// A shared holder that comes while an exclusive one is admitted waits until it has left.
+// (SQLite: every holder waits for the database's lock; not judged here.)
+func TestSharedWaitsForExclusive(t *testing.T) {
+	for name, open := range stores(t) {
+		if name == "sqlite" {
+			continue
 		}
-		runtime.Gosched()
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			newStore := open(t)
+			st := newStore().(fence.ModeStore)
+			ctx := testCtx(t)
+			release, err := st.EnterMode(ctx, "res", 1, fence.Exclusive)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var left atomic.Int32
+			in := make(chan int32, 1)
+			go func() {
+				r, err := newStore().(fence.ModeStore).EnterMode(ctx, "res", 2, fence.Shared)
+				if err != nil {
+					t.Error(err)
+					in <- -1
+					return
+				}
+				in <- left.Load()
+				r()
+			}()
+			waitWaiting(t, name, st, raiseSharedQuery, in)
+			left.Add(1)
+			release()
+			if n := <-in; n != 1 {
+				t.Fatal("a shared holder was admitted beside an exclusive one")
+			}
+		})
 	}
 }
 
