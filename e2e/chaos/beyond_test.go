@@ -48,7 +48,9 @@ var beyondClients = []struct {
 // slot (fence.LimitSlotKey), in its mode. Checked at the resource: no exclusive run beside any
 // other run of its key, shared runs beside shared runs only, tokens against the two marks
 // (checkModes); never more than 2 runs of the group inside at once (checkGroup); and, once the
-// faults have ended, every client completes a run again (no deadlock, no lost grant).
+// faults have ended, every client completes a run again (no deadlock, no lost grant). Jobs of the
+// same three shapes run beside them (beyondJobSpecs), under kill -9 and SIGSTOP of their worker
+// too, and must all end succeeded.
 func TestBeyondChaos(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
 		runBeyond(t, "sqlite://"+filepath.Join(t.TempDir(), "baton.db"), nil)
@@ -101,8 +103,9 @@ func runBeyond(t *testing.T, store string, pg *postgres) {
 		clients[i] = c
 		wg.Go(func() { h.loopRuns(c, bc.holds, more) })
 	}
+	jobs := startBeyondJobs(h)
 	faults, tl := &counter{}, &timeline{}
-	faultKinds := h.lockFaults(clients)
+	faultKinds := append(h.lockFaults(clients), jobs.faults()...)
 	faultsDone := make(chan struct{})
 	go func() {
 		defer close(faultsDone)
@@ -123,10 +126,21 @@ func runBeyond(t *testing.T, store string, pg *postgres) {
 	t.Cleanup(func() { // after a fatal error, nothing may outlive the test
 		h.quit.Store(true)
 		killAll()
+		jobs.kill()
 		wg.Wait()
 		<-faultsDone
 	})
-	<-faultsDone
+	// Submit a round of jobs about every 1.5 s until the faults have ended.
+submitting:
+	for round := 0; ; round++ {
+		select {
+		case <-faultsDone:
+			break submitting
+		default:
+		}
+		jobs.submitRound(round)
+		time.Sleep(1500 * time.Millisecond) // the submission rate
+	}
 	allDone := make(chan struct{})
 	go func() { wg.Wait(); close(allDone) }()
 	r := &report{}
@@ -137,6 +151,7 @@ func runBeyond(t *testing.T, store string, pg *postgres) {
 		killAll()
 		<-allDone
 	}
+	jobCounts := jobs.drain(r)
 	for _, c := range clients {
 		okMu.Lock()
 		ok := okAfter[c.name]
@@ -154,8 +169,8 @@ func runBeyond(t *testing.T, store string, pg *postgres) {
 	}
 	stalled := func(s *runSpan) bool {
 		rr, ok := byRun[s.run]
-		if !ok {
-			return h.stops.stopped(s.client, s.first, s.last)
+		if !ok { // a job's CMD: a worker stopped between its claim and CMD's start stalls it too
+			return jobs.jh.stops.stopped(s.client, s.first-2*jobLeaseTTL, s.last)
 		}
 		return h.stops.stopped(rr.client, rr.start, rr.end)
 	}
@@ -204,8 +219,8 @@ func runBeyond(t *testing.T, store string, pg *postgres) {
 		fmt.Fprintf(&entered, "%s=%d", k, perKey[k])
 	}
 	t.Logf("chaos beyond summary (%s, %s, %d clients, TTL %s, limit %s of %d, fault-free until %s):\n"+
-		"  runs: %d; completed per client: %s\n  accepted enters per key: %s\n  exit codes: %s\n  faults: %s\n  notes: %s\n  violations: %s",
+		"  runs: %d; completed per client: %s\n  jobs (shared, two keys, limited; 1 worker): %s\n  accepted enters per key: %s\n  exit codes: %s\n  faults: %s\n  notes: %s\n  violations: %s",
 		storeName(store), describeDuration(dur), len(clients), lockTTL, beyondGroup, beyondGroupN, faultFreeEnd.Round(time.Second),
-		len(h.runs), okRuns, entered.String(), exits, faults, notes, r.violations.String())
+		len(h.runs), okRuns, jobCounts, entered.String(), exits, faults, notes, r.violations.String())
 	r.finish(t)
 }
