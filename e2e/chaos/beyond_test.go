@@ -157,7 +157,16 @@ submitting:
 		ok := okAfter[c.name]
 		okMu.Unlock()
 		if !ok {
-			r.violate("stuck", "client %s completed no run within %s of the end of the faults", c.name, beyondStuck)
+			runs, last := 0, runRecord{code: -1}
+			h.mu.Lock()
+			for _, rr := range h.runs {
+				if rr.client == c.name && rr.start >= faultsEnd {
+					runs, last = runs+1, rr
+				}
+			}
+			h.mu.Unlock()
+			r.violate("stuck", "client %s completed no run within %s of the end of the faults (%d runs since, the last exited %d)\n%s",
+				c.name, beyondStuck, runs, last.code, last.stderr)
 		}
 	}
 
