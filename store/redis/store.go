@@ -453,41 +453,73 @@ func (s *Store) wrap(err error) error {
 	return fmt.Errorf("redis: %w", err)
 }
 
-// serverWatch notices that the server behind the client changed (its run_id differs from the
-// first one seen) without durable persistence: its token counter may have lost increments.
+// serverWatch notices, on every new connection, that the server behind the client is not the
+// one this store first knew, in a way that may have lost token increments:
+//   - its replication history changed (master_replid) other than by a restart of a server that
+//     persists every write: in particular a promoted replica of the server this store knew
+//     (its master_replid2 is that server's replication ID), whose data came by asynchronous
+//     replication and may lack the last grants, even if the replica itself persists every
+//     write;
+//   - or its run_id changed (a restart or another server) and it does not persist every write.
+//
+// A restart of a server with appendonly yes and appendfsync always gets a new run_id and a new
+// master_replid but no master_replid2 (all zeros): trusted.
 type serverWatch struct {
 	mu     sync.Mutex
 	runID  string
+	replID string // master_replid of the server this store knows ("" if not reported)
 	reason string // set once the change is seen; sticky
 }
 
+// noReplID is master_replid2 of a server whose replication history began at its start.
+const noReplID = "0000000000000000000000000000000000000000"
+
 func (w *serverWatch) check(ctx context.Context, cn *goredis.Conn) {
-	info, err := cn.Info(ctx, "server").Result()
-	if err != nil {
+	var srv, repl *goredis.StringCmd
+	// Two sections in one round trip; INFO with several sections needs Redis 7.
+	if _, err := cn.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		srv, repl = p.Info(ctx, "server"), p.Info(ctx, "replication")
+		return nil
+	}); err != nil {
 		return
 	}
-	id := infoField(info, "run_id")
+	id := infoField(srv.Val(), "run_id")
 	if id == "" {
 		return
 	}
+	replID, replID2 := infoField(repl.Val(), "master_replid"), infoField(repl.Val(), "master_replid2")
 	w.mu.Lock()
-	first, known := w.runID, w.runID != ""
+	first, firstRepl, known := w.runID, w.replID, w.runID != ""
 	if !known {
-		w.runID = id
+		w.runID, w.replID = id, replID
 	}
 	w.mu.Unlock()
-	if !known || first == id {
+	if !known || (first == id && firstRepl == replID) {
 		return
 	}
-	durable := false
-	if v, err := cn.ConfigGet(ctx, "append*").Result(); err == nil {
-		durable = v["appendonly"] == "yes" && v["appendfsync"] == "always"
+	var reason string
+	historyChanged := firstRepl != "" && replID != firstRepl
+	switch {
+	case historyChanged && replID2 == firstRepl:
+		reason = fmt.Sprintf("server run_id %s is a promoted replica of the server this store knew (its master_replid2 is that server's replication ID %s): its data came by asynchronous replication and may lack the last grants", id, firstRepl)
+	case historyChanged && (first == id || (replID2 != "" && replID2 != noReplID)):
+		reason = fmt.Sprintf("server replication ID changed from %s to %s (run_id %s, master_replid2 %s): its data came from another server, by replication that may have missed the last grants", firstRepl, replID, id, replID2)
+	case first != id:
+		durable := false
+		if v, err := cn.ConfigGet(ctx, "append*").Result(); err == nil {
+			durable = v["appendonly"] == "yes" && v["appendfsync"] == "always"
+		}
+		if !durable {
+			reason = fmt.Sprintf("server run_id changed from %s to %s and it does not persist every write (appendonly yes, appendfsync always)", first, id)
+		}
 	}
+	// The new identity and the refusal are recorded together: a connection dialed meanwhile
+	// either still compares with the old identity (and reaches the same verdict) or sees both.
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.runID = id
-	if !durable && w.reason == "" {
-		w.reason = fmt.Sprintf("server run_id changed from %s to %s and it does not persist every write (appendonly yes, appendfsync always)", first, id)
+	w.runID, w.replID = id, replID
+	if reason != "" && w.reason == "" {
+		w.reason = reason
 	}
 }
 
