@@ -38,10 +38,12 @@ const DefaultKeyPrefix = "baton:"
 const DefaultShadowRetention = time.Hour
 
 // ErrTokensReset is returned by Acquire when the server's token counter is lower than a token
-// this Store has already seen: the server lost its data (typically a restart without
-// persistence, or a failover to a replica that had not received the last writes). Granting would
-// hand out fencing tokens that go backwards, so the store refuses every grant until an operator
-// raises the counter (Config.TokenFloor, or SET <prefix>token N) above every token ever issued.
+// this Store has already seen, or when the server behind the client was replaced by one that may
+// have lost counter increments (see Config.TrustServerChange): typically a restart without
+// persistence, or a failover to a replica that had not received the last writes. Granting would
+// hand out fencing tokens that go backwards, so the store refuses; the way back is an operator's:
+// raise the counter (Config.TokenFloor, or SET <prefix>token N) above every token ever issued,
+// and reopen the stores that refused.
 var ErrTokensReset = errors.New("baton: redis token counter went backwards (server data lost); refusing to grant")
 
 // Config configures a single-node Store. Exactly one of URL, Options and Addr is used, in that
@@ -65,11 +67,14 @@ type Config struct {
 	// TokenFloor, if set, raises the server's token counter to at least this value at Open.
 	// It is the way back from ErrTokensReset: set it above every token ever issued.
 	TokenFloor uint64
-	// TrustServerChange keeps granting after the server's run_id changes (a restart or a
-	// failover) on a server that is not known to persist every write (appendonly yes with
-	// appendfsync always). By default such a change makes every later grant of this Store fail
-	// with ErrTokensReset, because the counter may have lost increments that another process
-	// already handed out; reopen the store (with TokenFloor if needed) after checking.
+	// TrustServerChange keeps granting after the server behind the client changes in a way
+	// that may have lost token increments: its run_id changed (a restart or a failover) and it
+	// is not known to persist every write (appendonly yes with appendfsync always), or its
+	// replication history changed other than by a restart (master_replid; a promoted replica,
+	// or a server resynced from another, even if it persists every write). By default such a
+	// change, seen on a new connection, makes every later grant of this Store fail with
+	// ErrTokensReset, because the counter may have lost increments that another process already
+	// handed out; reopen the store (with TokenFloor if needed) after checking.
 	TrustServerChange bool
 	// Logger receives the warning that Open logs when the server does not persist every write
 	// (see Persistence); slog.Default() if nil.
