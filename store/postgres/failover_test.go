@@ -74,7 +74,9 @@ func TestFailoverTokensNeverGoBack(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond) // polling the replica's replay position
 	}
-	replica.Stop("fast")
+	if err := replica.Stop("fast"); err != nil {
+		t.Fatal(err)
+	}
 	// More than 32: PostgreSQL logs a sequence 32 values ahead, so a replica that missed fewer
 	// would be ahead of them anyway.
 	var lostMax uint64
@@ -82,8 +84,12 @@ func TestFailoverTokensNeverGoBack(t *testing.T) {
 		lostMax = max(lostMax, grant(old, fmt.Sprintf("lost/%d", i)).Token)
 	}
 	old.Close()
-	primary.Stop("immediate")
-	replica.Start()
+	if err := primary.Stop("immediate"); err != nil {
+		t.Fatal(err)
+	}
+	if err := replica.Start(); err != nil {
+		t.Fatal(err)
+	}
 	if s, err := postgres.Open(ctx, replica.URL(), cfg); err == nil {
 		s.Close()
 		t.Fatal("a store opened on a standby")
@@ -91,7 +97,9 @@ func TestFailoverTokensNeverGoBack(t *testing.T) {
 	// The broken variant: no guard (from before the promotion: the library store's listener
 	// reconnects as soon as it can). The promoted replica's sequence is behind the lost grants.
 	postgres.SkipFailoverGuard(true)
-	replica.Promote()
+	if err := replica.Promote(); err != nil {
+		t.Fatal(err)
+	}
 	bare, err := postgres.Open(ctx, replica.URL(), cfg)
 	if err != nil {
 		t.Fatal(err)
