@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -43,6 +44,12 @@ type Config struct {
 	// (the whole pool, LISTEN included, as before). At most MaxMaxConns. New uses the caller's
 	// pool as it is.
 	MaxConns int
+	// FailoverQuarantine is how long the store grants nothing after it finds its database
+	// promoted from a replica (a new timeline after an earlier one; failover.go): every lease
+	// granted before the failover, some of them lost with the old primary, must have expired.
+	// Zero means store.MaxTTL, the longest lease there can be. Shorten it knowingly: to the
+	// longest TTL (plus lock-delay) your holders use.
+	FailoverQuarantine time.Duration
 }
 
 // minPoolConns is the smallest pool Open builds: one connection is held by LISTEN for the life of
@@ -84,6 +91,8 @@ type Store struct {
 	hub           *notify.Hub
 	lis           *listener
 	renews        *combine.Combiner[*store.RenewParams, *store.Lease]
+	guard         *failoverGuard // failover.go
+	unregister    func()         // New's: the guard leaves AfterConnect's registry
 
 	audit     bool
 	closed    store.Closed
@@ -129,12 +138,16 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 		// compiles the plan with LLVM on every execution: about a second of CPU per claim.
 		pc.ConnConfig.RuntimeParams["jit"] = "off"
 	}
+	guard := newGuard(schema, cfg.FailoverQuarantine)
+	// Every connection raises the token sequence to its timeline's epoch before its first
+	// statement, and reports a failover (failover.go).
+	pc.AfterConnect = guard.prepare
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open pool: %w", err)
 	}
 	cfg.Schema = schema
-	s, err := newStore(ctx, pool, cfg, true)
+	s, err := newStore(ctx, pool, cfg, true, guard)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -146,6 +159,8 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 // two connections: the store holds one for LISTEN until Close. Open's pool sets
 // plan_cache_mode=force_generic_plan and jit=off on its connections; a caller's pool should too
 // (ConnConfig.RuntimeParams), or a claim over a large jobs table may be compiled by JIT each time.
+// For tokens that never go back across a failover to a replica, the pool should also run
+// AfterConnect(cfg.Schema) on each new connection (pgxpool.Config.AfterConnect), as Open's does.
 func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	schema, err := checkSchema(cfg.Schema)
 	if err != nil {
@@ -159,10 +174,18 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 			Rule: "must allow at least 2 connections (one is held for LISTEN)"}
 	}
 	cfg.Schema = schema
-	return newStore(ctx, pool, cfg, false)
+	guard := newGuard(schema, cfg.FailoverQuarantine)
+	unregister := registerGuard(guard) // the caller's pool reports through AfterConnect
+	s, err := newStore(ctx, pool, cfg, false, guard)
+	if err != nil {
+		unregister()
+		return nil, err
+	}
+	s.unregister = unregister
+	return s, nil
 }
 
-func newStore(ctx context.Context, pool *pgxpool.Pool, cfg Config, ownsPool bool) (*Store, error) {
+func newStore(ctx context.Context, pool *pgxpool.Pool, cfg Config, ownsPool bool, guard *failoverGuard) (*Store, error) {
 	if cfg.SkipMigrate {
 		v, err := schemaVersion(ctx, pool, cfg.Schema)
 		if err != nil {
@@ -197,6 +220,10 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg Config, ownsPool bool
 		sq:              buildSubmitQueries(cfg.Schema, channelName(cfg.Schema)),
 		hub:             notify.NewHub(),
 		audit:           cfg.Audit,
+		guard:           guard,
+	}
+	if err := s.prepareOne(ctx); err != nil {
+		return nil, fmt.Errorf("postgres: read the timeline: %w", err)
 	}
 	s.renews = newRenewCombiner(s)
 	lis, err := startListener(ctx, pool, s.channel, s.hub)
@@ -215,6 +242,9 @@ func (s *Store) Close() error {
 		s.closed.Store(true)
 		s.lis.stop()
 		s.hub.NotifyAll()
+		if s.unregister != nil {
+			s.unregister()
+		}
 		if s.ownsPool {
 			s.pool.Close()
 		}
