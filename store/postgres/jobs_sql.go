@@ -513,8 +513,9 @@ RETURNING ` + jobCols
 
 // completeManySQL is finishSQL's success path for many attempts at once: $1 ids, $2 tokens,
 // $3 owners. Attempts that are no longer running with that token, or are another owner's, are
-// left out of the result. Running jobs are on distinct resources, so the rows it locks are
-// disjoint from any other completion's. The job rows are updated (and so locked) before their
+// left out of the result. Running jobs are on distinct resources, but for shared jobs, so the
+// rows it locks are disjoint from any other completion's unless both end shared jobs of one
+// resource (see completeAndClaim). The job rows are updated (and so locked) before their
 // resources' rows, the order every statement keeps.
 //
 // The rows are found by id alone: "coalesce(j.state, ”) = 'running'" is that condition written
