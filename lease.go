@@ -34,6 +34,10 @@ type Lease struct {
 	Shared    bool
 	Resources []string
 	Limits    []string
+	// Slots numbers the unit held of each of Limits, in 0..N-1 for a limit of capacity N. A
+	// later holder of the same slot has a greater Token: a resource that fences each slot as a
+	// key (fence.LimitSlotKey) admits at most N holders of the limit at once, even late ones.
+	Slots map[string]int
 
 	locker *Locker
 	ttl    time.Duration
@@ -49,7 +53,7 @@ type Lease struct {
 func (l *Locker) newLease(parent context.Context, sl *store.Lease, ttl time.Duration, start time.Time, o acquireOptions) *Lease {
 	lease := &Lease{
 		Key: sl.Key, ID: sl.ID, Holder: sl.Holder, Token: sl.Token, AcquiredAt: sl.AcquiredAt,
-		Metadata: sl.Metadata, TookOver: sl.TookOver, Shared: sl.Shared, Resources: sl.Resources, Limits: sl.Limits, locker: l, ttl: ttl, expiresAt: sl.ExpiresAt,
+		Metadata: sl.Metadata, TookOver: sl.TookOver, Shared: sl.Shared, Resources: sl.Resources, Limits: sl.Limits, Slots: sl.Slots, locker: l, ttl: ttl, expiresAt: sl.ExpiresAt,
 		logAttrs: [2]slog.Attr{slog.String("key", sl.Key), slog.String("lease_id", sl.ID)},
 	}
 	lease.clock.start(parent, clockConfig{

@@ -89,6 +89,9 @@ const (
 	// ReasonResourceCooldown: after a job whose kind has a resource cooldown
 	// (Kind.ResourceCooldown), on a store where leases and jobs share one resource.
 	ReasonResourceCooldown = "resource-cooldown"
+	// ReasonFailover: the store's database was promoted from a replica (a PostgreSQL failover)
+	// less than the store's failover quarantine ago; leases granted before it could still be live.
+	ReasonFailover = "failover"
 )
 
 // JobHolder is the holder a lease refusal names when a job attempt holds the key: "job:<id>".
@@ -100,7 +103,7 @@ func JobHolder(id int64) string { return "job:" + strconv.FormatInt(id, 10) }
 // errors.Is.
 type RestingError struct {
 	Key       string
-	Reason    string        // ReasonCooldown, ReasonLockDelay or ReasonResourceCooldown
+	Reason    string        // ReasonCooldown, ReasonLockDelay, ReasonResourceCooldown or ReasonFailover
 	Remaining time.Duration // on the store's clock
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -203,7 +204,7 @@ type Limit struct {
 	// capacity was lowered, until they end.
 	InUse int
 	// Holders are the live leases that hold a unit (their Key is the lease's first key), in
-	// grant order; at most MaxListLimit.
+	// grant order; at most MaxListLimit. Each names only this limit in Limits, with its slot.
 	Holders []*Lease
 	// Waiting is the number of live tickets in the limit's line.
 	Waiting   int
@@ -229,4 +230,33 @@ func (e *LimitInUseError) Is(target error) bool { return target == ErrLimitInUse
 // UnknownLimit is the error of a request that names a limit the store does not have.
 func UnknownLimit(name string) error {
 	return invalid("limits", "names an unknown limit %q (create it with baton limits set)", name)
+}
+
+// AddHold adds one hold of the lease, as a store reads it back, to l: a unit of a limit (mode
+// "unit", key its LimitLine) in slot, or a key held in mode ("exclusive" or "shared"), whose
+// metadata md the lease carries if it is l.Key. Call SortHolds once all are in.
+func (l *Lease) AddHold(key, mode string, slot int, md json.RawMessage) {
+	switch {
+	case mode == "unit":
+		name := key[len(LimitLine("")):]
+		l.Limits = append(l.Limits, name)
+		if l.Slots == nil {
+			l.Slots = make(map[string]int)
+		}
+		l.Slots[name] = slot
+	case key == l.Key:
+		l.Shared = mode == "shared"
+		if len(md) > 0 {
+			l.Metadata = md
+		}
+	default:
+		l.Shared = mode == "shared"
+		l.Resources = append(l.Resources, key)
+	}
+}
+
+// SortHolds puts Resources and Limits in name order: holds read back come in no particular one.
+func (l *Lease) SortHolds() {
+	slices.Sort(l.Resources)
+	slices.Sort(l.Limits)
 }

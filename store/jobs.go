@@ -243,6 +243,8 @@ type Job struct {
 	Shared    bool
 	Resources []string
 	Limits    []string
+	// Slots is set on a claimed job: the slot of each of Limits its attempt holds (Lease.Slots).
+	Slots map[string]int
 }
 
 // SubmitParams are the inputs of JobStore.SubmitJob.

@@ -171,6 +171,11 @@ type Lease struct {
 	Shared    bool
 	Resources []string
 	Limits    []string
+	// Slots numbers the unit the lease holds of each of Limits: a limit of capacity N has the
+	// slots 0..N-1, and a grant takes the lowest one free. A later holder of the same slot has a
+	// greater token, so a resource that fences each slot as a key (fence.LimitSlotKey) refuses a
+	// late call from a holder that lost its unit: never more than N callers at once, fenced.
+	Slots map[string]int
 }
 
 // AcquireParams are the inputs of Store.Acquire.

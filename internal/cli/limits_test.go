@@ -139,10 +139,33 @@ func TestRunSeveralLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, done = f.runAsync(t, "", "--lock", "db/a", "--lock", "db/b", "--", "sh", "-c",
-		`echo "$BATON_LOCK_KEY"; baton_held=$(test -n "$BATON_FENCING_TOKEN" && echo yes); echo "$baton_held"`)
-	if r := waitResult(t, done); r.code != 0 || r.stdout != "db/a\nyes\n" {
+		`echo "$BATON_LOCK_KEY"; baton_held=$(test -n "$BATON_FENCING_TOKEN" && echo yes); echo "$baton_held"; echo "$BATON_RESOURCES"`)
+	if r := waitResult(t, done); r.code != 0 || r.stdout != "db/a\nyes\ndb/b\n" {
 		t.Fatalf("--lock db/a --lock db/b: %s", r)
 	}
 	f.requireFree(t, "db/a")
 	f.requireFree(t, "db/b")
+}
+
+// baton run --limit gives CMD the slot of its unit: with one of a limit of 2 held in slot 0, the
+// run's unit is in slot 1 (BATON_LIMITS, BATON_LIMIT_SLOTS); a run without a limit gets neither.
+func TestRunLimitSlotEnv(t *testing.T) {
+	f := newFixture(t, nil)
+	st := f.store // the fixture's server hides the store's limits behind its signalling wrapper
+	ctx := context.Background()
+	if _, err := st.SetLimit(ctx, &store.SetLimitParams{Name: "pool/two", Capacity: 2}); err != nil {
+		t.Fatal(err)
+	}
+	held, err := st.Acquire(ctx, &store.AcquireParams{Key: "node/x", LeaseID: "x", Holder: "other", TTL: time.Minute, Limits: []string{"pool/two"}})
+	if err != nil || held.Slots["pool/two"] != 0 {
+		t.Fatalf("first unit: %+v, %v; want slot 0", held, err)
+	}
+	_, _, done := f.runAsync(t, "", "--lock", "node/y", "--limit", "pool/two", "--", "sh", "-c", `echo "$BATON_LIMITS=$BATON_LIMIT_SLOTS"`)
+	if r := waitResult(t, done); r.code != 0 || r.stdout != "pool/two=1\n" {
+		t.Fatalf("run --limit pool/two beside a unit in slot 0: %s; want pool/two=1", r)
+	}
+	_, _, done = f.runAsync(t, "", "--lock", "node/y", "--", "sh", "-c", `echo "${BATON_LIMITS-unset} ${BATON_RESOURCES-unset}"`)
+	if r := waitResult(t, done); r.code != 0 || r.stdout != "unset unset\n" {
+		t.Fatalf("run without limits or resources: %s", r)
+	}
 }

@@ -218,6 +218,7 @@ func (a *app) runLocked(cmdArgs []string, f runFlags) error {
 		"BATON_LOCK_KEY="+lease.Key,
 		"BATON_LEASE_ID="+lease.ID,
 		"BATON_FENCING_TOKEN="+strconv.FormatUint(lease.Token, 10))
+	cmd.Env = append(cmd.Env, holdsEnv(lease.Resources, lease.Limits, lease.Slots)...)
 	// Only used when baton's own stdout or stderr is not a file (then os/exec copies CMD's
 	// output through a pipe): do not wait forever for a grandchild that keeps the pipe open.
 	cmd.WaitDelay = time.Second

@@ -290,6 +290,7 @@ func (x *jobExec) run(ctx context.Context, job *baton.Job) error {
 		"BATON_FENCING_TOKEN="+strconv.FormatUint(job.Token, 10),
 		"BATON_JOB_ATTEMPT="+strconv.Itoa(job.Attempt),
 		"BATON_JOB_MAX_ATTEMPTS="+strconv.Itoa(job.MaxAttempts))
+	cmd.Env = append(cmd.Env, holdsEnv(job.Resources, job.Limits, job.Slots)...)
 	prefix := fmt.Sprintf("[job %d] ", job.ID)
 	tail := &tailBuffer{}
 	outW := &prefixWriter{w: x.out, prefix: prefix}

@@ -33,6 +33,8 @@ type Lease struct {
 	Shared    bool     `json:"shared,omitempty"`
 	Resources []string `json:"resources,omitempty"`
 	Limits    []string `json:"limits,omitempty"`
+	// Slots numbers the unit held of each of Limits (0..N-1 for a limit of capacity N).
+	Slots map[string]int `json:"slots,omitempty"`
 }
 
 // LeaseFrom converts a store lease.
@@ -40,7 +42,7 @@ func LeaseFrom(l *store.Lease) Lease {
 	return Lease{Key: l.Key, LeaseID: l.ID, Holder: l.Holder, Owner: l.Owner, Token: l.Token,
 		AcquiredAt: T(l.AcquiredAt), ExpiresAt: T(l.ExpiresAt), TTLLeftMs: l.TTLLeft.Milliseconds(),
 		Metadata: l.Metadata, TookOver: l.TookOver, WaitedMs: l.Waited.Milliseconds(),
-		Shared: l.Shared, Resources: l.Resources, Limits: l.Limits}
+		Shared: l.Shared, Resources: l.Resources, Limits: l.Limits, Slots: l.Slots}
 }
 
 // Store converts back to a store lease.
@@ -53,7 +55,7 @@ func (l *Lease) Store() *store.Lease {
 		AcquiredAt: l.AcquiredAt.UTC(), ExpiresAt: l.ExpiresAt.UTC(),
 		TTLLeft: time.Duration(l.TTLLeftMs) * time.Millisecond, Metadata: md, TookOver: l.TookOver,
 		Waited: time.Duration(max(l.WaitedMs, 0)) * time.Millisecond,
-		Shared: l.Shared, Resources: l.Resources, Limits: l.Limits}
+		Shared: l.Shared, Resources: l.Resources, Limits: l.Limits, Slots: l.Slots}
 }
 
 // LeaseResponse answers acquire, renew, get and force-release.

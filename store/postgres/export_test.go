@@ -69,3 +69,10 @@ var EnableAudit = enableAudit
 
 // ClaimSQL returns the claim statement of schema.
 func ClaimSQL(schema string) string { return buildJobQueries(schema, channelName(schema)).claim }
+
+// SkipFailoverGuard turns the failover guard (failover.go) off for stores opened until it is
+// turned on again: the broken variant of the failover test.
+func SkipFailoverGuard(skip bool) { skipEpochs.Store(skip) }
+
+// EpochBits is where a timeline's tokens start: (timeline-1) << EpochBits.
+const EpochBits = epochBits

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -110,7 +109,7 @@ SELECT k, $2, $3, $4, $5, $6, false, '', '', s.seq, $7, $8 FROM unnest($1::text[
 		// $1 lease_id, $2 lease_key, $3 owner, $4 expires, $5 now.
 		renewHolds: q(`UPDATE {holds} SET expires_at = $4
 WHERE lease_id = $1 AND lease_key = $2 AND owner = $3 AND ended = 0 AND expires_at > $5
-RETURNING key, mode, holder, token, acquired_at, metadata`),
+RETURNING key, mode, holder, token, acquired_at, metadata, slot`),
 		// $1 expires, $2 keys.
 		renewRows: q(`UPDATE {leases} SET expires_at = greatest(expires_at, $1),
 	available_at = greatest(available_at, $1 + lock_delay_ms * interval '1 millisecond')
@@ -157,17 +156,24 @@ WHERE lease_id = $1 AND lease_key = $2 AND owner = $3 AND ended = 0 AND expires_
 RETURNING key, mode, acquired_at, cooldown_ms`),
 		// A holds row per key and limit unit under one token, which it draws and returns. $1 lease_id,
 		// $2 lease_key, $3 holder, $4 owner, $5 now, $6 expires, $7 cooldown ms, $8 lock delay ms,
-		// $9 metadata of the first key, $10 keys and limit lines, $11 modes.
+		// $9 metadata of the first key, $10 keys and limit lines, $11 modes. A unit (mode 'unit')
+		// takes the lowest slot no live unit of its limit holds at $5 (the limit's row is locked),
+		// and the statement returns the units' names and slots, in one order.
 		grantHoldsCur: q(`WITH t AS MATERIALIZED (SELECT nextval({tokenseq}) AS token), g AS (INSERT INTO {holds} (lease_id, key, mode, lease_key, holder, owner, token, acquired_at, expires_at,
-	ended, cooldown_ms, lock_delay_ms, metadata)
-SELECT $1, k.key, k.mode, $2, $3, $4, t.token, $5, $6, 0, $7, $8, CASE WHEN k.key = $2 THEN $9::jsonb END
+	ended, cooldown_ms, lock_delay_ms, metadata, slot)
+SELECT $1, k.key, k.mode, $2, $3, $4, t.token, $5, $6, 0, $7, $8, CASE WHEN k.key = $2 THEN $9::jsonb END,
+	CASE WHEN k.mode = 'unit' THEN coalesce(
+		(SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM {holds} WHERE key = k.key AND slot = 0 AND ended = 0 AND expires_at > $5)),
+		(SELECT min(h.slot) + 1 FROM {holds} h WHERE h.key = k.key AND h.slot IS NOT NULL AND h.ended = 0 AND h.expires_at > $5
+			AND NOT EXISTS (SELECT 1 FROM {holds} x WHERE x.key = k.key AND x.slot = h.slot + 1 AND x.ended = 0 AND x.expires_at > $5))) END
 FROM unnest($10::text[], $11::text[]) AS k(key, mode), t
 ON CONFLICT (lease_id, key) DO UPDATE SET mode = excluded.mode, lease_key = excluded.lease_key,
 	holder = excluded.holder, owner = excluded.owner, token = excluded.token, acquired_at = excluded.acquired_at,
 	expires_at = excluded.expires_at, ended = 0, cooldown_ms = excluded.cooldown_ms,
-	lock_delay_ms = excluded.lock_delay_ms, metadata = excluded.metadata
-RETURNING 1)
-SELECT t.token, (SELECT count(*) FROM g) FROM t`),
+	lock_delay_ms = excluded.lock_delay_ms, metadata = excluded.metadata, slot = excluded.slot
+RETURNING key, slot)
+SELECT t.token, (SELECT count(*) FROM g), (SELECT array_agg(substr(key, 2)) FROM g WHERE slot IS NOT NULL),
+	(SELECT array_agg(slot) FROM g WHERE slot IS NOT NULL) FROM t`),
 		// The keys' summary rows (they exist and are locked), under the token grantHoldsCur drew
 		// before it in the batch: held until their latest hold expires. A row that sums live holds
 		// already keeps the later expiry and the longer rest. It fails (and the batch with it)
@@ -217,7 +223,7 @@ FROM {limits} WHERE ($1 = '' OR name = $1) AND name > $2 ORDER BY name LIMIT $4`
 	(extract(epoch FROM expires_at - now()) * 1000000)::bigint FROM {holds}
 WHERE key = $1 AND ended = 0 AND expires_at > now() ORDER BY token LIMIT $2`),
 		// $1 line, $2 now, $3 limit.
-		limitHolders: q(`SELECT lease_key, lease_id, holder, owner, token, acquired_at, expires_at FROM {holds}
+		limitHolders: q(`SELECT lease_key, lease_id, holder, owner, token, acquired_at, expires_at, coalesce(slot, 0) FROM {holds}
 WHERE key = $1 AND ended = 0 AND expires_at > $2 ORDER BY token LIMIT $3`),
 	}
 	// The holds of the lease ($1 lease_id, $2 lease_key, $3 owner) that endHoldsNow ended: at the
@@ -740,6 +746,7 @@ func (s *Store) grantBeyond(ctx context.Context, pt *pipeTx, p *store.AcquirePar
 	}
 	var token int64
 	var woken []string
+	var slots map[string]int
 	err := pt.batch(ctx, func(b *pgx.Batch) {
 		b.Queue(s.hq.grantHoldsCur, p.LeaseID, p.Key, p.Holder, p.Owner, now, expires,
 			p.Cooldown.Milliseconds(), p.LockDelay.Milliseconds(), md, held, modes)
@@ -751,8 +758,16 @@ func (s *Store) grantBeyond(ctx context.Context, pt *pipeTx, p *store.AcquirePar
 		}
 	}, commit, func(br pgx.BatchResults) error {
 		var n int
-		if err := br.QueryRow().Scan(&token, &n); err != nil {
+		var names []string
+		var nums []int32
+		if err := br.QueryRow().Scan(&token, &n, &names, &nums); err != nil {
 			return err
+		}
+		for i, name := range names {
+			if slots == nil {
+				slots = make(map[string]int, len(names))
+			}
+			slots[name] = int(nums[i])
 		}
 		var zero int
 		if err := br.QueryRow().Scan(&zero); err != nil {
@@ -776,7 +791,7 @@ func (s *Store) grantBeyond(ctx context.Context, pt *pipeTx, p *store.AcquirePar
 	}
 	return &store.Lease{Key: p.Key, ID: p.LeaseID, Holder: p.Holder, Owner: p.Owner, Token: uint64(token),
 		AcquiredAt: now, ExpiresAt: expires, TTLLeft: p.TTL, Metadata: p.Metadata,
-		Shared: p.Shared, Resources: p.Resources, Limits: p.Limits}, woken, nil
+		Shared: p.Shared, Resources: p.Resources, Limits: p.Limits, Slots: slots}, woken, nil
 }
 
 // expiry is now+ttl as the database keeps it (microseconds), never later: the holder must not
@@ -807,23 +822,20 @@ func (s *Store) renewHoldsTx(ctx context.Context, tx txQuerier, p *store.RenewPa
 		var key, mode string
 		var token int64
 		var md []byte
-		if err := rows.Scan(&key, &mode, &l.Holder, &token, &l.AcquiredAt, &md); err != nil {
+		var slot *int32
+		if err := rows.Scan(&key, &mode, &l.Holder, &token, &l.AcquiredAt, &md, &slot); err != nil {
 			rows.Close()
 			return nil, err
 		}
 		found = true
 		l.Token = uint64(token)
-		switch {
-		case mode == "unit":
-			l.Limits = append(l.Limits, key[1:])
-		default:
-			l.Shared = mode == "shared"
+		n := 0
+		if slot != nil {
+			n = int(*slot)
+		}
+		l.AddHold(key, mode, n, md)
+		if mode != "unit" {
 			keys = append(keys, key)
-			if key == p.Key && len(md) > 0 {
-				l.Metadata = json.RawMessage(md)
-			} else if key != p.Key {
-				l.Resources = append(l.Resources, key)
-			}
 		}
 	}
 	rows.Close()
@@ -833,9 +845,7 @@ func (s *Store) renewHoldsTx(ctx context.Context, tx txQuerier, p *store.RenewPa
 	if !found {
 		return nil, store.ErrNotHeld
 	}
-	// The holds come back in no particular order: name them in a stable one.
-	slices.Sort(l.Resources)
-	slices.Sort(l.Limits)
+	l.SortHolds()
 	_, err = tx.Exec(ctx, s.hq.renewRows, expires, keys)
 	return l, err
 }

@@ -211,6 +211,7 @@ func (s *Store) claimHoldsJob(ctx context.Context, p *store.ClaimParams, c *hold
 						return errors.New("postgres: the job's row vanished under its lock")
 					}
 					started = js[0]
+					started.Slots = l.Slots
 					if c.runningState != "" {
 						if _, err := br.Exec(); err != nil {
 							return err

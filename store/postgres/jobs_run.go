@@ -24,6 +24,9 @@ func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.J
 		return nil, err
 	}
 	s.claims.Saw(p.Kinds, time.Now())
+	if s.guard.check("") != nil {
+		return nil, nil // no attempt starts during a failover quarantine (failover.go)
+	}
 	tried := map[int64]bool{} // the jobs with holds tried once: not again in the second claim
 	jobs, err := s.claim(ctx, p, p.Limit, tried)
 	if err != nil || len(jobs) == p.Limit {

@@ -129,6 +129,9 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
+	if err := s.guard.check(p.Key); err != nil {
+		return nil, err
+	}
 	if p.Beyond() {
 		return s.acquireBeyond(ctx, p)
 	}

@@ -136,11 +136,13 @@ func (s *Store) readLimits(ctx context.Context, tx pgx.Tx, p *store.LimitsParams
 		for hs.Next() {
 			h := &store.Lease{}
 			var token int64
-			if err := hs.Scan(&h.Key, &h.ID, &h.Holder, &h.Owner, &token, &h.AcquiredAt, &h.ExpiresAt); err != nil {
+			var slot int32
+			if err := hs.Scan(&h.Key, &h.ID, &h.Holder, &h.Owner, &token, &h.AcquiredAt, &h.ExpiresAt, &slot); err != nil {
 				hs.Close()
 				return nil, err
 			}
 			h.Token, h.TTLLeft = uint64(token), h.ExpiresAt.Sub(now)
+			h.Limits, h.Slots = []string{l.Name}, map[string]int{l.Name: int(slot)}
 			l.Holders = append(l.Holders, h)
 		}
 		hs.Close()

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -43,6 +44,12 @@ type Config struct {
 	// (the whole pool, LISTEN included, as before). At most MaxMaxConns. New uses the caller's
 	// pool as it is.
 	MaxConns int
+	// FailoverQuarantine is how long the store grants nothing after it finds its database
+	// promoted from a replica (a new timeline after an earlier one; failover.go): every lease
+	// granted before the failover, some of them lost with the old primary, must have expired.
+	// Zero means store.MaxTTL, the longest lease there can be. Shorten it knowingly: to the
+	// longest TTL (plus lock-delay) your holders use.
+	FailoverQuarantine time.Duration
 }
 
 // minPoolConns is the smallest pool Open builds: one connection is held by LISTEN for the life of
@@ -84,6 +91,7 @@ type Store struct {
 	hub           *notify.Hub
 	lis           *listener
 	renews        *combine.Combiner[*store.RenewParams, *store.Lease]
+	guard         *failoverGuard // failover.go
 
 	audit     bool
 	closed    store.Closed
@@ -129,12 +137,16 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 		// compiles the plan with LLVM on every execution: about a second of CPU per claim.
 		pc.ConnConfig.RuntimeParams["jit"] = "off"
 	}
+	guard := newGuard(schema, cfg.FailoverQuarantine)
+	// Every connection raises the token sequence to its timeline's epoch before its first
+	// statement, and reports a failover (failover.go).
+	pc.AfterConnect = guard.prepare
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open pool: %w", err)
 	}
 	cfg.Schema = schema
-	s, err := newStore(ctx, pool, cfg, true)
+	s, err := newStore(ctx, pool, cfg, true, guard)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -159,10 +171,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 			Rule: "must allow at least 2 connections (one is held for LISTEN)"}
 	}
 	cfg.Schema = schema
-	return newStore(ctx, pool, cfg, false)
+	return newStore(ctx, pool, cfg, false, newGuard(schema, cfg.FailoverQuarantine))
 }
 
-func newStore(ctx context.Context, pool *pgxpool.Pool, cfg Config, ownsPool bool) (*Store, error) {
+func newStore(ctx context.Context, pool *pgxpool.Pool, cfg Config, ownsPool bool, guard *failoverGuard) (*Store, error) {
 	if cfg.SkipMigrate {
 		v, err := schemaVersion(ctx, pool, cfg.Schema)
 		if err != nil {
@@ -197,6 +209,10 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg Config, ownsPool bool
 		sq:              buildSubmitQueries(cfg.Schema, channelName(cfg.Schema)),
 		hub:             notify.NewHub(),
 		audit:           cfg.Audit,
+		guard:           guard,
+	}
+	if err := s.prepareOne(ctx); err != nil {
+		return nil, fmt.Errorf("postgres: read the timeline: %w", err)
 	}
 	s.renews = newRenewCombiner(s)
 	lis, err := startListener(ctx, pool, s.channel, s.hub)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/batonhq/baton/store"
 )
@@ -17,8 +18,9 @@ import (
 //	[user[:pass]@]host[:port][,host:port…]/db[?baton_schema=NAME&baton_max_conns=N&…]
 //
 // The store has the audit log on (a server lists it). baton_schema picks the schema (default
-// DefaultSchema); baton_max_conns the pool's connections for statements (Config.MaxConns); the
-// rest of the URL goes to pgx. It is the opener internal/storeurl registers for both schemes.
+// DefaultSchema); baton_max_conns the pool's connections for statements (Config.MaxConns);
+// baton_failover_quarantine how long grants wait after a failover (Config.FailoverQuarantine,
+// e.g. 10m); the rest of the URL goes to pgx. It is the opener internal/storeurl registers for both schemes.
 //
 // name shows the URL without its password. The errors may quote the URL, secrets included:
 // storeurl masks them, and the secret parameters of name (password=, sslpassword=), as it does
@@ -45,6 +47,14 @@ func openURL(ctx context.Context, raw string) (store.Store, string, error) {
 		cfg.MaxConns = n
 	}
 	q.Del("baton_max_conns")
+	if v := q.Get("baton_failover_quarantine"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 || d > store.MaxTTL {
+			return nil, "", fmt.Errorf("store URL %s: baton_failover_quarantine=%q: want a duration such as 90s, above 0 and at most %s", raw, v, store.MaxTTL)
+		}
+		cfg.FailoverQuarantine = d
+	}
+	q.Del("baton_failover_quarantine")
 	u.RawQuery = q.Encode()
 	s, err := Open(ctx, u.String(), cfg)
 	if err != nil {

@@ -317,10 +317,18 @@ func (s *Store) grantBeyond(ctx context.Context, tx *sql.Tx, p *store.AcquirePar
 			return nil, err
 		}
 	}
+	var slots map[string]int
 	for _, name := range p.Limits {
-		if err := hold(store.LimitLine(name), "unit", sql.NullString{}); err != nil {
+		var slot int
+		err := s.hq(ctx, tx, sqlGrantUnit).QueryRowContext(ctx, p.LeaseID, store.LimitLine(name), p.Key, p.Holder, p.Owner, token, now, expires,
+			int64(p.Cooldown), int64(p.LockDelay)).Scan(&slot)
+		if err != nil {
 			return nil, err
 		}
+		if slots == nil {
+			slots = make(map[string]int, len(p.Limits))
+		}
+		slots[name] = slot
 	}
 	ls := p.Lines()
 	if _, err := s.hq(ctx, tx, sqlEndTickets).ExecContext(ctx, p.LeaseID, jsonList(ls)); err != nil {
@@ -328,7 +336,7 @@ func (s *Store) grantBeyond(ctx context.Context, tx *sql.Tx, p *store.AcquirePar
 	}
 	return &store.Lease{Key: p.Key, ID: p.LeaseID, Holder: p.Holder, Owner: p.Owner, Token: uint64(token),
 		AcquiredAt: time.Unix(0, now), ExpiresAt: time.Unix(0, expires), TTLLeft: p.TTL, Metadata: p.Metadata,
-		Shared: p.Shared, Resources: p.Resources, Limits: p.Limits}, nil
+		Shared: p.Shared, Resources: p.Resources, Limits: p.Limits, Slots: slots}, nil
 }
 
 // reacquireHolds renews the caller's live lease of the same holder and owner on p.Key, if it has
@@ -360,23 +368,20 @@ func (s *Store) renewHoldsTx(ctx context.Context, tx *sql.Tx, p *store.RenewPara
 		var key, mode string
 		var token, acquired int64
 		var md sql.NullString
-		if err := rows.Scan(&key, &mode, &l.Holder, &token, &acquired, &md); err != nil {
+		var slot sql.NullInt64
+		if err := rows.Scan(&key, &mode, &l.Holder, &token, &acquired, &md, &slot); err != nil {
 			rows.Close()
 			return nil, err
 		}
 		found = true
 		l.Token, l.AcquiredAt = uint64(token), time.Unix(0, acquired)
-		switch {
-		case mode == "unit":
-			l.Limits = append(l.Limits, key[1:])
-		default:
-			l.Shared = mode == "shared"
+		var meta json.RawMessage
+		if md.Valid {
+			meta = json.RawMessage(md.String)
+		}
+		l.AddHold(key, mode, int(slot.Int64), meta)
+		if mode != "unit" {
 			keys = append(keys, key)
-			if key == p.Key && md.Valid {
-				l.Metadata = json.RawMessage(md.String)
-			} else if key != p.Key {
-				l.Resources = append(l.Resources, key)
-			}
 		}
 	}
 	rows.Close()
@@ -386,6 +391,7 @@ func (s *Store) renewHoldsTx(ctx context.Context, tx *sql.Tx, p *store.RenewPara
 	if !found {
 		return nil, store.ErrNotHeld
 	}
+	l.SortHolds()
 	_, err = s.hq(ctx, tx, sqlRenewSummaries).ExecContext(ctx, expires, jsonList(keys))
 	return l, err
 }

@@ -34,6 +34,19 @@ var (
 				holder = excluded.holder, owner = excluded.owner, token = excluded.token, acquired_at = excluded.acquired_at,
 				expires_at = excluded.expires_at, ended = 0, cooldown_ns = excluded.cooldown_ns,
 				lock_delay_ns = excluded.lock_delay_ns, metadata = excluded.metadata`)
+	// A unit of limit line ?2 (mode 'unit'), in the lowest slot no live unit of the limit holds at
+	// ?8; the other arguments as sqlGrantHold's. It returns the slot.
+	sqlGrantUnit = hq(`INSERT INTO holds (lease_id, key, mode, lease_key, holder, owner, token, acquired_at,
+				expires_at, ended, cooldown_ns, lock_delay_ns, metadata, slot)
+			VALUES (?1, ?2, 'unit', ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?10, NULL, coalesce(
+				(SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM holds WHERE key = ?2 AND slot = 0 AND ended = 0 AND expires_at > ?7)),
+				(SELECT min(h.slot) + 1 FROM holds h WHERE h.key = ?2 AND h.slot IS NOT NULL AND h.ended = 0 AND h.expires_at > ?7
+					AND NOT EXISTS (SELECT 1 FROM holds g WHERE g.key = ?2 AND g.slot = h.slot + 1 AND g.ended = 0 AND g.expires_at > ?7))))
+			ON CONFLICT (lease_id, key) DO UPDATE SET mode = excluded.mode, lease_key = excluded.lease_key,
+				holder = excluded.holder, owner = excluded.owner, token = excluded.token, acquired_at = excluded.acquired_at,
+				expires_at = excluded.expires_at, ended = 0, cooldown_ns = excluded.cooldown_ns,
+				lock_delay_ns = excluded.lock_delay_ns, metadata = NULL, slot = excluded.slot
+			RETURNING slot`)
 	sqlSummarise = hq(`INSERT INTO leases AS a (key, lease_id, holder, owner, token, acquired_at, expires_at,
 				ended, available_at, cooldown_ns, lock_delay_ns)
 			VALUES (?1, '', ?2, ?3, ?4, ?5, ?6, 0, ?6 + ?7, ?8, ?7)
@@ -47,7 +60,7 @@ var (
 		AND ended = 0 AND expires_at > ?4 LIMIT 1`)
 	sqlRenewHolds = hq(`UPDATE holds SET expires_at = ?4
 		WHERE lease_id = ?1 AND lease_key = ?2 AND owner = ?3 AND ended = 0 AND expires_at > ?5
-		RETURNING key, mode, holder, token, acquired_at, metadata`)
+		RETURNING key, mode, holder, token, acquired_at, metadata, slot`)
 	sqlReleaseHolds = hq(`UPDATE holds SET ended = 1, expires_at = min(expires_at, ?4)
 			WHERE lease_id = ?1 AND lease_key = ?2 AND owner = ?3 AND ended = 0 AND expires_at > ?4
 			RETURNING key, mode, acquired_at, cooldown_ns`)

@@ -116,6 +116,7 @@ func (s *Store) claimBeyond(x *jobTx, p *store.ClaimParams, kinds string, out []
 		if err := x.begin(j, k, r, p.Worker, p.Owner, int64(l.Token), l.ExpiresAt); err != nil {
 			return out, err
 		}
+		j.Slots = l.Slots
 		out = append(out, j)
 	}
 	return out, nil

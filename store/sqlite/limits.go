@@ -105,7 +105,7 @@ func (s *Store) readLimits(ctx context.Context, tx *sql.Tx, p *store.LimitsParam
 		return nil, err
 	}
 	for _, l := range out {
-		hs, err := tx.QueryContext(ctx, `SELECT lease_key, lease_id, holder, owner, token, acquired_at, expires_at FROM holds
+		hs, err := tx.QueryContext(ctx, `SELECT lease_key, lease_id, holder, owner, token, acquired_at, expires_at, coalesce(slot, 0) FROM holds
 			WHERE key = ?1 AND ended = 0 AND expires_at > ?2 ORDER BY token LIMIT ?3`, store.LimitLine(l.Name), now, store.MaxListLimit)
 		if err != nil {
 			return nil, err
@@ -113,11 +113,13 @@ func (s *Store) readLimits(ctx context.Context, tx *sql.Tx, p *store.LimitsParam
 		for hs.Next() {
 			h := &store.Lease{}
 			var token, acquired, expires int64
-			if err := hs.Scan(&h.Key, &h.ID, &h.Holder, &h.Owner, &token, &acquired, &expires); err != nil {
+			var slot int
+			if err := hs.Scan(&h.Key, &h.ID, &h.Holder, &h.Owner, &token, &acquired, &expires, &slot); err != nil {
 				hs.Close()
 				return nil, err
 			}
 			h.Token, h.AcquiredAt, h.ExpiresAt, h.TTLLeft = uint64(token), time.Unix(0, acquired), time.Unix(0, expires), time.Duration(expires-now)
+			h.Limits, h.Slots = []string{l.Name}, map[string]int{l.Name: slot}
 			l.Holders = append(l.Holders, h)
 		}
 		hs.Close()

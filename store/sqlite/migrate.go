@@ -55,6 +55,12 @@ func migrations() ([]migration, error) {
 		ms = append(ms, migration{version: v, name: e.Name(), sql: string(body)})
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	for i := 1; i < len(ms); i++ {
+		if ms[i].version == ms[i-1].version {
+			// A schema at that version would skip one of them: two branches took the same number.
+			return nil, fmt.Errorf("sqlite: migrations %q and %q share version %d", ms[i-1].name, ms[i].name, ms[i].version)
+		}
+	}
 	return ms, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/fence"
 	"github.com/batonhq/baton/store"
 )
 
@@ -23,6 +24,7 @@ import (
 type holding struct {
 	keys       []string
 	limits     []string
+	slots      map[string]int // the slot of each of limits
 	shared     bool
 	token      uint64
 	called     time.Time // the acquire was called
@@ -108,6 +110,29 @@ func checkCapacity(t *testing.T, all []*holding, name string, n int) (most int) 
 	return most
 }
 
+// checkSlots fails when a holding of limit name holds no slot or one outside 0..n-1, or when two
+// holdings of it that overlap hold the same slot: each slot is a fenced key of its own
+// (fence.LimitSlotKey), which one holder at a time may use.
+func checkSlots(t *testing.T, all []*holding, name string, n int) {
+	t.Helper()
+	var xs []*holding
+	for _, x := range all {
+		if !slices.Contains(x.limits, name) {
+			continue
+		}
+		slot, ok := x.slots[name]
+		if !ok || slot < 0 || slot >= n {
+			t.Fatalf("limit %q of capacity %d: holding (token %d) has slots %v", name, n, x.token, x.slots)
+		}
+		for _, y := range xs {
+			if y.slots[name] == slot && x.start.Before(y.end) && y.start.Before(x.end) {
+				t.Fatalf("limit %q: holdings (tokens %d and %d) overlapped in slot %d", name, y.token, x.token, slot)
+			}
+		}
+		xs = append(xs, x)
+	}
+}
+
 // checkTokenOrder fails when a holding granted after another ended... in real time: when the
 // acquire of b was called after a was granted, on a common key or limit, b's token must be
 // greater.
@@ -150,7 +175,7 @@ func (e *env) hold(h *holdings, key string, shared bool, resources, limits []str
 	if err != nil {
 		return err
 	}
-	x.start, x.token = time.Now(), l.Token
+	x.start, x.token, x.slots = time.Now(), l.Token, l.Slots
 	if l.Shared != shared || !slices.Equal(l.Resources, resources) && len(resources) > 0 || !slices.Equal(l.Limits, limits) && len(limits) > 0 {
 		return fmt.Errorf("lease says shared %v resources %v limits %v, asked %v %v %v", l.Shared, l.Resources, l.Limits, shared, resources, limits)
 	}
@@ -308,6 +333,7 @@ func testLimitCapacity(t *testing.T, h Harness) {
 		return e.hold(&hs, fmt.Sprintf("node/%d", g), false, nil, []string{"zone/eu-1a"})
 	})
 	most := checkCapacity(t, hs.all, "zone/eu-1a", n)
+	checkSlots(t, hs.all, "zone/eu-1a", n)
 	checkTokenOrder(t, hs.all)
 	if most < 2 {
 		t.Fatalf("never 2 holders at once of a limit of %d under 64 requesters: the limit is a mutex", n)
@@ -437,6 +463,55 @@ func testSeveralResourcesAllOrNothing(t *testing.T, h Harness) {
 	e.acquire("aon/b")
 }
 
+// testLimitSlots: the units of a limit of 3 held at once take slots 0, 1 and 2; a freed slot
+// goes to the next grant with a greater token; a renew keeps the slot; a slot of a limit lowered
+// below its use is not reused until the use drops below the new capacity.
+func testLimitSlots(t *testing.T, h Harness) {
+	e := newEnv(t, h, nil)
+	lim := requireLimits(t, e)
+	e.setLimit(lim, "slots", 3)
+	var held []*baton.Lease
+	seen := map[int]bool{}
+	for i := range 3 {
+		l := e.acquire(fmt.Sprintf("slots/%d", i), baton.WithLimits("slots"))
+		slot, ok := l.Slots["slots"]
+		if !ok || slot < 0 || slot > 2 || seen[slot] {
+			t.Fatalf("unit %d of a limit of 3 has slots %v; slots seen before %v", i, l.Slots, seen)
+		}
+		seen[slot] = true
+		held = append(held, l)
+	}
+	freed := held[1].Slots["slots"]
+	if err := held[1].Release(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	next := e.acquire("slots/next", baton.WithLimits("slots"))
+	if next.Slots["slots"] != freed || next.Token <= held[1].Token {
+		t.Fatalf("after slot %d (token %d) was freed the next unit took slot %d (token %d)", freed, held[1].Token,
+			next.Slots["slots"], next.Token)
+	}
+	r, err := e.store.Renew(e.ctx, &store.RenewParams{Key: held[2].Key, LeaseID: held[2].ID, TTL: time.Minute})
+	if err != nil || r.Slots["slots"] != held[2].Slots["slots"] {
+		t.Fatalf("the store's renew reports slots %v (%v), the grant said %v", r.Slots, err, held[2].Slots)
+	}
+	// Lowered to 1 with 3 in use: the units keep their slots, and none is granted until one is left.
+	e.setLimit(lim, "slots", 1)
+	for _, l := range []*baton.Lease{held[0], held[2]} {
+		if err := l.Release(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.locker.TryAcquire(e.ctx, "slots/late", baton.WithLimits("slots")); !errors.Is(err, baton.ErrLockHeld) {
+		t.Fatalf("a unit of a limit lowered to 1 with 1 in use: %v, want ErrLockHeld", err)
+	}
+	if err := next.Release(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l := e.acquire("slots/late", baton.WithLimits("slots")); l.Slots["slots"] != 0 {
+		t.Fatalf("the one unit of a limit of 1 took slot %d, want 0", l.Slots["slots"])
+	}
+}
+
 // testLimitLowered: lowering a limit below its use evicts nobody; new grants wait until the use
 // drops below the new capacity. A full limit is named in the refusal.
 func testLimitLowered(t *testing.T, h Harness) {
@@ -556,6 +631,20 @@ func testLimitUnitExpires(t *testing.T, h Harness) {
 	}
 	if next.Token <= crashed.Token {
 		t.Fatalf("the unit after expiry has token %d, not above the crashed holder's %d", next.Token, crashed.Token)
+	}
+	// The one slot passed on: a resource that fences it refuses the crashed holder's late call.
+	if crashed.Slots["pool/one"] != 0 || next.Slots["pool/one"] != 0 {
+		t.Fatalf("slots of a limit of 1: %v then %v, want 0 both", crashed.Slots, next.Slots)
+	}
+	fs := fence.NewMemoryStore()
+	slot := fence.LimitSlotKey("pool/one", next.Slots["pool/one"])
+	leave, err := fs.Enter(e.ctx, slot, next.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leave()
+	if _, err := fs.Enter(e.ctx, slot, crashed.Token); !errors.Is(err, fence.ErrStaleToken) {
+		t.Fatalf("the crashed holder's late call on its former slot: %v, want refused as stale", err)
 	}
 	if err := crashed.Release(e.ctx); !errors.Is(err, baton.ErrNotHeld) {
 		t.Fatalf("release by the crashed holder after expiry: %v; want ErrNotHeld", err)

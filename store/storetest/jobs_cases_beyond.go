@@ -84,7 +84,7 @@ func testJobLimitCapacity(t *testing.T, h JobHarness) {
 				}
 				time.Sleep(hold)
 				for _, j := range js {
-					x := &holding{keys: []string{j.Resource}, limits: j.Limits, token: j.Token, called: called, start: start, end: time.Now()}
+					x := &holding{keys: []string{j.Resource}, limits: j.Limits, slots: j.Slots, token: j.Token, called: called, start: start, end: time.Now()}
 					if _, err := e.s.CompleteJob(e.ctx, &store.CompleteParams{ID: j.ID, Token: j.Token}); err != nil {
 						errs <- fmt.Errorf("%s: complete %d: %w", worker, j.ID, err)
 						return
@@ -106,7 +106,7 @@ func testJobLimitCapacity(t *testing.T, h JobHarness) {
 					if err == nil {
 						start := time.Now()
 						time.Sleep(hold)
-						x := &holding{keys: []string{lease.Key}, limits: lease.Limits, token: lease.Token, called: called, start: start, end: time.Now()}
+						x := &holding{keys: []string{lease.Key}, limits: lease.Limits, slots: lease.Slots, token: lease.Token, called: called, start: start, end: time.Now()}
 						release(t, e.ctx, ls, lease)
 						hs.add(x)
 						break
@@ -125,6 +125,7 @@ func testJobLimitCapacity(t *testing.T, h JobHarness) {
 		t.Fatal(err)
 	}
 	most := checkCapacity(t, hs.all, "zone/eu-1a", n)
+	checkSlots(t, hs.all, "zone/eu-1a", n)
 	checkTokenOrder(t, hs.all)
 	if most < 2 {
 		t.Fatalf("never 2 holders at once of a limit of %d: the limit is a mutex", n)

@@ -68,6 +68,7 @@ func Run(t *testing.T, h Harness) {
 		{"BeyondBadInput", testBeyondBadInput},
 		{"HoldsAreNobodysLease", testHoldsAreNobodysLease},
 		{"LimitUnitExpires", testLimitUnitExpires},
+		{"LimitSlots", testLimitSlots},
 		{"ForceReleaseEndsHolds", testForceReleaseEndsHolds},
 		{"BeyondUnsupported", testBeyondUnsupported},
 	}

@@ -38,6 +38,8 @@ class Lease:
         self.shared: bool = rec.get("shared", False)
         self.resources: list = rec.get("resources", [])
         self.limits: list = rec.get("limits", [])
+        # The slot of each unit held, by limit name (0..N-1): fence a slot as the key "name#slot".
+        self.slots: dict = rec.get("slots", {})
         self.lost = threading.Event()
         self.reason: Optional[BaseException] = None
         self.on_lost = on_lost

@@ -30,6 +30,7 @@ class LimitsTest(unittest.TestCase):
         a = c.try_acquire("gpu/pool", shared=True, limits=["gpu/pool"], keepalive=False)
         self.assertTrue(a.shared)
         self.assertEqual(a.limits, ["gpu/pool"])
+        self.assertEqual(a.slots, {"gpu/pool": 0})
         with self.assertRaises(baton.LockHeldError) as full:
             c.try_acquire("gpu/pool", shared=True, limits=["gpu/pool"], keepalive=False)
         self.assertEqual((full.exception.limit, full.exception.in_use, full.exception.capacity), ("gpu/pool", 1, 1))

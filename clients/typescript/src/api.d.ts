@@ -26,6 +26,8 @@ export interface Lease {
   resources?: string[];
   /** the limits of which the lease holds one unit each (absent when none) */
   limits?: string[];
+  /** the slot of each unit held, by limit name: 0..N-1 for a limit of capacity N, the lowest free at the grant; a later holder of a slot has a greater token, so a resource that fences each slot as a key (name#slot) admits at most N holders at once (absent when none) */
+  slots?: Record<string, unknown>;
 }
 
 export interface LeaseResponse {
@@ -263,6 +265,8 @@ export interface Job {
   resources?: string[];
   /** the limits of which each attempt takes one unit: the submit's, then the kind's with their {args.NAME} parts filled (absent when none) */
   limits?: string[];
+  /** set on a claimed job: the slot of each unit its attempt holds, by limit name, as a lease's slots (absent when none) */
+  slots?: Record<string, unknown>;
 }
 
 export interface JobsResponse {

@@ -70,6 +70,8 @@ export declare class Lease {
   readonly resources: string[];
   /** The limits of which the lease holds a unit (AcquireOptions.limits); empty if none. */
   readonly limits: string[];
+  /** The slot of each unit held, by limit name (0..N-1 for a limit of N): fence a slot as the key `name#slot`. */
+  readonly slots: Record<string, number>;
   readonly metadata?: Record<string, unknown>;
   /** The key was taken over from a holder that crashed or stalled: the resource may be half-done. */
   readonly took_over: boolean;

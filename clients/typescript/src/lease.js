@@ -36,6 +36,7 @@ export class Lease {
     this.shared = rec.shared ?? false;
     this.resources = rec.resources ?? [];
     this.limits = rec.limits ?? [];
+    this.slots = rec.slots ?? {};
     this.#localEnd = grantedAt + this.#validity();
     this.#deadlineTimer = setTimeout(() => this.#expireLocally(), this.#localEnd - now());
     if (keepalive) this.#renewTimer = setTimeout(() => this.#keepalive(), ttlMs / 3);

@@ -21,6 +21,7 @@ test('limits: set, a full limit refuses naming it, list, delete refused while he
   const a = await c.tryAcquire('gpu/pool', { shared: true, limits: ['gpu/pool'], keepalive: false });
   assert.equal(a.shared, true);
   assert.deepEqual(a.limits, ['gpu/pool']);
+  assert.deepEqual(a.slots, { 'gpu/pool': 0 });
   const full = await c.tryAcquire('gpu/pool', { shared: true, limits: ['gpu/pool'], keepalive: false }).catch((e) => e);
   assert.ok(full instanceof LockHeldError, String(full));
   assert.equal(full.limit, 'gpu/pool');

@@ -1,0 +1,176 @@
+package batontest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"syscall"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// PGCluster is a PostgreSQL server of a test's own: initdb (or pg_basebackup from another) in a
+// temporary directory, on a free loopback port, trust authentication. It never touches the
+// machine's own PostgreSQL, so a test may kill it, make it a replica and promote it. As root it
+// runs as the `postgres` OS user (PostgreSQL refuses to run as root).
+type PGCluster struct {
+	t    testing.TB
+	bin  string
+	dir  string
+	Data string
+	Port int
+	cred *syscall.Credential
+}
+
+// pgBinDir finds PostgreSQL's server binaries (initdb, pg_ctl, pg_basebackup): the newest
+// /usr/lib/postgresql/*/bin that has them, else the folder of initdb on PATH.
+func pgBinDir() string {
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Strings(dirs)
+	if p, err := exec.LookPath("initdb"); err == nil {
+		dirs = append([]string{filepath.Dir(p)}, dirs...)
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		ok := true
+		for _, name := range []string{"initdb", "pg_ctl", "pg_basebackup"} {
+			if _, err := os.Stat(filepath.Join(dirs[i], name)); err != nil {
+				ok = false
+			}
+		}
+		if ok {
+			return dirs[i]
+		}
+	}
+	return ""
+}
+
+// newPGCluster makes the directory and picks the port of a cluster; it skips the test if
+// PostgreSQL's server binaries are missing (fails if CI is set).
+func newPGCluster(t testing.TB) *PGCluster {
+	t.Helper()
+	bin := pgBinDir()
+	if bin == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("initdb not found and CI is set: install PostgreSQL's server binaries")
+		}
+		t.Skip("initdb not found: install PostgreSQL's server binaries")
+	}
+	dir, err := os.MkdirTemp("", "baton-pg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	c := &PGCluster{t: t, bin: bin, dir: dir, Data: filepath.Join(dir, "data")}
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			t.Fatalf("running as root and no postgres user to run PostgreSQL as: %v", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		c.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		if err := os.Chown(dir, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Port = ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	t.Cleanup(func() { _, _ = c.run("pg_ctl", "-D", c.Data, "-m", "immediate", "-w", "stop") })
+	return c
+}
+
+// StartPGCluster initialises a cluster and starts it.
+func StartPGCluster(t testing.TB) *PGCluster {
+	t.Helper()
+	c := newPGCluster(t)
+	if out, err := c.run("initdb", "-D", c.Data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync"); err != nil {
+		t.Fatalf("initdb: %v\n%s", err, out)
+	}
+	c.Start()
+	return c
+}
+
+// Replica makes a streaming replica of c (pg_basebackup -R, asynchronous) and starts it.
+func (c *PGCluster) Replica(t testing.TB) *PGCluster {
+	t.Helper()
+	r := newPGCluster(t)
+	if out, err := r.run("pg_basebackup", "-h", "127.0.0.1", "-p", strconv.Itoa(c.Port), "-U", "postgres",
+		"-D", r.Data, "-R", "-X", "stream", "--no-sync"); err != nil {
+		t.Fatalf("pg_basebackup: %v\n%s", err, out)
+	}
+	r.Start()
+	return r
+}
+
+func (c *PGCluster) run(name string, args ...string) ([]byte, error) {
+	cmd := exec.Command(filepath.Join(c.bin, name), args...)
+	cmd.Dir = c.dir
+	if c.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
+	}
+	return cmd.CombinedOutput()
+}
+
+// Start starts the server and waits until it accepts connections (pg_ctl -w).
+func (c *PGCluster) Start() {
+	c.t.Helper()
+	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c full_page_writes=off -c max_connections=100",
+		c.Port, c.dir)
+	if out, err := c.run("pg_ctl", "-D", c.Data, "-l", filepath.Join(c.dir, "postgres.log"), "-o", opts, "-w", "-t", "120", "start"); err != nil {
+		log, _ := os.ReadFile(filepath.Join(c.dir, "postgres.log"))
+		c.t.Fatalf("pg_ctl start: %v\n%s\n%s", err, out, log)
+	}
+}
+
+// Stop stops the server: mode "immediate" is a crash (no checkpoint), "fast" a clean stop.
+func (c *PGCluster) Stop(mode string) {
+	c.t.Helper()
+	if out, err := c.run("pg_ctl", "-D", c.Data, "-m", mode, "-w", "stop"); err != nil {
+		c.t.Fatalf("pg_ctl stop: %v\n%s", err, out)
+	}
+}
+
+// Promote promotes a replica to a primary and waits until it is one.
+func (c *PGCluster) Promote() {
+	c.t.Helper()
+	if out, err := c.run("pg_ctl", "-D", c.Data, "-w", "-t", "120", "promote"); err != nil {
+		c.t.Fatalf("pg_ctl promote: %v\n%s", err, out)
+	}
+}
+
+// URL is the DSN of the cluster's postgres database.
+func (c *PGCluster) URL() string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", c.Port)
+}
+
+// CaughtUp reports whether replica r has replayed everything c has written so far.
+func (c *PGCluster) CaughtUp(ctx context.Context, r *PGCluster) (bool, error) {
+	var written, replayed string
+	pc, err := pgx.Connect(ctx, c.URL())
+	if err != nil {
+		return false, err
+	}
+	defer pc.Close(ctx)
+	if err := pc.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&written); err != nil {
+		return false, err
+	}
+	rc, err := pgx.Connect(ctx, r.URL())
+	if err != nil {
+		return false, err
+	}
+	defer rc.Close(ctx)
+	var ok bool
+	err = rc.QueryRow(ctx, `SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn, pg_last_wal_replay_lsn()::text`, written).Scan(&ok, &replayed)
+	return ok, err
+}

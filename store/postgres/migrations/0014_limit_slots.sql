@@ -1,0 +1,5 @@
+-- Limit slots (store.Lease.Slots): a unit of a limit of capacity N is one of the slots 0..N-1,
+-- the lowest free at its grant (under the limit's row lock), so that a resource can fence each
+-- slot as a key. NULL for the holds of keys. The index finds a limit's live units by slot.
+ALTER TABLE holds ADD COLUMN slot integer;
+CREATE INDEX holds_slots ON holds (key, slot) WHERE slot IS NOT NULL;
