@@ -12,6 +12,12 @@
 //   - HTTP resources: Middleware, with a MemoryStore (one process) or a SQLStore (several).
 //     Clients send the token with Header or HeaderFromEnv.
 //
+// Shared holders (`baton run --shared`, shared jobs) have interleaving tokens: a call in
+// Shared mode (CheckMode, ModeStore.EnterMode, the Baton-Fencing-Mode header that
+// HeaderFromEnv sets from BATON_FENCING_MODE) is refused only for a greater exclusive token,
+// and runs beside other shared calls, never beside an exclusive one. An exclusive call, the
+// default, is refused for a greater token of either mode.
+//
 // Equal tokens pass: the same holder writing twice is not stale. A token is stale only when
 // a strictly greater one has been seen for the same resource.
 //

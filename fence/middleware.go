@@ -29,16 +29,22 @@ func Header(req *http.Request, resource string, token uint64) {
 }
 
 // HeaderFromEnv sets the fencing headers of req from the environment `baton run` and `baton
-// worker` give their command: the token from BATON_FENCING_TOKEN, and the resource from
-// resource if it is not empty, else BATON_RESOURCE (a job's resource), else BATON_LOCK_KEY.
+// worker` give their command: the token from BATON_FENCING_TOKEN, the mode from
+// BATON_FENCING_MODE (set to "shared" for a shared holder; unset is exclusive), and the
+// resource from resource if it is not empty, else BATON_RESOURCE (a job's resource), else
+// BATON_LOCK_KEY.
 func HeaderFromEnv(req *http.Request, resource string) error {
 	token, err := strconv.ParseUint(os.Getenv("BATON_FENCING_TOKEN"), 10, 64)
 	if err != nil || token == 0 {
 		return &InvalidArgumentError{Field: "BATON_FENCING_TOKEN", Rule: "must be set to a positive integer (run under `baton run` or `baton worker`)"}
 	}
+	mode, err := modeFromEnv()
+	if err != nil {
+		return err
+	}
 	for _, v := range []string{resource, os.Getenv("BATON_RESOURCE"), os.Getenv("BATON_LOCK_KEY")} {
 		if v != "" {
-			Header(req, v, token)
+			HeaderMode(req, v, token, mode)
 			return nil
 		}
 	}
@@ -47,8 +53,10 @@ func HeaderFromEnv(req *http.Request, resource string) error {
 
 // Middleware runs next only for requests whose fencing token is not stale for their resource,
 // one request per resource at a time (see Store.Enter): the resource refuses the late writes of
-// a holder that lost its lease. A request without both headers, or with a malformed one, is
-// answered 400; a stale token 409 with code "stale_token", the resource, the token presented
+// a holder that lost its lease. A request whose ModeHeader says "shared" is admitted as a shared
+// holder (see ModeStore.EnterMode), beside other shared requests of the resource; a store that
+// is not a ModeStore answers it 501 with code "not_implemented". A request without both
+// token and resource headers, or with a malformed header, is answered 400; a stale token 409 with code "stale_token", the resource, the token presented
 // (token) and the greatest seen (current_token); a store that cannot tell 503 (and the error is logged
 // through slog.Default). Answers are
 // application/problem+json documents shaped like the Baton server's.
@@ -72,7 +80,22 @@ func Middleware(store Store, next http.Handler) http.Handler {
 			writeProblem(w, invalid(TokenHeader, fmt.Sprintf("must be a decimal integer from 1 to %d", uint64(maxToken))))
 			return
 		}
-		release, err := store.Enter(r.Context(), resource, token)
+		mode, err := parseMode(ModeHeader, r.Header.Get(ModeHeader))
+		if err != nil {
+			writeProblem(w, invalid(ModeHeader, err.(*InvalidArgumentError).Rule))
+			return
+		}
+		var release func()
+		switch ms, ok := store.(ModeStore); {
+		case ok:
+			release, err = ms.EnterMode(r.Context(), resource, token, mode)
+		case mode == Exclusive:
+			release, err = store.Enter(r.Context(), resource, token)
+		default:
+			writeProblem(w, newProblem(http.StatusNotImplemented, "not_implemented", "Not implemented",
+				fmt.Sprintf("this fence store (%T) does not admit shared holders", store)))
+			return
+		}
 		var stale *StaleTokenError
 		var inv *InvalidArgumentError
 		switch {

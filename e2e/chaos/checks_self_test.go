@@ -208,3 +208,135 @@ func TestLineOrderCheckMixed(t *testing.T) {
 		})
 	}
 }
+
+// The mode check, on made-up event logs: shared runs beside each other and a stalled holder
+// fenced out pass; a run still inside beside a conflicting later one, a late call accepted, an
+// enter below a mark, and a refused enter of a run that was not stopped are caught, per key.
+func TestModeChecksCatchViolations(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	ev := func(at int, kind, key, run string, token uint64, shared, accepted bool, status string) event {
+		mode := ""
+		if shared {
+			mode = "shared"
+		}
+		return event{At: ms(at), Kind: kind, Key: key, Mode: mode, Client: "c-" + run, Run: run, Token: token, Accepted: accepted, Status: status}
+	}
+	const sh, ex = true, false
+	cases := []struct {
+		name    string
+		events  []event
+		stalled string
+		want    string
+	}{
+		{"shared beside shared, tokens interleaved", []event{
+			ev(0, "enter", "k", "a", 5, sh, true, ""), ev(10, "enter", "k", "b", 4, sh, true, ""),
+			ev(20, "write", "k", "a", 5, sh, true, ""), ev(30, "exit", "k", "b", 4, sh, true, "ok"), ev(40, "exit", "k", "a", 5, sh, true, "ok"),
+			ev(50, "enter", "k", "c", 6, ex, true, ""), ev(60, "exit", "k", "c", 6, ex, true, "ok"),
+		}, "", ""},
+		{"exclusive beside a shared run that goes on", []event{
+			ev(0, "enter", "k", "a", 5, sh, true, ""), ev(10, "enter", "k", "b", 6, ex, true, ""),
+			ev(20, "write", "k", "a", 5, sh, false, ""),
+		}, "", "overlap/nofault"},
+		{"exclusive beside a stalled shared run, fenced out", []event{
+			ev(0, "enter", "k", "a", 5, sh, true, ""), ev(10, "enter", "k", "b", 6, ex, true, ""),
+			ev(20, "write", "k", "a", 5, sh, false, ""),
+		}, "a", ""},
+		{"late shared write accepted", []event{
+			ev(0, "enter", "k", "a", 5, sh, true, ""), ev(10, "enter", "k", "b", 6, ex, true, ""),
+			ev(20, "write", "k", "a", 5, sh, true, ""),
+		}, "a", "accepted_late_write"},
+		{"shared beside an exclusive run that goes on", []event{
+			ev(0, "enter", "k", "a", 5, ex, true, ""), ev(10, "enter", "k", "b", 6, sh, true, ""),
+			ev(20, "exit", "k", "a", 5, ex, false, "term"),
+		}, "", "overlap/nofault"},
+		{"shared entered below an exclusive token", []event{
+			ev(0, "enter", "k", "a", 6, ex, true, ""), ev(10, "exit", "k", "a", 6, ex, true, "ok"),
+			ev(20, "enter", "k", "b", 5, sh, true, ""),
+		}, "", "accepted_below_mark"},
+		{"exclusive entered below a shared token", []event{
+			ev(0, "enter", "k", "a", 6, sh, true, ""), ev(10, "exit", "k", "a", 6, sh, true, "ok"),
+			ev(20, "enter", "k", "b", 5, ex, true, ""),
+		}, "", "accepted_below_mark"},
+		{"refused enter of a run not stopped", []event{
+			ev(0, "enter", "k", "a", 6, ex, true, ""), ev(10, "exit", "k", "a", 6, ex, true, "ok"),
+			ev(20, "enter", "k", "b", 5, sh, false, ""),
+		}, "", "token_order/nofault"},
+		{"token of two runs", []event{
+			ev(0, "enter", "k", "a", 6, sh, true, ""), ev(10, "enter", "k", "b", 6, sh, true, ""),
+		}, "", "token_reuse"},
+		{"several keys: overlap on the second key only", []event{
+			ev(0, "enter", "k1", "a", 5, ex, true, ""), ev(1, "enter", "k2", "a", 5, ex, true, ""),
+			ev(10, "enter", "k2", "b", 6, ex, true, ""), ev(11, "enter", "k3", "b", 6, ex, true, ""),
+			ev(20, "write", "k1", "a", 5, ex, true, ""), ev(21, "write", "k2", "a", 5, ex, false, ""),
+		}, "", "overlap/nofault"},
+		{"several keys, one after another", []event{
+			ev(0, "enter", "k1", "a", 5, ex, true, ""), ev(1, "enter", "k2", "a", 5, ex, true, ""),
+			ev(20, "exit", "k1", "a", 5, ex, true, "ok"), ev(21, "exit", "k2", "a", 5, ex, true, "ok"),
+			ev(30, "enter", "k2", "b", 6, ex, true, ""), ev(31, "enter", "k1", "b", 6, ex, true, ""),
+		}, "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for i := range c.events {
+				c.events[i].Seq = i
+			}
+			r, notes := &report{}, &counter{}
+			checkModes(c.events, func(s *runSpan) bool { return s.run == c.stalled }, &timeline{}, time.Second, r, notes)
+			got := r.violations.String()
+			if c.want == "" && got != "none" {
+				t.Errorf("violations %s, want none", got)
+			}
+			if c.want != "" && r.violations.get(c.want) == 0 {
+				t.Errorf("violations %s, want %s", got, c.want)
+			}
+		})
+	}
+}
+
+// The group check: two runs of a limit of 2 inside at once pass; three are caught, as is a slot
+// outside the limit, and a run that never filled the limit fails as unchecked.
+func TestGroupCheck(t *testing.T) {
+	ev := func(kind, key, run string, accepted bool) event {
+		return event{Kind: kind, Key: key, Run: run, Accepted: accepted}
+	}
+	cases := []struct {
+		name   string
+		events []event
+		want   string
+	}{
+		{"two at once, then a third in a freed slot", []event{
+			ev("enter", "g#0", "a", true), ev("enter", "g#1", "b", true), ev("exit", "g#0", "a", true),
+			ev("enter", "g#0", "c", true), ev("exit", "g#1", "b", true), ev("exit", "g#0", "c", true),
+		}, ""},
+		{"a stalled holder's refused call does not count", []event{
+			ev("enter", "g#0", "a", true), ev("enter", "g#1", "b", true), ev("enter", "g#0", "c", true),
+			ev("write", "g#0", "a", false), ev("exit", "g#1", "b", true), ev("exit", "g#0", "c", true),
+		}, ""},
+		{"three at once", []event{
+			ev("enter", "g#0", "a", true), ev("enter", "g#1", "b", true), ev("enter", "g#0", "c", true),
+			ev("exit", "g#0", "a", true), ev("exit", "g#1", "b", true), ev("exit", "g#0", "c", true),
+		}, "group_over_limit"},
+		{"a slot beyond the capacity", []event{
+			ev("enter", "g#0", "a", true), ev("enter", "g#2", "b", true), ev("exit", "g#0", "a", true), ev("exit", "g#2", "b", true),
+		}, "group_slot_out_of_range"},
+		{"never two at once", []event{
+			ev("enter", "g#0", "a", true), ev("exit", "g#0", "a", true), ev("enter", "g#1", "b", true), ev("exit", "g#1", "b", true),
+		}, "group_unchecked"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for i := range c.events {
+				c.events[i].Seq = i
+			}
+			r, notes := &report{}, &counter{}
+			checkGroup(c.events, "g", 2, r, notes)
+			got := r.violations.String()
+			if c.want == "" && got != "none" {
+				t.Errorf("violations %s, want none", got)
+			}
+			if c.want != "" && r.violations.get(c.want) == 0 {
+				t.Errorf("violations %s, want %s", got, c.want)
+			}
+		})
+	}
+}

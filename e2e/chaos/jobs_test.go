@@ -409,8 +409,15 @@ func (h *jobHarness) jobFaults(workers []*workerSlot) []fault {
 // restarting (a fault): the submit is retried with an idempotency key, so it happens once.
 func (h *jobHarness) submit(resource string, seq int) int64 {
 	h.t.Helper()
-	body, _ := json.Marshal(map[string]any{"kind": jobKind, "resource": resource,
+	return h.submitJob(map[string]any{"kind": jobKind, "resource": resource,
 		"args": map[string]int{"seq": seq}, "idempotency_key": fmt.Sprintf("%s#%d", resource, seq)})
+}
+
+// submitJob submits the job body over the HTTP API (retried as submit is) and returns its ID.
+func (h *jobHarness) submitJob(job map[string]any) int64 {
+	h.t.Helper()
+	body, _ := json.Marshal(job)
+	resource := job["resource"]
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		resp, err := http.Post(h.srv.url+"/v1/jobs", "application/json", bytes.NewReader(body))

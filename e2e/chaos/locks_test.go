@@ -196,9 +196,15 @@ func countEntered(sp map[string]*runSpan) int {
 	return n
 }
 
-// loop runs `baton run` again and again until the faults have ended.
+// loop runs `baton run --lock lockKey` again and again until the faults have ended.
 func (h *lockHarness) loop(c *lockClient) {
-	for n := 0; !h.ended() && !h.quit.Load(); n++ {
+	h.loopRuns(c, []string{"--lock", lockKey}, nil)
+}
+
+// loopRuns runs `baton run HOLDS... -- CMD` again and again until the faults have ended and,
+// if more is set, while more(c) says so (the harness stops quit meanwhile).
+func (h *lockHarness) loopRuns(c *lockClient, holds []string, more func(*lockClient) bool) {
+	for n := 0; (!h.ended() || more != nil && more(c)) && !h.quit.Load(); n++ {
 		id := fmt.Sprintf("%s-%d", c.name, n)
 		slow := "0"
 		if rand.IntN(3) == 0 {
@@ -209,8 +215,9 @@ func (h *lockHarness) loop(c *lockClient) {
 			h.t.Error(err)
 			return
 		}
-		cmd := exec.Command(binary, "run", "--server", h.px.url, "--lock", lockKey, "--holder", holderPrefix+id,
-			"--ttl", lockTTL.String(), "--wait", "30s", "--", fencedCmd)
+		args := append([]string{"run", "--server", h.px.url}, holds...)
+		cmd := exec.Command(binary, append(args, "--holder", holderPrefix+id,
+			"--ttl", lockTTL.String(), "--wait", "30s", "--", fencedCmd)...)
 		cmd.Env = append(os.Environ(), "BATON_CHAOS_CLIENT="+c.name,
 			"BATON_CHAOS_RUN="+id, "BATON_CHAOS_SLOW="+slow, "BATON_CHAOS_RESOURCE="+h.res.url)
 		cmd.Stderr = errf // a file, not a pipe: an orphaned CMD cannot hold up Wait

@@ -19,7 +19,8 @@ type event struct {
 	Seq      int           // order of recording (the resource's mutex)
 	At       time.Duration // the resource's monotonic clock, since the test began
 	Kind     string        `json:"kind"`   // enter, write, exit
-	Key      string        `json:"key"`    // the lock key, or the job's resource
+	Key      string        `json:"key"`    // the lock key, or the job's resource, or a limit's slot key
+	Mode     string        `json:"mode"`   // shared, or exclusive ("" too)
 	Client   string        `json:"client"` // the baton run client or baton worker that ran CMD
 	Run      string        `json:"run"`    // one CMD execution
 	Token    uint64        `json:"token"`  // BATON_FENCING_TOKEN
@@ -34,8 +35,10 @@ const exitFenced = 42
 
 // resource is the fenced resource. Every call of a CMD goes through fence.Middleware over a
 // fence.MemoryStore, the helpers users put in front of their own services: it refuses (409
-// stale_token) any call whose Baton-Fencing-Token is lower than the highest the resource has seen
-// for the key, and admits one call per key at a time. The resource records every call, accepted
+// stale_token) an exclusive call whose Baton-Fencing-Token is lower than the highest the
+// resource has seen for the key, and a shared call (Baton-Fencing-Mode: shared) whose token is
+// lower than the highest exclusive one; it admits one exclusive call per key at a time, or
+// shared calls together. The resource records every call, accepted
 // or refused, with its own monotonic timestamp; it runs inside the test process so all
 // timestamps share one clock. An accepted call is recorded inside the middleware, while the
 // fence holds the key, so the record's order is the order in which the fence admitted calls.
@@ -76,6 +79,10 @@ func (r *resource) handle(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, fmt.Sprintf("%s header %q, body token %s", fence.TokenHeader, got, want), http.StatusBadRequest)
 		return
 	}
+	if got := req.Header.Get(fence.ModeHeader); e.shared() != (got == string(fence.Shared)) {
+		http.Error(w, fmt.Sprintf("%s header %q, body mode %q", fence.ModeHeader, got, e.Mode), http.StatusBadRequest)
+		return
+	}
 	sw := &statusWriter{ResponseWriter: w}
 	fence.Middleware(r.fences, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		r.record(e, true)
@@ -85,6 +92,9 @@ func (r *resource) handle(w http.ResponseWriter, req *http.Request) {
 		r.record(e, false)
 	}
 }
+
+// shared reports whether the call was made in shared mode.
+func (e *event) shared() bool { return e.Mode == string(fence.Shared) }
 
 func (r *resource) record(e event, accepted bool) {
 	r.mu.Lock()

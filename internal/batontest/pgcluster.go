@@ -97,7 +97,9 @@ func StartPGCluster(t testing.TB) *PGCluster {
 	if out, err := c.run("initdb", "-D", c.Data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync"); err != nil {
 		t.Fatalf("initdb: %v\n%s", err, out)
 	}
-	c.Start()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
 	return c
 }
 
@@ -109,7 +111,9 @@ func (c *PGCluster) Replica(t testing.TB) *PGCluster {
 		"-D", r.Data, "-R", "-X", "stream", "--no-sync"); err != nil {
 		t.Fatalf("pg_basebackup: %v\n%s", err, out)
 	}
-	r.Start()
+	if err := r.Start(); err != nil {
+		t.Fatal(err)
+	}
 	return r
 }
 
@@ -123,30 +127,34 @@ func (c *PGCluster) run(name string, args ...string) ([]byte, error) {
 }
 
 // Start starts the server and waits until it accepts connections (pg_ctl -w).
-func (c *PGCluster) Start() {
-	c.t.Helper()
-	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c full_page_writes=off -c max_connections=100",
+func (c *PGCluster) Start() error {
+	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c full_page_writes=off -c max_connections=200",
 		c.Port, c.dir)
 	if out, err := c.run("pg_ctl", "-D", c.Data, "-l", filepath.Join(c.dir, "postgres.log"), "-o", opts, "-w", "-t", "120", "start"); err != nil {
 		log, _ := os.ReadFile(filepath.Join(c.dir, "postgres.log"))
-		c.t.Fatalf("pg_ctl start: %v\n%s\n%s", err, out, log)
+		if len(log) > 4000 {
+			log = log[len(log)-4000:]
+		}
+		return fmt.Errorf("pg_ctl start: %v\n%s\n%s", err, out, log)
 	}
+	return nil
 }
 
-// Stop stops the server: mode "immediate" is a crash (no checkpoint), "fast" a clean stop.
-func (c *PGCluster) Stop(mode string) {
-	c.t.Helper()
+// Stop stops the server: mode "immediate" is a crash (no checkpoint: recovery from the WAL at
+// the next start), "fast" a clean stop.
+func (c *PGCluster) Stop(mode string) error {
 	if out, err := c.run("pg_ctl", "-D", c.Data, "-m", mode, "-w", "stop"); err != nil {
-		c.t.Fatalf("pg_ctl stop: %v\n%s", err, out)
+		return fmt.Errorf("pg_ctl stop: %v\n%s", err, out)
 	}
+	return nil
 }
 
 // Promote promotes a replica to a primary and waits until it is one.
-func (c *PGCluster) Promote() {
-	c.t.Helper()
+func (c *PGCluster) Promote() error {
 	if out, err := c.run("pg_ctl", "-D", c.Data, "-w", "-t", "120", "promote"); err != nil {
-		c.t.Fatalf("pg_ctl promote: %v\n%s", err, out)
+		return fmt.Errorf("pg_ctl promote: %v\n%s", err, out)
 	}
+	return nil
 }
 
 // URL is the DSN of the cluster's postgres database.

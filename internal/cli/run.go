@@ -45,6 +45,8 @@ released when CMD exits.
     BATON_LEASE_ID       the lease ID
     BATON_FENCING_TOKEN  the fencing token: pass it to the resource, which should reject
                          writes with a token lower than one it has seen
+    BATON_FENCING_MODE   "shared" under --shared (unset otherwise): pass it too, so that
+                         the resource judges the token as a shared holder's
 - SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to baton are passed on to CMD.
   (SIGINT and SIGQUIT typed at a terminal reach CMD directly and are not passed on again.)
 - If renews fail (the server is unreachable), CMD gets SIGTERM --grace before the lease's
@@ -219,6 +221,9 @@ func (a *app) runLocked(cmdArgs []string, f runFlags) error {
 		"BATON_LEASE_ID="+lease.ID,
 		"BATON_FENCING_TOKEN="+strconv.FormatUint(lease.Token, 10))
 	cmd.Env = append(cmd.Env, holdsEnv(lease.Resources, lease.Limits, lease.Slots)...)
+	if lease.Shared {
+		cmd.Env = append(cmd.Env, fencingModeShared)
+	}
 	// Only used when baton's own stdout or stderr is not a file (then os/exec copies CMD's
 	// output through a pipe): do not wait forever for a grandchild that keeps the pipe open.
 	cmd.WaitDelay = time.Second

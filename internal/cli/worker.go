@@ -55,7 +55,9 @@ the worker renews (every TTL/3) while CMD runs.
 - CMD gets the job's args (a JSON object) on stdin, and the worker's environment plus:
     BATON_JOB_ID, BATON_JOB_KIND, BATON_RESOURCE, BATON_JOB_ATTEMPT (1 for the first),
     BATON_JOB_MAX_ATTEMPTS, and BATON_FENCING_TOKEN: pass it to the resource, which should
-    refuse writes with a token lower than one it has seen.
+    refuse writes with a token lower than one it has seen; for a shared job also
+    BATON_FENCING_MODE=shared, to pass along so that the resource judges the token as a
+    shared holder's.
 - CMD's stdout and stderr go to the worker's stderr, each line prefixed with "[job ID] ".
 - Exit code 0: the job succeeded. 65 (EX_DATAERR): a permanent failure, the job is discarded
   at once (no retry). Anything else, or death by a signal: the attempt failed and the job is
@@ -291,6 +293,9 @@ func (x *jobExec) run(ctx context.Context, job *baton.Job) error {
 		"BATON_JOB_ATTEMPT="+strconv.Itoa(job.Attempt),
 		"BATON_JOB_MAX_ATTEMPTS="+strconv.Itoa(job.MaxAttempts))
 	cmd.Env = append(cmd.Env, holdsEnv(job.Resources, job.Limits, job.Slots)...)
+	if job.Shared {
+		cmd.Env = append(cmd.Env, fencingModeShared)
+	}
 	prefix := fmt.Sprintf("[job %d] ", job.ID)
 	tail := &tailBuffer{}
 	outW := &prefixWriter{w: x.out, prefix: prefix}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/batonhq/baton/store"
 )
@@ -47,6 +49,9 @@ const epochBits = 40
 type failoverGuard struct {
 	schema     string
 	quarantine time.Duration
+	// report, if set, receives what prepare read instead of the guard itself (AfterConnect's
+	// probe, which reports to the stores of its schema).
+	report func(tl int32, first time.Time, earlier bool, now time.Time)
 
 	mu       sync.Mutex
 	timeline int32     // the latest timeline seen
@@ -114,6 +119,10 @@ func (g *failoverGuard) prepare(ctx context.Context, conn *pgx.Conn) error {
 	if err := tx.Commit(ctx); err != nil {
 		return err
 	}
+	if g.report != nil {
+		g.report(tl, first, earlier, now)
+		return nil
+	}
 	g.saw(tl, first, earlier, now)
 	return nil
 }
@@ -156,4 +165,94 @@ func (s *Store) prepareOne(ctx context.Context) error {
 	}
 	defer c.Release()
 	return s.guard.prepare(ctx, c.Conn())
+}
+
+// guards are the guards of the stores of this process built by New, by schema: a caller's pool
+// that runs AfterConnect reports to them.
+var guards = struct {
+	sync.Mutex
+	by map[string][]*failoverGuard
+}{by: map[string][]*failoverGuard{}}
+
+func registerGuard(g *failoverGuard) (unregister func()) {
+	guards.Lock()
+	defer guards.Unlock()
+	guards.by[g.schema] = append(guards.by[g.schema], g)
+	return func() {
+		guards.Lock()
+		defer guards.Unlock()
+		gs := guards.by[g.schema]
+		for i, x := range gs {
+			if x == g {
+				guards.by[g.schema] = append(gs[:i:i], gs[i+1:]...)
+				break
+			}
+		}
+		if len(guards.by[g.schema]) == 0 {
+			delete(guards.by, g.schema)
+		}
+	}
+}
+
+// AfterConnect is the hook a pool given to New should run on each new connection
+// (pgxpool.Config.AfterConnect), as Open's pool does: it raises the token sequence of schema
+// ("" for DefaultSchema) to the connection's timeline before the pool uses the connection, and
+// tells the stores of schema in this process built by New of a failover, so that they hold
+// grants back for their quarantine. A connection to a standby fails. Without it, a store built by
+// New learns the timeline only when it opens.
+func AfterConnect(schema string) func(context.Context, *pgx.Conn) error {
+	if schema == "" {
+		schema = DefaultSchema
+	}
+	return func(ctx context.Context, conn *pgx.Conn) error {
+		probe := &failoverGuard{schema: schema, report: func(tl int32, first time.Time, earlier bool, now time.Time) {
+			guards.Lock()
+			gs := slices.Clone(guards.by[schema])
+			guards.Unlock()
+			for _, g := range gs {
+				g.saw(tl, first, earlier, now)
+			}
+		}}
+		return probe.prepare(ctx, conn)
+	}
+}
+
+// grantConn acquires a connection for a grant of key and checks the failover guard after: a
+// connection made on a new timeline reported it (AfterConnect) before the pool hands it out, so
+// no grant runs on a promoted replica before the store knows of its quarantine. A check before
+// the acquire would let the grant that makes the first connection through.
+func (s *Store) grantConn(ctx context.Context, key string) (*pgxpool.Conn, error) {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.guard.check(key); err != nil {
+		c.Release()
+		return nil, err
+	}
+	return c, nil
+}
+
+// grantRow runs the grant statement sql on a connection from grantConn; the row's Scan returns
+// the guard's refusal, if any, and releases the connection.
+func (s *Store) grantRow(ctx context.Context, key, sql string, args ...any) pgx.Row {
+	c, err := s.grantConn(ctx, key)
+	if err != nil {
+		return errRow{err}
+	}
+	return releasingRow{c.QueryRow(ctx, sql, args...), c}
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+type releasingRow struct {
+	row pgx.Row
+	c   *pgxpool.Conn
+}
+
+func (r releasingRow) Scan(dest ...any) error {
+	defer r.c.Release()
+	return r.row.Scan(dest...)
 }

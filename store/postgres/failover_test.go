@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/batonhq/baton/fence"
 	"github.com/batonhq/baton/internal/batontest"
 	"github.com/batonhq/baton/store"
@@ -43,6 +45,25 @@ func TestFailoverTokensNeverGoBack(t *testing.T) {
 		return l
 	}
 	kept := grant(old, "kept")
+	// A library store on the caller's pool (New), whose DSN names both servers and takes the one
+	// that accepts writes, with the failover hook: it follows the failover by itself.
+	pc, err := pgxpool.ParseConfig(fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write",
+		primary.Port, replica.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.AfterConnect = postgres.AfterConnect("")
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	lib, err := postgres.New(ctx, pool, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lib.Close()
+	grant(lib, "lib/before")
 	for {
 		ok, err := primary.CaughtUp(ctx, replica)
 		if err != nil {
@@ -53,7 +74,9 @@ func TestFailoverTokensNeverGoBack(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond) // polling the replica's replay position
 	}
-	replica.Stop("fast")
+	if err := replica.Stop("fast"); err != nil {
+		t.Fatal(err)
+	}
 	// More than 32: PostgreSQL logs a sequence 32 values ahead, so a replica that missed fewer
 	// would be ahead of them anyway.
 	var lostMax uint64
@@ -61,16 +84,22 @@ func TestFailoverTokensNeverGoBack(t *testing.T) {
 		lostMax = max(lostMax, grant(old, fmt.Sprintf("lost/%d", i)).Token)
 	}
 	old.Close()
-	primary.Stop("immediate")
-	replica.Start()
+	if err := primary.Stop("immediate"); err != nil {
+		t.Fatal(err)
+	}
+	if err := replica.Start(); err != nil {
+		t.Fatal(err)
+	}
 	if s, err := postgres.Open(ctx, replica.URL(), cfg); err == nil {
 		s.Close()
 		t.Fatal("a store opened on a standby")
 	}
-	replica.Promote()
-
-	// The broken variant: no guard. The promoted replica's sequence is behind the lost grants.
+	// The broken variant: no guard (from before the promotion: the library store's listener
+	// reconnects as soon as it can). The promoted replica's sequence is behind the lost grants.
 	postgres.SkipFailoverGuard(true)
+	if err := replica.Promote(); err != nil {
+		t.Fatal(err)
+	}
 	bare, err := postgres.Open(ctx, replica.URL(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +119,18 @@ func TestFailoverTokensNeverGoBack(t *testing.T) {
 	var rest *store.RestingError
 	if !errors.As(err, &rest) || rest.Reason != store.ReasonFailover || rest.Remaining > quarantine {
 		t.Fatalf("a grant right after the failover: %v; want resting (%s) for at most %s", err, store.ReasonFailover, quarantine)
+	}
+	// The library store's pool drops its connections to the dead primary and connects to the
+	// promoted replica: its hook reports the failover to it.
+	for {
+		_, err := lib.Acquire(ctx, &store.AcquireParams{Key: "lost/1", LeaseID: "lib-1", Holder: "lib", TTL: time.Minute})
+		if errors.As(err, &rest) && rest.Reason == store.ReasonFailover {
+			break
+		}
+		if err == nil || errors.Is(err, store.ErrLockHeld) || errors.As(err, &rest) {
+			t.Fatalf("the library store (New, AfterConnect) after the failover: %v; want resting (%s)", err, store.ReasonFailover)
+		}
+		// a connection to the dead primary failing: the pool drops it and connects anew
 	}
 	if js, err := s.ClaimJobs(ctx, &store.ClaimParams{Kinds: []string{"k"}, Worker: "w", Limit: 1, TTL: time.Minute}); err != nil || len(js) != 0 {
 		t.Fatalf("a claim during the quarantine: %v, %v", js, err)

@@ -362,7 +362,7 @@ func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*sto
 			missing []string
 			woken   []string
 		)
-		err := s.pipeRun(ctx, func(pt *pipeTx) (err error) {
+		err := s.pipeGrant(ctx, p.Key, func(pt *pipeTx) (err error) {
 			lease, refusal, missing, woken, err = s.beyondTx(ctx, pt, p, md, nil)
 			return err
 		})

@@ -97,8 +97,17 @@ func (pt *pipeTx) batch(ctx context.Context, queue func(b *pgx.Batch), commit bo
 // a deadlock by aborting it, as holdTx. If fn returns nil without committing, the transaction
 // commits; if it fails, it rolls back.
 func (s *Store) pipeRun(ctx context.Context, fn func(pt *pipeTx) error) error {
+	return s.pipeRunOn(ctx, nil, fn)
+}
+
+// pipeGrant is pipeRun for a grant of key: on a connection the failover guard passed (grantConn).
+func (s *Store) pipeGrant(ctx context.Context, key string, fn func(pt *pipeTx) error) error {
+	return s.pipeRunOn(ctx, &key, fn)
+}
+
+func (s *Store) pipeRunOn(ctx context.Context, grant *string, fn func(pt *pipeTx) error) error {
 	for attempt := 0; ; attempt++ {
-		err := s.pipeOnce(ctx, fn)
+		err := s.pipeOnce(ctx, grant, fn)
 		var pgErr *pgconn.PgError
 		if attempt < 5 && errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001") {
 			continue
@@ -107,8 +116,14 @@ func (s *Store) pipeRun(ctx context.Context, fn func(pt *pipeTx) error) error {
 	}
 }
 
-func (s *Store) pipeOnce(ctx context.Context, fn func(pt *pipeTx) error) error {
-	conn, err := s.pool.Acquire(ctx)
+func (s *Store) pipeOnce(ctx context.Context, grant *string, fn func(pt *pipeTx) error) error {
+	var conn *pgxpool.Conn
+	var err error
+	if grant != nil {
+		conn, err = s.grantConn(ctx, *grant)
+	} else {
+		conn, err = s.pool.Acquire(ctx)
+	}
 	if err != nil {
 		return err
 	}

@@ -162,7 +162,7 @@ func (s *Store) claimHoldsJob(ctx context.Context, p *store.ClaimParams, c *hold
 	for attempt := 0; ; attempt++ {
 		var started *store.Job
 		var woken, missing []string
-		err := s.pipeRun(ctx, func(pt *pipeTx) error {
+		err := s.pipeGrant(ctx, j.Resource, func(pt *pipeTx) error {
 			started, woken, missing = nil, nil, nil
 			var attemptN int
 			var resState string

@@ -24,9 +24,6 @@ func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.J
 		return nil, err
 	}
 	s.claims.Saw(p.Kinds, time.Now())
-	if s.guard.check("") != nil {
-		return nil, nil // no attempt starts during a failover quarantine (failover.go)
-	}
 	tried := map[int64]bool{} // the jobs with holds tried once: not again in the second claim
 	jobs, err := s.claim(ctx, p, p.Limit, tried)
 	if err != nil || len(jobs) == p.Limit {
@@ -59,7 +56,17 @@ func (s *Store) claim(ctx context.Context, p *store.ClaimParams, limit int, trie
 	var cands []*holdsCandidate
 	s.queueHoldsHeads(b, p.Kinds, limit, &cands)
 	s.queueClaim(b, p, limit, false, &jobs)
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+	c, err := s.grantConn(ctx, "")
+	var rest *store.RestingError
+	if errors.As(err, &rest) {
+		return nil, nil // no attempt starts during a failover quarantine (failover.go)
+	}
+	if err != nil {
+		return nil, s.jobErr("claim jobs", err)
+	}
+	err = c.SendBatch(ctx, b).Close()
+	c.Release()
+	if err != nil {
 		return nil, s.jobErr("claim jobs", err)
 	}
 	return s.claimRest(ctx, p, limit, jobs, cands, tried)

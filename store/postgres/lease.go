@@ -129,9 +129,6 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
-	if err := s.guard.check(p.Key); err != nil {
-		return nil, err
-	}
 	if p.Beyond() {
 		return s.acquireBeyond(ctx, p)
 	}
@@ -158,7 +155,7 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 		if try {
 			args = args[:9] // first and its reason are the waiting statement's
 		}
-		l, err := scanLease(s.pool.QueryRow(ctx, stmt, args...),
+		l, err := scanLease(s.grantRow(ctx, p.Key, stmt, args...),
 			[]any{&granted}, &ended, &untilAvailable, &isLive, &freed, &tookOver, &blocked)
 		switch {
 		case err == nil && !granted && blocked && try:
@@ -176,6 +173,8 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 			}
 			marked = true
 			continue
+		case errors.As(err, new(*store.RestingError)):
+			return nil, err // a failover quarantine (grantRow)
 		case err != nil:
 			var pgErr *pgconn.PgError
 			// Class 22 is a data exception: valid JSON that jsonb cannot hold (\u0000, numbers

@@ -92,6 +92,7 @@ type Store struct {
 	lis           *listener
 	renews        *combine.Combiner[*store.RenewParams, *store.Lease]
 	guard         *failoverGuard // failover.go
+	unregister    func()         // New's: the guard leaves AfterConnect's registry
 
 	audit     bool
 	closed    store.Closed
@@ -158,6 +159,8 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 // two connections: the store holds one for LISTEN until Close. Open's pool sets
 // plan_cache_mode=force_generic_plan and jit=off on its connections; a caller's pool should too
 // (ConnConfig.RuntimeParams), or a claim over a large jobs table may be compiled by JIT each time.
+// For tokens that never go back across a failover to a replica, the pool should also run
+// AfterConnect(cfg.Schema) on each new connection (pgxpool.Config.AfterConnect), as Open's does.
 func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	schema, err := checkSchema(cfg.Schema)
 	if err != nil {
@@ -171,7 +174,15 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 			Rule: "must allow at least 2 connections (one is held for LISTEN)"}
 	}
 	cfg.Schema = schema
-	return newStore(ctx, pool, cfg, false, newGuard(schema, cfg.FailoverQuarantine))
+	guard := newGuard(schema, cfg.FailoverQuarantine)
+	unregister := registerGuard(guard) // the caller's pool reports through AfterConnect
+	s, err := newStore(ctx, pool, cfg, false, guard)
+	if err != nil {
+		unregister()
+		return nil, err
+	}
+	s.unregister = unregister
+	return s, nil
 }
 
 func newStore(ctx context.Context, pool *pgxpool.Pool, cfg Config, ownsPool bool, guard *failoverGuard) (*Store, error) {
@@ -231,6 +242,9 @@ func (s *Store) Close() error {
 		s.closed.Store(true)
 		s.lis.stop()
 		s.hub.NotifyAll()
+		if s.unregister != nil {
+			s.unregister()
+		}
 		if s.ownsPool {
 			s.pool.Close()
 		}

@@ -38,10 +38,12 @@ const DefaultKeyPrefix = "baton:"
 const DefaultShadowRetention = time.Hour
 
 // ErrTokensReset is returned by Acquire when the server's token counter is lower than a token
-// this Store has already seen: the server lost its data (typically a restart without
-// persistence, or a failover to a replica that had not received the last writes). Granting would
-// hand out fencing tokens that go backwards, so the store refuses every grant until an operator
-// raises the counter (Config.TokenFloor, or SET <prefix>token N) above every token ever issued.
+// this Store has already seen, or when the server behind the client was replaced by one that may
+// have lost counter increments (see Config.TrustServerChange): typically a restart without
+// persistence, or a failover to a replica that had not received the last writes. Granting would
+// hand out fencing tokens that go backwards, so the store refuses; the way back is an operator's:
+// raise the counter (Config.TokenFloor, or SET <prefix>token N) above every token ever issued,
+// and reopen the stores that refused.
 var ErrTokensReset = errors.New("baton: redis token counter went backwards (server data lost); refusing to grant")
 
 // Config configures a single-node Store. Exactly one of URL, Options and Addr is used, in that
@@ -65,11 +67,14 @@ type Config struct {
 	// TokenFloor, if set, raises the server's token counter to at least this value at Open.
 	// It is the way back from ErrTokensReset: set it above every token ever issued.
 	TokenFloor uint64
-	// TrustServerChange keeps granting after the server's run_id changes (a restart or a
-	// failover) on a server that is not known to persist every write (appendonly yes with
-	// appendfsync always). By default such a change makes every later grant of this Store fail
-	// with ErrTokensReset, because the counter may have lost increments that another process
-	// already handed out; reopen the store (with TokenFloor if needed) after checking.
+	// TrustServerChange keeps granting after the server behind the client changes in a way
+	// that may have lost token increments: its run_id changed (a restart or a failover) and it
+	// is not known to persist every write (appendonly yes with appendfsync always), or its
+	// replication history changed other than by a restart (master_replid; a promoted replica,
+	// or a server resynced from another, even if it persists every write). By default such a
+	// change, seen on a new connection, makes every later grant of this Store fail with
+	// ErrTokensReset, because the counter may have lost increments that another process already
+	// handed out; reopen the store (with TokenFloor if needed) after checking.
 	TrustServerChange bool
 	// Logger receives the warning that Open logs when the server does not persist every write
 	// (see Persistence); slog.Default() if nil.
@@ -453,41 +458,73 @@ func (s *Store) wrap(err error) error {
 	return fmt.Errorf("redis: %w", err)
 }
 
-// serverWatch notices that the server behind the client changed (its run_id differs from the
-// first one seen) without durable persistence: its token counter may have lost increments.
+// serverWatch notices, on every new connection, that the server behind the client is not the
+// one this store first knew, in a way that may have lost token increments:
+//   - its replication history changed (master_replid) other than by a restart of a server that
+//     persists every write: in particular a promoted replica of the server this store knew
+//     (its master_replid2 is that server's replication ID), whose data came by asynchronous
+//     replication and may lack the last grants, even if the replica itself persists every
+//     write;
+//   - or its run_id changed (a restart or another server) and it does not persist every write.
+//
+// A restart of a server with appendonly yes and appendfsync always gets a new run_id and a new
+// master_replid but no master_replid2 (all zeros): trusted.
 type serverWatch struct {
 	mu     sync.Mutex
 	runID  string
+	replID string // master_replid of the server this store knows ("" if not reported)
 	reason string // set once the change is seen; sticky
 }
 
+// noReplID is master_replid2 of a server whose replication history began at its start.
+const noReplID = "0000000000000000000000000000000000000000"
+
 func (w *serverWatch) check(ctx context.Context, cn *goredis.Conn) {
-	info, err := cn.Info(ctx, "server").Result()
-	if err != nil {
+	var srv, repl *goredis.StringCmd
+	// Two sections in one round trip; INFO with several sections needs Redis 7.
+	if _, err := cn.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		srv, repl = p.Info(ctx, "server"), p.Info(ctx, "replication")
+		return nil
+	}); err != nil {
 		return
 	}
-	id := infoField(info, "run_id")
+	id := infoField(srv.Val(), "run_id")
 	if id == "" {
 		return
 	}
+	replID, replID2 := infoField(repl.Val(), "master_replid"), infoField(repl.Val(), "master_replid2")
 	w.mu.Lock()
-	first, known := w.runID, w.runID != ""
+	first, firstRepl, known := w.runID, w.replID, w.runID != ""
 	if !known {
-		w.runID = id
+		w.runID, w.replID = id, replID
 	}
 	w.mu.Unlock()
-	if !known || first == id {
+	if !known || (first == id && firstRepl == replID) {
 		return
 	}
-	durable := false
-	if v, err := cn.ConfigGet(ctx, "append*").Result(); err == nil {
-		durable = v["appendonly"] == "yes" && v["appendfsync"] == "always"
+	var reason string
+	historyChanged := firstRepl != "" && replID != firstRepl
+	switch {
+	case historyChanged && replID2 == firstRepl:
+		reason = fmt.Sprintf("server run_id %s is a promoted replica of the server this store knew (its master_replid2 is that server's replication ID %s): its data came by asynchronous replication and may lack the last grants", id, firstRepl)
+	case historyChanged && (first == id || (replID2 != "" && replID2 != noReplID)):
+		reason = fmt.Sprintf("server replication ID changed from %s to %s (run_id %s, master_replid2 %s): its data came from another server, by replication that may have missed the last grants", firstRepl, replID, id, replID2)
+	case first != id:
+		durable := false
+		if v, err := cn.ConfigGet(ctx, "append*").Result(); err == nil {
+			durable = v["appendonly"] == "yes" && v["appendfsync"] == "always"
+		}
+		if !durable {
+			reason = fmt.Sprintf("server run_id changed from %s to %s and it does not persist every write (appendonly yes, appendfsync always)", first, id)
+		}
 	}
+	// The new identity and the refusal are recorded together: a connection dialed meanwhile
+	// either still compares with the old identity (and reaches the same verdict) or sees both.
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.runID = id
-	if !durable && w.reason == "" {
-		w.reason = fmt.Sprintf("server run_id changed from %s to %s and it does not persist every write (appendonly yes, appendfsync always)", first, id)
+	w.runID, w.replID = id, replID
+	if reason != "" && w.reason == "" {
+		w.reason = reason
 	}
 }
 

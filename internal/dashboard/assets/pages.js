@@ -412,7 +412,8 @@ export function resource(route) {
 }
 
 // limits lists the named limits (GET /v1/limits): each one's use against its capacity, who
-// holds its units and how many requests wait for one.
+// holds its units (with each unit's slot, the key a resource fences it by) and how many requests
+// wait for one.
 export function limits(route) {
   const p = route.params;
   const f = frame('Limits', h('p', { class: 'muted' }, 'Named capacities: a lease that asks for a limit takes one of its units; ',
@@ -420,7 +421,7 @@ export function limits(route) {
   const refresh = paged(f, async () => {
     const r = await api('GET', 'v1/limits' + q({ cursor: p.get('cursor'), limit: PAGE }));
     const holders = (l) => l.holders.length ? h('ul', { class: 'holders' }, l.holders.map((x) => h('li', {},
-      link(lockHref(x.key), x.holder), x.shared ? [' ', sharedMark()] : '', h('span', { class: 'muted' }, ` (token ${x.token}, key ${x.key})`))))
+      link(lockHref(x.key), x.holder), x.shared ? [' ', sharedMark()] : '', h('span', { class: 'muted' }, ` (slot ${(x.slots || {})[l.name] ?? 0}, token ${x.token}, key ${x.key})`))))
       : h('span', { class: 'muted' }, 'nobody');
     replace(f.data, table([
       { label: 'Name', class: 'key', cell: (l) => l.name },

@@ -1,7 +1,10 @@
 // Command fencedcmd is the CMD of the chaos harness (e2e/chaos): a client of the harness's fenced
 // resource, run by `baton run` and `baton worker`. It sends enter, several writes spread over
-// 100-600 ms, and exit, each fenced with BATON_FENCING_TOKEN (fence.HeaderFromEnv), to BATON_CHAOS_RESOURCE; it stops with
-// exit code 42 as soon as the resource refuses it (a newer token was seen). On SIGTERM it
+// 100-600 ms, and exit, each fenced with BATON_FENCING_TOKEN (fence.HeaderFromEnv, which also
+// sends BATON_FENCING_MODE), to BATON_CHAOS_RESOURCE, once for each key it holds: its lock key
+// or job resource, then BATON_RESOURCES, then the slot key of each limit unit
+// (fence.LimitSlotKeysFromEnv), which a slot's single holder presents as exclusive. It stops
+// with exit code 42 as soon as the resource refuses it on any key (a newer token was seen). On SIGTERM it
 // records its exit at once or, if slow (BATON_CHAOS_SLOW=1, or for jobs one token in three),
 // keeps writing for 0.5 s first, as a command with a long cleanup would.
 //
@@ -19,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -32,12 +36,20 @@ const exitFenced = 42
 type event struct {
 	Kind   string `json:"kind"`
 	Key    string `json:"key"`
+	Mode   string `json:"mode"`
 	Client string `json:"client"`
 	Run    string `json:"run"`
 	Token  uint64 `json:"token"`
 	Job    int64  `json:"job"`
 	Status string `json:"status"`
 	PID    int    `json:"pid"`
+}
+
+// fenced is one key the CMD holds, and the mode it presents there: BATON_FENCING_MODE for its
+// lock keys or job resources, exclusive for a limit's slot.
+type fenced struct {
+	key, mode string
+	slot      bool
 }
 
 func main() { os.Exit(run()) }
@@ -55,6 +67,21 @@ func run() int {
 	if key == "" {
 		key = os.Getenv("BATON_RESOURCE")
 	}
+	mode := os.Getenv("BATON_FENCING_MODE")
+	keys := []fenced{{key: key, mode: mode}}
+	if rs := os.Getenv("BATON_RESOURCES"); rs != "" {
+		for _, k := range strings.Split(rs, "\n") {
+			keys = append(keys, fenced{key: k, mode: mode})
+		}
+	}
+	slots, err := fence.LimitSlotKeysFromEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fencedcmd:", err)
+		return 2
+	}
+	for _, k := range slots {
+		keys = append(keys, fenced{key: k, mode: string(fence.Exclusive), slot: true})
+	}
 	job, _ := strconv.ParseInt(os.Getenv("BATON_JOB_ID"), 10, 64)
 	client := os.Getenv("BATON_CHAOS_CLIENT")
 	run := os.Getenv("BATON_CHAOS_RUN")
@@ -64,17 +91,20 @@ func run() int {
 	slow := os.Getenv("BATON_CHAOS_SLOW") == "1" || (os.Getenv("BATON_CHAOS_SLOW") == "" && tok%3 == 0)
 	url := os.Getenv("BATON_CHAOS_RESOURCE")
 	hc := &http.Client{Timeout: 30 * time.Second}
-	// send makes one call to the resource, fenced with fence.HeaderFromEnv: the resource
-	// answers 409 stale_token (refused) once it has seen a newer token for the key.
-	send := func(kind, status string) (bool, error) {
-		b, _ := json.Marshal(event{Kind: kind, Key: key, Client: client, Run: run, Token: tok, Job: job,
+	// sendKey makes one call to the resource for one key, fenced with fence.HeaderFromEnv
+	// (fence.HeaderMode for a slot): the resource answers 409 stale_token (refused) once it has
+	// seen a newer token for the key (of a mode this one cannot run beside).
+	sendKey := func(k fenced, kind, status string) (bool, error) {
+		b, _ := json.Marshal(event{Kind: kind, Key: k.key, Mode: k.mode, Client: client, Run: run, Token: tok, Job: job,
 			Status: status, PID: os.Getpid()})
 		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
 		if err != nil {
 			return false, err
 		}
 		req.Header.Set("Content-Type", "application/json")
-		if err := fence.HeaderFromEnv(req, key); err != nil {
+		if k.slot {
+			fence.HeaderMode(req, k.key, tok, fence.Exclusive)
+		} else if err := fence.HeaderFromEnv(req, k.key); err != nil {
 			return false, err
 		}
 		resp, err := hc.Do(req)
@@ -91,6 +121,21 @@ func run() int {
 			msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1000))
 			return false, fmt.Errorf("%s: %s", resp.Status, msg)
 		}
+	}
+	// send makes the call for every key, in order, and stops at the first refusal or error,
+	// except an exit, which every key is told of.
+	send := func(kind, status string) (bool, error) {
+		all := true
+		for _, k := range keys {
+			ok, err := sendKey(k, kind, status)
+			if err != nil {
+				return false, err
+			}
+			if all = all && ok; !ok && kind != "exit" {
+				return false, nil
+			}
+		}
+		return all, nil
 	}
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "fencedcmd: resource:", err)
