@@ -122,7 +122,7 @@ func ExplainJob(ctx context.Context, st store.JobStore, id int64) (*Explanation,
 		return nil, err
 	}
 	e.Reasons = resourceReasons(rl, j.Shared)
-	if n, front := jobPlace(rl.Tickets, j.ID); n > 0 {
+	if n, front := jobPlace(rl.Tickets, j.ID, j.Shared); n > 0 {
 		e.Reasons = append(e.Reasons, aheadReason(n, front))
 	}
 	more, err := beyondReasons(ctx, st, lr, j)
@@ -290,13 +290,17 @@ func aheadReason(n int, front *store.Ticket) WaitReason {
 }
 
 // jobPlace counts the entries before job id in its resource's line: the lock tickets that arrived
-// before it and the resource's earlier jobs, which run first whether ready or not.
-func jobPlace(line []*store.Ticket, id int64) (int, *store.Ticket) {
+// before it and the resource's earlier jobs, which run first whether ready or not. For a shared
+// job (shared), only the exclusive ones: shared ones before it run together with it.
+func jobPlace(line []*store.Ticket, id int64, shared bool) (int, *store.Ticket) {
 	n := 0
 	var front *store.Ticket
 	for _, t := range line {
 		if t.Job == id {
 			break
+		}
+		if shared && t.Shared {
+			continue
 		}
 		if front == nil {
 			front = t

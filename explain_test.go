@@ -308,3 +308,51 @@ func TestExplainBeyond(t *testing.T) {
 		noReason(t, e, baton.WaitLimit)
 	})
 }
+
+// Shared jobs of one resource: a shared job behind a waiting shared one is not held back by it;
+// while two run, the exclusive job behind them is held back by both (held shared) with nobody
+// ahead in the line, and the shared job behind it has it ahead.
+func TestExplainSharedJobs(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		st := b.open(t)
+		q, err := baton.NewQueue(ctx, st, &baton.QueueConfig{Kinds: []baton.Kind{{Name: "plan", Mode: store.ModeShared},
+			{Name: "apply"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		for _, kind := range []string{"plan", "plan", "apply", "plan"} {
+			r, err := q.Submit(ctx, baton.SubmitParams{Kind: kind, Resource: "state/prod"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, r.Job.ID)
+		}
+		explain := func(id int64) *baton.Explanation {
+			t.Helper()
+			e, err := q.Explain(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return e
+		}
+		noReason(t, explain(ids[1]), baton.WaitAhead)
+		js, err := st.ClaimJobs(ctx, &store.ClaimParams{Worker: "w", Kinds: []string{"plan", "apply"}, Limit: 10, TTL: time.Minute})
+		if err != nil || len(js) != 2 {
+			t.Fatalf("claim: %v, %v; want the two plans", js, err)
+		}
+		e := explain(ids[2])
+		held := reasonOf(t, e, baton.WaitHeld)
+		if !held.Shared || !strings.Contains(held.Message, "held shared by") {
+			t.Fatalf("held reason = %+v; want held shared by the two plans", held)
+		}
+		noReason(t, e, baton.WaitAhead)
+		e = explain(ids[3])
+		ahead := reasonOf(t, e, baton.WaitAhead)
+		if ahead.Ahead != 1 || ahead.Job != ids[2] {
+			t.Fatalf("ahead reason = %+v; want the apply, job %d, alone", ahead, ids[2])
+		}
+		noReason(t, e, baton.WaitHeld)
+	})
+}

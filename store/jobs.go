@@ -380,7 +380,8 @@ type Resource struct {
 	State     string
 	Version   int64 // bumped by every state change
 	UpdatedAt time.Time
-	// RunningJob is the ID of its running job, 0 if none; Unfinished counts its unfinished jobs.
+	// RunningJob is the ID of its running job (the oldest, when shared jobs run together), 0 if
+	// none; Unfinished counts its unfinished jobs.
 	RunningJob int64
 	Unfinished int64
 	// Cooldown is the resource's cooldown (Kind.ResourceCooldown), nil if it is not cooling down.

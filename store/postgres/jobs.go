@@ -211,6 +211,12 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 		at = &p.ScheduledAt
 	}
 	head := !busy && coolUntil == nil
+	if busy && shared && !skipped {
+		// A shared job joins the heads if they are all shared and no job waits behind them.
+		if err := q.QueryRow(ctx, s.jq.joinsShared, p.Resource).Scan(&head); err != nil {
+			return nil, err
+		}
+	}
 	j, err := scanJob(q.QueryRow(ctx, s.jq.insert, p.Kind, p.Resource, string(args), skipped, head, maxAttempts,
 		p.Priority, p.IdempotencyKey, at, p.Delay.Milliseconds(), cooldownEnd, string(errs), shared, resources, limits))
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/batonhq/baton/internal/notify"
 	"github.com/batonhq/baton/store"
@@ -246,21 +247,33 @@ func (s *Store) completeAndClaim(ctx context.Context, ps []*store.CompleteParams
 	}
 	var done, claimed []*store.Job
 	var cands []*holdsCandidate
-	b := &pgx.Batch{}
-	if len(ps) > 0 {
-		b.Queue(s.jq.completeMany, ids, tokens, owners).Query(func(rows pgx.Rows) error {
-			var err error
-			done, err = collectJobs(rows)
-			return err
-		})
-		b.Queue(s.jq.promoteMany, ids)
-	}
-	if claim != nil {
-		s.queueHoldsHeads(b, claim.Kinds, claim.Limit, &cands)
-		s.queueClaim(b, claim, claim.Limit, false, &claimed)
-	}
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return nil, nil, s.jobErr("complete jobs", err)
+	for try := 1; ; try++ {
+		done, claimed, cands = nil, nil, nil
+		b := &pgx.Batch{}
+		if len(ps) > 0 {
+			b.Queue(s.jq.completeMany, ids, tokens, owners).Query(func(rows pgx.Rows) error {
+				var err error
+				done, err = collectJobs(rows)
+				return err
+			})
+			b.Queue(s.jq.promoteMany, ids)
+		}
+		if claim != nil {
+			s.queueHoldsHeads(b, claim.Kinds, claim.Limit, &cands)
+			s.queueClaim(b, claim, claim.Limit, false, &claimed)
+		}
+		err := s.pool.SendBatch(ctx, b).Close()
+		// Shared jobs of one resource can end in two batches at once, each locking the
+		// resources of its jobs: two batches with two such resources in common may deadlock,
+		// and the one PostgreSQL aborts (rolled back whole) goes again.
+		var pe *pgconn.PgError
+		if err != nil && try < 3 && errors.As(err, &pe) && pe.Code == "40P01" {
+			continue
+		}
+		if err != nil {
+			return nil, nil, s.jobErr("complete jobs", err)
+		}
+		break
 	}
 	var holdIDs, holdTokens []int64
 	for _, j := range done {

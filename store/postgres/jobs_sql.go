@@ -15,6 +15,7 @@ type jobQueries struct {
 	kindGet, kindUpsert, kindList        string
 	unknownLimit                         string
 	existing, lockResource, busy, insert string
+	joinsShared                          string
 	get                                  string
 	// list is ListJobs' statement for each set of filters and state (see listJobsSQL).
 	list map[listKey]string
@@ -40,21 +41,31 @@ const jobCols = `j.id, j.seq, j.kind, j.resource, j.args, j.state, j.attempt, j.
 const unfinished = `('scheduled', 'available', 'running', 'retryable')`
 
 // promote makes the oldest unfinished job of each resource in {set} its head, if it is not
-// already, raises its scheduled_at to its kind's cooldown and the resource's cooldown (a job
+// already, and, if that job holds the resource shared, the shared jobs directly behind it (a
+// resource's heads: its oldest unfinished job, and the shared jobs behind a shared one; while the
+// oldest is head, the heads are left as they are, so a shared head that ended leaves the others
+// heads). It raises each new head's scheduled_at to its kind's cooldown and the resource's cooldown (a job
 // queued before that began starts after it), and NOTIFYs workers
 // of its kind that may be waiting. It must run in a statement AFTER the one that locked those
 // resources' rows, so that its snapshot sees every submit that committed before the lock.
 //
 // The next job of each resource is read with LIMIT 1 off the jobs_unfinished_by_resource index,
-// in queue order: a DISTINCT ON over the resources' unfinished jobs read them all, 1.3 ms per
+// in queue order (the shared jobs behind it only if it is a shared job that was not head): a DISTINCT ON over the resources' unfinished jobs read them all, 1.3 ms per
 // promotion on a resource with 2,000 jobs queued.
 const promote = `WITH nxt AS (
 	SELECT x.id
 	FROM (SELECT DISTINCT s.resource FROM ({set}) s) rs CROSS JOIN LATERAL (
-		SELECT u.id FROM {jobs} u
+		SELECT u.id, u.seq, u.head, u.shared FROM {jobs} u
 		WHERE u.resource = rs.resource AND u.state IN ` + unfinished + `
 		ORDER BY u.seq
 		LIMIT 1
+	) f CROSS JOIN LATERAL (
+		SELECT f.id
+		UNION ALL
+		SELECT v.id FROM {jobs} v
+		WHERE f.shared AND NOT f.head AND v.resource = rs.resource AND v.state IN ` + unfinished + ` AND v.seq > f.seq
+			AND v.seq < coalesce((SELECT w.seq FROM {jobs} w WHERE w.resource = rs.resource AND w.state IN ` + unfinished + `
+				AND w.seq > f.seq AND NOT w.shared ORDER BY w.seq LIMIT 1), 9223372036854775807)
 	) x
 ), p AS (
 	UPDATE {jobs} j SET head = true,
@@ -105,6 +116,10 @@ RETURNING (r.cooldowns ->> $2)::timestamptz, CASE WHEN r.cooldown_until > now() 
 	r.cooldown_job, now()`),
 		busy: q(`SELECT j.id, j.state FROM {jobs} j WHERE j.resource = $1 AND j.state IN ` + unfinished + `
 ORDER BY j.seq LIMIT 1`),
+		// Whether a shared job submitted now to resource $1 joins its heads: its newest
+		// unfinished job is a shared head (so all of them are).
+		joinsShared: q(`SELECT j.head AND j.shared FROM {jobs} j WHERE j.resource = $1 AND j.state IN ` + unfinished + `
+ORDER BY j.seq DESC LIMIT 1`),
 		// $1 kind, $2 resource, $3 args, $4 skipped, $5 head, $6 max attempts, $7 priority,
 		// $8 idempotency key, $9 absolute time or null, $10 delay ms, $11 cooldown end, $12 errors,
 		// $13 shared, $14 extra resources or null, $15 limits or null (store.ResolveHolds).
@@ -220,13 +235,13 @@ DELETE FROM {jobs} WHERE id IN (
 		counts: q(`SELECT kind, state, count(*) FROM {jobs} WHERE state IN ` + unfinished + ` GROUP BY kind, state ORDER BY kind, state`),
 
 		resourceGet: q(`SELECT r.key, r.state, r.version, r.updated_at,
-	coalesce((SELECT j.id FROM {jobs} j WHERE j.resource = r.key AND j.state = 'running'), 0),
+	coalesce((SELECT min(j.id) FROM {jobs} j WHERE j.resource = r.key AND j.state = 'running'), 0),
 	(SELECT count(*) FROM {jobs} j WHERE j.resource = r.key AND j.state IN ` + unfinished + `),
 	CASE WHEN r.cooldown_until > now() THEN r.cooldown_until END, r.cooldown_job,
 	(extract(epoch FROM r.cooldown_until - now()) * 1000000)::bigint
 FROM {resources} r WHERE r.key = $1`),
 		resourceList: q(`SELECT r.key, r.state, r.version, r.updated_at,
-	coalesce((SELECT j.id FROM {jobs} j WHERE j.resource = r.key AND j.state = 'running'), 0),
+	coalesce((SELECT min(j.id) FROM {jobs} j WHERE j.resource = r.key AND j.state = 'running'), 0),
 	(SELECT count(*) FROM {jobs} j WHERE j.resource = r.key AND j.state IN ` + unfinished + `),
 	CASE WHEN r.cooldown_until > now() THEN r.cooldown_until END, r.cooldown_job,
 	(extract(epoch FROM r.cooldown_until - now()) * 1000000)::bigint
@@ -234,7 +249,7 @@ FROM {resources} r WHERE r.key >= $1 AND left(r.key, length($1)) = $1 AND r.key 
 ORDER BY r.key LIMIT $3`),
 		// The upper bound keeps the index scan inside the prefix's range (see the leases' list).
 		resourceListBounded: q(`SELECT r.key, r.state, r.version, r.updated_at,
-	coalesce((SELECT j.id FROM {jobs} j WHERE j.resource = r.key AND j.state = 'running'), 0),
+	coalesce((SELECT min(j.id) FROM {jobs} j WHERE j.resource = r.key AND j.state = 'running'), 0),
 	(SELECT count(*) FROM {jobs} j WHERE j.resource = r.key AND j.state IN ` + unfinished + `),
 	CASE WHEN r.cooldown_until > now() THEN r.cooldown_until END, r.cooldown_job,
 	(extract(epoch FROM r.cooldown_until - now()) * 1000000)::bigint
@@ -498,8 +513,9 @@ RETURNING ` + jobCols
 
 // completeManySQL is finishSQL's success path for many attempts at once: $1 ids, $2 tokens,
 // $3 owners. Attempts that are no longer running with that token, or are another owner's, are
-// left out of the result. Running jobs are on distinct resources, so the rows it locks are
-// disjoint from any other completion's. The job rows are updated (and so locked) before their
+// left out of the result. Running jobs are on distinct resources, but for shared jobs, so the
+// rows it locks are disjoint from any other completion's unless both end shared jobs of one
+// resource (see completeAndClaim). The job rows are updated (and so locked) before their
 // resources' rows, the order every statement keeps.
 //
 // The rows are found by id alone: "coalesce(j.state, ”) = 'running'" is that condition written

@@ -65,7 +65,7 @@ func lineQuery(schema string) string {
 	FROM ` + tk + ` WHERE key = $1 AND expires_at > now()
 	UNION ALL
 	SELECT id, kind, '', 'job:' || id, '', created_at, NULL, CASE WHEN scheduled_at > now() THEN scheduled_at END, false, '', 0,
-		'exclusive', ''
+		CASE WHEN shared THEN 'shared' ELSE 'exclusive' END, ''
 	FROM ` + jobs + ` WHERE resource = $1 AND state IN ('scheduled', 'available', 'retryable')
 ) l ORDER BY first DESC, created_at, job = 0, job, seq LIMIT $2`
 }

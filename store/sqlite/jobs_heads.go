@@ -8,9 +8,16 @@ import (
 	"github.com/batonhq/baton/store"
 )
 
-// The transitions several operations share: a resource's head (its oldest unfinished job, the
-// only one that may be claimed), the end of a job, the end of a failed attempt. They run inside
-// the caller's write transaction and change the in-memory job as they write it.
+// The transitions several operations share: a resource's heads (the jobs that may be claimed),
+// the end of a job, the end of a failed attempt. They run inside the caller's write transaction
+// and change the in-memory job as they write it.
+//
+// A resource's heads are its oldest unfinished job and, if that one holds the resource shared
+// (store.Job.Shared), the shared jobs directly behind it: a prefix of its line, never more than
+// one job unless all of them are shared. Which of them run together, and when, the holds decide
+// (jobs_beyond.go), as for shared leases. A job that is not shared becomes head only as the
+// oldest unfinished job, so it never runs beside another job of its resource, and no job runs
+// before an older one of its resource that is not shared.
 
 // headOf returns the resource's oldest unfinished job, or nil if it has none.
 func (x *jobTx) headOf(resource string) (*store.Job, error) {
@@ -43,7 +50,9 @@ func (x *jobTx) makeHead(j *store.Job, r *resourceRow) {
 	x.wake[j.Kind] = true
 }
 
-// promote makes the resource's oldest unfinished job its head, if it is not already.
+// promote makes the resource's oldest unfinished job its head, if it is not already, and, if it
+// is shared, the shared jobs directly behind it. While the oldest is head, the heads are left as
+// they are: a shared head that ended leaves the others heads.
 func (x *jobTx) promote(resource string) error {
 	j, err := x.headOf(resource)
 	if err != nil || j == nil || j.Head {
@@ -54,7 +63,57 @@ func (x *jobTx) promote(resource string) error {
 		return err
 	}
 	x.makeHead(j, r)
-	return x.saveJob(j)
+	if err := x.saveJob(j); err != nil || !j.Shared {
+		return err
+	}
+	return x.promoteShared(j, r)
+}
+
+// sharedBatch bounds the jobs promoteShared reads at once.
+const sharedBatch = 64
+
+// promoteShared makes heads the shared jobs directly behind the shared head h, up to the
+// resource's first job that is not shared.
+func (x *jobTx) promoteShared(h *store.Job, r *resourceRow) error {
+	after := h.Seq
+	for {
+		js, err := scanJobs(x.q.QueryContext(x.ctx, `SELECT `+jobColumns+` FROM jobs
+			WHERE resource = ? AND state IN `+sqlUnfinished+` AND seq > ? ORDER BY seq LIMIT ?`,
+			h.Resource, after, sharedBatch))
+		if err != nil {
+			return err
+		}
+		for _, j := range js {
+			if !j.Shared {
+				return nil
+			}
+			after = j.Seq
+			if j.Head {
+				continue
+			}
+			x.makeHead(j, r)
+			if err := x.saveJob(j); err != nil {
+				return err
+			}
+		}
+		if len(js) < sharedBatch {
+			return nil
+		}
+	}
+}
+
+// joinsShared reports whether a shared job submitted now to resource joins its heads: the
+// resource's newest unfinished job is a shared head (so all of its unfinished jobs are).
+func (x *jobTx) joinsShared(resource string) (bool, error) {
+	j, err := scanJob(x.q.QueryRowContext(x.ctx, `SELECT `+jobColumns+` FROM jobs
+		WHERE resource = ? AND state IN `+sqlUnfinished+` ORDER BY seq DESC LIMIT 1`, resource))
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return j.Head && j.Shared, nil
 }
 
 // end finishes j in the final state st; if j was its resource's head, the next job of the

@@ -134,6 +134,16 @@ func (x *jobTx) submit(p *store.SubmitParams) (*store.SubmitResult, error) {
 		x.addError(j, store.CodeResourceBusy, fmt.Sprintf("resource %q busy: job %d is %s", p.Resource, head.ID, head.State))
 	case head == nil:
 		x.makeHead(j, r)
+	case j.Shared:
+		joins, err := x.joinsShared(p.Resource)
+		if err != nil {
+			return nil, err
+		}
+		if joins {
+			x.makeHead(j, r)
+		} else if j.ScheduledAt.After(x.now) {
+			j.State = store.JobScheduled
+		}
 	case j.ScheduledAt.After(x.now):
 		j.State = store.JobScheduled
 	}

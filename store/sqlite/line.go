@@ -43,7 +43,7 @@ const lineSQL = `SELECT job, kind, lease_id, holder, owner, created_at, expires_
 		FROM tickets WHERE key = ?1 AND expires_at > ?2
 		UNION ALL
 		SELECT id, kind, '', 'job:' || id, '', created_at, 0, iif(scheduled_at > ?2, scheduled_at, 0), 0, '', 0,
-			'exclusive', ''
+			iif(beyond IS NOT NULL AND json_extract(beyond, '$.shared'), 'shared', 'exclusive'), ''
 		FROM jobs WHERE resource = ?1 AND state IN ` + sqlClaimable + `)
 	ORDER BY first DESC, created_at, job = 0, job, seq, lease_id LIMIT ?3`
 

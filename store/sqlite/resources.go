@@ -88,7 +88,7 @@ func (x *jobTx) saveResource(r *resourceRow) error {
 // the parameter that holds the store's now (Unix ns).
 func resourceSelect(now string) string {
 	return `SELECT key, state, version, updated_at,
-		coalesce((SELECT id FROM jobs WHERE resource = r.key AND state = 'running'), 0),
+		coalesce((SELECT min(id) FROM jobs WHERE resource = r.key AND state = 'running'), 0),
 		(SELECT count(*) FROM jobs WHERE resource = r.key AND state IN ` + sqlUnfinished + `),
 		iif(cooldown_until > ` + now + `, cooldown_until, 0), cooldown_job, ` + now + `
 	FROM resources AS r`

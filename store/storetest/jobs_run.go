@@ -41,6 +41,7 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"LineFIFO", testLineFIFO},
 		{"LineNoStarvation", testLineNoStarvation},
 		{"JobLimitCapacity", testJobLimitCapacity},
+		{"SharedJobsTogether", testSharedJobsConcurrent},
 	}
 	for _, c := range serial {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
@@ -71,6 +72,7 @@ func RunJobs(t *testing.T, h JobHarness) {
 		// Jobs beyond one key.
 		{"JobHoldsAsLeases", testJobHoldsAsLeases},
 		{"JobBeyondBadInput", testJobBeyondBadInput},
+		{"SharedJobsInOrder", testSharedJobsStep},
 		// Policies and guards.
 		{"PolicyReject", testJobPolicyReject},
 		{"PolicySkip", testJobPolicySkip},

@@ -18,6 +18,7 @@ func Run(t *testing.T, h Harness) {
 	}{
 		{"MutualExclusion", testMutualExclusion},
 		{"TokenRealTimeOrder", testTokenRealTimeOrder},
+		{"HistoryLinearizable", testHistoryLinearizable},
 		{"SharedAndExclusive", testSharedAndExclusive},
 		{"LimitCapacity", testLimitCapacity},
 		{"SeveralResources", testSeveralResources},

@@ -1,5 +1,6 @@
 -- Limit slots (store.Lease.Slots): a unit of a limit of capacity N is one of the slots 0..N-1,
 -- the lowest free at its grant (under the limit's row lock), so that a resource can fence each
--- slot as a key. NULL for the holds of keys. The index finds a limit's live units by slot.
+-- slot as a key. NULL for the holds of keys. The index finds a limit's units not ended by slot
+-- (ended ones stay until the cleaner takes them, and would make each probe longer).
 ALTER TABLE holds ADD COLUMN slot integer;
-CREATE INDEX holds_slots ON holds (key, slot) WHERE slot IS NOT NULL;
+CREATE INDEX holds_slots ON holds (key, slot) WHERE slot IS NOT NULL AND ended = 0;
