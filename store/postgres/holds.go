@@ -70,11 +70,12 @@ func buildHoldQueries(schema, channel string) holdQueries {
 		place: q(`SELECT created_at, seq FROM {tickets} WHERE lease_id = $1 AND expires_at > $2 AND key = ANY ($3::text[])`),
 		// The tickets before the caller in key $1's line (only exclusive ones if $7, a shared
 		// request), the first of them, and the key's ready head job if it was submitted before the
-		// caller's arrival $8; and the hold that refuses a request on the key if holds hold it
+		// caller's arrival $8 (for a shared request, its first exclusive ready job, head or not: one
+		// waiting behind running shared jobs is no head yet, and must not be overtaken); and the hold that refuses a request on the key if holds hold it
 		// (an exclusive one first), or NULLs. $1..$6 as beforeMe.
 		keyLine: q(`SELECT (SELECT count(*) ` + beforeMe + ` AND (NOT $7::boolean OR t.mode = 'exclusive')),
 	(SELECT t.holder ` + beforeMe + ` AND (NOT $7::boolean OR t.mode = 'exclusive') ORDER BY t.first DESC, t.created_at, t.seq LIMIT 1),
-	(SELECT min(h.id) FROM {jobs} h WHERE h.resource = $1 AND h.head AND h.state IN ('scheduled', 'available', 'retryable')
+	(SELECT min(h.id) FROM {jobs} h WHERE h.resource = $1 AND (h.head OR $7::boolean) AND h.state IN ('scheduled', 'available', 'retryable')
 		AND h.scheduled_at <= $3 AND h.created_at <= $8::timestamptz
 		AND E'\x1fjob:' || h.id <> $2 AND NOT ($7::boolean AND h.shared)),
 	sh.mode, sh.holder, sh.token, sh.expires_at

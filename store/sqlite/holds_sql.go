@@ -15,9 +15,10 @@ var (
 	sqlLimitCapacity = hq(`SELECT capacity FROM limits WHERE name = ?1`)
 	sqlKeyHolds      = hq(`SELECT mode, holder, token, expires_at FROM holds
 			WHERE key = ?1 AND ended = 0 AND expires_at > ?2 ORDER BY mode = 'exclusive' DESC, expires_at LIMIT 1`)
-	// The ready jobs of resource ?1 at ?2 submitted by ?3, but job ?4 (the caller, if a job); for a
-	// shared request (?5 = 1), only exclusive ones.
-	sqlJobsAhead = hq(`SELECT count(*), min(id) FROM jobs WHERE resource = ?1 AND head AND state IN ` + sqlClaimable + `
+	// The ready head jobs of resource ?1 at ?2 submitted by ?3, but job ?4 (the caller, if a job);
+	// for a shared request (?5 = 1), every exclusive one, head or not: an exclusive job waiting
+	// behind running shared jobs is no head yet, and later shared requests must not overtake it.
+	sqlJobsAhead = hq(`SELECT count(*), min(id) FROM jobs WHERE resource = ?1 AND (head OR ?5) AND state IN ` + sqlClaimable + `
 		AND scheduled_at <= ?2 AND created_at <= ?3 AND id <> ?4
 		AND NOT (?5 AND beyond IS NOT NULL AND json_extract(beyond, '$.shared'))`)
 	sqlLimitUse = hq(`SELECT count(*), min(expires_at),

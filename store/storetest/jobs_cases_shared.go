@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -55,7 +56,7 @@ func (e *jobEnv) submitMix(resource, pattern string) []*store.Job {
 //   - A shared job submitted while shared jobs run and none waits joins them at once.
 func testSharedJobsStep(t *testing.T, h JobHarness) {
 	e := newJobEnv(t, h, sharedKinds...)
-	beyondJobStore(t, e)
+	ls, _ := beyondJobStore(t, e)
 	all := []string{"plan", "apply", "apply-wide"}
 	js := e.submitMix("state/step", "ppxpwpp")
 	claimed := func(want ...*store.Job) []*store.Job {
@@ -76,6 +77,12 @@ func testSharedJobsStep(t *testing.T, h JobHarness) {
 		return got
 	}
 	front := claimed(js[0], js[1])
+	// A shared lock request waits too: the apply, submitted before it, waits for the plans, and
+	// a writer is not overtaken by later readers.
+	_, err := ls.Acquire(e.ctx, &store.AcquireParams{Key: "state/step", LeaseID: "reader", Holder: "reader", TTL: time.Minute, Shared: true})
+	if !errors.Is(err, store.ErrLockHeld) {
+		t.Fatalf("a shared lock request behind an apply waiting for plans: %v; want refused (ErrLockHeld)", err)
+	}
 	e.complete(front[0])
 	e.claimNone("a shared job still runs, the apply waits for it", all...)
 	e.complete(front[1])
