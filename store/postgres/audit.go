@@ -15,7 +15,7 @@ const auditTriggers = `
 CREATE OR REPLACE TRIGGER leases_audit_insert AFTER INSERT ON leases
     FOR EACH ROW EXECUTE FUNCTION leases_audit();
 CREATE OR REPLACE TRIGGER leases_audit_update AFTER UPDATE ON leases
-    FOR EACH ROW WHEN (NEW.lease_id <> OLD.lease_id OR (OLD.ended = 0 AND NEW.ended <> 0))
+    FOR EACH ROW WHEN (NEW.lease_id <> OLD.lease_id OR NEW.token <> OLD.token OR (OLD.ended = 0 AND NEW.ended <> 0))
     EXECUTE FUNCTION leases_audit();
 CREATE OR REPLACE TRIGGER jobs_audit AFTER UPDATE ON jobs
     FOR EACH ROW WHEN ((NEW.state = 'running') <> (OLD.state = 'running')

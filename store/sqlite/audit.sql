@@ -13,8 +13,10 @@ BEGIN
     INSERT INTO events (at, kind, key, lease_id, holder, token, actor, principal)
     VALUES (NEW.acquired_at, 'acquire', NEW.key, NEW.lease_id, NEW.holder, NEW.token, NEW.holder, NEW.owner);
 END;
-CREATE TRIGGER IF NOT EXISTS leases_audit_grant AFTER UPDATE OF lease_id ON leases
-WHEN NEW.lease_id <> OLD.lease_id AND NEW.lease_id <> ''
+-- A grant changes the lease ID, or, when a client asks again with the lease ID of a lease that
+-- ended (a retried acquire), the token.
+CREATE TRIGGER IF NOT EXISTS leases_audit_grant AFTER UPDATE OF lease_id, token ON leases
+WHEN (NEW.lease_id <> OLD.lease_id OR NEW.token <> OLD.token) AND NEW.lease_id <> ''
 BEGIN
     INSERT INTO events (at, kind, key, lease_id, holder, token, actor, principal)
     VALUES (NEW.acquired_at, iif(NEW.took_over, 'expiry_takeover', 'acquire'), NEW.key, NEW.lease_id, NEW.holder,

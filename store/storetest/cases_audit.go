@@ -141,3 +141,42 @@ func testAuditTickets(t *testing.T, h Harness) {
 		t.Fatalf("ticket events of %q:\n got %v\nwant %v", key, got, want)
 	}
 }
+
+// testAuditRegrantSameLeaseID: a key granted again to a lease ID it was granted to before (a
+// client that retries an acquire with the lease ID of an earlier one, after that lease ended) has
+// a new token, and the audit log records that grant too: a token a holder runs with is always in
+// it.
+func testAuditRegrantSameLeaseID(t *testing.T, h Harness) {
+	e := newEnv(t, h, nil)
+	requireNotApplicable(t, e.store.Capabilities().Audit, "the store was opened without audit")
+	const key = "audit/regrant"
+	p := &store.AcquireParams{Key: key, LeaseID: "lease-retried", Holder: "retrier", TTL: time.Minute}
+	first, err := e.store.Acquire(e.ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.Release(e.ctx, &store.ReleaseParams{Key: key, LeaseID: p.LeaseID}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := e.store.Acquire(e.ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = e.store.Release(context.Background(), &store.ReleaseParams{Key: key, LeaseID: p.LeaseID}) })
+	if again.Token <= first.Token {
+		t.Fatalf("granted again to lease %q with token %d, after token %d", p.LeaseID, again.Token, first.Token)
+	}
+	events, err := e.store.Events(e.ctx, &store.EventsParams{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, ev := range events {
+		kinds = append(kinds, fmt.Sprintf("%s %d", ev.Kind, ev.Token))
+	}
+	want := []string{fmt.Sprintf("%s %d", store.EventAcquire, first.Token), fmt.Sprintf("%s %d", store.EventRelease, first.Token),
+		fmt.Sprintf("%s %d", store.EventAcquire, again.Token)}
+	if !slices.Equal(kinds, want) {
+		t.Fatalf("audit log of %q: %v; want %v", key, kinds, want)
+	}
+}

@@ -58,6 +58,7 @@ func Run(t *testing.T, h Harness) {
 		{"InvalidArguments", testInvalidArguments},
 		{"ClosedStore", testClosedStore},
 		{"AuditTrail", testAuditTrail},
+		{"AuditRegrantSameLeaseID", testAuditRegrantSameLeaseID},
 		{"AuditPrincipal", testAuditPrincipal},
 		{"AuditTickets", testAuditTickets},
 		{"Fences", testFences},
