@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"sync"
 	"syscall"
-	"time"
 )
 
 // beyondJobSpecs are the jobs TestBeyondChaos submits, one of each per round, on the keys of its
@@ -61,32 +60,7 @@ func (b *beyondJobs) faults() []fault {
 // 2 minutes), reports the jobs that did not end succeeded, stops the worker, and returns the
 // jobs' attempts and errors for the summary.
 func (b *beyondJobs) drain(r *report) *counter {
-	lastProgress, lastDone := time.Now(), -1
-	var jobs []apiJob
-	for {
-		jobs = b.jh.jobs()
-		done := 0
-		for _, j := range jobs {
-			if j.State == "succeeded" || j.State == "discarded" || j.State == "cancelled" || j.State == "skipped" {
-				done++
-			}
-		}
-		if done == len(jobs) {
-			break
-		}
-		if done != lastDone {
-			lastProgress, lastDone = time.Now(), done
-		}
-		if time.Since(lastProgress) > 2*time.Minute {
-			for _, j := range jobs {
-				if j.State != "succeeded" {
-					r.violate("job_stuck", "job %d on %s is %s after %d attempts, no job finished for 2 minutes", j.ID, j.Resource, j.State, j.Attempt)
-				}
-			}
-			break
-		}
-		time.Sleep(250 * time.Millisecond) // polling the jobs' states is the signal
-	}
+	jobs := b.jh.waitEnded(r)
 	b.worker.mu.Lock()
 	b.worker.quit = true
 	if b.worker.cmd != nil {

@@ -188,31 +188,7 @@ submitting: // until the faults have ended
 	// its lease TTL plus the reap interval; a failed attempt after a backoff).
 	var jobs []apiJob
 	drainFrom := time.Now()
-	lastProgress, lastDone := time.Now(), -1
-	for {
-		jobs = h.jobs()
-		done := 0
-		for _, j := range jobs {
-			if j.State == "succeeded" || j.State == "discarded" || j.State == "cancelled" || j.State == "skipped" {
-				done++
-			}
-		}
-		if done == len(jobs) {
-			break
-		}
-		if done != lastDone {
-			lastProgress, lastDone = time.Now(), done
-		}
-		if time.Since(lastProgress) > 2*time.Minute {
-			for _, j := range jobs {
-				if j.State != "succeeded" {
-					r.violate("job_stuck", "job %d on %s is %s after %d attempts, no job finished for 2 minutes", j.ID, j.Resource, j.State, j.Attempt)
-				}
-			}
-			break
-		}
-		time.Sleep(250 * time.Millisecond) // polling the jobs' states is the signal
-	}
+	jobs = h.waitEnded(r)
 	drained := time.Since(drainFrom)
 	stopFrom := time.Now()
 	for _, w := range workers {
@@ -438,6 +414,37 @@ func (h *jobHarness) submitJob(job map[string]any) int64 {
 }
 
 // jobs lists every job of the test's kind (all pages), retrying while the server restarts.
+// waitEnded waits until every job submitted has ended and returns them; the bound is on progress:
+// if no job finished for 2 minutes, each job that did not end succeeded is a violation
+// (job_stuck) and it returns what it has.
+func (h *jobHarness) waitEnded(r *report) []apiJob {
+	lastProgress, lastDone := time.Now(), -1
+	for {
+		jobs := h.jobs()
+		done := 0
+		for _, j := range jobs {
+			if j.State == "succeeded" || j.State == "discarded" || j.State == "cancelled" || j.State == "skipped" {
+				done++
+			}
+		}
+		if done == len(jobs) {
+			return jobs
+		}
+		if done != lastDone {
+			lastProgress, lastDone = time.Now(), done
+		}
+		if time.Since(lastProgress) > 2*time.Minute {
+			for _, j := range jobs {
+				if j.State != "succeeded" {
+					r.violate("job_stuck", "job %d on %s is %s after %d attempts, no job finished for 2 minutes", j.ID, j.Resource, j.State, j.Attempt)
+				}
+			}
+			return jobs
+		}
+		time.Sleep(250 * time.Millisecond) // polling the jobs' states is the signal
+	}
+}
+
 func (h *jobHarness) jobs() []apiJob {
 	var all []apiJob
 	after := int64(0)

@@ -200,7 +200,7 @@ func TestReplicaPromotionRefusesTokens(t *testing.T) {
 			}
 			// Cut the replica off before the last grants: it follows a port where nothing
 			// listens, keeping its data and its replication history.
-			if err := radm.SlaveOf(ctx, "127.0.0.1", strconv.Itoa(freePort(t))).Err(); err != nil {
+			if err := radm.ReplicaOf(ctx, "127.0.0.1", strconv.Itoa(freePort(t))).Err(); err != nil {
 				t.Fatal(err)
 			}
 			b, err := batonredis.Open(ctx, batonredis.Config{Addr: px.addr()})
@@ -223,7 +223,7 @@ func TestReplicaPromotionRefusesTokens(t *testing.T) {
 			before := replicationOf(t, padm)
 
 			primary.stop() // a crash: nothing more reaches the replica
-			if err := radm.SlaveOf(ctx, "NO", "ONE").Err(); err != nil {
+			if err := radm.ReplicaOf(ctx, "NO", "ONE").Err(); err != nil {
 				t.Fatal(err)
 			}
 			after := replicationOf(t, radm)
@@ -358,13 +358,13 @@ func TestResyncedServerRefusesTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, runID := replicationOf(t, sadm), infoRunID(t, sadm)
-	if err := sadm.SlaveOf(ctx, "127.0.0.1", strconv.Itoa(other.port)).Err(); err != nil {
+	if err := sadm.ReplicaOf(ctx, "127.0.0.1", strconv.Itoa(other.port)).Err(); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the server's sync from the other", func() bool {
 		return replicationOf(t, sadm).link == "up" && counterOn(t, sadm) == la.Token
 	})
-	if err := sadm.SlaveOf(ctx, "NO", "ONE").Err(); err != nil {
+	if err := sadm.ReplicaOf(ctx, "NO", "ONE").Err(); err != nil {
 		t.Fatal(err)
 	}
 	after := replicationOf(t, sadm)

@@ -162,7 +162,9 @@ func testAuditRegrantSameLeaseID(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = e.store.Release(context.Background(), &store.ReleaseParams{Key: key, LeaseID: p.LeaseID}) })
+	t.Cleanup(func() {
+		_, _ = e.store.Release(context.Background(), &store.ReleaseParams{Key: key, LeaseID: p.LeaseID})
+	})
 	if again.Token <= first.Token {
 		t.Fatalf("granted again to lease %q with token %d, after token %d", p.LeaseID, again.Token, first.Token)
 	}
