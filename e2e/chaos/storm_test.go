@@ -28,6 +28,10 @@ const (
 	stormClients = 48
 	stormKeys    = 16
 	stormTTL     = 2 * time.Second
+	// stormEpoch is how long clients take the same stormKeys keys: then they go on to keys of
+	// new names. A key's history stays a few thousand operations long however long the run,
+	// which keeps the linearizability check's memory (quadratic in a key's operations) small.
+	stormEpoch = 20 * time.Second
 	// stormHolderPrefix + "c-n" is the holder of client c's n-th acquire (all of its retries):
 	// the audit log tells by it whether an acquire whose answer was lost was granted.
 	stormHolderPrefix = "storm/"
@@ -84,7 +88,8 @@ type stormHarness struct {
 	srv  *server
 	px   *proxy
 	st   *client.Store
-	keys []string
+	keysMu sync.Mutex
+	keys   map[string]bool // every key a client took, for the audit log
 	done chan struct{}
 	quit atomic.Bool
 
@@ -117,9 +122,7 @@ func runStorm(t *testing.T, storeURL string, pg *postgres) {
 	}
 	h.st = st
 	t.Cleanup(func() { st.Close() })
-	for i := range stormKeys {
-		h.keys = append(h.keys, fmt.Sprintf("storm/k%02d", i))
-	}
+	h.keys = map[string]bool{}
 	faultFreeEnd := h.res.now() + faultFree(dur, 5*time.Second)
 	var stopAt time.Duration
 	if dur > 0 && target == 0 {
@@ -141,8 +144,11 @@ func runStorm(t *testing.T, storeURL string, pg *postgres) {
 	}()
 	if target > 0 { // a run to a number of grants: faults go on until it is reached
 		go func() {
-			for h.grants.Load() < target && !h.quit.Load() {
+			for i := 1; h.grants.Load() < target && !h.quit.Load(); i++ {
 				time.Sleep(time.Second) // a progress poll, not a synchronisation
+				if i%60 == 0 {
+					t.Logf("%s: %d fenced grants, faults %s", h.res.now().Round(time.Second), h.grants.Load(), faults)
+				}
 			}
 			quitFaults.Store(true)
 		}()
@@ -167,7 +173,7 @@ func runStorm(t *testing.T, storeURL string, pg *postgres) {
 	checkFencing(events, stalled, tl, 2*stormTTL, r, notes)
 	sp := spans(events)
 	audit := map[string][]auditEvent{}
-	for _, k := range h.keys {
+	for k := range h.keys {
 		audit[k] = h.srv.events(k)
 	}
 	checkStormAudit(audit, sp, r)
@@ -230,12 +236,21 @@ func (h *stormHarness) record(op stormOp) {
 	h.mu.Unlock()
 }
 
+// key is the i-th key of the current epoch.
+func (h *stormHarness) key(i int) string {
+	k := fmt.Sprintf("storm/e%03d/k%02d", h.res.now()/stormEpoch, i)
+	h.keysMu.Lock()
+	h.keys[k] = true
+	h.keysMu.Unlock()
+	return k
+}
+
 // loop is one client's cycles until the run ends.
 func (h *stormHarness) loop(c int) {
 	rng := rand.New(rand.NewPCG(uint64(c), uint64(time.Now().UnixNano())))
 	name := fmt.Sprintf("s%d", c)
 	for n := 0; !h.ended(); n++ {
-		key := h.keys[rng.IntN(len(h.keys))]
+		key := h.key(rng.IntN(stormKeys))
 		holder := fmt.Sprintf("%s%d-%d", stormHolderPrefix, c, n)
 		l, lb, ok := h.acquire(c, key, holder, rng.IntN(8) != 0)
 		if !ok {
