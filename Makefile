@@ -1,4 +1,4 @@
-.PHONY: test soak bench bench-peers lint build chaos loadtest
+.PHONY: test soak bench bench-peers lint build chaos chaos-grants loadtest
 
 # The test command of README.md; .ci/run runs exactly this.
 test:
@@ -42,9 +42,15 @@ build:
 	go build -ldflags "-X github.com/batonhq/baton/internal/cli.revision=$$(git rev-parse HEAD 2>/dev/null)" -o bin/baton ./cmd/baton
 
 # The fault harness (e2e/chaos) for DURATION per test (locks, jobs, and runs and jobs beyond one
-# key over SQLite and PostgreSQL, locks over Redis), printing each test's counts: make chaos DURATION=30m. (make test runs it
+# key over SQLite and PostgreSQL, locks over Redis, the storm of in-process clients), printing each test's counts: make chaos DURATION=30m. (make test runs it
 # until every kind of fault has been injected once.) BATON_CHAOS_RACE=1 builds baton with
 # -race; BATON_CHAOS_BIN=path runs a baton binary built elsewhere.
 DURATION ?= 5m
 chaos:
 	BATON_CHAOS_DURATION=$(DURATION) go test -count=1 -v -timeout 0 ./e2e/chaos/
+
+# The fault harness's volume run (TestStormChaos) over SQLite and PostgreSQL, until GRANTS fenced
+# grants per store, with every fault of the storm: make chaos-grants GRANTS=1000000.
+GRANTS ?= 100000
+chaos-grants:
+	BATON_CHAOS_GRANTS=$(GRANTS) go test -count=1 -v -timeout 0 -run TestStormChaos ./e2e/chaos/
