@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -124,8 +125,11 @@ func runStorm(t *testing.T, storeURL string, pg *postgres) {
 	t.Cleanup(func() { st.Close() })
 	h.keys = map[string]bool{}
 	faultFreeEnd := h.res.now() + faultFree(dur, 5*time.Second)
-	var stopAt time.Duration
-	if dur > 0 && target == 0 {
+	var stopAt time.Duration // 0: the bounded run
+	switch {
+	case target > 0:
+		stopAt = math.MaxInt64 // until the grants are reached (quitFaults)
+	case dur > 0:
 		stopAt = h.res.now() + dur
 	}
 
