@@ -83,7 +83,11 @@ type lockHarness struct {
 }
 
 func runLocks(t *testing.T, store string, pg *postgres, rd *redisServer) {
-	dur := testDuration(t)
+	lockRun(t, store, pg, rd, testDuration(t)).finish(t)
+}
+
+// lockRun runs the locks test for dur (0: the bounded run) and returns its checks' report.
+func lockRun(t *testing.T, store string, pg *postgres, rd *redisServer, dur time.Duration) *report {
 	base := time.Now()
 	h := &lockHarness{t: t, res: newResource(t, base), pg: pg, rd: rd, dir: t.TempDir(), done: make(chan struct{})}
 	h.srv = startServer(t, store)
@@ -156,16 +160,19 @@ func runLocks(t *testing.T, store string, pg *postgres, rd *redisServer) {
 	// on the resource instead of up to the grant event.
 	auditNote := "checked"
 	var waits map[string]time.Duration
+	var audit []auditEvent
 	if rd != nil {
 		auditNote = "skipped (the Redis store keeps no audit log; fencing and overlap checked on the resource)"
 		waits = resourceWaits(h.runs, sp)
 	} else {
-		audit := h.srv.events(lockKey)
+		audit = h.srv.events(lockKey)
 		checkAudit(audit, h.runs, sp, r)
 		checkLineOrder(lineCheck{audit: audit, runs: h.runs, faultFreeEnd: faultFreeEnd}, r, notes)
 		waits = auditWaits(h.runs, audit)
 	}
 	checkFaultFree(h.runs, waits, faultFreeEnd, dur > 0, r, notes)
+	checkHistory(lockHistory{key: lockKey, ttl: lockTTL, runs: h.runs, events: events, audit: audit, base: base,
+		stalled: func(rr runRecord) bool { return h.stops.stopped(rr.client, rr.start, rr.end) }}, r, notes)
 	if dur == 0 {
 		checkEveryFault(faultKinds, faults, r)
 	}
@@ -178,7 +185,7 @@ func runLocks(t *testing.T, store string, pg *postgres, rd *redisServer) {
 		"  runs: %d (CMDs that entered: %d; %s)\n  exit codes: %s\n  faults: %s\n  audit log: %s\n  notes: %s\n  violations: %s",
 		storeName(store), describeDuration(dur), lockClients, lockTTL, faultFreeEnd.Round(time.Second),
 		len(h.runs), countEntered(sp), handoverStats(events), exits, faults, auditNote, notes, r.violations.String())
-	r.finish(t)
+	return r
 }
 
 func storeName(store string) string {
