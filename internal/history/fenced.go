@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -247,7 +248,49 @@ func (r *FencedRecorder) Check(minTTL, timeout time.Duration) error {
 	case porcupine.Unknown:
 		return &UncheckedError{Ops: len(r.ops), Timeout: timeout}
 	}
-	return fmt.Errorf("history: not linearizable against the fenced lease model (%d operations):\n%s", len(r.ops), describe(m, info))
+	return fmt.Errorf("history: not linearizable against the fenced lease model (%d operations):\n%s", len(r.ops), describeFenced(m, r.ops, info))
+}
+
+// describeFenced names, for each key that failed, the last operations of the longest
+// linearizable prefix porcupine found, the state it leaves, and the operations with the
+// earliest calls that it could not place after it.
+func describeFenced(m porcupine.Model, ops []porcupine.Operation, info porcupine.LinearizationInfo) string {
+	var b strings.Builder
+	parts := m.Partition(ops)
+	for p, lins := range info.PartialLinearizations() {
+		if len(lins) == 0 || p >= len(parts) {
+			continue
+		}
+		part := parts[p]
+		longest := lins[0]
+		for _, l := range lins {
+			if len(l) > len(longest) {
+				longest = l
+			}
+		}
+		st := m.Init()
+		placed := make([]bool, len(part))
+		for _, i := range longest {
+			_, st = m.Step(st, part[i].Input, part[i].Output)
+			placed[i] = true
+		}
+		fmt.Fprintf(&b, "  key %s: a linearizable prefix of %d of %d operations ends with:\n", part[0].Input.(FencedInput).Key, len(longest), len(part))
+		for _, i := range longest[max(0, len(longest)-6):] {
+			fmt.Fprintf(&b, "    %s\n", m.DescribeOperation(part[i].Input, part[i].Output))
+		}
+		fmt.Fprintf(&b, "  leaving %s; none of the next can follow:\n", m.DescribeState(st))
+		var rest []porcupine.Operation
+		for i, op := range part {
+			if !placed[i] {
+				rest = append(rest, op)
+			}
+		}
+		sort.SliceStable(rest, func(i, j int) bool { return rest[i].Call < rest[j].Call })
+		for _, op := range rest[:min(4, len(rest))] {
+			fmt.Fprintf(&b, "    %s\n", m.DescribeOperation(op.Input, op.Output))
+		}
+	}
+	return b.String()
 }
 
 // UncheckedError says a check did not finish within its timeout: the history is neither
