@@ -13,7 +13,7 @@ import (
 // which 8 clients queue on one key for longer than the TTL) and a few seconds of faults.
 const bugRunDuration = 15 * time.Second
 
-// TestChaosBugs shows that check 7 (the history checked against the lease model) catches old
+// TestChaosBugs shows that check 9 (the history checked against the lease model) catches old
 // bugs of `baton run`, brought back in a build with the tag chaosbug (internal/cli,
 // chaosbug_on.go) and selected by BATON_CHAOS_BUG:
 //
@@ -21,7 +21,7 @@ const bugRunDuration = 15 * time.Second
 //     grant, and the lease let go at that deadline while CMD only then gets SIGTERM;
 //   - earlyrelease: the lease released while CMD still runs.
 //
-// Each variant runs the locks test over SQLite for bugRunDuration and must fail check 7
+// Each variant runs the locks test over SQLite for bugRunDuration and must fail check 9
 // (history_not_linearizable). It runs only with BATON_CHAOS_BUGS=1 (about 40 s on an idle
 // machine), not in the bounded run:
 //
@@ -48,11 +48,11 @@ func TestChaosBugs(t *testing.T) {
 			t.Logf("BATON_CHAOS_BUG=%s: violations: %s", bug, kinds)
 			r.mu.Lock()
 			for _, ex := range r.examples["history_not_linearizable"] {
-				t.Logf("check 7 says:\n%s", ex)
+				t.Logf("check 9 says:\n%s", ex)
 			}
 			r.mu.Unlock()
 			if r.violations.get("history_not_linearizable") == 0 {
-				t.Errorf("BATON_CHAOS_BUG=%s: check 7 passed a broken build (other checks: %s)", bug, kinds)
+				t.Errorf("BATON_CHAOS_BUG=%s: check 9 passed a broken build (other checks: %s)", bug, kinds)
 			}
 			if strings.Contains(kinds, "history_unchecked") {
 				t.Errorf("BATON_CHAOS_BUG=%s: the history was not checked", bug)

@@ -22,7 +22,7 @@ const (
 	historyTimeout = time.Minute
 )
 
-// lockHistory is what check 7 reads after a locks run: the runs, the resource's events of the
+// lockHistory is what check 9 reads after a locks run: the runs, the resource's events of the
 // key, the key's audit log (nil for a store without one), the harness's clock base, and
 // whether a run's client was stopped during it.
 type lockHistory struct {
@@ -35,7 +35,7 @@ type lockHistory struct {
 	stalled func(runRecord) bool
 }
 
-// checkHistory is check 7: it maps the run onto invoke/return pairs and checks them for
+// checkHistory is check 9: it maps the run onto invoke/return pairs and checks them for
 // linearizability against the lease model with expiry and the fenced resource
 // (history.Fenced): per run of `baton run` that was granted,
 //

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Check 7 on made-up runs: what the contract allows passes (a handover by release, a takeover
+// Check 9 on made-up runs: what the contract allows passes (a handover by release, a takeover
 // after an expiry, a stalled holder fenced out, a Redis run whose release is unknown), and the
 // two old bugs' traces fail (a holder working on after its lease was released or passed on,
 // a grant while the previous lease could not have expired).
