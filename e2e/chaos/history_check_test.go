@@ -47,7 +47,9 @@ type lockHistory struct {
 //     instant the resource recorded it, marked stalled if the run's client was stopped during
 //     the run;
 //   - its release: with an audit log, a release event of its token is a release called after
-//     the grant and returned by the run's end, and no event means no release took effect;
+//     its CMD's last call (baton run releases once CMD has exited: a release before that breaks
+//     the contract and no order fits it) and returned by the run's end, and no event means no
+//     release took effect;
 //     without one (Redis), a run that exited 0 without a release error released, and any other
 //     release has an unknown outcome (return never).
 //
@@ -104,7 +106,13 @@ func checkHistory(h lockHistory, r *report, notes *counter) {
 			rec.Add(client, history.FencedInput{Kind: history.FencedWrite, Key: h.key, Token: e.Token, Call: int64(e.At),
 				Stalled: stalled, Who: rr.id}, history.FencedOutput{OK: e.Accepted, Return: int64(e.At) + 1})
 		}
-		release := history.FencedInput{Kind: history.FencedRelease, Key: h.key, Token: token, Call: int64(from), Who: rr.id}
+		// baton run releases once CMD has exited: the release is called after CMD's last call
+		// (a release before it breaks the contract, and then no order fits).
+		relCall := from
+		if evs := byRun[rr.id]; len(evs) > 0 {
+			relCall = max(from, evs[len(evs)-1].At)
+		}
+		release := history.FencedInput{Kind: history.FencedRelease, Key: h.key, Token: token, Call: int64(relCall), Who: rr.id}
 		switch {
 		case h.audit != nil && released[token]:
 			rec.Add(client, release, history.FencedOutput{OK: true, Return: int64(rr.end)})

@@ -251,7 +251,15 @@ func (r *FencedRecorder) Check(minTTL, timeout time.Duration) error {
 	return fmt.Errorf("history: not linearizable against the fenced lease model (%d operations):\n%s", len(r.ops), describeFenced(m, r.ops, info))
 }
 
-// describeFenced names, for each key that failed, the last operations of the longest
+// opKey is the key (resource) of an operation of Fenced or Queue.
+func opKey(op porcupine.Operation) string {
+	if i, ok := op.Input.(QueueInput); ok {
+		return i.Resource
+	}
+	return op.Input.(FencedInput).Key
+}
+
+// describeFenced names, for each key that failed (Fenced or Queue), the last operations of the longest
 // linearizable prefix porcupine found, the state it leaves, and the operations with the
 // earliest calls that it could not place after it.
 func describeFenced(m porcupine.Model, ops []porcupine.Operation, info porcupine.LinearizationInfo) string {
@@ -274,7 +282,7 @@ func describeFenced(m porcupine.Model, ops []porcupine.Operation, info porcupine
 			_, st = m.Step(st, part[i].Input, part[i].Output)
 			placed[i] = true
 		}
-		fmt.Fprintf(&b, "  key %s: a linearizable prefix of %d of %d operations ends with:\n", part[0].Input.(FencedInput).Key, len(longest), len(part))
+		fmt.Fprintf(&b, "  key %s: a linearizable prefix of %d of %d operations ends with:\n", opKey(part[0]), len(longest), len(part))
 		for _, i := range longest[max(0, len(longest)-6):] {
 			fmt.Fprintf(&b, "    %s\n", m.DescribeOperation(part[i].Input, part[i].Output))
 		}
