@@ -76,3 +76,34 @@ func TestHistoryCheckCatchesViolations(t *testing.T) {
 		})
 	}
 }
+
+// Check 9 of the jobs test on made-up submits and calls: jobs run in order pass; a job run
+// before the one submitted ahead of it, or an acknowledged job that never completed, fail.
+func TestQueueHistoryCheckCatchesViolations(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	ev := func(at int, kind string, job int64, token uint64, status string) event {
+		return event{At: ms(at), Kind: kind, Key: "r", Client: "w", Run: "w/" + string(rune('0'+job)), Token: token, Job: job,
+			Accepted: true, Status: status}
+	}
+	subs := []jobSubmit{{job: 1, resource: "r", call: 0, ack: ms(5)}, {job: 2, resource: "r", call: ms(6), ack: ms(10)}}
+	for _, c := range []struct {
+		name   string
+		events []event
+		bad    bool
+	}{
+		{"in order", []event{ev(20, "enter", 1, 3, ""), ev(30, "exit", 1, 3, "ok"), ev(40, "enter", 2, 4, ""), ev(50, "exit", 2, 4, "ok")}, false},
+		{"out of order", []event{ev(20, "enter", 2, 3, ""), ev(30, "exit", 2, 3, "ok"), ev(40, "enter", 1, 4, ""), ev(50, "exit", 1, 4, "ok")}, true},
+		{"the last job stopped, never completed", []event{ev(20, "enter", 1, 3, ""), ev(30, "exit", 1, 3, "ok"), ev(40, "enter", 2, 4, ""), ev(50, "exit", 2, 4, "term")}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for i := range c.events {
+				c.events[i].Seq = i
+			}
+			r, notes := &report{}, &counter{}
+			checkQueueHistory(subs, c.events, func(*runSpan) bool { return false }, r, notes)
+			if got := r.violations.get("history_not_linearizable") > 0; got != c.bad || r.violations.get("history_unchecked") > 0 {
+				t.Errorf("violations %s, want a violation: %v\n%v", r.violations.String(), c.bad, r.examples)
+			}
+		})
+	}
+}
