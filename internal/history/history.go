@@ -25,6 +25,10 @@
 // operation: accepted exactly when its token is not below that, and legal after its lease went
 // (released, or passed on) only if the holder was frozen. Operations of unknown outcome return
 // never (porcupine's convention, as in etcd's robustness tests) and are accepted either way.
+//
+// Queue (queue.go) is the per-resource job queue as a fenced resource sees it: acknowledged
+// submits run to completion, in submission order, attempts on one resource never overlap, and
+// a result is applied at most once per token.
 package history
 
 import (
