@@ -224,8 +224,8 @@ type FencedRecorder struct {
 	ops []porcupine.Operation
 }
 
-// Add records one operation by client. ret is Never when the outcome is unknown (out.Unknown
-// must then be set).
+// Add records one operation by client, called at in.Call and answered at out.Return; an
+// operation of unknown outcome (out.Unknown) returns Never.
 func (r *FencedRecorder) Add(client int, in FencedInput, out FencedOutput) {
 	if out.Unknown {
 		out.Return = Never
