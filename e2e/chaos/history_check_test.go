@@ -51,7 +51,9 @@ type lockHistory struct {
 //     the contract and no order fits it) and returned by the run's end, and no event means no
 //     release took effect;
 //     without one (Redis), a run that exited 0 without a release error released, and any other
-//     release has an unknown outcome (return never).
+//     release has an unknown outcome, returned at the run's end plus the TTL (its lease has
+//     expired by then either way, and its CMD is dead: whether the release took effect cannot
+//     show after that; Never would do too, at the cost of a longer search).
 //
 // Runs that were never granted (busy, errors) change no state and are left out; renewals are
 // not seen (baton run renews inside), so a grant is checked against its predecessor's grant
@@ -120,7 +122,9 @@ func checkHistory(h lockHistory, r *report, notes *counter) {
 		case rr.code == 0 && !strings.Contains(rr.stderr, "baton run: releasing"):
 			rec.Add(client, release, history.FencedOutput{OK: true, Return: int64(rr.end)})
 		default:
-			rec.Add(client, release, history.FencedOutput{Unknown: true})
+			// Unknown; by the run's end plus the TTL its lease has expired either way and its
+			// CMD is dead (check 6), so the release's effect cannot show after that.
+			rec.Add(client, release, history.FencedOutput{Unknown: true, Return: int64(rr.end + h.ttl)})
 		}
 	}
 	notes.add("history_ops", rec.Len())

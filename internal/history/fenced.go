@@ -36,8 +36,10 @@ import (
 //     reached the resource yet, accepted: fencing allows it.
 //
 // An operation whose outcome is unknown (a process killed mid-call, a cut connection) is
-// recorded with an infinite return time and the model accepts it either way (it took effect
-// at some instant after its call, or never), as etcd's robustness tests do with porcupine.
+// recorded with an infinite return time (Never) and the model accepts it either way (it took
+// effect at some instant after its call, or never), as etcd's robustness tests do with
+// porcupine; a caller may bound the return time by the instant after which its effect can no
+// longer be told apart, which keeps the search small.
 //
 // What it cannot see: renewals it is not given (a grant is then checked against the lease's
 // grant alone, the weakest bound), the instant a holder's process stopped working beyond the
@@ -225,9 +227,11 @@ type FencedRecorder struct {
 }
 
 // Add records one operation by client, called at in.Call and answered at out.Return; an
-// operation of unknown outcome (out.Unknown) returns Never.
+// operation of unknown outcome (out.Unknown) returns Never unless out.Return bounds it: the
+// instant after which taking effect or not can no longer make a difference (a release, once
+// its lease has certainly expired and its holder has ended).
 func (r *FencedRecorder) Add(client int, in FencedInput, out FencedOutput) {
-	if out.Unknown {
+	if out.Unknown && out.Return == 0 {
 		out.Return = Never
 	}
 	r.ops = append(r.ops, porcupine.Operation{ClientId: client, Call: in.Call, Return: out.Return, Input: in, Output: out})

@@ -23,7 +23,10 @@ const ms = int64(time.Millisecond)
 func checkFenced(ops ...fop) error {
 	var r FencedRecorder
 	for _, o := range ops {
-		out := FencedOutput{OK: o.ok, Return: o.ret * ms, Unknown: o.ret < 0}
+		out := FencedOutput{OK: o.ok, Return: o.ret * ms}
+		if o.ret < 0 {
+			out = FencedOutput{Unknown: true}
+		}
 		r.Add(o.client, FencedInput{Kind: o.kind, Key: "k", Token: o.token, Call: o.call * ms, Stalled: o.stalled}, out)
 	}
 	return r.Check(1000*time.Millisecond, 10*time.Second)
@@ -110,5 +113,22 @@ func TestFencedUnchecked(t *testing.T) {
 	var unchecked *UncheckedError
 	if err := r.Check(time.Second, time.Millisecond); !errors.As(err, &unchecked) {
 		t.Fatalf("want an unchecked history, got %v", err)
+	}
+}
+
+// An unknown outcome with a bounded return time may still take effect at any instant up to it,
+// or not at all.
+func TestFencedUnknownBounded(t *testing.T) {
+	var r FencedRecorder
+	r.Add(0, FencedInput{Kind: FencedGrant, Key: "k", Token: 3, Call: 0}, FencedOutput{OK: true, Return: 10 * ms})
+	r.Add(0, FencedInput{Kind: FencedRelease, Key: "k", Token: 3, Call: 15 * ms}, FencedOutput{Unknown: true, Return: 1200 * ms})
+	r.Add(0, FencedInput{Kind: FencedWrite, Key: "k", Token: 3, Call: 20 * ms}, FencedOutput{OK: true, Return: 21 * ms})
+	r.Add(1, FencedInput{Kind: FencedGrant, Key: "k", Token: 5, Call: 30 * ms}, FencedOutput{OK: true, Return: 40 * ms})
+	if err := r.Check(time.Second, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	r.Add(0, FencedInput{Kind: FencedWrite, Key: "k", Token: 3, Call: 50 * ms}, FencedOutput{OK: false, Return: 51 * ms})
+	if err := r.Check(time.Second, 10*time.Second); err == nil {
+		t.Fatal("a write of the released holder after the next grant passed")
 	}
 }
