@@ -68,7 +68,7 @@ func TestHistoryCheckCatchesViolations(t *testing.T) {
 			}
 			r, notes := &report{}, &counter{}
 			checkHistory(lockHistory{key: "k", ttl: time.Second, runs: c.runs, events: c.events, audit: c.audit, base: base,
-				stalled: func(rr runRecord) bool { return rr.id == c.stalled }}, r, notes)
+				stalled: func(rr runRecord) bool { return rr.id == c.stalled }, timeout: time.Minute}, r, notes)
 			got := r.violations.get("history_not_linearizable") > 0
 			if got != c.bad || r.violations.get("history_unchecked") > 0 {
 				t.Errorf("violations %s, want a violation: %v\n%v", r.violations.String(), c.bad, r.examples)
@@ -100,7 +100,7 @@ func TestQueueHistoryCheckCatchesViolations(t *testing.T) {
 				c.events[i].Seq = i
 			}
 			r, notes := &report{}, &counter{}
-			checkQueueHistory(subs, c.events, func(*runSpan) bool { return false }, r, notes)
+			checkQueueHistory(subs, c.events, func(*runSpan) bool { return false }, time.Minute, r, notes)
 			if got := r.violations.get("history_not_linearizable") > 0; got != c.bad || r.violations.get("history_unchecked") > 0 {
 				t.Errorf("violations %s, want a violation: %v\n%v", r.violations.String(), c.bad, r.examples)
 			}

@@ -228,7 +228,7 @@ submitting: // until the faults have ended
 	checkOrphans(events, r)
 	sp := spans(events)
 	checkJobOrder(perResource, sp, r)
-	checkQueueHistory(submits, events, stalled, r, notes)
+	checkQueueHistory(submits, events, stalled, historyTimeout(dur), r, notes)
 	h.checkLine(store, jobs, perResource, acked, faultFreeEnd, r, notes)
 	if dur == 0 {
 		checkEveryFault(faultKinds, faults, r)

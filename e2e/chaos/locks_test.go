@@ -172,7 +172,7 @@ func lockRun(t *testing.T, store string, pg *postgres, rd *redisServer, dur time
 	}
 	checkFaultFree(h.runs, waits, faultFreeEnd, dur > 0, r, notes)
 	checkHistory(lockHistory{key: lockKey, ttl: lockTTL, runs: h.runs, events: events, audit: audit, base: base,
-		stalled: func(rr runRecord) bool { return h.stops.stopped(rr.client, rr.start, rr.end) }}, r, notes)
+		stalled: func(rr runRecord) bool { return h.stops.stopped(rr.client, rr.start, rr.end) }, timeout: historyTimeout(dur)}, r, notes)
 	if dur == 0 {
 		checkEveryFault(faultKinds, faults, r)
 	}

@@ -24,9 +24,9 @@ type jobSubmit struct {
 // the next one entered, calls on one resource never overlap (a call whose token is below one
 // that entered before is legal only from a stalled holder, and then refused), and a result is
 // applied (an accepted successful exit) at most once per token. stalled says whether a CMD
-// execution's holder was stopped. A check that does not finish within historyTimeout is a
-// violation (history_unchecked).
-func checkQueueHistory(submits []jobSubmit, events []event, stalled func(*runSpan) bool, r *report, notes *counter) {
+// execution's holder was stopped. A check that does not finish within timeout is a violation
+// (history_unchecked).
+func checkQueueHistory(submits []jobSubmit, events []event, stalled func(*runSpan) bool, timeout time.Duration, r *report, notes *counter) {
 	sp := spans(events)
 	runs := make([]string, 0, len(sp))
 	for run := range sp {
@@ -47,7 +47,7 @@ func checkQueueHistory(submits []jobSubmit, events []event, stalled func(*runSpa
 	}
 	notes.add("history_ops", rec.Len())
 	began := time.Now()
-	err := rec.Check(historyTimeout)
+	err := rec.Check(timeout)
 	notes.add("history_check_ms", int(time.Since(began).Milliseconds()))
 	var unchecked *history.UncheckedError
 	switch {
