@@ -1,0 +1,542 @@
+package chaos
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const (
+	// replicaCount `baton serve` replicas share one PostgreSQL.
+	replicaCount = 3
+	// replicaClients `baton run --lock lockKey` loops, client i first on replica
+	// i*replicaCount/replicaClients (two on each: their line is a rotation, so the handoffs go
+	// between replicas and within one); replicaWorkers `baton worker`s, worker i on replica i.
+	replicaClients = 6
+	replicaWorkers = 3
+	// maintenanceKey is the servers' maintenance lease (baton.DefaultMaintenanceKey): its holder
+	// reaps expired job attempts. Its TTL is baton.DefaultTTL (15 s), so a killed holder is
+	// replaced about 15 s later.
+	maintenanceKey = "baton/maintenance"
+	// takeoverBound only fails a run in which no live replica took the maintenance lease over,
+	// or reaped a killed worker's attempt, for this long (the lease's TTL is 15 s).
+	takeoverBound = 2 * time.Minute
+)
+
+// TestReplicasChaos: three `baton serve` replicas on one PostgreSQL (the harness's own).
+// 6 `baton run --lock` loops on one key spread over the replicas (a client whose replica is
+// unreachable moves its next run to the next replica, as a client with a list of addresses
+// would), and 3 `baton worker`s, one pinned to each replica (a worker whose replica is down
+// retries until it is back), run jobs over a few resources submitted to any live replica. After
+// a fault-free phase, faults come one at a time: kill -9 and SIGSTOP of clients and workers,
+// kill -9 of a replica (restarted after a short outage), and kill -9 of the replica that holds
+// the maintenance lease, kept down until another replica holds it and has reaped the attempt of
+// a worker killed for it.
+//
+// Checked, beside the checks of the locks and jobs tests (no overlap, tokens in order, the audit
+// log, the line's order, the fault-free phase, every job succeeded in order):
+//   - checkCrossReplicaWakeups: in the fault-free phase, a waiter on one replica is granted
+//     after a release on another within wakeBound in most handoffs, far below the waiters'
+//     fallback poll: the release's NOTIFY woke it;
+//   - the maintenance lease moves: after its holder was killed, another replica holds it (the
+//     store's lease, then its audit log) and reaps expired attempts (checkLeaderMoves).
+func TestReplicasChaos(t *testing.T) {
+	pg := startPostgres(t)
+	runReplicas(t, pg)
+}
+
+// replicaHarness runs the locks test's clients and the jobs test's workers over the replicas.
+type replicaHarness struct {
+	t        *testing.T
+	res      *resource
+	replicas []*server
+	locks    *lockHarness
+	jobs     *jobHarness
+	workers  []*workerSlot
+	found    *report // violations found while the faults run
+
+	mu         sync.Mutex
+	at         map[string]int // lock client -> the replica of its next run
+	runReplica map[string]int // run ID -> the replica it ran against
+	pids       map[int]int    // PID of every replica process ever started -> its replica
+	moves      []leaderMove
+}
+
+// leaderMove is one kill of the maintenance lease's holder, as the fault saw it.
+type leaderMove struct {
+	from, to int       // the killed replica, the replica seen holding the lease after it
+	killedAt time.Time // when the holder was killed (wall clock, as the audit log's)
+	reaped   bool      // an attempt was reaped while the killed replica was down
+}
+
+func runReplicas(t *testing.T, pg *postgres) {
+	dur := testDuration(t)
+	base := time.Now()
+	res := newResource(t, base)
+	h := &replicaHarness{t: t, res: res, found: &report{},
+		at: map[string]int{}, runReplica: map[string]int{}, pids: map[int]int{}}
+	for i := range replicaCount {
+		h.replicas = append(h.replicas, startServer(t, pg.url(), "--reap-interval", "1s"))
+		h.notePID(i)
+	}
+	h.replicas[0].batonCLI("kinds", "set", jobKind, "--max-attempts", fmt.Sprint(jobMaxAttempts))
+	faultFreeEnd := res.now() + faultFree(dur, 10*time.Second)
+	var stopAt time.Duration // 0: the bounded run
+	if dur > 0 {
+		stopAt = res.now() + dur
+	}
+	h.locks = &lockHarness{t: t, res: res, pg: pg, dir: t.TempDir(), done: make(chan struct{}), route: h.route}
+	h.jobs = &jobHarness{t: t, res: res, srv: h.replicas[0], pg: pg, dir: t.TempDir()}
+
+	clients := make([]*lockClient, replicaClients)
+	var cwg sync.WaitGroup
+	for i := range clients {
+		c := &lockClient{name: fmt.Sprintf("c%d", i)}
+		clients[i] = c
+		h.mu.Lock()
+		h.at[c.name] = i * replicaCount / replicaClients
+		h.mu.Unlock()
+		cwg.Go(func() { h.locks.loop(c) })
+	}
+	h.workers = make([]*workerSlot, replicaWorkers)
+	var wwg sync.WaitGroup
+	for i := range h.workers {
+		w := &workerSlot{name: fmt.Sprintf("w%d", i)}
+		h.workers[i] = w
+		wwg.Go(func() { h.workerLoop(w, i%replicaCount) })
+	}
+
+	faults, tl := &counter{}, &timeline{}
+	faultKinds := h.replicaFaults(clients)
+	faultsDone := h.locks.done
+	go func() {
+		defer close(faultsDone)
+		time.Sleep(faultFreeEnd - res.now()) // the fault-free phase is a schedule
+		injectFaults(res, stopAt, &h.locks.quit, faultKinds, faults, tl, uint64(base.UnixNano()))
+	}()
+	t.Cleanup(func() { // after a fatal error, nothing may outlive the test
+		h.locks.quit.Store(true)
+		for _, c := range clients {
+			if cmd := c.current(); cmd != nil {
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			}
+		}
+		h.stopWorkers(syscall.SIGKILL)
+		cwg.Wait()
+		wwg.Wait()
+		<-faultsDone
+	})
+
+	// Submit one job per resource about every 1.5 s until the faults have ended.
+	perResource := map[string][]int64{}
+	submitted := 0
+submitting:
+	for {
+		select {
+		case <-faultsDone:
+			break submitting
+		default:
+		}
+		for i := range jobResources {
+			r := fmt.Sprintf("chaos/r%d", i)
+			perResource[r] = append(perResource[r], h.submit(r, len(perResource[r])))
+			submitted++
+		}
+		time.Sleep(1500 * time.Millisecond) // the submission rate
+	}
+
+	allDone := make(chan struct{})
+	go func() { cwg.Wait(); close(allDone) }()
+	select {
+	case <-allDone:
+	case <-time.After(3 * time.Minute): // a failure bound: a run waits at most --wait (30 s)
+		for _, c := range clients {
+			if cmd := c.current(); cmd != nil {
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			}
+		}
+		<-allDone
+		t.Error("some baton run did not exit within 3 minutes of the end of the run")
+	}
+	r := h.found
+	notes := &counter{}
+	jobs := h.jobs.waitEnded(r) // every replica is up again: replica 0 lists them
+	h.stopWorkers(syscall.SIGTERM)
+	wwg.Wait()
+
+	for _, j := range jobs {
+		if j.State == "discarded" || j.State == "cancelled" || j.State == "skipped" {
+			r.violate("job_lost", "job %d on %s ended %s: %+v", j.ID, j.Resource, j.State, j.Errors)
+		}
+	}
+	if len(jobs) != submitted {
+		r.violate("job_lost", "%d jobs submitted, %d listed", submitted, len(jobs))
+	}
+
+	// Fencing and overlap on every key, locks and jobs alike.
+	events := res.snapshot()
+	lockRuns := h.locks.runs
+	byRun := map[string]runRecord{}
+	for _, rr := range lockRuns {
+		byRun[rr.id] = rr
+	}
+	stalled := func(s *runSpan) bool {
+		if s.job != 0 { // a worker stopped between its claim and CMD's start stalls the run too
+			return h.jobs.stops.stopped(s.client, s.first-2*jobLeaseTTL, s.last)
+		}
+		if rr, ok := byRun[s.run]; ok {
+			return h.locks.stops.stopped(rr.client, rr.start, rr.end)
+		}
+		return h.locks.stops.stopped(s.client, s.first, s.last)
+	}
+	checkFencing(events, stalled, tl, 2*lockTTL, r, notes)
+	checkOrphans(events, r)
+	sp := spans(events)
+	lockSpans := map[string]*runSpan{}
+	for id, s := range sp {
+		if s.key == lockKey {
+			lockSpans[id] = s
+		}
+	}
+	audit := h.replicas[0].events(lockKey)
+	checkAudit(audit, lockRuns, lockSpans, r)
+	checkLineOrder(lineCheck{audit: audit, runs: lockRuns, faultFreeEnd: faultFreeEnd}, r, notes)
+	checkFaultFree(lockRuns, auditWaits(lockRuns, audit), faultFreeEnd, dur > 0, r, notes)
+	checkJobOrder(perResource, sp, r)
+	workersLog, _ := os.ReadFile(filepath.Join(h.jobs.dir, "workers.log"))
+	late := lateHeartbeatJobs(string(workersLog))
+	for _, e := range events {
+		if e.At < faultFreeEnd && e.Kind == "exit" && e.Status != "ok" && e.Job != 0 {
+			if late[e.Job] && dur == 0 {
+				notes.add("faultfree_heartbeats_late", 1)
+				continue
+			}
+			r.violate("faultfree_job_stopped", "%s (job %d, token %d) exit %s at %s without any fault", e.Run, e.Job, e.Token, e.Status, e.At)
+		}
+	}
+
+	h.mu.Lock()
+	runReplica := h.runReplica
+	moves := h.moves
+	pids := h.pids
+	h.mu.Unlock()
+	wakeups := checkCrossReplicaWakeups(audit, lockRuns, runReplica, base.Add(faultFreeEnd), r, notes)
+	leader := checkLeaderMoves(h.replicas[0].events(maintenanceKey), moves, pids, r)
+	if dur == 0 {
+		checkEveryFault(faultKinds, faults, r)
+		if len(moves) == 0 {
+			r.violate("leader_never_moved", "the maintenance lease's holder was never killed")
+		}
+	}
+
+	exits := &counter{}
+	for _, rr := range lockRuns {
+		exits.add(exitClass(rr.code), 1)
+	}
+	perReplica := make([]int, replicaCount)
+	for _, i := range runReplica {
+		perReplica[i]++
+	}
+	t.Logf("chaos replicas summary (postgres, %s, %d replicas, %d lock clients, %d workers, TTL %s, fault-free until %s):\n"+
+		"  lock runs: %d (per replica %v; CMDs that entered: %d; %s)\n  exit codes: %s\n  jobs: %d\n"+
+		"  cross-replica wakeups: %s\n  maintenance lease: %s\n  faults: %s\n  notes: %s\n  violations: %s",
+		describeDuration(dur), replicaCount, replicaClients, replicaWorkers, lockTTL, faultFreeEnd.Round(time.Second),
+		len(lockRuns), perReplica, countEntered(lockSpans), handoverStats(events), exits, len(jobs),
+		wakeups, leader, faults, notes, r.violations.String())
+	r.finish(t)
+}
+
+// route is the lock clients' choice of replica for the run id: the replica of the client's last
+// run, or the next one if that run found its replica unreachable (baton run exits 1).
+func (h *replicaHarness) route(c *lockClient, id string) string {
+	last := -1
+	h.locks.mu.Lock()
+	for i := len(h.locks.runs) - 1; i >= 0; i-- {
+		if h.locks.runs[i].client == c.name {
+			last = h.locks.runs[i].code
+			break
+		}
+	}
+	h.locks.mu.Unlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	i := h.at[c.name]
+	if last == 1 {
+		i = (i + 1) % replicaCount
+		h.at[c.name] = i
+	}
+	h.runReplica[id] = i
+	return h.replicas[i].url
+}
+
+// notePID records the PID of replica i's current process, to name the replica of a holder
+// (the maintenance lease's holder is "host:pid:random").
+func (h *replicaHarness) notePID(i int) {
+	s := h.replicas[i]
+	s.mu.Lock()
+	pid := s.cmd.Process.Pid
+	s.mu.Unlock()
+	h.mu.Lock()
+	h.pids[pid] = i
+	h.mu.Unlock()
+}
+
+// workerLoop runs one `baton worker` against replica i and starts it again when a fault killed
+// it, until told to quit.
+func (h *replicaHarness) workerLoop(w *workerSlot, i int) {
+	logf, err := os.OpenFile(filepath.Join(h.jobs.dir, "workers.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		h.t.Error(err)
+		return
+	}
+	defer logf.Close()
+	for {
+		cmd := exec.Command(binary, "worker", "--server", h.replicas[i].url, "--kind", jobKind, "--concurrency", "2",
+			"--lease-ttl", jobLeaseTTL.String(), "--shutdown-timeout", "5s", "--name", w.name, "--", fencedCmd)
+		cmd.Env = append(os.Environ(), "BATON_CHAOS_CLIENT="+w.name, "BATON_CHAOS_RESOURCE="+h.res.url)
+		cmd.Stdout, cmd.Stderr = logf, logf
+		if !h.jobs.runIn(w, cmd) || w.quitting() {
+			return
+		}
+		if code := exitCode(cmd.ProcessState); code == 2 || code == 127 || code == 126 {
+			h.t.Errorf("baton worker %s exited %d (usage or CMD error), not restarted; see %s", w.name, code, logf.Name())
+			return
+		}
+	}
+}
+
+func (h *replicaHarness) stopWorkers(sig syscall.Signal) {
+	for _, w := range h.workers {
+		w.mu.Lock()
+		w.quit = true
+		if w.cmd != nil {
+			if sig == syscall.SIGKILL {
+				_ = syscall.Kill(-w.cmd.Process.Pid, sig)
+			} else {
+				_ = w.cmd.Process.Signal(sig)
+			}
+		}
+		w.mu.Unlock()
+	}
+}
+
+// submit submits one job on resource to a live replica (the next one after a failure), with an
+// idempotency key, so that it happens once, and returns its ID.
+func (h *replicaHarness) submit(resource string, seq int) int64 {
+	h.t.Helper()
+	body, _ := json.Marshal(map[string]any{"kind": jobKind, "resource": resource,
+		"args": map[string]int{"seq": seq}, "idempotency_key": fmt.Sprintf("%s#%d", resource, seq)})
+	deadline := time.Now().Add(2 * time.Minute)
+	for i := seq; ; i++ {
+		resp, err := http.Post(h.replicas[i%replicaCount].url+"/v1/jobs", "application/json", bytes.NewReader(body))
+		if err == nil {
+			var j apiJob
+			derr := json.NewDecoder(resp.Body).Decode(&j)
+			resp.Body.Close()
+			if (resp.StatusCode == 201 || resp.StatusCode == 200) && derr == nil {
+				return j.ID
+			}
+			err = fmt.Errorf("status %s", resp.Status)
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("submitting a job on %s: %v", resource, err)
+		}
+		time.Sleep(50 * time.Millisecond) // pacing the retries over the replicas
+	}
+}
+
+// replicaFaults: kill -9 and SIGSTOP of a lock client and of a worker, kill -9 of a replica
+// (down 0.5-3 s, then restarted on its address), and kill -9 of the maintenance lease's holder
+// (killLeader).
+func (h *replicaHarness) replicaFaults(clients []*lockClient) []fault {
+	pickClient := func(rng *rand.Rand) (string, *exec.Cmd) {
+		c := clients[rng.IntN(len(clients))]
+		return c.name, c.current()
+	}
+	pickWorker := func(rng *rand.Rand) (string, *exec.Cmd) {
+		w := h.workers[rng.IntN(len(h.workers))]
+		return w.name, w.current()
+	}
+	fs := processFaults("client", pickClient, lockTTL, h.res, &h.locks.stops)
+	fs = append(fs, processFaults("worker", pickWorker, jobLeaseTTL, h.res, &h.jobs.stops)...)
+	return append(fs,
+		fault{"kill9_replica", func(rng *rand.Rand) bool {
+			i := rng.IntN(replicaCount)
+			h.replicas[i].kill9()
+			time.Sleep(between(rng, 500*time.Millisecond, 3*time.Second)) // the outage's length
+			h.restart(i)
+			return true
+		}},
+		fault{"kill9_leader", h.killLeader})
+}
+
+// restart starts replica i again after a kill.
+func (h *replicaHarness) restart(i int) {
+	if err := h.replicas[i].start(); err != nil {
+		h.t.Errorf("restarting replica %d: %v", i, err)
+		return
+	}
+	h.notePID(i)
+}
+
+// killLeader kills -9 the replica that holds the maintenance lease and keeps it down until
+// another replica holds the lease and, as its new holder, has reaped the attempt of a worker
+// killed for the purpose; then restarts it. Either not happening within takeoverBound is a
+// violation. It injects nothing (false) when no replica holds the lease.
+func (h *replicaHarness) killLeader(rng *rand.Rand) bool {
+	from, ok := h.leader(-1)
+	if !ok {
+		return false
+	}
+	killedAt := time.Now()
+	h.replicas[from].kill9()
+	defer h.restart(from)
+	move := leaderMove{from: from, to: -1, killedAt: killedAt}
+	defer func() {
+		h.mu.Lock()
+		h.moves = append(h.moves, move)
+		h.mu.Unlock()
+	}()
+	deadline := time.Now().Add(takeoverBound)
+	for {
+		if to, ok := h.leader(from); ok {
+			move.to = to
+			break
+		}
+		if time.Now().After(deadline) {
+			h.found.violate("leader_not_taken_over", "replica %d, holder of %s, was killed at %s; no other replica held the lease within %s",
+				from, maintenanceKey, killedAt.Format(time.RFC3339Nano), takeoverBound)
+			return true
+		}
+		time.Sleep(100 * time.Millisecond) // polling the lease is the signal
+	}
+	move.reaped = h.reapOne(rng, from, deadline)
+	if !move.reaped {
+		h.found.violate("no_reap_after_takeover", "replica %d took %s over from replica %d; no expired attempt was reaped within %s of the kill",
+			move.to, maintenanceKey, from, takeoverBound)
+	}
+	return true
+}
+
+// reapOne kills -9 a worker that runs a job and waits until the job's attempt has been reaped
+// (its error worker_timeout), asking the live replicas (not down); it tries another job if the
+// attempt ended otherwise (it finished before the kill). False if none was reaped by deadline.
+func (h *replicaHarness) reapOne(rng *rand.Rand, down int, deadline time.Time) bool {
+	for time.Now().Before(deadline) {
+		var running struct {
+			Jobs []struct {
+				apiJob
+				Worker string `json:"worker"`
+			} `json:"jobs"`
+		}
+		q := url.Values{"kind": {jobKind}, "state": {"running"}, "limit": {"100"}}
+		if h.getJSON(down, "/v1/jobs?"+q.Encode(), &running) != nil || len(running.Jobs) == 0 {
+			time.Sleep(50 * time.Millisecond) // polling for a running job is the signal
+			continue
+		}
+		j := running.Jobs[rng.IntN(len(running.Jobs))]
+		for _, w := range h.workers {
+			if cmd := w.current(); cmd != nil && w.name == j.Worker {
+				_ = cmd.Process.Signal(syscall.SIGKILL)
+			}
+		}
+		for time.Now().Before(deadline) {
+			var now apiJob
+			var errs struct {
+				Errors []struct {
+					Attempt int    `json:"attempt"`
+					Code    string `json:"code"`
+				} `json:"errors"`
+			}
+			path := "/v1/jobs/" + strconv.FormatInt(j.ID, 10)
+			if h.getJSON(down, path, &now) == nil && h.getJSON(down, path, &errs) == nil &&
+				(now.State != "running" || now.Attempt != j.Attempt) {
+				for _, e := range errs.Errors {
+					if e.Attempt == j.Attempt && e.Code == "worker_timeout" {
+						return true
+					}
+				}
+				break // the attempt ended otherwise: try another job
+			}
+			time.Sleep(100 * time.Millisecond) // polling the job's state is the signal
+		}
+	}
+	return false
+}
+
+// leader returns the replica whose process holds the maintenance lease, asking every replica
+// but skip (down); false if none does (the lease expired, or its holder is not a live
+// replica's process).
+func (h *replicaHarness) leader(skip int) (int, bool) {
+	var l struct {
+		Lease struct {
+			Holder string `json:"holder"`
+		} `json:"lease"`
+	}
+	if h.getJSON(skip, "/v1/locks/"+maintenanceKey, &l) != nil {
+		return 0, false
+	}
+	pid := holderPID(l.Lease.Holder)
+	for i, s := range h.replicas {
+		s.mu.Lock()
+		cur, exited := s.cmd.Process.Pid, s.exited
+		s.mu.Unlock()
+		select {
+		case <-exited:
+			continue
+		default:
+		}
+		if i != skip && cur == pid {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// holderPID is the PID in a server's default holder ("host:pid:random"), or 0.
+func holderPID(holder string) int {
+	parts := strings.Split(holder, ":")
+	if len(parts) < 3 {
+		return 0
+	}
+	pid, _ := strconv.Atoi(parts[len(parts)-2])
+	return pid
+}
+
+// getJSON GETs path from the first replica but skip that answers 200, into out.
+func (h *replicaHarness) getJSON(skip int, path string, out any) error {
+	err := fmt.Errorf("no replica to ask")
+	for i, s := range h.replicas {
+		if i == skip {
+			continue
+		}
+		var resp *http.Response
+		resp, err = http.Get(s.url + path)
+		if err != nil {
+			continue
+		}
+		if resp.StatusCode != 200 {
+			resp.Body.Close()
+			err = fmt.Errorf("GET %s: %s", path, resp.Status)
+			continue
+		}
+		err = json.NewDecoder(resp.Body).Decode(out)
+		resp.Body.Close()
+		if err == nil {
+			return nil
+		}
+	}
+	return err
+}
