@@ -25,7 +25,8 @@ type handoff struct {
 
 // checkCrossReplicaWakeups: among the handoffs of the fault-free phase (a release in the audit
 // log, then the next grant, to a run that started before the release) from a run on one replica
-// to a run on another, more than half are granted within wakeBound of the release (the store's
+// to a run on another (runReplica: every replica is up then, so a run is served by its client's
+// home replica), more than half are granted within wakeBound of the release (the store's
 // clock, both events' times): the waiter was woken by the release's NOTIFY, which crosses
 // replicas only through PostgreSQL, not by its fallback poll. There must be at least
 // minCrossHandoffs. It returns the figures for the summary, same-replica handoffs (woken inside

@@ -21,9 +21,9 @@ import (
 const (
 	// replicaCount `baton serve` replicas share one PostgreSQL.
 	replicaCount = 3
-	// replicaClients `baton run --lock lockKey` loops, client i first on replica
-	// i*replicaCount/replicaClients (two on each: their line is a rotation, so the handoffs go
-	// between replicas and within one); replicaWorkers `baton worker`s, worker i on replica i.
+	// replicaClients `baton run --lock lockKey` loops, client i at home on replica
+	// i*replicaCount/replicaClients (two on each); replicaWorkers `baton worker`s, worker i at
+	// home on replica i.
 	replicaClients = 6
 	replicaWorkers = 3
 	// maintenanceKey is the servers' maintenance lease (baton.DefaultMaintenanceKey): its holder
@@ -35,15 +35,16 @@ const (
 	takeoverBound = 2 * time.Minute
 )
 
-// TestReplicasChaos: three `baton serve` replicas on one PostgreSQL (the harness's own).
-// 6 `baton run --lock` loops on one key spread over the replicas (a client whose replica is
-// unreachable moves its next run to the next replica, as a client with a list of addresses
-// would), and 3 `baton worker`s, one pinned to each replica (a worker whose replica is down
-// retries until it is back), run jobs over a few resources submitted to any live replica. After
-// a fault-free phase, faults come one at a time: kill -9 and SIGSTOP of clients and workers,
-// kill -9 of a replica (restarted after a short outage), and kill -9 of the replica that holds
-// the maintenance lease, kept down until another replica holds it and has reaped the attempt of
-// a worker killed for it.
+// TestReplicasChaos: three `baton serve` replicas on one PostgreSQL (the harness's own). Every
+// client reaches them through the proxy of its home replica, which sends each new connection to
+// that replica or, when it refuses, to the next one that accepts (a load balancer whose health
+// check is the connect): a request retried after its replica died goes on at another. 6 `baton
+// run --lock` loops on one key, two at home on each replica, and 3 `baton worker`s, one at home
+// on each, run jobs over a few resources, submitted through the proxies in turn. After a
+// fault-free phase, faults come one at a time: kill -9 and SIGSTOP of clients and workers, kill
+// -9 of a replica (restarted after a short outage), and kill -9 of the replica that holds the
+// maintenance lease, kept down until another replica holds it and has reaped the attempt of a
+// worker killed for it.
 //
 // Checked, beside the checks of the locks and jobs tests (no overlap, tokens in order, the audit
 // log, the line's order, the fault-free phase, every job succeeded in order):
@@ -62,14 +63,15 @@ type replicaHarness struct {
 	t        *testing.T
 	res      *resource
 	replicas []*server
+	proxies  []*proxy // proxies[i]: replica i first, then the others in turn
 	locks    *lockHarness
 	jobs     *jobHarness
 	workers  []*workerSlot
 	found    *report // violations found while the faults run
 
 	mu         sync.Mutex
-	at         map[string]int // lock client -> the replica of its next run
-	runReplica map[string]int // run ID -> the replica it ran against
+	home       map[string]int // lock client -> its home replica
+	runReplica map[string]int // run ID -> its client's home replica
 	pids       map[int]int    // PID of every replica process ever started -> its replica
 	moves      []leaderMove
 }
@@ -86,10 +88,17 @@ func runReplicas(t *testing.T, pg *postgres) {
 	base := time.Now()
 	res := newResource(t, base)
 	h := &replicaHarness{t: t, res: res, found: &report{},
-		at: map[string]int{}, runReplica: map[string]int{}, pids: map[int]int{}}
+		home: map[string]int{}, runReplica: map[string]int{}, pids: map[int]int{}}
 	for i := range replicaCount {
 		h.replicas = append(h.replicas, startServer(t, pg.url(), "--reap-interval", "1s"))
 		h.notePID(i)
+	}
+	for i := range replicaCount {
+		var fallbacks []string
+		for k := 1; k < replicaCount; k++ {
+			fallbacks = append(fallbacks, h.replicas[(i+k)%replicaCount].addr)
+		}
+		h.proxies = append(h.proxies, startProxy(t, h.replicas[i].addr, fallbacks...))
 	}
 	h.replicas[0].batonCLI("kinds", "set", jobKind, "--max-attempts", fmt.Sprint(jobMaxAttempts))
 	faultFreeEnd := res.now() + faultFree(dur, 10*time.Second)
@@ -106,7 +115,7 @@ func runReplicas(t *testing.T, pg *postgres) {
 		c := &lockClient{name: fmt.Sprintf("c%d", i)}
 		clients[i] = c
 		h.mu.Lock()
-		h.at[c.name] = i * replicaCount / replicaClients
+		h.home[c.name] = i * replicaCount / replicaClients
 		h.mu.Unlock()
 		cwg.Go(func() { h.locks.loop(c) })
 	}
@@ -181,6 +190,13 @@ submitting:
 			r.violate("job_lost", "job %d on %s ended %s: %+v", j.ID, j.Resource, j.State, j.Errors)
 		}
 	}
+	attempts := &counter{}
+	for _, j := range jobs {
+		attempts.add("attempts", j.Attempt)
+		for _, e := range j.Errors {
+			attempts.add("error_"+e.Code, 1)
+		}
+	}
 	if len(jobs) != submitted {
 		r.violate("job_lost", "%d jobs submitted, %d listed", submitted, len(jobs))
 	}
@@ -250,35 +266,21 @@ submitting:
 		perReplica[i]++
 	}
 	t.Logf("chaos replicas summary (postgres, %s, %d replicas, %d lock clients, %d workers, TTL %s, fault-free until %s):\n"+
-		"  lock runs: %d (per replica %v; CMDs that entered: %d; %s)\n  exit codes: %s\n  jobs: %d\n"+
+		"  lock runs: %d (per home replica %v; CMDs that entered: %d; %s)\n  exit codes: %s\n  jobs: %d (%s)\n"+
 		"  cross-replica wakeups: %s\n  maintenance lease: %s\n  faults: %s\n  notes: %s\n  violations: %s",
 		describeDuration(dur), replicaCount, replicaClients, replicaWorkers, lockTTL, faultFreeEnd.Round(time.Second),
-		len(lockRuns), perReplica, countEntered(lockSpans), handoverStats(events), exits, len(jobs),
+		len(lockRuns), perReplica, countEntered(lockSpans), handoverStats(events), exits, len(jobs), attempts,
 		wakeups, leader, faults, notes, r.violations.String())
 	r.finish(t)
 }
 
-// route is the lock clients' choice of replica for the run id: the replica of the client's last
-// run, or the next one if that run found its replica unreachable (baton run exits 1).
+// route sends every run of a lock client (run ID id) through the proxy of its home replica.
 func (h *replicaHarness) route(c *lockClient, id string) string {
-	last := -1
-	h.locks.mu.Lock()
-	for i := len(h.locks.runs) - 1; i >= 0; i-- {
-		if h.locks.runs[i].client == c.name {
-			last = h.locks.runs[i].code
-			break
-		}
-	}
-	h.locks.mu.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	i := h.at[c.name]
-	if last == 1 {
-		i = (i + 1) % replicaCount
-		h.at[c.name] = i
-	}
+	i := h.home[c.name]
 	h.runReplica[id] = i
-	return h.replicas[i].url
+	return h.proxies[i].url
 }
 
 // notePID records the PID of replica i's current process, to name the replica of a holder
@@ -293,7 +295,7 @@ func (h *replicaHarness) notePID(i int) {
 	h.mu.Unlock()
 }
 
-// workerLoop runs one `baton worker` against replica i and starts it again when a fault killed
+// workerLoop runs one `baton worker` through the proxy of replica i and starts it again when a fault killed
 // it, until told to quit.
 func (h *replicaHarness) workerLoop(w *workerSlot, i int) {
 	logf, err := os.OpenFile(filepath.Join(h.jobs.dir, "workers.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -303,7 +305,7 @@ func (h *replicaHarness) workerLoop(w *workerSlot, i int) {
 	}
 	defer logf.Close()
 	for {
-		cmd := exec.Command(binary, "worker", "--server", h.replicas[i].url, "--kind", jobKind, "--concurrency", "2",
+		cmd := exec.Command(binary, "worker", "--server", h.proxies[i].url, "--kind", jobKind, "--concurrency", "2",
 			"--lease-ttl", jobLeaseTTL.String(), "--shutdown-timeout", "5s", "--name", w.name, "--", fencedCmd)
 		cmd.Env = append(os.Environ(), "BATON_CHAOS_CLIENT="+w.name, "BATON_CHAOS_RESOURCE="+h.res.url)
 		cmd.Stdout, cmd.Stderr = logf, logf
@@ -332,15 +334,15 @@ func (h *replicaHarness) stopWorkers(sig syscall.Signal) {
 	}
 }
 
-// submit submits one job on resource to a live replica (the next one after a failure), with an
-// idempotency key, so that it happens once, and returns its ID.
+// submit submits one job on resource through the replicas' proxies in turn (the next one after
+// a failure), with an idempotency key, so that it happens once, and returns its ID.
 func (h *replicaHarness) submit(resource string, seq int) int64 {
 	h.t.Helper()
 	body, _ := json.Marshal(map[string]any{"kind": jobKind, "resource": resource,
 		"args": map[string]int{"seq": seq}, "idempotency_key": fmt.Sprintf("%s#%d", resource, seq)})
 	deadline := time.Now().Add(2 * time.Minute)
 	for i := seq; ; i++ {
-		resp, err := http.Post(h.replicas[i%replicaCount].url+"/v1/jobs", "application/json", bytes.NewReader(body))
+		resp, err := http.Post(h.proxies[i%replicaCount].url+"/v1/jobs", "application/json", bytes.NewReader(body))
 		if err == nil {
 			var j apiJob
 			derr := json.NewDecoder(resp.Body).Decode(&j)
