@@ -41,10 +41,10 @@ const (
 // check is the connect): a request retried after its replica died goes on at another. 6 `baton
 // run --lock` loops on one key, two at home on each replica, and 3 `baton worker`s, one at home
 // on each, run jobs over a few resources, submitted through the proxies in turn. After a
-// fault-free phase, faults come one at a time: kill -9 and SIGSTOP of clients and workers, kill
-// -9 of a replica (restarted after a short outage), and kill -9 of the replica that holds the
-// maintenance lease, kept down until another replica holds it and has reaped the attempt of a
-// worker killed for it.
+// fault-free phase, faults come one at a time: kill -9 and SIGSTOP of clients and workers,
+// kill -9 of a replica (restarted after a short outage), and kill -9 of the replica that holds
+// the maintenance lease, kept down until another replica holds it and has reaped the attempt of
+// a worker killed for it.
 //
 // Checked, beside the checks of the locks and jobs tests (no overlap, tokens in order, the audit
 // log, the line's order, the fault-free phase, every job succeeded in order):
