@@ -77,6 +77,8 @@ type lockHarness struct {
 	done  chan struct{} // closed when the faults have ended: the clients stop
 	quit  atomic.Bool   // the test ended early (a fatal error): stop everything
 	stops stopLog
+	// route, if set, is the server URL of a client's next run (run ID id); else the proxy's.
+	route func(c *lockClient, id string) string
 
 	mu   sync.Mutex
 	runs []runRecord
@@ -222,7 +224,13 @@ func (h *lockHarness) loopRuns(c *lockClient, holds []string, more func(*lockCli
 			h.t.Error(err)
 			return
 		}
-		args := append([]string{"run", "--server", h.px.url}, holds...)
+		var srvURL string
+		if h.route != nil {
+			srvURL = h.route(c, id)
+		} else {
+			srvURL = h.px.url
+		}
+		args := append([]string{"run", "--server", srvURL}, holds...)
 		cmd := exec.Command(binary, append(args, "--holder", holderPrefix+id,
 			"--ttl", lockTTL.String(), "--wait", "30s", "--", fencedCmd)...)
 		cmd.Env = append(os.Environ(), "BATON_CHAOS_CLIENT="+c.name,
