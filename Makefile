@@ -1,4 +1,4 @@
-.PHONY: test soak bench bench-peers lint build chaos chaos-grants loadtest
+.PHONY: test soak bench bench-peers lint build chaos chaos-grants chaos-bugs loadtest
 
 # The test command of README.md; .ci/run runs exactly this.
 test:
@@ -54,3 +54,8 @@ chaos:
 GRANTS ?= 100000
 chaos-grants:
 	BATON_CHAOS_GRANTS=$(GRANTS) go test -count=1 -v -timeout 0 -run TestStormChaos ./e2e/chaos/
+
+# The fault harness against builds with old bugs of baton run brought back (build tag chaosbug):
+# the history check (check 9 in docs/guarantees.md) must fail on each. About 40 s.
+chaos-bugs:
+	BATON_CHAOS_BUGS=1 go test -count=1 -v -run TestChaosBugs ./e2e/chaos/

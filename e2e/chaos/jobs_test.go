@@ -141,6 +141,7 @@ func runJobs(t *testing.T, store string, pg *postgres) {
 	subs := map[int64]sub{}
 	perResource := map[string][]int64{}
 	acked := map[int64]time.Time{} // when each submit was acknowledged
+	var submits []jobSubmit        // for the queue model (check 9)
 	faults, tl := &counter{}, &timeline{}
 	faultKinds := h.jobFaults(workers)
 	faultsDone := make(chan struct{})
@@ -172,8 +173,10 @@ submitting: // until the faults have ended
 		}
 		for i := range jobResources {
 			r := fmt.Sprintf("chaos/r%d", i)
+			called := h.res.now()
 			id := h.submit(r, len(perResource[r]))
 			acked[id] = time.Now()
+			submits = append(submits, jobSubmit{job: id, resource: r, call: called, ack: h.res.now()})
 			subs[id] = sub{r, len(perResource[r])}
 			perResource[r] = append(perResource[r], id)
 		}
@@ -225,6 +228,7 @@ submitting: // until the faults have ended
 	checkOrphans(events, r)
 	sp := spans(events)
 	checkJobOrder(perResource, sp, r)
+	checkQueueHistory(submits, events, stalled, historyTimeout(dur), r, notes)
 	h.checkLine(store, jobs, perResource, acked, faultFreeEnd, r, notes)
 	if dur == 0 {
 		checkEveryFault(faultKinds, faults, r)

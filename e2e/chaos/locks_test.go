@@ -77,13 +77,19 @@ type lockHarness struct {
 	done  chan struct{} // closed when the faults have ended: the clients stop
 	quit  atomic.Bool   // the test ended early (a fatal error): stop everything
 	stops stopLog
+	// route, if set, is the server URL of a client's next run (run ID id); else the proxy's.
+	route func(c *lockClient, id string) string
 
 	mu   sync.Mutex
 	runs []runRecord
 }
 
 func runLocks(t *testing.T, store string, pg *postgres, rd *redisServer) {
-	dur := testDuration(t)
+	lockRun(t, store, pg, rd, testDuration(t)).finish(t)
+}
+
+// lockRun runs the locks test for dur (0: the bounded run) and returns its checks' report.
+func lockRun(t *testing.T, store string, pg *postgres, rd *redisServer, dur time.Duration) *report {
 	base := time.Now()
 	h := &lockHarness{t: t, res: newResource(t, base), pg: pg, rd: rd, dir: t.TempDir(), done: make(chan struct{})}
 	h.srv = startServer(t, store)
@@ -156,16 +162,19 @@ func runLocks(t *testing.T, store string, pg *postgres, rd *redisServer) {
 	// on the resource instead of up to the grant event.
 	auditNote := "checked"
 	var waits map[string]time.Duration
+	var audit []auditEvent
 	if rd != nil {
 		auditNote = "skipped (the Redis store keeps no audit log; fencing and overlap checked on the resource)"
 		waits = resourceWaits(h.runs, sp)
 	} else {
-		audit := h.srv.events(lockKey)
+		audit = h.srv.events(lockKey)
 		checkAudit(audit, h.runs, sp, r)
 		checkLineOrder(lineCheck{audit: audit, runs: h.runs, faultFreeEnd: faultFreeEnd}, r, notes)
 		waits = auditWaits(h.runs, audit)
 	}
 	checkFaultFree(h.runs, waits, faultFreeEnd, dur > 0, r, notes)
+	checkHistory(lockHistory{key: lockKey, ttl: lockTTL, runs: h.runs, events: events, audit: audit, base: base,
+		stalled: func(rr runRecord) bool { return h.stops.stopped(rr.client, rr.start, rr.end) }, timeout: historyTimeout(dur)}, r, notes)
 	if dur == 0 {
 		checkEveryFault(faultKinds, faults, r)
 	}
@@ -178,7 +187,7 @@ func runLocks(t *testing.T, store string, pg *postgres, rd *redisServer) {
 		"  runs: %d (CMDs that entered: %d; %s)\n  exit codes: %s\n  faults: %s\n  audit log: %s\n  notes: %s\n  violations: %s",
 		storeName(store), describeDuration(dur), lockClients, lockTTL, faultFreeEnd.Round(time.Second),
 		len(h.runs), countEntered(sp), handoverStats(events), exits, faults, auditNote, notes, r.violations.String())
-	r.finish(t)
+	return r
 }
 
 func storeName(store string) string {
@@ -215,7 +224,13 @@ func (h *lockHarness) loopRuns(c *lockClient, holds []string, more func(*lockCli
 			h.t.Error(err)
 			return
 		}
-		args := append([]string{"run", "--server", h.px.url}, holds...)
+		var srvURL string
+		if h.route != nil {
+			srvURL = h.route(c, id)
+		} else {
+			srvURL = h.px.url
+		}
+		args := append([]string{"run", "--server", srvURL}, holds...)
 		cmd := exec.Command(binary, append(args, "--holder", holderPrefix+id,
 			"--ttl", lockTTL.String(), "--wait", "30s", "--", fencedCmd)...)
 		cmd.Env = append(os.Environ(), "BATON_CHAOS_CLIENT="+c.name,

@@ -5,7 +5,9 @@
 // restarts, a slow or cut network), while the commands they
 // run write to a fenced resource that records every event. The checks then look for overlapping
 // critical sections, tokens out of order, grants or releases lost across restarts, leases lost
-// without a fault, and lost or reordered jobs; beyond one key (TestBeyondChaos), for shared
+// without a fault, and lost or reordered jobs, and check the history of each locks and jobs
+// run with porcupine against a model of the lease contract or of the job queue (checkHistory,
+// checkQueueHistory); beyond one key (TestBeyondChaos), for shared
 // runs beside exclusive ones, runs of several keys, and more runs of a limited group at once
 // than its capacity. See "Fault runs (e2e/chaos)" in
 // docs/guarantees.md.

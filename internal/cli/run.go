@@ -210,6 +210,7 @@ func (a *app) runLocked(cmdArgs []string, f runFlags) error {
 		opts = append(opts, baton.WithLimits(f.limits...))
 	}
 
+	waitStart := time.Now()
 	lease, err := a.acquireForRun(locker, f.key, f.wait, opts, sigs)
 	if err != nil {
 		return err
@@ -235,7 +236,9 @@ func (a *app) runLocked(cmdArgs []string, f runFlags) error {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 
+	stopBug := chaosBugAfterStart(st, lease, waitStart, f.grace, cmd, stderr)
 	lost := superviseRun(cmd, lease, f.grace, exited, sigs, stderr)
+	stopBug()
 	// A loss in the instant CMD exited still counts: the work may have overlapped with the next
 	// holder's.
 	if !lost && errors.Is(lease.Err(), baton.ErrLeaseLost) {

@@ -13,9 +13,22 @@
 // not compared, and a refusal needs no live lease (contenders that split the nodes' votes are
 // all refused).
 //
-// The model has no clock: a history in which a lease may expire (a holder that stops renewing)
-// is outside it. It catches what counting overlaps cannot: a grant or a renew that no order of
-// the operations consistent with real time explains, such as a stale read of the holder.
+// Model has no clock: a history in which a lease may expire (a holder that stops renewing) is
+// outside it. It catches what counting overlaps cannot: a grant or a renew that no order of the
+// operations consistent with real time explains, such as a stale read of the holder.
+//
+// Fenced (fenced.go) is the model for histories with expiry and a fenced resource, where holders
+// are killed or frozen (the fault harness e2e/chaos): every operation carries its call and
+// return times, a grant over a live lease is legal only once that lease could have expired
+// (its grant or last renew at least TTL*(1-drift) before the grant's return), the register also
+// holds the greatest token the resource accepted, and a holder's write on the resource is an
+// operation: accepted exactly when its token is not below that, and legal after its lease went
+// (released, or passed on) only if the holder was frozen. Operations of unknown outcome return
+// never (porcupine's convention, as in etcd's robustness tests) and are accepted either way.
+//
+// Queue (queue.go) is the per-resource job queue as a fenced resource sees it: acknowledged
+// submits run to completion, in submission order, attempts on one resource never overlap, and
+// a result is applied at most once per token.
 package history
 
 import (
