@@ -81,18 +81,21 @@ type stormOp struct {
 	ok        bool
 	unsure    bool
 	ended     bool
+	// grantedFrom is an acquire's lower bound of its grant instant: its call, plus the server's
+	// wait if no answer was lost.
+	grantedFrom time.Duration
 }
 
 type stormHarness struct {
-	t    *testing.T
-	res  *resource
-	srv  *server
-	px   *proxy
-	st   *client.Store
+	t      *testing.T
+	res    *resource
+	srv    *server
+	px     *proxy
+	st     *client.Store
 	keysMu sync.Mutex
 	keys   map[string]bool // every key a client took, for the audit log
-	done chan struct{}
-	quit atomic.Bool
+	done   chan struct{}
+	quit   atomic.Bool
 
 	// abandon is the abandon fault's request: the client that takes it (a CAS from true)
 	// abandons its lease. freezeReq carries the freeze fault's length to the first client that
@@ -182,15 +185,8 @@ func runStorm(t *testing.T, storeURL string, pg *postgres) {
 	}
 	checkStormAudit(audit, sp, r)
 	ops := resolveUnsure(h.ops, audit)
-	if f := os.Getenv("STORM_DUMP"); f != "" {
-		b, _ := json.Marshal(struct {
-			Ops    []map[string]any
-			Faults []string
-			Audit  map[string][]auditEvent
-		}{dumpOps(ops), dumpFaults(tl), audit})
-		_ = os.WriteFile(f, b, 0o644)
-	}
-	checkStormHistory(ops, r)
+	frozen := func(run string) bool { _, ok := h.frozenRuns.Load(run); return ok }
+	checkStormHistory(stormHistory(ops, events, frozen), historyTimeout(max(dur, time.Since(base))), r, notes)
 	if dur == 0 && target == 0 {
 		checkEveryFault(kinds, faults, r)
 	}
@@ -332,13 +328,13 @@ func (h *stormHarness) acquire(c int, key, holder string, wait bool) (*store.Lea
 	ret := h.res.now()
 	switch {
 	case err == nil:
-		h.record(stormOp{client: c, kind: "acquire", key: key, holder: holder, token: l.Token, call: call, ret: ret, ok: true})
 		// A retried acquire may have been granted by an earlier attempt: only the call is a
 		// safe lower bound then.
 		lb := call
 		if !lost {
 			lb = call + l.Waited*99/100
 		}
+		h.record(stormOp{client: c, kind: "acquire", key: key, holder: holder, token: l.Token, call: call, ret: ret, ok: true, grantedFrom: lb})
 		return l, lb, true
 	case errors.Is(err, store.ErrLockHeld) || errors.Is(err, store.ErrResting):
 		h.record(stormOp{client: c, kind: "acquire", key: key, holder: holder, call: call, ret: ret, unsure: lost})
@@ -477,7 +473,7 @@ func resolveUnsure(ops []stormOp, audit map[string][]auditEvent) []stormOp {
 		}
 		tokens := granted[op.holder]
 		if op.unsure {
-			op.unsure, op.ok, op.token = false, len(tokens) > 0, 0
+			op.unsure, op.ok, op.token, op.grantedFrom = false, len(tokens) > 0, 0, op.call
 			if op.ok {
 				op.token = tokens[len(tokens)-1]
 			}
@@ -485,27 +481,11 @@ func resolveUnsure(ops []stormOp, audit map[string][]auditEvent) []stormOp {
 		for _, tok := range tokens {
 			if tok != op.token {
 				extra := op
-				extra.ok, extra.token = true, tok
+				extra.ok, extra.token, extra.grantedFrom = true, tok, op.call
 				out = append(out, extra)
 			}
 		}
 		out = append(out, op)
-	}
-	return out
-}
-
-func dumpOps(ops []stormOp) []map[string]any {
-	var out []map[string]any
-	for _, o := range ops {
-		out = append(out, map[string]any{"c": o.client, "k": o.kind, "key": o.key, "h": o.holder, "t": o.token, "call": o.call, "ret": o.ret, "ok": o.ok})
-	}
-	return out
-}
-
-func dumpFaults(tl *timeline) []string {
-	var out []string
-	for _, f := range tl.faults {
-		out = append(out, fmt.Sprintf("%s %d %d", f.name, f.from, f.to))
 	}
 	return out
 }
