@@ -77,6 +77,9 @@ type lockHarness struct {
 	done  chan struct{} // closed when the faults have ended: the clients stop
 	quit  atomic.Bool   // the test ended early (a fatal error): stop everything
 	stops stopLog
+	// clientArgv, if set, is the command line that runs c's baton (ending in the binary) and
+	// the server URL it uses; else the harness's binary through the proxy.
+	clientArgv func(c *lockClient) (argv []string, url string)
 
 	mu   sync.Mutex
 	runs []runRecord
@@ -215,8 +218,14 @@ func (h *lockHarness) loopRuns(c *lockClient, holds []string, more func(*lockCli
 			h.t.Error(err)
 			return
 		}
-		args := append([]string{"run", "--server", h.px.url}, holds...)
-		cmd := exec.Command(binary, append(args, "--holder", holderPrefix+id,
+		argv, url := []string{binary}, ""
+		if h.clientArgv != nil {
+			argv, url = h.clientArgv(c)
+		} else {
+			url = h.px.url
+		}
+		args := append(append(argv[1:], "run", "--server", url), holds...)
+		cmd := exec.Command(argv[0], append(args, "--holder", holderPrefix+id,
 			"--ttl", lockTTL.String(), "--wait", "30s", "--", fencedCmd)...)
 		cmd.Env = append(os.Environ(), "BATON_CHAOS_CLIENT="+c.name,
 			"BATON_CHAOS_RUN="+id, "BATON_CHAOS_SLOW="+slow, "BATON_CHAOS_RESOURCE="+h.res.url)
