@@ -2,6 +2,7 @@ package batontest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -115,6 +116,15 @@ func StartPGClusterIn(t testing.TB, netns, host string) *PGCluster {
 	c.netns, c.host = netns, host
 	if out, err := c.run("initdb", "-D", c.Data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync"); err != nil {
 		t.Fatalf("initdb: %v\n%s", err, out)
+	}
+	// Clients come from other namespaces: trust them too (the namespace is the test's own).
+	hba, err := os.OpenFile(filepath.Join(c.Data, "pg_hba.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err == nil {
+		_, err = hba.WriteString("host all all 0.0.0.0/0 trust\n")
+		err = errors.Join(err, hba.Close())
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
