@@ -25,11 +25,11 @@ import (
 // token order, audit, nothing lost, fault-free phase, every fault injected).
 func TestPartitionChaos(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
-		r := runPartition(t, partitionSpec{faults: clientLinkFaults})
+		r, _ := runPartition(t, partitionSpec{faults: clientLinkFaults})
 		r.finish(t)
 	})
 	t.Run("postgres", func(t *testing.T) {
-		r := runPartition(t, partitionSpec{pg: true, faults: func(p *partitionRig) []fault {
+		r, _ := runPartition(t, partitionSpec{pg: true, faults: func(p *partitionRig) []fault {
 			return append(clientLinkFaults(p), dbLinkFaults(p)...)
 		}})
 		r.finish(t)
@@ -43,11 +43,11 @@ type partitionSpec struct {
 	// every baton run and for baton serve (the chaosclock switches).
 	bin                  string
 	clientEnv, serverEnv []string
-	// span is the CMDs' BATON_CHAOS_SPAN (default 500ms-3s).
-	span string
-	// faultFree is the least fault-free phase (default 10 s, as the locks test).
-	faultFree time.Duration
-	faults    func(p *partitionRig) []fault
+	// span is the CMDs' BATON_CHAOS_SPAN (default 500ms-3s); clients is how many clients loop
+	// (default 8; fewer, and the line drains sooner at the end of a run of long CMDs).
+	span    string
+	clients int
+	faults  func(p *partitionRig) []fault
 }
 
 // partitionRig is what the faults of a partition run act on.
@@ -59,8 +59,8 @@ type partitionRig struct {
 const partitionPort = "7070" // baton serve's port in the srv namespace (a namespace of its own)
 
 // runPartition runs the scenario and its checks, and returns the report, which the caller
-// finishes (a run beyond a bound expects violations).
-func runPartition(t *testing.T, spec partitionSpec) *report {
+// finishes (a run beyond a bound expects violations), and the resource's events.
+func runPartition(t *testing.T, spec partitionSpec) (*report, []event) {
 	dur := testDuration(t)
 	if spec.bin == "" {
 		spec.bin = binary
@@ -68,8 +68,8 @@ func runPartition(t *testing.T, spec partitionSpec) *report {
 	if spec.span == "" {
 		spec.span = "500ms-3s"
 	}
-	if spec.faultFree == 0 {
-		spec.faultFree = 10 * time.Second
+	if spec.clients == 0 {
+		spec.clients = lockClients
 	}
 	n := newNetTopo(t, 2, spec.pg)
 	base := time.Now()
@@ -99,12 +99,12 @@ func runPartition(t *testing.T, spec partitionSpec) *report {
 	}
 	rig := &partitionRig{h: h, n: n}
 
-	faultFreeEnd := h.res.now() + faultFree(dur, spec.faultFree)
+	faultFreeEnd := h.res.now() + faultFree(dur, 10*time.Second)
 	var stopAt time.Duration
 	if dur > 0 {
 		stopAt = h.res.now() + dur
 	}
-	clients := make([]*lockClient, lockClients)
+	clients := make([]*lockClient, spec.clients)
 	var wg sync.WaitGroup
 	for i := range clients {
 		c := &lockClient{name: fmt.Sprintf("c%d", i)}
@@ -166,10 +166,10 @@ func runPartition(t *testing.T, spec partitionSpec) *report {
 	}
 	t.Logf("chaos partition summary (%s, %s, %d clients in 2 namespaces, TTL %s, CMD span %s, one-way cut by %q, client env %v, server env %v, fault-free until %s):\n"+
 		"  runs: %d (CMDs that entered: %d; %s)\n  exit codes: %s\n  faults: %s\n  notes: %s\n  violations: %s",
-		storeName(store), describeDuration(dur), lockClients, lockTTL, spec.span, n.oneWay, spec.clientEnv, spec.serverEnv,
+		storeName(store), describeDuration(dur), spec.clients, lockTTL, spec.span, n.oneWay, spec.clientEnv, spec.serverEnv,
 		faultFreeEnd.Round(time.Second), len(h.runs), countEntered(sp), handoverStats(events), exits, faults, notes,
 		r.violations.String())
-	return r
+	return r, events
 }
 
 // clientGroup is the client namespace (0 or 1) of client cN: N mod 2.
