@@ -20,8 +20,9 @@ import (
 // c1, c3, c5, c7 in cli1, each namespace with a link of its own to the server's, and PostgreSQL
 // in a namespace of its own behind the server. The faults cut real links: both ways (the link
 // down) and one way (the sending side drops every packet) between a client namespace and the
-// server, and over PostgreSQL between the server and the database. The CMDs write for 0.5-3 s,
-// so a cut often falls inside a critical section. The checks are the locks test's (overlap,
+// server, and over PostgreSQL between the server and the database. The CMDs write for 1-4 s,
+// so a cut of a client's link (3-4 s, longer than the TTL) often falls inside a critical
+// section and the key changes hands meanwhile. The checks are the locks test's (overlap,
 // token order, audit, nothing lost, fault-free phase, every fault injected).
 func TestPartitionChaos(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
@@ -43,7 +44,7 @@ type partitionSpec struct {
 	// every baton run and for baton serve (the chaosclock switches).
 	bin                  string
 	clientEnv, serverEnv []string
-	// span is the CMDs' BATON_CHAOS_SPAN (default 500ms-3s); clients is how many clients loop
+	// span is the CMDs' BATON_CHAOS_SPAN (default 1s-4s); clients is how many clients loop
 	// (default 8; fewer, and the line drains sooner at the end of a run of long CMDs).
 	span    string
 	clients int
@@ -66,7 +67,7 @@ func runPartition(t *testing.T, spec partitionSpec) (*report, []event) {
 		spec.bin = binary
 	}
 	if spec.span == "" {
-		spec.span = "500ms-3s"
+		spec.span = "1s-4s"
 	}
 	if spec.clients == 0 {
 		spec.clients = lockClients
@@ -211,11 +212,12 @@ func linkFault(t *testing.T, name string, lo, hi time.Duration, breakIt func(rng
 }
 
 // clientLinkFaults cut the link between the server and the client namespace of the client
-// inside (holderGroup) for 0.5-4 s: both ways (the server's end down), only the client's
-// packets (the client's end drops what it sends), only the server's.
+// inside (holderGroup) for 1.5-2 TTL (3-4 s), so that the lease changes hands while its CMD is
+// likely still inside: both ways (the server's end down), only the client's packets (the
+// client's end drops what it sends), only the server's.
 func clientLinkFaults(p *partitionRig) []fault {
 	t, n := p.h.t, p.n
-	lo, hi := 500*time.Millisecond, 4*time.Second
+	lo, hi := 3*lockTTL/2, 2*lockTTL
 	return []fault{
 		linkFault(t, "cut_client_link", lo, hi, func(rng *rand.Rand) (func() error, error) {
 			dev := fmt.Sprintf("c%d", p.holderGroup(rng))
