@@ -143,8 +143,8 @@ func untilOverlap(p *partitionRig, f fault, most int) fault {
 			time.Sleep(between(rng, lockTTL, 2*lockTTL)) // the schedule: let the lease change hands
 			r := &report{}
 			checkFencing(p.h.res.snapshot(), func(*runSpan) bool { return false }, &timeline{}, 0, r, &counter{})
-			if r.violations.get("overlap/nofault") > 0 || i == most {
-				p.h.t.Logf("%s: injected %d times (at most %d) until an overlap showed", f.name, i, most)
+			if seen := r.violations.get("overlap/nofault") > 0; seen || i == most {
+				p.h.t.Logf("%s: injected %d times (at most %d); an overlap showed: %v", f.name, i, most, seen)
 				return true
 			}
 		}
