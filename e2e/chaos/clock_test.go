@@ -22,6 +22,8 @@ import (
 // (holder_clock_chaos.go, store/sqlite/clock_chaos.go): BATON_CHAOS_CLOCK_RATE for the
 // holders' clocks, and BATON_CHAOS_CLOCK_STEP with SIGUSR1 for the server's store clock.
 //
+// The three runs go in parallel (4 clients each), each in namespaces of its own.
+//
 //   - holder_within_bound: every holder's clock runs 1% slow (rate 0.99, the default
 //     DriftFactor's bound) while its client's link is cut, and the server's clock steps back
 //     1 s; the checks must find nothing.
@@ -33,7 +35,8 @@ import (
 //     overlaps must show and every late call must have been refused.
 func TestClockChaos(t *testing.T) {
 	t.Run("holder_within_bound", func(t *testing.T) {
-		r, _ := runPartition(t, partitionSpec{bin: chaosClockBinary(t),
+		t.Parallel()
+		r, _ := runPartition(t, partitionSpec{bin: chaosClockBinary(t), clients: 4,
 			clientEnv: []string{"BATON_CHAOS_CLOCK_RATE=0.99"}, serverEnv: []string{"BATON_CHAOS_CLOCK_STEP=-1s"},
 			faults: func(p *partitionRig) []fault {
 				return append(clientLinkFaults(p)[:2], serverStepFault(p, "server_clock_step_back", new(atomic.Int32)))
@@ -41,6 +44,7 @@ func TestClockChaos(t *testing.T) {
 		r.finish(t)
 	})
 	t.Run("holder_beyond_bound", func(t *testing.T) {
+		t.Parallel()
 		r, events := runPartition(t, partitionSpec{bin: chaosClockBinary(t), span: "2s-5s", clients: 4,
 			clientEnv: []string{"BATON_CHAOS_CLOCK_RATE=0.5"},
 			faults: func(p *partitionRig) []fault {
@@ -49,6 +53,7 @@ func TestClockChaos(t *testing.T) {
 		expectOverlaps(t, r, events)
 	})
 	t.Run("server_step_forward", func(t *testing.T) {
+		t.Parallel()
 		r, events := runPartition(t, partitionSpec{bin: chaosClockBinary(t), span: "2s-5s", clients: 4,
 			serverEnv: []string{"BATON_CHAOS_CLOCK_STEP=3s"},
 			faults: func(p *partitionRig) []fault {
