@@ -46,15 +46,17 @@ if ! command -v redis-server >/dev/null; then
 fi
 
 # e2e/chaos's partition and clock runs make network namespaces and cut their links with ip and
-# tc (iproute2); without them, or without root, those tests skip, except under CI, where they
-# fail. (libfaketime is not needed: Go reads the clock through the vDSO, which it cannot reach;
-# the clock faults use a chaosclock build of baton instead.)
-if ! command -v ip >/dev/null || ! command -v tc >/dev/null; then
-  echo "test.sh: installing iproute2 for the fault harness's network partitions" >&2
-  (apt-get install -y -q iproute2 >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q iproute2 >/dev/null 2>&1)) \
-    || { if [ -n "${CI:-}" ]; then echo "test.sh: FATAL: iproute2 is missing and could not be installed" >&2; exit 1; fi
-         echo "test.sh: WARNING: iproute2 could not be installed; the partition and clock fault runs will be skipped" >&2; }
-fi
+# tc (iproute2), and step PostgreSQL's clock with libfaketime (Debian: faketime; it cannot reach
+# a Go program's clock, which the runs skew through a chaosclock build of baton instead).
+# Without them, or without root, those tests skip, except under CI, where they fail.
+for pkg in iproute2:tc faketime:faketime; do
+  if ! command -v "${pkg#*:}" >/dev/null; then
+    echo "test.sh: installing ${pkg%:*} for the fault harness's partition and clock runs" >&2
+    (apt-get install -y -q "${pkg%:*}" >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q "${pkg%:*}" >/dev/null 2>&1)) \
+      || { if [ -n "${CI:-}" ]; then echo "test.sh: FATAL: ${pkg%:*} is missing and could not be installed" >&2; exit 1; fi
+           echo "test.sh: WARNING: ${pkg%:*} could not be installed; some partition or clock fault runs will be skipped" >&2; }
+  fi
+done
 
 # e2e's completion test types into a real interactive bash under tmux, with and without the
 # bash-completion package.

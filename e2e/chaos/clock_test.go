@@ -16,8 +16,8 @@ import (
 )
 
 // TestClockChaos: clock faults in the partition topology (TestPartitionChaos's clients, server
-// and checks), over SQLite, whose expiry clock is the server process's. libfaketime cannot
-// reach a Go program's clock (Go reads it through the vDSO, not libc, cgo or not), so the
+// and checks), over SQLite, whose expiry clock is the server process's, and over PostgreSQL,
+// whose clock is the database's. libfaketime cannot reach a Go program's clock (Go reads it through the vDSO, not libc, cgo or not), so the
 // faults use the test-only switches of a baton built with the chaosclock tag
 // (holder_clock_chaos.go, store/sqlite/clock_chaos.go): BATON_CHAOS_CLOCK_RATE for the
 // holders' clocks, and BATON_CHAOS_CLOCK_STEP with SIGUSR1 for the server's store clock.
@@ -33,6 +33,8 @@ import (
 //   - server_step_forward: the server's clock steps forward by 3 s (more than the TTL): every
 //     lease expires at once on the store's clock while its holder still counts on it. Again
 //     overlaps must show and every late call must have been refused.
+//   - postgres_step_forward: the same over PostgreSQL, whose clock (now()) is the store's: it
+//     runs under libfaketime (faketimeClock), which reaches a C program, and steps 3 s.
 func TestClockChaos(t *testing.T) {
 	t.Run("holder_within_bound", func(t *testing.T) {
 		t.Parallel()
@@ -58,6 +60,15 @@ func TestClockChaos(t *testing.T) {
 			serverEnv: []string{"BATON_CHAOS_CLOCK_STEP=3s"},
 			faults: func(p *partitionRig) []fault {
 				return []fault{untilOverlap(p, serverStepFault(p, "server_clock_step_forward", new(atomic.Int32)), 12)}
+			}})
+		expectOverlaps(t, r, events)
+	})
+	t.Run("postgres_step_forward", func(t *testing.T) {
+		t.Parallel()
+		clock := newFaketimeClock(t)
+		r, events := runPartition(t, partitionSpec{pg: true, pgEnv: clock.env(), span: "2s-5s", clients: 4,
+			faults: func(p *partitionRig) []fault {
+				return []fault{untilOverlap(p, clock.stepFault("postgres_clock_step_forward", 3*time.Second), 12)}
 			}})
 		expectOverlaps(t, r, events)
 	})

@@ -224,7 +224,7 @@ func (h *lockHarness) loopRuns(c *lockClient, holds []string, more func(*lockCli
 		} else {
 			url = h.px.url
 		}
-		args := append(append(argv[1:], "run", "--server", url), holds...)
+		args := append(append(append([]string{}, argv[1:]...), "run", "--server", url), holds...)
 		cmd := exec.Command(argv[0], append(args, "--holder", holderPrefix+id,
 			"--ttl", lockTTL.String(), "--wait", "30s", "--", fencedCmd)...)
 		cmd.Env = append(os.Environ(), "BATON_CHAOS_CLIENT="+c.name,

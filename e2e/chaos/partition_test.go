@@ -44,6 +44,7 @@ type partitionSpec struct {
 	// every baton run and for baton serve (the chaosclock switches).
 	bin                  string
 	clientEnv, serverEnv []string
+	pgEnv                []string // PostgreSQL's programs' (libfaketime's)
 	// span is the CMDs' BATON_CHAOS_SPAN (default 1s-4s); clients is how many clients loop
 	// (default 8; fewer, and the line drains sooner at the end of a run of long CMDs).
 	span    string
@@ -78,7 +79,7 @@ func runPartition(t *testing.T, spec partitionSpec) (*report, []event) {
 	h.res.serveUnix(t)
 	store := "sqlite://" + filepath.Join(t.TempDir(), "baton.db")
 	if spec.pg {
-		h.pg = startPostgresIn(t, n.ns("db"), dbIP)
+		h.pg = startPostgresIn(t, n.ns("db"), dbIP, spec.pgEnv...)
 		store = h.pg.url()
 	}
 	log, err := os.Create(filepath.Join(t.TempDir(), "serve.log"))

@@ -29,8 +29,10 @@ type PGCluster struct {
 	Port int
 	cred *syscall.Credential
 	// netns, if set, is the network namespace its programs run in (ip netns exec), and host
-	// the address it listens on there; else it listens on 127.0.0.1.
+	// the address it listens on there; else it listens on 127.0.0.1. env is added to its
+	// programs' environment.
 	netns, host string
+	env         []string
 }
 
 // pgBinDir finds PostgreSQL's server binaries (initdb, pg_ctl, pg_basebackup): the newest
@@ -109,11 +111,12 @@ func StartPGCluster(t testing.TB) *PGCluster {
 
 // StartPGClusterIn is StartPGCluster inside network namespace netns (made by the caller):
 // every PostgreSQL program runs under `ip netns exec netns` (as the postgres user when root),
-// and the server listens on host, an address of that namespace.
-func StartPGClusterIn(t testing.TB, netns, host string) *PGCluster {
+// with env added to its environment (e.g. libfaketime's), and the server listens on host, an
+// address of that namespace.
+func StartPGClusterIn(t testing.TB, netns, host string, env ...string) *PGCluster {
 	t.Helper()
 	c := newPGCluster(t)
-	c.netns, c.host = netns, host
+	c.netns, c.host, c.env = netns, host, env
 	if out, err := c.run("initdb", "-D", c.Data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync"); err != nil {
 		t.Fatalf("initdb: %v\n%s", err, out)
 	}
@@ -156,6 +159,9 @@ func (c *PGCluster) run(name string, args ...string) ([]byte, error) {
 		cmd = exec.Command("ip", append(append(argv, filepath.Join(c.bin, name)), args...)...)
 	}
 	cmd.Dir = c.dir
+	if c.env != nil {
+		cmd.Env = append(os.Environ(), c.env...)
+	}
 	if c.cred != nil && c.netns == "" {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
 	}
