@@ -23,13 +23,16 @@ import (
 // server, and over PostgreSQL between the server and the database. The CMDs write for 1-4 s,
 // so a cut of a client's link (3-4 s, longer than the TTL) often falls inside a critical
 // section and the key changes hands meanwhile. The checks are the locks test's (overlap,
-// token order, audit, nothing lost, fault-free phase, every fault injected).
+// token order, audit, nothing lost, fault-free phase, every fault injected). The two stores run
+// in parallel, each in namespaces of its own.
 func TestPartitionChaos(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
 		r, _ := runPartition(t, partitionSpec{faults: clientLinkFaults})
 		r.finish(t)
 	})
 	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
 		r, _ := runPartition(t, partitionSpec{pg: true, faults: func(p *partitionRig) []fault {
 			return append(clientLinkFaults(p), dbLinkFaults(p)...)
 		}})
