@@ -17,12 +17,15 @@ import (
 
 // TestClockChaos: clock faults in the partition topology (TestPartitionChaos's clients, server
 // and checks), over SQLite, whose expiry clock is the server process's, and over PostgreSQL,
-// whose clock is the database's. libfaketime cannot reach a Go program's clock (Go reads it through the vDSO, not libc, cgo or not), so the
-// faults use the test-only switches of a baton built with the chaosclock tag
-// (holder_clock_chaos.go, store/sqlite/clock_chaos.go): BATON_CHAOS_CLOCK_RATE for the
-// holders' clocks, and BATON_CHAOS_CLOCK_STEP with SIGUSR1 for the server's store clock.
+// whose clock is the database's. libfaketime cannot reach a Go program's clock (Go reads it
+// through the vDSO, not libc, cgo or not), so the faults on baton's clocks use the test-only
+// switches of a baton built with the chaosclock tag (holder_clock_chaos.go,
+// store/sqlite/clock_chaos.go): BATON_CHAOS_CLOCK_RATE for the holders' clocks, and
+// BATON_CHAOS_CLOCK_STEP with SIGUSR1 for the SQLite server's store clock. PostgreSQL's clock
+// is stepped with libfaketime, which does reach it.
 //
-// The three runs go in parallel (4 clients each), each in namespaces of its own.
+// The four runs go in parallel (as many at a time as go test's -parallel allows), 4 clients
+// each, each in namespaces of its own.
 //
 //   - holder_within_bound: every holder's clock runs 1% slow (rate 0.99, the default
 //     DriftFactor's bound) while its client's link is cut, and the server's clock steps back
