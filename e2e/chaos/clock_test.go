@@ -151,19 +151,23 @@ func holderCutFault(p *partitionRig, lo, hi time.Duration) fault {
 }
 
 // untilOverlap is f injected again and again, a TTL or two apart, until the resource has
-// recorded an overlap (a run's call after a newer token entered; what a fault beyond a bound
-// is for) or most times: one fault of the run, however many injections it took.
+// recorded a new overlap (a run's call after a newer token entered; what a fault beyond a
+// bound is for) or most times: one fault of the run, however many injections it took.
 func untilOverlap(p *partitionRig, f fault, most int) fault {
+	overlaps := func() int {
+		r := &report{}
+		checkFencing(p.h.res.snapshot(), func(*runSpan) bool { return false }, &timeline{}, 0, r, &counter{})
+		return r.violations.get("overlap/nofault")
+	}
 	return fault{f.name, func(rng *rand.Rand) bool {
+		before := overlaps()
 		for i := 1; i <= most; i++ {
 			if !f.do(rng) {
 				return false
 			}
 			time.Sleep(between(rng, lockTTL, 2*lockTTL)) // the schedule: let the lease change hands
-			r := &report{}
-			checkFencing(p.h.res.snapshot(), func(*runSpan) bool { return false }, &timeline{}, 0, r, &counter{})
-			if seen := r.violations.get("overlap/nofault") > 0; seen || i == most {
-				p.h.t.Logf("%s: injected %d times (at most %d); an overlap showed: %v", f.name, i, most, seen)
+			if seen := overlaps() > before; seen || i == most {
+				p.h.t.Logf("%s: injected %d times (at most %d); a new overlap showed: %v", f.name, i, most, seen)
 				return true
 			}
 		}
