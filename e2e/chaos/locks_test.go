@@ -77,9 +77,11 @@ type lockHarness struct {
 	done  chan struct{} // closed when the faults have ended: the clients stop
 	quit  atomic.Bool   // the test ended early (a fatal error): stop everything
 	stops stopLog
-	// clientArgv, if set, is the command line that runs c's baton (ending in the binary) and
-	// the server URL it uses; else the harness's binary through the proxy.
-	clientArgv func(c *lockClient) (argv []string, url string)
+	// route, if set, is the server URL of a client's next run (run ID id); else the proxy's.
+	route func(c *lockClient, id string) string
+	// clientArgv, if set, is the command line that runs c's baton (ending in the binary: one
+	// under `ip netns exec`, one built with the chaosclock tag); else the harness's binary.
+	clientArgv func(c *lockClient) []string
 
 	mu   sync.Mutex
 	runs []runRecord
@@ -218,13 +220,17 @@ func (h *lockHarness) loopRuns(c *lockClient, holds []string, more func(*lockCli
 			h.t.Error(err)
 			return
 		}
-		argv, url := []string{binary}, ""
-		if h.clientArgv != nil {
-			argv, url = h.clientArgv(c)
+		var srvURL string
+		if h.route != nil {
+			srvURL = h.route(c, id)
 		} else {
-			url = h.px.url
+			srvURL = h.px.url
 		}
-		args := append(append(append([]string{}, argv[1:]...), "run", "--server", url), holds...)
+		argv := []string{binary}
+		if h.clientArgv != nil {
+			argv = h.clientArgv(c)
+		}
+		args := append(append(append([]string{}, argv[1:]...), "run", "--server", srvURL), holds...)
 		cmd := exec.Command(argv[0], append(args, "--holder", holderPrefix+id,
 			"--ttl", lockTTL.String(), "--wait", "30s", "--", fencedCmd)...)
 		cmd.Env = append(os.Environ(), "BATON_CHAOS_CLIENT="+c.name,

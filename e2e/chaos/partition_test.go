@@ -98,9 +98,11 @@ func runPartition(t *testing.T, spec partitionSpec) (*report, []event) {
 		t.Fatal(err)
 	}
 	env := append([]string{"env", "BATON_CHAOS_SPAN=" + spec.span}, spec.clientEnv...)
-	h.clientArgv = func(c *lockClient) ([]string, string) {
-		k := clientGroup(c.name)
-		return append(n.exec(fmt.Sprintf("cli%d", k), env...), spec.bin), "http://" + srvCliIP(k) + ":" + partitionPort
+	h.clientArgv = func(c *lockClient) []string {
+		return append(n.exec(fmt.Sprintf("cli%d", clientGroup(c.name)), env...), spec.bin)
+	}
+	h.route = func(c *lockClient, _ string) string {
+		return "http://" + srvCliIP(clientGroup(c.name)) + ":" + partitionPort
 	}
 	rig := &partitionRig{h: h, n: n}
 

@@ -8,11 +8,14 @@ import (
 )
 
 // proxy is a TCP proxy between the clients and `baton serve`: it passes bytes through, delays
-// each chunk, or cuts every connection and refuses new ones, as the faults decide.
+// each chunk, or cuts every connection and refuses new ones, as the faults decide. Each new
+// connection goes to target or, if target refuses it, to the first of fallbacks that accepts
+// (a load balancer in front of several replicas, whose health check is the connect).
 type proxy struct {
-	ln     net.Listener
-	target string
-	url    string
+	ln        net.Listener
+	target    string
+	fallbacks []string
+	url       string
 
 	mu    sync.Mutex
 	delay time.Duration
@@ -21,12 +24,12 @@ type proxy struct {
 	wg    sync.WaitGroup
 }
 
-func startProxy(t *testing.T, target string) *proxy {
+func startProxy(t *testing.T, target string, fallbacks ...string) *proxy {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{ln: ln, target: target, url: "http://" + ln.Addr().String(), conns: map[net.Conn]struct{}{}}
+	p := &proxy{ln: ln, target: target, fallbacks: fallbacks, url: "http://" + ln.Addr().String(), conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
 	go p.serve()
 	t.Cleanup(p.close)
@@ -63,6 +66,12 @@ func reset(c net.Conn) {
 func (p *proxy) handle(c net.Conn) {
 	defer p.wg.Done()
 	d, err := net.Dial("tcp", p.target)
+	for _, f := range p.fallbacks {
+		if err == nil {
+			break
+		}
+		d, err = net.Dial("tcp", f)
+	}
 	if err != nil {
 		reset(c)
 		return
