@@ -80,6 +80,10 @@ type clockTimer interface {
 // processTime is this process's monotonic clock and runtime timers.
 type processTime struct{}
 
+// defaultClockTime is the clock of a holderClock whose owner set none: this process's. Only a
+// build with the chaosclock tag (holder_clock_chaos.go, the fault harness's) changes it.
+var defaultClockTime clockTime = processTime{}
+
 func (processTime) Now() time.Time                                 { return time.Now() }
 func (processTime) AfterFunc(d time.Duration, f func()) clockTimer { return time.AfterFunc(d, f) }
 
@@ -120,7 +124,7 @@ var errKeepaliveEnded = errors.New("baton: keepalive ended")
 // end.
 func (c *holderClock) start(parent context.Context, cfg clockConfig, from time.Time) {
 	if cfg.time == nil {
-		cfg.time = processTime{}
+		cfg.time = defaultClockTime
 	}
 	c.clockConfig = cfg
 	c.ctx, c.cancel = context.WithCancelCause(context.WithoutCancel(parent))

@@ -45,6 +45,19 @@ if ! command -v redis-server >/dev/null; then
     || { echo "test.sh: FATAL: redis-server is missing and could not be installed" >&2; exit 1; }
 fi
 
+# e2e/chaos's partition and clock runs make network namespaces and cut their links with ip and
+# tc (iproute2), and step PostgreSQL's clock with libfaketime (Debian: faketime; it cannot reach
+# a Go program's clock, which the runs skew through a chaosclock build of baton instead).
+# Without them, or without root, those tests skip, except under CI, where they fail.
+for pkg in iproute2:tc faketime:faketime; do
+  if ! command -v "${pkg#*:}" >/dev/null; then
+    echo "test.sh: installing ${pkg%:*} for the fault harness's partition and clock runs" >&2
+    (apt-get install -y -q "${pkg%:*}" >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q "${pkg%:*}" >/dev/null 2>&1)) \
+      || { if [ -n "${CI:-}" ]; then echo "test.sh: FATAL: ${pkg%:*} is missing and could not be installed" >&2; exit 1; fi
+           echo "test.sh: WARNING: ${pkg%:*} could not be installed; some partition or clock fault runs will be skipped" >&2; }
+  fi
+done
+
 # e2e's completion test types into a real interactive bash under tmux, with and without the
 # bash-completion package.
 if ! command -v tmux >/dev/null; then

@@ -79,6 +79,9 @@ type lockHarness struct {
 	stops stopLog
 	// route, if set, is the server URL of a client's next run (run ID id); else the proxy's.
 	route func(c *lockClient, id string) string
+	// clientArgv, if set, is the command line that runs c's baton (ending in the binary: one
+	// under `ip netns exec`, one built with the chaosclock tag); else the harness's binary.
+	clientArgv func(c *lockClient) []string
 
 	mu   sync.Mutex
 	runs []runRecord
@@ -230,8 +233,12 @@ func (h *lockHarness) loopRuns(c *lockClient, holds []string, more func(*lockCli
 		} else {
 			srvURL = h.px.url
 		}
-		args := append([]string{"run", "--server", srvURL}, holds...)
-		cmd := exec.Command(binary, append(args, "--holder", holderPrefix+id,
+		argv := []string{binary}
+		if h.clientArgv != nil {
+			argv = h.clientArgv(c)
+		}
+		args := append(append(append([]string{}, argv[1:]...), "run", "--server", srvURL), holds...)
+		cmd := exec.Command(argv[0], append(args, "--holder", holderPrefix+id,
 			"--ttl", lockTTL.String(), "--wait", "30s", "--", fencedCmd)...)
 		cmd.Env = append(os.Environ(), "BATON_CHAOS_CLIENT="+c.name,
 			"BATON_CHAOS_RUN="+id, "BATON_CHAOS_SLOW="+slow, "BATON_CHAOS_RESOURCE="+h.res.url)

@@ -2,7 +2,9 @@
 // processes against a real `baton serve` (SQLite, or a PostgreSQL instance the harness starts
 // itself, or for locks a redis-server of its own), with faults injected one at a time (kill -9
 // of clients and of the server, SIGSTOP of a client's process group, PostgreSQL and Redis
-// restarts, a slow or cut network), while the commands they
+// restarts, a slow or cut network; in network namespaces of their own, links cut both ways or
+// one way between clients, server and PostgreSQL, and holder and server clocks skewed through a
+// chaosclock build: TestPartitionChaos, TestClockChaos), while the commands they
 // run write to a fenced resource that records every event. The checks then look for overlapping
 // critical sections, tokens out of order, grants or releases lost across restarts, leases lost
 // without a fault, and lost or reordered jobs, and check the history of each locks and jobs

@@ -15,6 +15,12 @@ type postgres struct{ c *batontest.PGCluster }
 // CI is set).
 func startPostgres(t *testing.T) *postgres { return &postgres{batontest.StartPGCluster(t)} }
 
+// startPostgresIn is startPostgres inside network namespace netns, listening on host there;
+// env is added to its programs' environment.
+func startPostgresIn(t *testing.T, netns, host string, env ...string) *postgres {
+	return &postgres{batontest.StartPGClusterIn(t, netns, host, env...)}
+}
+
 // restart crashes the server (immediate shutdown: no checkpoint, recovery from the WAL at the
 // next start) and starts it again on the same port and data.
 func (p *postgres) restart() error {

@@ -23,6 +23,9 @@ type server struct {
 	store string
 	extra []string
 	log   *os.File
+	// argv runs baton: nil for the harness's binary; else a command line ending in a baton
+	// binary (one under `ip netns exec`, one built with the chaosclock tag).
+	argv []string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -53,7 +56,11 @@ func startServer(t *testing.T, store string, extra ...string) *server {
 // signal; the 2-minute bound only catches a server that never comes up). It returns an error
 // rather than failing the test: faults restart the server from a goroutine of their own.
 func (s *server) start() error {
-	cmd := exec.Command(binary, append([]string{"serve", "--listen", s.addr, "--store", s.store}, s.extra...)...)
+	argv := append(append([]string{}, s.argv...), "serve", "--listen", s.addr, "--store", s.store)
+	if s.argv == nil {
+		argv = append([]string{binary}, argv...)
+	}
+	cmd := exec.Command(argv[0], append(argv[1:], s.extra...)...)
 	cmd.Stdout, cmd.Stderr = s.log, s.log
 	if err := cmd.Start(); err != nil {
 		return err

@@ -2,6 +2,7 @@ package batontest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -27,6 +28,11 @@ type PGCluster struct {
 	Data string
 	Port int
 	cred *syscall.Credential
+	// netns, if set, is the network namespace its programs run in (ip netns exec), and host
+	// the address it listens on there; else it listens on 127.0.0.1. env is added to its
+	// programs' environment.
+	netns, host string
+	env         []string
 }
 
 // pgBinDir finds PostgreSQL's server binaries (initdb, pg_ctl, pg_basebackup): the newest
@@ -103,6 +109,32 @@ func StartPGCluster(t testing.TB) *PGCluster {
 	return c
 }
 
+// StartPGClusterIn is StartPGCluster inside network namespace netns (made by the caller):
+// every PostgreSQL program runs under `ip netns exec netns` (as the postgres user when root),
+// with env added to its environment (e.g. libfaketime's), and the server listens on host, an
+// address of that namespace.
+func StartPGClusterIn(t testing.TB, netns, host string, env ...string) *PGCluster {
+	t.Helper()
+	c := newPGCluster(t)
+	c.netns, c.host, c.env = netns, host, env
+	if out, err := c.run("initdb", "-D", c.Data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync"); err != nil {
+		t.Fatalf("initdb: %v\n%s", err, out)
+	}
+	// Clients come from other namespaces: trust them too (the namespace is the test's own).
+	hba, err := os.OpenFile(filepath.Join(c.Data, "pg_hba.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err == nil {
+		_, err = hba.WriteString("host all all 0.0.0.0/0 trust\n")
+		err = errors.Join(err, hba.Close())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // Replica makes a streaming replica of c (pg_basebackup -R, asynchronous) and starts it.
 func (c *PGCluster) Replica(t testing.TB) *PGCluster {
 	t.Helper()
@@ -119,8 +151,18 @@ func (c *PGCluster) Replica(t testing.TB) *PGCluster {
 
 func (c *PGCluster) run(name string, args ...string) ([]byte, error) {
 	cmd := exec.Command(filepath.Join(c.bin, name), args...)
+	if c.netns != "" {
+		argv := []string{"netns", "exec", c.netns}
+		if c.cred != nil { // ip needs root to enter the namespace; runuser then drops it
+			argv = append(argv, "runuser", "-u", "postgres", "--")
+		}
+		cmd = exec.Command("ip", append(append(argv, filepath.Join(c.bin, name)), args...)...)
+	}
 	cmd.Dir = c.dir
-	if c.cred != nil {
+	if c.env != nil {
+		cmd.Env = append(os.Environ(), c.env...)
+	}
+	if c.cred != nil && c.netns == "" {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
 	}
 	return cmd.CombinedOutput()
@@ -128,8 +170,8 @@ func (c *PGCluster) run(name string, args ...string) ([]byte, error) {
 
 // Start starts the server and waits until it accepts connections (pg_ctl -w).
 func (c *PGCluster) Start() error {
-	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c full_page_writes=off -c max_connections=200",
-		c.Port, c.dir)
+	opts := fmt.Sprintf("-c listen_addresses=%s -p %d -k %s -c fsync=off -c full_page_writes=off -c max_connections=200",
+		c.addr(), c.Port, c.dir)
 	if out, err := c.run("pg_ctl", "-D", c.Data, "-l", filepath.Join(c.dir, "postgres.log"), "-o", opts, "-w", "-t", "120", "start"); err != nil {
 		log, _ := os.ReadFile(filepath.Join(c.dir, "postgres.log"))
 		if len(log) > 4000 {
@@ -159,7 +201,15 @@ func (c *PGCluster) Promote() error {
 
 // URL is the DSN of the cluster's postgres database.
 func (c *PGCluster) URL() string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", c.Port)
+	return fmt.Sprintf("postgres://postgres@%s:%d/postgres?sslmode=disable", c.addr(), c.Port)
+}
+
+// addr is the address the server listens on.
+func (c *PGCluster) addr() string {
+	if c.host != "" {
+		return c.host
+	}
+	return "127.0.0.1"
 }
 
 // CaughtUp reports whether replica r has replayed everything c has written so far.

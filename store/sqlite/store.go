@@ -68,6 +68,10 @@ func DSN(path string, cfg Config) string {
 	return "file:" + path + "?" + q.Encode()
 }
 
+// defaultNow is the store's clock when Config.Now is unset: time.Now. Only a build with the
+// chaosclock tag (clock_chaos.go, the fault harness's) changes it.
+var defaultNow = time.Now
+
 func (c Config) withDefaults() Config {
 	if c.Synchronous == "" {
 		c.Synchronous = "FULL"
@@ -76,7 +80,7 @@ func (c Config) withDefaults() Config {
 		c.BusyTimeout = 5 * time.Second
 	}
 	if c.Now == nil {
-		c.Now = time.Now
+		c.Now = defaultNow
 	}
 	return c
 }

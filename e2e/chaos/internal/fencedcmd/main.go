@@ -6,7 +6,8 @@
 // (fence.LimitSlotKeysFromEnv), which a slot's single holder presents as exclusive. It stops
 // with exit code 42 as soon as the resource refuses it on any key (a newer token was seen). On SIGTERM it
 // records its exit at once or, if slow (BATON_CHAOS_SLOW=1, or for jobs one token in three),
-// keeps writing for 0.5 s first, as a command with a long cleanup would.
+// keeps writing for 0.5 s first, as a command with a long cleanup would. BATON_CHAOS_SPAN
+// lengthens the writes (see spanFromEnv).
 //
 // It is a program of its own, built without -race, so that its start is quick even when the
 // tests run with -race on a loaded machine: it starts inside every critical section.
@@ -14,10 +15,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -91,6 +94,15 @@ func run() int {
 	slow := os.Getenv("BATON_CHAOS_SLOW") == "1" || (os.Getenv("BATON_CHAOS_SLOW") == "" && tok%3 == 0)
 	url := os.Getenv("BATON_CHAOS_RESOURCE")
 	hc := &http.Client{Timeout: 30 * time.Second}
+	// unix:PATH is the resource on a Unix socket: a CMD in another network namespace (the
+	// partition runs) reaches it whatever the network does.
+	if path, ok := strings.CutPrefix(url, "unix:"); ok {
+		hc.Transport = &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		}}
+		url = "http://resource/"
+	}
 	// sendKey makes one call to the resource for one key, fenced with fence.HeaderFromEnv
 	// (fence.HeaderMode for a slot): the resource answers 409 stale_token (refused) once it has
 	// seen a newer token for the key (of a mode this one cannot run beside).
@@ -152,6 +164,10 @@ func run() int {
 	}
 	writes := 3 + rand.IntN(4)
 	step := time.Duration(100+rand.IntN(501)) * time.Millisecond / time.Duration(writes)
+	if lo, hi, ok := spanFromEnv(); ok {
+		step = 150 * time.Millisecond
+		writes = int((lo + time.Duration(rand.Int64N(int64(hi-lo)+1))) / step)
+	}
 	for range writes {
 		select {
 		case <-term:
@@ -180,4 +196,21 @@ func run() int {
 		return fail(err)
 	}
 	return 0
+}
+
+// spanFromEnv reads BATON_CHAOS_SPAN=MIN-MAX (e.g. 2s-5s): the CMD writes every 150 ms for a
+// random span in [MIN, MAX] instead of 100-600 ms, so that it is still inside when a fault
+// outlasts a lease.
+func spanFromEnv() (lo, hi time.Duration, ok bool) {
+	a, b, found := strings.Cut(os.Getenv("BATON_CHAOS_SPAN"), "-")
+	if !found {
+		return 0, 0, false
+	}
+	lo, err1 := time.ParseDuration(a)
+	hi, err2 := time.ParseDuration(b)
+	if err1 != nil || err2 != nil || lo <= 0 || hi < lo {
+		fmt.Fprintf(os.Stderr, "fencedcmd: BATON_CHAOS_SPAN=%q: want MIN-MAX such as 2s-5s\n", os.Getenv("BATON_CHAOS_SPAN"))
+		os.Exit(2)
+	}
+	return lo, hi, true
 }
