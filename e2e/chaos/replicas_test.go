@@ -227,6 +227,14 @@ submitting:
 	checkAudit(audit, lockRuns, lockSpans, r)
 	checkLineOrder(lineCheck{audit: audit, runs: lockRuns, faultFreeEnd: faultFreeEnd}, r, notes)
 	checkFaultFree(lockRuns, auditWaits(lockRuns, audit), faultFreeEnd, dur > 0, r, notes)
+	var lockEvents []event
+	for _, e := range events {
+		if e.Key == lockKey {
+			lockEvents = append(lockEvents, e)
+		}
+	}
+	checkHistory(lockHistory{key: lockKey, ttl: lockTTL, runs: lockRuns, events: lockEvents, audit: audit, base: base,
+		stalled: func(rr runRecord) bool { return h.locks.stops.stopped(rr.client, rr.start, rr.end) }, timeout: historyTimeout(dur)}, r, notes)
 	checkJobOrder(perResource, sp, r)
 	workersLog, _ := os.ReadFile(filepath.Join(h.jobs.dir, "workers.log"))
 	late := lateHeartbeatJobs(string(workersLog))
