@@ -11,8 +11,10 @@
 // run with porcupine against a model of the lease contract or of the job queue (checkHistory,
 // checkQueueHistory); beyond one key (TestBeyondChaos), for shared
 // runs beside exclusive ones, runs of several keys, and more runs of a limited group at once
-// than its capacity. See "Fault runs (e2e/chaos)" in
-// docs/guarantees.md.
+// than its capacity; over three `baton serve` replicas on one PostgreSQL (TestReplicasChaos);
+// and, for volume, 48 in-process clients cycling fenced leases through the HTTP client, every
+// operation checked against the lease model (TestStormChaos; BATON_CHAOS_GRANTS=N runs it
+// until N fenced grants). See "Fault runs (e2e/chaos)" in docs/guarantees.md.
 //
 // The bounded run (part of `make test`) is bounded by a condition, not by time: after a
 // fault-free phase, faults come until every kind of fault has been injected once (about 30 s
