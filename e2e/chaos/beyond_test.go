@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -116,13 +115,7 @@ func runBeyond(t *testing.T, store string, pg *postgres) {
 		okMu.Unlock()
 		close(h.done)
 	}()
-	killAll := func() {
-		for _, c := range clients {
-			if cmd := c.current(); cmd != nil {
-				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			}
-		}
-	}
+	killAll := func() { killRuns(clients) }
 	t.Cleanup(func() { // after a fatal error, nothing may outlive the test
 		h.quit.Store(true)
 		killAll()
@@ -141,16 +134,10 @@ submitting:
 		jobs.submitRound(round)
 		time.Sleep(1500 * time.Millisecond) // the submission rate
 	}
-	allDone := make(chan struct{})
-	go func() { wg.Wait(); close(allDone) }()
 	r := &report{}
-	select {
-	case <-allDone:
-	case <-time.After(beyondStuck): // a failure bound: each client needs one run to complete
-		h.quit.Store(true)
-		killAll()
-		<-allDone
-	}
+	// Each client needs one run to complete; the clients still going past the bound are
+	// reported as stuck below.
+	waitLoops(&wg, beyondStuck, func() { h.quit.Store(true); killAll() })
 	jobCounts := jobs.drain(r)
 	for _, c := range clients {
 		okMu.Lock()

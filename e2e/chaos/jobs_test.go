@@ -396,11 +396,18 @@ func (h *jobHarness) submit(resource string, seq int) int64 {
 // submitJob submits the job body over the HTTP API (retried as submit is) and returns its ID.
 func (h *jobHarness) submitJob(job map[string]any) int64 {
 	h.t.Helper()
+	return postJob(h.t, job, func(int) string { return h.srv.url })
+}
+
+// postJob posts the job body to /v1/jobs at url(attempt) until one answers with the job (a
+// server restarting, a replica down: retried, with the job's idempotency key if it has one, so
+// that it happens once), and returns its ID; it fails the test after 2 minutes of failures.
+func postJob(t *testing.T, job map[string]any, url func(attempt int) string) int64 {
+	t.Helper()
 	body, _ := json.Marshal(job)
-	resource := job["resource"]
 	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		resp, err := http.Post(h.srv.url+"/v1/jobs", "application/json", bytes.NewReader(body))
+	for attempt := 0; ; attempt++ {
+		resp, err := http.Post(url(attempt)+"/v1/jobs", "application/json", bytes.NewReader(body))
 		if err == nil {
 			var j apiJob
 			derr := json.NewDecoder(resp.Body).Decode(&j)
@@ -411,9 +418,9 @@ func (h *jobHarness) submitJob(job map[string]any) int64 {
 			err = fmt.Errorf("status %s", resp.Status)
 		}
 		if time.Now().After(deadline) {
-			h.t.Fatalf("submitting a job on %s: %v", resource, err)
+			t.Fatalf("submitting a job on %s: %v", job["resource"], err)
 		}
-		time.Sleep(100 * time.Millisecond) // the server is restarting: retry
+		time.Sleep(100 * time.Millisecond) // pacing the retries
 	}
 }
 

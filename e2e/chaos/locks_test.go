@@ -120,26 +120,13 @@ func lockRun(t *testing.T, store string, pg *postgres, rd *redisServer, dur time
 	}()
 	t.Cleanup(func() { // after a fatal error, nothing may outlive the test
 		h.quit.Store(true)
-		for _, c := range clients {
-			if cmd := c.current(); cmd != nil {
-				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			}
-		}
+		killRuns(clients)
 		wg.Wait()
 		<-faultsDone
 	})
 	<-faultsDone
-	allDone := make(chan struct{})
-	go func() { wg.Wait(); close(allDone) }()
-	select {
-	case <-allDone:
-	case <-time.After(3 * time.Minute): // a failure bound: a run waits at most --wait (30 s)
-		for _, c := range clients {
-			if cmd := c.current(); cmd != nil {
-				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			}
-		}
-		<-allDone
+	// A run waits at most --wait (30 s).
+	if !waitLoops(&wg, 3*time.Minute, func() { killRuns(clients) }) {
 		t.Error("some baton run did not exit within 3 minutes of the end of the run")
 	}
 
@@ -274,6 +261,30 @@ func (h *lockHarness) loopRuns(c *lockClient, holds []string, more func(*lockCli
 	}
 }
 
+// waitLoops waits for the clients' loops (wg) to end. It is a failure bound: past bound it
+// calls kill (the running baton runs), waits for the loops, and reports false.
+func waitLoops(wg *sync.WaitGroup, bound time.Duration, kill func()) bool {
+	allDone := make(chan struct{})
+	go func() { wg.Wait(); close(allDone) }()
+	select {
+	case <-allDone:
+		return true
+	case <-time.After(bound):
+		kill()
+		<-allDone
+		return false
+	}
+}
+
+// killRuns kills every client's running baton run with its process group.
+func killRuns(clients []*lockClient) {
+	for _, c := range clients {
+		if cmd := c.current(); cmd != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	}
+}
+
 // ended reports whether the faults have ended, and with them the run.
 func (h *lockHarness) ended() bool {
 	select {
@@ -300,19 +311,26 @@ func (h *lockHarness) lockFaults(clients []*lockClient) []fault {
 	}
 	fs := processFaults("client", pick, lockTTL, h.res, &h.stops)
 	fs = append(fs, storeFaults(h.t, h.srv, h.pg, h.rd)...)
-	return append(fs,
-		fault{"net_delay", func(rng *rand.Rand) bool {
-			h.px.setDelay(between(rng, 50*time.Millisecond, 700*time.Millisecond))
+	return append(fs, netFaults(h.px)...)
+}
+
+// netFaults are a slow network (every chunk delayed 50-700 ms for 2-5 s) and a cut one (every
+// connection reset, new ones refused, for 0.5-4 s) between the clients and the server, at px.
+func netFaults(px *proxy) []fault {
+	return []fault{
+		{"net_delay", func(rng *rand.Rand) bool {
+			px.setDelay(between(rng, 50*time.Millisecond, 700*time.Millisecond))
 			time.Sleep(between(rng, 2*time.Second, 5*time.Second))
-			h.px.setDelay(0)
+			px.setDelay(0)
 			return true
 		}},
-		fault{"net_cut", func(rng *rand.Rand) bool {
-			h.px.setCut(true)
+		{"net_cut", func(rng *rand.Rand) bool {
+			px.setCut(true)
 			time.Sleep(between(rng, 500*time.Millisecond, 4*time.Second))
-			h.px.setCut(false)
+			px.setCut(false)
 			return true
-		}})
+		}},
+	}
 }
 
 // checkAudit is check 3: every token a CMD saw was granted in the audit log (no grant lost

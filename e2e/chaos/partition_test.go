@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -126,13 +125,7 @@ func runPartition(t *testing.T, spec partitionSpec) (*report, []event) {
 		time.Sleep(faultFreeEnd - h.res.now()) // the fault-free phase is a schedule
 		injectFaults(h.res, stopAt, &h.quit, faultKinds, faults, tl, uint64(base.UnixNano()))
 	}()
-	killAll := func() {
-		for _, c := range clients {
-			if cmd := c.current(); cmd != nil {
-				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			}
-		}
-	}
+	killAll := func() { killRuns(clients) }
 	t.Cleanup(func() { // after a fatal error, nothing may outlive the test (nor its namespaces)
 		h.quit.Store(true)
 		killAll()
@@ -140,13 +133,8 @@ func runPartition(t *testing.T, spec partitionSpec) (*report, []event) {
 		<-faultsDone
 	})
 	<-faultsDone
-	allDone := make(chan struct{})
-	go func() { wg.Wait(); close(allDone) }()
-	select {
-	case <-allDone:
-	case <-time.After(3 * time.Minute): // a failure bound: a run waits at most --wait (30 s)
-		killAll()
-		<-allDone
+	// A run waits at most --wait (30 s).
+	if !waitLoops(&wg, 3*time.Minute, killAll) {
 		t.Error("some baton run did not exit within 3 minutes of the end of the run")
 	}
 

@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"errors"
 	"sort"
 	"time"
 
@@ -46,15 +45,5 @@ func checkQueueHistory(submits []jobSubmit, events []event, stalled func(*runSpa
 			OK: e.Kind == "exit" && e.Status == "ok", Stalled: stalled(sp[e.Run]), Who: e.Run}, e.Accepted, int64(e.At))
 	}
 	notes.add("history_ops", rec.Len())
-	began := time.Now()
-	err := rec.Check(timeout)
-	notes.add("history_check_ms", int(time.Since(began).Milliseconds()))
-	var unchecked *history.UncheckedError
-	switch {
-	case err == nil:
-	case errors.As(err, &unchecked):
-		r.violate("history_unchecked", "%v", err)
-	default:
-		r.violate("history_not_linearizable", "%v", err)
-	}
+	checked(func() error { return rec.Check(timeout) }, r, notes)
 }

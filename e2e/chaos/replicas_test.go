@@ -1,11 +1,8 @@
 package chaos
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,11 +131,7 @@ func runReplicas(t *testing.T, pg *postgres) {
 	}()
 	t.Cleanup(func() { // after a fatal error, nothing may outlive the test
 		h.locks.quit.Store(true)
-		for _, c := range clients {
-			if cmd := c.current(); cmd != nil {
-				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			}
-		}
+		killRuns(clients)
 		h.stopWorkers(syscall.SIGKILL)
 		cwg.Wait()
 		wwg.Wait()
@@ -163,17 +156,8 @@ submitting:
 		time.Sleep(1500 * time.Millisecond) // the submission rate
 	}
 
-	allDone := make(chan struct{})
-	go func() { cwg.Wait(); close(allDone) }()
-	select {
-	case <-allDone:
-	case <-time.After(3 * time.Minute): // a failure bound: a run waits at most --wait (30 s)
-		for _, c := range clients {
-			if cmd := c.current(); cmd != nil {
-				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			}
-		}
-		<-allDone
+	// A run waits at most --wait (30 s).
+	if !waitLoops(&cwg, 3*time.Minute, func() { killRuns(clients) }) {
 		t.Error("some baton run did not exit within 3 minutes of the end of the run")
 	}
 	r := h.found
@@ -343,25 +327,9 @@ func (h *replicaHarness) stopWorkers(sig syscall.Signal) {
 // a failure), with an idempotency key, so that it happens once, and returns its ID.
 func (h *replicaHarness) submit(resource string, seq int) int64 {
 	h.t.Helper()
-	body, _ := json.Marshal(map[string]any{"kind": jobKind, "resource": resource,
-		"args": map[string]int{"seq": seq}, "idempotency_key": fmt.Sprintf("%s#%d", resource, seq)})
-	deadline := time.Now().Add(2 * time.Minute)
-	for i := seq; ; i++ {
-		resp, err := http.Post(h.proxies[i%replicaCount].url+"/v1/jobs", "application/json", bytes.NewReader(body))
-		if err == nil {
-			var j apiJob
-			derr := json.NewDecoder(resp.Body).Decode(&j)
-			resp.Body.Close()
-			if (resp.StatusCode == 201 || resp.StatusCode == 200) && derr == nil {
-				return j.ID
-			}
-			err = fmt.Errorf("status %s", resp.Status)
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("submitting a job on %s: %v", resource, err)
-		}
-		time.Sleep(50 * time.Millisecond) // pacing the retries over the replicas
-	}
+	return postJob(h.t, map[string]any{"kind": jobKind, "resource": resource,
+		"args": map[string]int{"seq": seq}, "idempotency_key": fmt.Sprintf("%s#%d", resource, seq)},
+		func(attempt int) string { return h.proxies[(seq+attempt)%replicaCount].url })
 }
 
 // replicaFaults: kill -9 and SIGSTOP of a lock client and of a worker, kill -9 of a replica

@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -48,15 +47,5 @@ func stormHistory(ops []stormOp, events []event, frozen func(run string) bool) *
 // model with expiry after the TTL less 1 % (clients and server share this machine's clock).
 func checkStormHistory(rec *history.FencedRecorder, timeout time.Duration, r *report, notes *counter) {
 	notes.add("history_ops", rec.Len())
-	began := time.Now()
-	err := rec.Check(stormTTL*99/100, timeout)
-	notes.add("history_check_s", int(time.Since(began).Seconds()))
-	var unchecked *history.UncheckedError
-	switch {
-	case err == nil:
-	case errors.As(err, &unchecked):
-		r.violate("history_unchecked", "%v", err)
-	default:
-		r.violate("history_not_linearizable", "%v", err)
-	}
+	checked(func() error { return rec.Check(stormTTL*99/100, timeout) }, r, notes)
 }

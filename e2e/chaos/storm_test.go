@@ -384,20 +384,8 @@ func (h *stormHarness) release(c int, l *store.Lease) {
 // faults are the storm's: the store's and the network's as in the locks test, and a client
 // that abandons its lease or freezes past it.
 func (h *stormHarness) faults(pg *postgres) []fault {
-	fs := storeFaults(h.t, h.srv, pg, nil)
+	fs := append(storeFaults(h.t, h.srv, pg, nil), netFaults(h.px)...)
 	return append(fs,
-		fault{"net_delay", func(rng *rand.Rand) bool {
-			h.px.setDelay(between(rng, 50*time.Millisecond, 700*time.Millisecond))
-			time.Sleep(between(rng, 2*time.Second, 5*time.Second))
-			h.px.setDelay(0)
-			return true
-		}},
-		fault{"net_cut", func(rng *rand.Rand) bool {
-			h.px.setCut(true)
-			time.Sleep(between(rng, 500*time.Millisecond, 4*time.Second))
-			h.px.setCut(false)
-			return true
-		}},
 		fault{"abandon_client", func(*rand.Rand) bool {
 			h.abandon.Store(true)
 			return true

@@ -33,7 +33,6 @@ package history
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -78,21 +77,7 @@ var Loose = model(true)
 func model(loose bool) porcupine.Model {
 	return porcupine.Model{
 		Partition: func(ops []porcupine.Operation) [][]porcupine.Operation {
-			by := map[string][]porcupine.Operation{}
-			var keys []string
-			for _, op := range ops {
-				k := op.Input.(input).key
-				if _, ok := by[k]; !ok {
-					keys = append(keys, k)
-				}
-				by[k] = append(by[k], op)
-			}
-			sort.Strings(keys)
-			out := make([][]porcupine.Operation, 0, len(keys))
-			for _, k := range keys {
-				out = append(out, by[k])
-			}
-			return out
+			return partition(ops, func(op porcupine.Operation) string { return op.Input.(input).key })
 		},
 		Init: func() any { return state{} },
 		Step: func(st, in, out any) (bool, any) {
