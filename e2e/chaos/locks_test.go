@@ -103,21 +103,12 @@ func lockRun(t *testing.T, store string, pg *postgres, rd *redisServer, dur time
 		stopAt = h.res.now() + dur
 	}
 
-	clients := make([]*lockClient, lockClients)
 	var wg sync.WaitGroup
-	for i := range clients {
-		c := &lockClient{name: fmt.Sprintf("c%d", i)}
-		clients[i] = c
-		wg.Go(func() { h.loop(c) })
-	}
+	clients := h.startClients(lockClients, &wg)
 	faults, tl := &counter{}, &timeline{}
 	faultKinds := h.lockFaults(clients)
 	faultsDone := h.done
-	go func() {
-		defer close(faultsDone)
-		time.Sleep(faultFreeEnd - h.res.now()) // the fault-free phase is a schedule
-		injectFaults(h.res, stopAt, &h.quit, faultKinds, faults, tl, uint64(base.UnixNano()))
-	}()
+	h.startFaults(faultFreeEnd, stopAt, faultKinds, faults, tl, uint64(base.UnixNano()))
 	t.Cleanup(func() { // after a fatal error, nothing may outlive the test
 		h.quit.Store(true)
 		killRuns(clients)
@@ -193,6 +184,28 @@ func countEntered(sp map[string]*runSpan) int {
 		}
 	}
 	return n
+}
+
+// startClients starts n clients, c0 to c(n-1), each looping `baton run` (h.loop) in a
+// goroutine of wg until the faults have ended.
+func (h *lockHarness) startClients(n int, wg *sync.WaitGroup) []*lockClient {
+	clients := make([]*lockClient, n)
+	for i := range clients {
+		c := &lockClient{name: fmt.Sprintf("c%d", i)}
+		clients[i] = c
+		wg.Go(func() { h.loop(c) })
+	}
+	return clients
+}
+
+// startFaults injects kinds (injectFaults) from faultFreeEnd until stopAt (0: the bounded run),
+// and closes h.done, which ends the clients' loops, once the last fault is undone.
+func (h *lockHarness) startFaults(faultFreeEnd, stopAt time.Duration, kinds []fault, faults *counter, tl *timeline, seed uint64) {
+	go func() {
+		defer close(h.done)
+		time.Sleep(faultFreeEnd - h.res.now()) // the fault-free phase is a schedule
+		injectFaults(h.res, stopAt, &h.quit, kinds, faults, tl, seed)
+	}()
 }
 
 // loop runs `baton run --lock lockKey` again and again until the faults have ended.

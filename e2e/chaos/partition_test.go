@@ -110,21 +110,12 @@ func runPartition(t *testing.T, spec partitionSpec) (*report, []event) {
 	if dur > 0 {
 		stopAt = h.res.now() + dur
 	}
-	clients := make([]*lockClient, spec.clients)
 	var wg sync.WaitGroup
-	for i := range clients {
-		c := &lockClient{name: fmt.Sprintf("c%d", i)}
-		clients[i] = c
-		wg.Go(func() { h.loop(c) })
-	}
+	clients := h.startClients(spec.clients, &wg)
 	faults, tl := &counter{}, &timeline{}
 	faultKinds := spec.faults(rig)
 	faultsDone := h.done
-	go func() {
-		defer close(faultsDone)
-		time.Sleep(faultFreeEnd - h.res.now()) // the fault-free phase is a schedule
-		injectFaults(h.res, stopAt, &h.quit, faultKinds, faults, tl, uint64(base.UnixNano()))
-	}()
+	h.startFaults(faultFreeEnd, stopAt, faultKinds, faults, tl, uint64(base.UnixNano()))
 	killAll := func() { killRuns(clients) }
 	t.Cleanup(func() { // after a fatal error, nothing may outlive the test (nor its namespaces)
 		h.quit.Store(true)
