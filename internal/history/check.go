@@ -53,14 +53,15 @@ func (r *FencedRecorder) Len() int { return len(r.ops) }
 // check did not finish (*UncheckedError).
 func (r *FencedRecorder) Check(minTTL, timeout time.Duration) error {
 	m := Fenced(minTTL)
-	res, info := porcupine.CheckOperationsVerbose(m, r.ops, timeout)
+	ops := tightenGrants(r.ops)
+	res, info := porcupine.CheckOperationsVerbose(m, ops, timeout)
 	switch res {
 	case porcupine.Ok:
 		return nil
 	case porcupine.Unknown:
-		return &UncheckedError{Ops: len(r.ops), Timeout: timeout}
+		return &UncheckedError{Ops: len(ops), Timeout: timeout}
 	}
-	return fmt.Errorf("history: not linearizable against the fenced lease model (%d operations):\n%s", len(r.ops), describeFenced(m, r.ops, info))
+	return fmt.Errorf("history: not linearizable against the fenced lease model (%d operations):\n%s", len(ops), describeFenced(m, ops, info))
 }
 
 // opKey is the key (resource) of an operation of Fenced or Queue.
