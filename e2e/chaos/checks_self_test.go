@@ -340,3 +340,27 @@ func TestGroupCheck(t *testing.T) {
 		})
 	}
 }
+
+// Check 4's long-wait requirement is judged once enough runs ended before the first fault.
+func TestFaultFreeLongWaits(t *testing.T) {
+	run := func(id string, end time.Duration) runRecord { return runRecord{client: id, id: id, end: end} }
+	cases := []struct {
+		name  string
+		runs  []runRecord
+		waits map[string]time.Duration
+		want  bool // a violation
+	}{
+		{"one run, no wait: unjudged", []runRecord{run("a", time.Second)}, nil, false},
+		{"three runs, none waited", []runRecord{run("a", time.Second), run("b", 2*time.Second), run("c", 3*time.Second)}, nil, true},
+		{"three runs, one waited", []runRecord{run("a", time.Second), run("b", 2*time.Second), run("c", 3*time.Second)},
+			map[string]time.Duration{"c": 3 * time.Second}, false},
+		{"runs after the phase do not count", []runRecord{run("a", time.Second), run("b", 20*time.Second), run("c", 30*time.Second)}, nil, false},
+	}
+	for _, c := range cases {
+		r := &report{}
+		checkFaultFree(c.runs, c.waits, 10*time.Second, false, r, &counter{})
+		if got := r.violations.get("faultfree_no_long_wait") > 0; got != c.want {
+			t.Errorf("%s: violation = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
