@@ -49,9 +49,12 @@ func testKeepaliveStoreClosed(t *testing.T, h Harness) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	done := waitDone(t, a, 2*ttl)
-	if elapsed := done.Sub(start); elapsed >= ttl {
-		t.Fatalf("lease context cancelled %s after the acquire began, not before its %s TTL", elapsed, ttl)
+	waitDone(t, a, 2*ttl)
+	// The deadline the lease ended at, not the instant this goroutine saw it end: a loaded
+	// machine runs the timer late, and a CI run beside two fault-harness runs saw it 19 ms
+	// after the TTL although the deadline was 120 ms before it.
+	if at := a.Deadline().Sub(start); at >= ttl || at <= 0 {
+		t.Fatalf("lease context cancelled at its local deadline %s after the acquire began, not before its %s TTL", at, ttl)
 	}
 	if !errors.Is(a.Err(), baton.ErrLeaseLost) {
 		t.Fatalf("Err = %v, want ErrLeaseLost", a.Err())
