@@ -16,7 +16,8 @@ import (
 // queries holds the statements of one schema, built once at open. Only the schema-qualified names
 // (validated and sanitized) are spliced in; every user value is a bind parameter.
 type queries struct {
-	acquire, tryAcquire, renew, renewMany, release, released, forceRelease, get, list, events, eventsDesc string
+	acquire, tryAcquire, renew, renewMany, release, released, forceRelease, get, list string
+	events                                                                            [4]string // by eventsShape
 	// listBounded is list with the upper end of the prefix's range ($5, store.PrefixEnd).
 	listBounded string
 }
@@ -92,11 +93,7 @@ SELECT ` + leaseCols + `, CASE WHEN waiters THEN pg_notify($2, key)::text END IS
 		// A job attempt's gate (job_id <> 0, see claimSQL) is not a lease.
 		get: `SELECT ` + leaseCols + ` FROM ` + t + ` WHERE key = $1 AND ` + live + ` AND job_id = 0`,
 
-		// $1 after (the cursor), $2 key or '', $3 limit.
-		events: `SELECT id, at, kind, key, lease_id, holder, token, actor, principal, reason, job_id, job_kind, attempt, outcome, limit_name FROM ` + pgx.Identifier{schema, "events"}.Sanitize() + `
-WHERE id > $1 AND ($2 = '' OR key = $2) ORDER BY id LIMIT $3`,
-		eventsDesc: `SELECT id, at, kind, key, lease_id, holder, token, actor, principal, reason, job_id, job_kind, attempt, outcome, limit_name FROM ` + pgx.Identifier{schema, "events"}.Sanitize() + `
-WHERE id < $1 AND ($2 = '' OR key = $2) ORDER BY id DESC LIMIT $3`,
+		events: [4]string{eventsSQL(schema, 0), eventsSQL(schema, 1), eventsSQL(schema, 2), eventsSQL(schema, 3)},
 
 		// key >= $2 and, in listBounded, key < $5 (the end of the prefix's range) bound the index
 		// scan to the prefix ("C" collation, byte order): without the upper bound a page with
@@ -106,6 +103,34 @@ WHERE id < $1 AND ($2 = '' OR key = $2) ORDER BY id DESC LIMIT $3`,
 		list:        listSQL(t, ""),
 		listBounded: listSQL(t, " AND key < $5"),
 	}
+}
+
+// eventsShape indexes queries.events.
+func eventsShape(newestFirst, byKey bool) int {
+	i := 0
+	if newestFirst {
+		i |= 1
+	}
+	if byKey {
+		i |= 2
+	}
+	return i
+}
+
+// eventsSQL is Events' query for one shape. A key filter is its own query, not
+// "($2 = ” OR key = $2)": a generic plan cannot use events_by_key (key, id) for a condition that
+// may match every key, and scans the whole log for a rare key's page. $1 the id cursor, $2 key
+// or, without a filter, $2 the limit; $3 the limit with a filter.
+func eventsSQL(schema string, shape int) string {
+	cmp, order, limit := "id > $1", "id", "$2"
+	if shape&1 != 0 {
+		cmp, order = "id < $1", "id DESC"
+	}
+	if shape&2 != 0 {
+		cmp, limit = cmp+" AND key = $2", "$3"
+	}
+	return `SELECT id, at, kind, key, lease_id, holder, token, actor, principal, reason, job_id, job_kind, attempt, outcome, limit_name FROM ` + pgx.Identifier{schema, "events"}.Sanitize() + `
+WHERE ` + cmp + ` ORDER BY ` + order + ` LIMIT ` + limit
 }
 
 func listSQL(table, upper string) string {
@@ -401,11 +426,11 @@ func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Eve
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
-	query := s.q.events
-	if p.NewestFirst {
-		query = s.q.eventsDesc
+	args := []any{p.IDBound(), p.Key, p.Limit}
+	if p.Key == "" {
+		args = []any{p.IDBound(), p.Limit} // PostgreSQL refuses a parameter the query does not use
 	}
-	rows, err := s.pool.Query(ctx, query, p.IDBound(), p.Key, p.Limit)
+	rows, err := s.pool.Query(ctx, s.q.events[eventsShape(p.NewestFirst, p.Key != "")], args...)
 	if err != nil {
 		return nil, s.fail("events", p.Key, err)
 	}

@@ -17,3 +17,6 @@ func ResourceListSQL(shape int) string { return resourceListSQL(shape) }
 
 // JobCountsSQL is JobCounts' statement.
 const JobCountsSQL = jobCountsSQL
+
+// EventsSQL is Events' statement for each of the four shapes (see eventsShape).
+func EventsSQL(shape int) string { return eventsSQL(shape) }

@@ -9,11 +9,42 @@ const leaseColumns = `key, lease_id, holder, owner, token, acquired_at, expires_
 
 // statements are prepared once per Store.
 type statements struct {
-	runningJob, resourceRest, headKind, line, enqueue, leave                                       *sql.Stmt
-	selectRow, acquire, renew, release, heldFor, releasedBy, forceRelease, get, events, eventsDesc *sql.Stmt
+	runningJob, resourceRest, headKind, line, enqueue, leave                   *sql.Stmt
+	selectRow, acquire, renew, release, heldFor, releasedBy, forceRelease, get *sql.Stmt
 	// list holds one statement per shape of keyRange, so that each reads the primary key as
 	// one range.
 	list [4]*sql.Stmt
+	// events holds one statement per order (oldest or newest first) and filter (all keys or
+	// one), indexed by eventsShape.
+	events [4]*sql.Stmt
+}
+
+// eventsShape indexes statements.events.
+func eventsShape(newestFirst, byKey bool) int {
+	i := 0
+	if newestFirst {
+		i |= 1
+	}
+	if byKey {
+		i |= 2
+	}
+	return i
+}
+
+// eventsSQL is Events' statement for one shape. A key filter is its own statement, not
+// "(?2 = ” OR key = ?2)": the planner cannot use events_by_key (key, id) for a condition that
+// may match every key, and scans the whole log for a rare key's page. ?1 the id cursor, ?2 key
+// (unused without a filter; a numbered parameter may go unused), ?3 limit.
+func eventsSQL(shape int) string {
+	cmp, order := "id > ?1", "id"
+	if shape&1 != 0 {
+		cmp, order = "id < ?1", "id DESC"
+	}
+	if shape&2 != 0 {
+		cmp += " AND key = ?2"
+	}
+	return `SELECT id, at, kind, key, lease_id, holder, token, actor, principal, reason, job_id, job_kind, attempt, outcome, limit_name FROM events
+			WHERE ` + cmp + ` ORDER BY ` + order + ` LIMIT ?3`
 }
 
 // listSQL is List's statement for one shape of keyRange. ?1, ?2 the key range; ?3 holder or
@@ -102,10 +133,10 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 		{&st.list[1], listSQL(1)},
 		{&st.list[2], listSQL(2)},
 		{&st.list[3], listSQL(3)},
-		{&st.events, `SELECT id, at, kind, key, lease_id, holder, token, actor, principal, reason, job_id, job_kind, attempt, outcome, limit_name FROM events
-			WHERE id > ?1 AND (?2 = '' OR key = ?2) ORDER BY id LIMIT ?3`},
-		{&st.eventsDesc, `SELECT id, at, kind, key, lease_id, holder, token, actor, principal, reason, job_id, job_kind, attempt, outcome, limit_name FROM events
-			WHERE id < ?1 AND (?2 = '' OR key = ?2) ORDER BY id DESC LIMIT ?3`},
+		{&st.events[0], eventsSQL(0)},
+		{&st.events[1], eventsSQL(1)},
+		{&st.events[2], eventsSQL(2)},
+		{&st.events[3], eventsSQL(3)},
 	} {
 		stmt, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -119,7 +150,7 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 
 func (st *statements) close() {
 	for _, s := range append([]*sql.Stmt{st.runningJob, st.resourceRest, st.headKind, st.line, st.enqueue, st.leave, st.selectRow, st.acquire, st.renew, st.release, st.heldFor,
-		st.releasedBy, st.forceRelease, st.get, st.events, st.eventsDesc}, st.list[:]...) {
+		st.releasedBy, st.forceRelease, st.get}, append(st.list[:], st.events[:]...)...) {
 		if s != nil {
 			s.Close()
 		}
