@@ -309,7 +309,7 @@ func (h *jobHarness) loop(w *workerSlot) {
 // runIn runs cmd in its own process group as w's current process and waits for it; false if w
 // was told to quit first (cmd is not started) or cmd could not start.
 func (h *jobHarness) runIn(w *workerSlot, cmd *exec.Cmd) bool {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL} // see server.start
 	w.mu.Lock()
 	if w.quit {
 		w.mu.Unlock()

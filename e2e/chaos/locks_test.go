@@ -242,8 +242,8 @@ func (h *lockHarness) loopRuns(c *lockClient, holds []string, more func(*lockCli
 			"--ttl", lockTTL.String(), "--wait", "30s", "--", fencedCmd)...)
 		cmd.Env = append(os.Environ(), "BATON_CHAOS_CLIENT="+c.name,
 			"BATON_CHAOS_RUN="+id, "BATON_CHAOS_SLOW="+slow, "BATON_CHAOS_RESOURCE="+h.res.url)
-		cmd.Stderr = errf // a file, not a pipe: an orphaned CMD cannot hold up Wait
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Stderr = errf                                                                 // a file, not a pipe: an orphaned CMD cannot hold up Wait
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL} // see server.start
 		start, startWall := h.res.now(), time.Now()
 		if err := cmd.Start(); err != nil {
 			errf.Close()

@@ -62,6 +62,11 @@ func (s *server) start() error {
 	}
 	cmd := exec.Command(argv[0], append(argv[1:], s.extra...)...)
 	cmd.Stdout, cmd.Stderr = s.log, s.log
+	// The kernel kills the server when the test process dies, however it dies (a timeout's
+	// panic, a kill of go test): without it a killed run left baton serve running, holding its
+	// port and its store. The harness never locks a goroutine to its thread, so the thread that
+	// started the server lives as long as the process (Pdeathsig follows the thread).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return err
 	}

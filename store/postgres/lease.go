@@ -118,7 +118,7 @@ func eventsShape(newestFirst, byKey bool) int {
 }
 
 // eventsSQL is Events' query for one shape. A key filter is its own query, not
-// "($2 = ” OR key = $2)": a generic plan cannot use events_by_key (key, id) for a condition that
+// "key = $2 unless $2 is empty": a generic plan cannot use events_by_key (key, id) for a condition that
 // may match every key, and scans the whole log for a rare key's page. $1 the id cursor, $2 key
 // or, without a filter, $2 the limit; $3 the limit with a filter.
 func eventsSQL(schema string, shape int) string {

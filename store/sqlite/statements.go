@@ -32,7 +32,7 @@ func eventsShape(newestFirst, byKey bool) int {
 }
 
 // eventsSQL is Events' statement for one shape. A key filter is its own statement, not
-// "(?2 = ” OR key = ?2)": the planner cannot use events_by_key (key, id) for a condition that
+// "key = ?2 unless ?2 is empty": the planner cannot use events_by_key (key, id) for a condition that
 // may match every key, and scans the whole log for a rare key's page. ?1 the id cursor, ?2 key
 // (unused without a filter; a numbered parameter may go unused), ?3 limit.
 func eventsSQL(shape int) string {
