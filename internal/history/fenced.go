@@ -22,7 +22,8 @@ import (
 //     drift the caller allows between the recorder and the store.
 //   - Renew: succeeds only for the live lease; refused only for another lease, or for the live
 //     one if it could have expired by the refusal's return (it has then ended).
-//   - Release: ends the live lease; refused only for another.
+//   - Release: ends the live lease; refused only for another, or for the live one if it could
+//     have expired by the refusal's return (it has then ended), as a renew.
 //   - Write(token, accepted, stalled): a call of a holder's work on the fenced resource. The
 //     fence accepts it exactly when its token is not below the greatest the resource accepted
 //     before (an accepted write below it, or a refused write that is not, is a violation). A
@@ -177,8 +178,13 @@ func fencedStep(minTTL int64, s fencedState, i FencedInput, o FencedOutput) (boo
 			}
 			s.live = 0
 			return true, s
+		case s.live != i.Token:
+			return true, s
+		case s.mayHaveExpired(minTTL, o.Return):
+			s.live = 0 // it expired
+			return true, s
 		}
-		return s.live != i.Token, s
+		return false, s
 	default: // FencedWrite
 		if o.Unknown {
 			if i.Token >= s.resource {
