@@ -121,8 +121,9 @@ func TestManyWaitersRunningOutGetLockHeld(t *testing.T) {
 					k := i % keys
 					// Waits long enough that each gets its first attempt through admission even on a
 					// loaded machine (a wait that ends before any attempt answered is a 503): 300 ms
-					// was too short beside two fault-harness runs in CI.
-					r := f.post("/v1/locks/acquire", "", fmt.Sprintf(`{"key":"k%d","wait_ms":%d}`, k, 2000+i%50))
+					// was too short beside two fault-harness runs in CI, and 2 s beside one
+					// million-grant run (120 attempts on one SQLite writer under -race).
+					r := f.post("/v1/locks/acquire", "", fmt.Sprintf(`{"key":"k%d","wait_ms":%d}`, k, 10000+i%50))
 					if r.status != 409 || r.body["code"] != "lock_held" || r.body["holder"] != fmt.Sprintf("h%d", k) {
 						errs <- fmt.Errorf("waiter %d: %d %s", i, r.status, r.raw)
 					}
