@@ -327,7 +327,9 @@ func testLimitCapacity(t *testing.T, h Harness) {
 	lim := requireLimits(t, e)
 	const n = 3
 	e.setLimit(lim, "zone/eu-1a", n)
-	e.holdFor = 5 * time.Millisecond // long enough beside a grant for others to be granted meanwhile
+	// Long enough beside a grant for others to be granted meanwhile: with 5 ms, a CI run on a
+	// loaded machine granted SQLite's units one at a time and saw 1 holder at most.
+	e.holdFor = 25 * time.Millisecond
 	var hs holdings
 	e.run(64, 2, &hs, func(g, i int) error {
 		return e.hold(&hs, fmt.Sprintf("node/%d", g), false, nil, []string{"zone/eu-1a"})

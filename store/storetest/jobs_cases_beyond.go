@@ -63,7 +63,7 @@ func testJobLimitCapacity(t *testing.T, h JobHarness) {
 	}
 	var hs holdings
 	var done atomic.Int64
-	const hold = 5 * time.Millisecond // long enough beside a grant for another to be granted meanwhile
+	const hold = 25 * time.Millisecond // long enough beside a grant for another to be granted meanwhile, under load too
 	var wg sync.WaitGroup
 	errs := make(chan error, workers+lockers)
 	for w := range workers {
