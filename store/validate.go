@@ -200,6 +200,19 @@ func (p *EventsParams) IDBound() int64 {
 	return int64(p.After)
 }
 
+// Shape indexes a store's Events statements, one per order and filter, so that a filtered read
+// has a statement of its own that can use the key's index: bit 1 NewestFirst, bit 2 a key.
+func (p *EventsParams) Shape() int {
+	i := 0
+	if p.NewestFirst {
+		i |= 1
+	}
+	if p.Key != "" {
+		i |= 2
+	}
+	return i
+}
+
 // Validate checks the filters and applies the default limit.
 func (p *EventsParams) Validate() error {
 	if p.Limit == 0 {

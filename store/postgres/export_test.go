@@ -77,5 +77,5 @@ func SkipFailoverGuard(skip bool) { skipEpochs.Store(skip) }
 // EpochBits is where a timeline's tokens start: (timeline-1) << EpochBits.
 const EpochBits = epochBits
 
-// EventsSQL returns Events' query of schema for each of the four shapes (see eventsShape).
+// EventsSQL returns Events' query of schema for each of the four shapes (see store.EventsParams.Shape).
 func EventsSQL(schema string, shape int) string { return buildQueries(schema).events[shape] }

@@ -17,7 +17,7 @@ import (
 // (validated and sanitized) are spliced in; every user value is a bind parameter.
 type queries struct {
 	acquire, tryAcquire, renew, renewMany, release, released, forceRelease, get, list string
-	events                                                                            [4]string // by eventsShape
+	events                                                                            [4]string // by EventsParams.Shape
 	// listBounded is list with the upper end of the prefix's range ($5, store.PrefixEnd).
 	listBounded string
 }
@@ -103,18 +103,6 @@ SELECT ` + leaseCols + `, CASE WHEN waiters THEN pg_notify($2, key)::text END IS
 		list:        listSQL(t, ""),
 		listBounded: listSQL(t, " AND key < $5"),
 	}
-}
-
-// eventsShape indexes queries.events.
-func eventsShape(newestFirst, byKey bool) int {
-	i := 0
-	if newestFirst {
-		i |= 1
-	}
-	if byKey {
-		i |= 2
-	}
-	return i
 }
 
 // eventsSQL is Events' query for one shape. A key filter is its own query, not
@@ -430,7 +418,7 @@ func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Eve
 	if p.Key == "" {
 		args = []any{p.IDBound(), p.Limit} // PostgreSQL refuses a parameter the query does not use
 	}
-	rows, err := s.pool.Query(ctx, s.q.events[eventsShape(p.NewestFirst, p.Key != "")], args...)
+	rows, err := s.pool.Query(ctx, s.q.events[p.Shape()], args...)
 	if err != nil {
 		return nil, s.fail("events", p.Key, err)
 	}

@@ -18,5 +18,5 @@ func ResourceListSQL(shape int) string { return resourceListSQL(shape) }
 // JobCountsSQL is JobCounts' statement.
 const JobCountsSQL = jobCountsSQL
 
-// EventsSQL is Events' statement for each of the four shapes (see eventsShape).
+// EventsSQL is Events' statement for each of the four shapes (see store.EventsParams.Shape).
 func EventsSQL(shape int) string { return eventsSQL(shape) }

@@ -340,7 +340,7 @@ func (s *Store) Events(ctx context.Context, p *store.EventsParams) ([]*store.Eve
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
-	stmt := s.stmts.events[eventsShape(p.NewestFirst, p.Key != "")]
+	stmt := s.stmts.events[p.Shape()]
 	rows, err := stmt.QueryContext(ctx, p.IDBound(), p.Key, p.Limit)
 	if err != nil {
 		return nil, s.wrap("events", err)

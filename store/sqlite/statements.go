@@ -15,20 +15,8 @@ type statements struct {
 	// one range.
 	list [4]*sql.Stmt
 	// events holds one statement per order (oldest or newest first) and filter (all keys or
-	// one), indexed by eventsShape.
+	// one), indexed by EventsParams.Shape.
 	events [4]*sql.Stmt
-}
-
-// eventsShape indexes statements.events.
-func eventsShape(newestFirst, byKey bool) int {
-	i := 0
-	if newestFirst {
-		i |= 1
-	}
-	if byKey {
-		i |= 2
-	}
-	return i
 }
 
 // eventsSQL is Events' statement for one shape. A key filter is its own statement, not
