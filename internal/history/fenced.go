@@ -135,6 +135,19 @@ func (s fencedState) mayHaveExpired(minTTL, ret int64) bool {
 	return ret == Never || s.since <= ret-minTTL
 }
 
+// refused says whether a renew or release of token refused at ret is legal: for another lease
+// than the live one, or for the live one once it could have expired (it has then ended).
+func (s fencedState) refused(minTTL int64, token uint64, ret int64) (bool, fencedState) {
+	switch {
+	case s.live != token:
+		return true, s
+	case s.mayHaveExpired(minTTL, ret):
+		s.live = 0 // it expired
+		return true, s
+	}
+	return false, s
+}
+
 func fencedStep(minTTL int64, s fencedState, i FencedInput, o FencedOutput) (bool, fencedState) {
 	switch i.Kind {
 	case FencedGrant:
@@ -158,13 +171,8 @@ func fencedStep(minTTL int64, s fencedState, i FencedInput, o FencedOutput) (boo
 			}
 			s.since = max(s.since, i.Call)
 			return true, s
-		case s.live != i.Token:
-			return true, s
-		case s.mayHaveExpired(minTTL, o.Return):
-			s.live = 0 // it expired
-			return true, s
 		}
-		return false, s
+		return s.refused(minTTL, i.Token, o.Return)
 	case FencedRelease:
 		switch {
 		case o.Unknown:
@@ -178,13 +186,8 @@ func fencedStep(minTTL int64, s fencedState, i FencedInput, o FencedOutput) (boo
 			}
 			s.live = 0
 			return true, s
-		case s.live != i.Token:
-			return true, s
-		case s.mayHaveExpired(minTTL, o.Return):
-			s.live = 0 // it expired
-			return true, s
 		}
-		return false, s
+		return s.refused(minTTL, i.Token, o.Return)
 	default: // FencedWrite
 		if o.Unknown {
 			if i.Token >= s.resource {
