@@ -46,6 +46,10 @@ type LockHeldError struct {
 	Limit    string
 	InUse    int
 	Capacity int
+	// Related is the key whose holder, rest or waiting ticket refused the request when it is not
+	// the requested key itself (Key, or Resource) but a related one in its tree (an ancestor or a
+	// descendant, see trees.go): Holder, Token and ExpiresAt are then its holder's.
+	Related string
 }
 
 func (e *LockHeldError) Error() string {
@@ -63,6 +67,11 @@ func (e *LockHeldError) Error() string {
 		c := *e
 		c.Key, c.Resource = e.Resource, ""
 		return c.Error()
+	}
+	if e.Related != "" {
+		c := *e
+		c.Key, c.Related = e.Related, ""
+		return fmt.Sprintf("%s, which is related to %q in its tree", c.Error(), e.Key)
 	}
 	if e.Token == 0 && e.Ahead > 0 {
 		return fmt.Sprintf("baton: lock %q is free but %d ahead in its line, first %q", e.Key, e.Ahead, e.Holder)

@@ -243,6 +243,9 @@ type Job struct {
 	Shared    bool
 	Resources []string
 	Limits    []string
+	// Tree is set when the job's resource is a key of a tree (Treer): its attempts hold it by
+	// the tree's rules (trees.go), through the same grant as Shared, Resources and Limits.
+	Tree bool
 	// Slots is set on a claimed job: the slot of each of Limits its attempt holds (Lease.Slots).
 	Slots map[string]int
 }

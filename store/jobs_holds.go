@@ -33,9 +33,10 @@ const (
 // character, so no caller's lease ID can equal it.
 func JobLeaseID(id int64) string { return "\x1fjob:" + strconv.FormatInt(id, 10) }
 
-// Beyond reports whether the job's attempts hold more than their resource, exclusive.
+// Beyond reports whether the job's attempts hold more than their resource, exclusive, or hold it
+// in a tree.
 func (j *Job) Beyond() bool {
-	return j.Shared || len(j.Resources) > 0 || len(j.Limits) > 0
+	return j.Shared || j.Tree || len(j.Resources) > 0 || len(j.Limits) > 0
 }
 
 // AcquireParams are the lease that job j's attempt asks for, to be granted to worker on behalf
