@@ -42,6 +42,7 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"LineNoStarvation", testLineNoStarvation},
 		{"JobLimitCapacity", testJobLimitCapacity},
 		{"SharedJobsTogether", testSharedJobsConcurrent},
+		{"JobTreeConcurrent", testJobTreeConcurrent},
 	}
 	for _, c := range serial {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
@@ -73,6 +74,10 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"JobHoldsAsLeases", testJobHoldsAsLeases},
 		{"JobBeyondBadInput", testJobBeyondBadInput},
 		{"SharedJobsInOrder", testSharedJobsStep},
+		// Jobs in trees.
+		{"JobTreeOrder", testJobTreeOrder},
+		{"JobTreeSharedLeaseWaits", testJobTreeSharedLeaseWaits},
+		{"JobTreeBadResource", testJobTreeBadResource},
 		// Policies and guards.
 		{"PolicyReject", testJobPolicyReject},
 		{"PolicySkip", testJobPolicySkip},

@@ -22,6 +22,7 @@ func Run(t *testing.T, h Harness) {
 		{"SharedAndExclusive", testSharedAndExclusive},
 		{"LimitCapacity", testLimitCapacity},
 		{"SeveralResources", testSeveralResources},
+		{"TreeConcurrent", testTreeConcurrent},
 	}
 	for _, c := range serial {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
@@ -73,6 +74,12 @@ func Run(t *testing.T, h Harness) {
 		{"LimitSlots", testLimitSlots},
 		{"ForceReleaseEndsHolds", testForceReleaseEndsHolds},
 		{"BeyondUnsupported", testBeyondUnsupported},
+		{"TreeMatrix", testTreeMatrix},
+		{"TreeFIFO", testTreeFIFO},
+		{"TreeWake", testTreeWake},
+		{"TreeRest", testTreeRest},
+		{"TreeValidation", testTreeValidation},
+		{"TreeInUse", testTreeInUse},
 	}
 	for _, c := range parallel {
 		t.Run(c.name, func(t *testing.T) {
