@@ -98,3 +98,14 @@ func BenchmarkBeyond(b *testing.B) {
 	}
 	storetest.BenchBeyond(b, locker, s)
 }
+
+// BenchmarkTreeGrant: an exclusive grant and release three levels below a tree's root, against
+// the same on a flat key, in the same run.
+func BenchmarkTreeGrant(b *testing.B) {
+	s := openDefault(b, filepath.Join(b.TempDir(), "baton.db"))
+	locker, err := baton.NewLocker(s, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	storetest.BenchTreeGrant(b, locker, s)
+}

@@ -20,3 +20,13 @@ const JobCountsSQL = jobCountsSQL
 
 // EventsSQL is Events' statement for each of the four shapes (see store.EventsParams.Shape).
 func EventsSQL(shape int) string { return eventsSQL(shape) }
+
+// The statements of trees (trees_grant.go, trees.go), for checking their query plans.
+const TreeAcquireSQL = treeAcquireSQL
+
+var (
+	TreeHolderSQL     = sqlTreeHolder
+	TreeTicketsSQL    = sqlTreeTickets
+	TreeJobsSQL       = sqlTreeJobs
+	RelatedWaitingSQL = sqlRelatedWaiting
+)

@@ -29,7 +29,7 @@ func (s *Store) holdTx(ctx context.Context, op string, fn func(tx *sql.Tx, now i
 		_ = tx.Rollback()
 		var invalid *store.InvalidArgumentError
 		if errors.As(err, &invalid) || errors.Is(err, store.ErrNotHeld) || errors.Is(err, store.ErrNotFound) ||
-			errors.Is(err, store.ErrLimitInUse) {
+			errors.Is(err, store.ErrLimitInUse) || errors.Is(err, store.ErrTreeInUse) {
 			return err
 		}
 		return s.wrap(op, err)
@@ -62,6 +62,9 @@ func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*sto
 	var wake []string // the limits' lines with tickets, whose new front may go now
 	err := s.holdTx(ctx, "acquire", func(tx *sql.Tx, now int64) error {
 		lease, refusal = nil, nil
+		if _, err := s.checkTreeKeys(ctx, tx, p); err != nil {
+			return err
+		}
 		l, err := s.reacquireHolds(ctx, tx, p, now)
 		if err != nil || l != nil {
 			lease = l
@@ -221,7 +224,11 @@ func (s *Store) keyRefusal(ctx context.Context, tx *sql.Tx, p *store.AcquirePara
 		return nil, err
 	}
 	if ahead+jobs == 0 {
-		return nil, nil
+		prefix, err := s.treeOfTx(ctx, tx, k)
+		if err != nil || prefix == "" {
+			return nil, err
+		}
+		return s.relatedRefusal(ctx, tx, p, k, prefix, now, me)
 	}
 	e := &store.LockHeldError{Key: p.Key, Resource: resource, Ahead: ahead + jobs, Holder: front.String}
 	if firstJob.Valid {
@@ -311,8 +318,13 @@ func (s *Store) grantBeyond(ctx context.Context, tx *sql.Tx, p *store.AcquirePar
 		if err := hold(k, mode, md); err != nil {
 			return nil, err
 		}
-		// The key's summary row: held until its latest hold expires.
-		_, err := s.hq(ctx, tx, sqlSummarise).ExecContext(ctx, k, p.Holder, p.Owner, token, now, expires, int64(p.LockDelay), int64(p.Cooldown))
+		prefix, err := s.treeOfTx(ctx, tx, k)
+		if err != nil {
+			return nil, err
+		}
+		// The key's summary row: held until its latest hold expires; a tree key's is marked so.
+		_, err = s.hq(ctx, tx, sqlSummarise).ExecContext(ctx, k, p.Holder, p.Owner, token, now, expires, int64(p.LockDelay), int64(p.Cooldown),
+			prefix != "")
 		if err != nil {
 			return nil, err
 		}

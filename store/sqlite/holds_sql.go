@@ -49,9 +49,9 @@ var (
 				lock_delay_ns = excluded.lock_delay_ns, metadata = NULL, slot = excluded.slot
 			RETURNING slot`)
 	sqlSummarise = hq(`INSERT INTO leases AS a (key, lease_id, holder, owner, token, acquired_at, expires_at,
-				ended, available_at, cooldown_ns, lock_delay_ns)
-			VALUES (?1, '', ?2, ?3, ?4, ?5, ?6, 0, ?6 + ?7, ?8, ?7)
-			ON CONFLICT (key) DO UPDATE SET lease_id = '', holder = excluded.holder, owner = excluded.owner,
+				ended, available_at, cooldown_ns, lock_delay_ns, tree)
+			VALUES (?1, '', ?2, ?3, ?4, ?5, ?6, 0, ?6 + ?7, ?8, ?7, ?9)
+			ON CONFLICT (key) DO UPDATE SET lease_id = '', holder = excluded.holder, owner = excluded.owner, tree = excluded.tree,
 				token = excluded.token, acquired_at = excluded.acquired_at, metadata = NULL, took_over = 0,
 				expires_at = iif(a.lease_id = '' AND a.ended = 0, max(a.expires_at, excluded.expires_at), excluded.expires_at),
 				available_at = iif(a.lease_id = '' AND a.ended = 0, max(a.available_at, excluded.available_at), excluded.available_at),

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/batonhq/baton/store"
@@ -20,6 +21,7 @@ import (
 // storedBeyond is jobs.beyond.
 type storedBeyond struct {
 	Shared    bool     `json:"shared,omitempty"`
+	Tree      bool     `json:"tree,omitempty"`
 	Resources []string `json:"resources,omitempty"`
 	Limits    []string `json:"limits,omitempty"`
 }
@@ -29,7 +31,7 @@ func encodeBeyond(j *store.Job) (sql.NullString, error) {
 	if !j.Beyond() {
 		return sql.NullString{}, nil
 	}
-	b, err := json.Marshal(storedBeyond{Shared: j.Shared, Resources: j.Resources, Limits: j.Limits})
+	b, err := json.Marshal(storedBeyond{Shared: j.Shared, Tree: j.Tree, Resources: j.Resources, Limits: j.Limits})
 	return sql.NullString{String: string(b), Valid: true}, err
 }
 
@@ -42,12 +44,13 @@ func decodeBeyond(j *store.Job, v sql.NullString) error {
 	if err := json.Unmarshal([]byte(v.String), &b); err != nil {
 		return err
 	}
-	j.Shared, j.Resources, j.Limits = b.Shared, b.Resources, b.Limits
+	j.Shared, j.Tree, j.Resources, j.Limits = b.Shared, b.Tree, b.Resources, b.Limits
 	return nil
 }
 
 // resolveHolds sets what job j, submitted with p, of kind k, holds; every limit it names must
-// exist. It writes nothing.
+// exist, and every resource in a tree must be a valid key of it (a job on a tree key is a Tree
+// job, granted through holds). It writes nothing.
 func (x *jobTx) resolveHolds(k *store.Kind, p *store.SubmitParams, j *store.Job) error {
 	shared, limits, err := store.ResolveHolds(k, p)
 	if err != nil {
@@ -63,11 +66,41 @@ func (x *jobTx) resolveHolds(k *store.Kind, p *store.SubmitParams, j *store.Job)
 			return err
 		}
 	}
+	for i, r := range append([]string{p.Resource}, p.Resources...) {
+		prefix, err := x.treeOf(r)
+		if err != nil {
+			return err
+		}
+		if prefix == "" {
+			continue
+		}
+		field := "resource"
+		if i > 0 {
+			field = "resources"
+		}
+		if err := store.ValidateTreeKey(field, r, prefix); err != nil {
+			return err
+		}
+		j.Tree = j.Tree || i == 0
+	}
 	j.Shared, j.Limits = shared, limits
 	if len(p.Resources) > 0 {
 		j.Resources = append([]string(nil), p.Resources...)
 	}
 	return nil
+}
+
+// treeOf returns the prefix of key's tree, read in x; "" if none.
+func (x *jobTx) treeOf(key string) (string, error) {
+	probe := store.TreeProbe(key)
+	var prefix sql.NullString
+	if err := x.queryRow(`SELECT max(prefix) FROM trees WHERE prefix <= ?`, probe).Scan(&prefix); err != nil {
+		return "", err
+	}
+	if !prefix.Valid || !strings.HasPrefix(probe, prefix.String) {
+		return "", nil
+	}
+	return prefix.String, nil
 }
 
 // beyondBatch bounds the jobs with holds one claim tries.

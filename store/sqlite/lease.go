@@ -49,7 +49,9 @@ func nullable(md json.RawMessage) sql.NullString {
 // Acquire is one statement (see statements.go): SQLite runs one writer at a time, so the token
 // read from the counter and the grant that uses it are one atomic step, and grant order and
 // token order agree. When it grants nothing, the row is read to say why; if that row is free by
-// then (another process released it in between), the grant is tried again.
+// then (another process released it in between), the grant is tried again. A key of a tree has
+// a statement of its own (trees_grant.go); a key that this process did not know to be in a tree
+// (another process set it) is refused by the flat statement, found free, and tried again there.
 func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -61,6 +63,13 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 		return s.acquireBeyond(ctx, p)
 	}
 	for {
+		if prefix := s.trees.of(p.Key); prefix != "" {
+			l, err, again := s.acquireTree(ctx, p, prefix)
+			if again {
+				continue
+			}
+			return l, err
+		}
 		now := s.now().UnixNano()
 		var r row
 		var tookOver bool
@@ -86,6 +95,10 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 			return nil, refusal
 		}
 		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		// Free, yet not granted: perhaps in a tree another process set.
+		if err := s.loadTrees(ctx); err != nil {
 			return nil, err
 		}
 	}

@@ -27,13 +27,18 @@ const (
 // enqueue order) and no ready head job was submitted before it (none at all for a break-glass
 // request). A head that is not ready (scheduled_at in the future: scheduled, or backing off)
 // holds no one up. ?1 key, ?2 lease_id, ?3 holder, ?4 now, ?9 owner, ?10 first.
-const lineFreeSQL = `(EXISTS (SELECT 1 FROM leases m WHERE m.key = ?1 AND m.ended = 0 AND m.expires_at > ?4
-						AND m.holder = ?3 AND m.owner = ?9 AND m.lease_id <> '')
-					OR (NOT EXISTS (SELECT 1 FROM tickets t WHERE t.key = ?1 AND t.lease_id <> ?2 AND t.expires_at > ?4
+const lineFreeSQL = `(` + ownLeaseSQL + ` OR (` + ownLineFreeSQL + `))`
+
+// ownLeaseSQL: the caller renews its own live lease on key ?1 (see lineFreeSQL).
+const ownLeaseSQL = `EXISTS (SELECT 1 FROM leases m WHERE m.key = ?1 AND m.ended = 0 AND m.expires_at > ?4
+						AND m.holder = ?3 AND m.owner = ?9 AND m.lease_id <> '')`
+
+// ownLineFreeSQL: nobody waits before the caller in key ?1's own line (see lineFreeSQL).
+const ownLineFreeSQL = `NOT EXISTS (SELECT 1 FROM tickets t WHERE t.key = ?1 AND t.lease_id <> ?2 AND t.expires_at > ?4
 							AND (t.first > ?10 OR (t.first = ?10 AND (t.created_at < ` + myArrival + `
 								OR (t.created_at = ` + myArrival + ` AND t.seq < ` + mySeq + `)))))
 						AND (?10 OR NOT EXISTS (SELECT 1 FROM jobs h WHERE h.resource = ?1 AND h.head
-							AND h.state IN ` + sqlClaimable + ` AND h.scheduled_at <= ?4 AND h.created_at <= ` + myArrival + `))))`
+							AND h.state IN ` + sqlClaimable + ` AND h.scheduled_at <= ?4 AND h.created_at <= ` + myArrival + `))`
 
 // lineSQL reads a key's line in order: break-glass tickets, then tickets and jobs by arrival (a
 // job before a ticket of the same instant). Expired tickets are skipped. ?1 key, ?2 now, ?3 limit.
@@ -155,8 +160,17 @@ func (s *Store) LeaveLine(ctx context.Context, key, leaseID, owner string) error
 // front ticket (or, if it waits in no hub of this process, one waiter of the key), or the workers
 // of the front job's kind. With nobody in line, one waiter of the key, if any. A shared front
 // goes together with the shared tickets right behind it: they are woken too. A request for
-// several keys or limits waits (SubscribeAs) under its first key, its ticket's LeaseKey.
+// several keys or limits waits (SubscribeAs) under its first key, its ticket's LeaseKey. A key
+// of a tree wakes the waiting fronts of its related keys' lines too (wakeRelated).
 func (s *Store) wakeFront(ctx context.Context, key string) {
+	s.wakeLine(ctx, key)
+	if prefix := s.trees.of(key); prefix != "" {
+		s.wakeRelated(ctx, key, prefix)
+	}
+}
+
+// wakeLine wakes the front of key's own line (see wakeFront).
+func (s *Store) wakeLine(ctx context.Context, key string) {
 	l, err := s.readLine(ctx, key, s.now().UnixNano(), 16)
 	front := l.front()
 	switch {

@@ -11,6 +11,9 @@ const leaseColumns = `key, lease_id, holder, owner, token, acquired_at, expires_
 type statements struct {
 	runningJob, resourceRest, headKind, line, enqueue, leave                   *sql.Stmt
 	selectRow, acquire, renew, release, heldFor, releasedBy, forceRelease, get *sql.Stmt
+	// treeAcquire is acquire for a key of a tree (trees_grant.go); relatedWaiting finds the
+	// related lines to wake (trees.go).
+	treeAcquire, relatedWaiting *sql.Stmt
 	// list holds one statement per shape of keyRange, so that each reads the primary key as
 	// one range.
 	list [4]*sql.Stmt
@@ -18,6 +21,11 @@ type statements struct {
 	// one), indexed by EventsParams.Shape.
 	events [4]*sql.Stmt
 }
+
+// notInTreeSQL holds when key ?1 is in no tree: the one prefix that may hold it (the greatest at
+// or below store.TreeProbe, found with one probe of the trees' primary key) is not a prefix of
+// the probe. With no tree at all it reads an empty table.
+const notInTreeSQL = `coalesce((SELECT substr(?1 || '/', 1, length(m)) = m FROM (SELECT max(prefix) AS m FROM trees WHERE prefix <= ?1 || '/')), 0) = 0`
 
 // eventsSQL is Events' statement for one shape. A key filter is its own statement, not
 // "key = ?2 unless ?2 is empty": the planner cannot use events_by_key (key, id) for a condition that
@@ -77,11 +85,13 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 		// arrived first waits; the grant ends the caller's own ticket (a trigger).
 		// ?1 key, ?2 lease_id, ?3 holder, ?4 now, ?5 ttl, ?6 cooldown, ?7 lock delay, ?8 metadata,
 		// ?9 owner, ?10 first (break-glass).
+		// A key of a tree is not granted here (notInTreeSQL), but by treeAcquire.
 		{&st.acquire, `INSERT INTO leases AS a (key, lease_id, holder, owner, token, acquired_at, expires_at, ended,
 				available_at, cooldown_ns, lock_delay_ns, metadata)
 			SELECT ?1, ?2, ?3, ?9, (SELECT value + 1 FROM counters WHERE name = 'token'), ?4, ?4 + ?5, 0,
 				?4 + ?5 + ?7, ?6, ?7, ?8
-			WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE resource = ?1 AND state = 'running' AND lease_expires_at > ?4)
+			WHERE ` + notInTreeSQL + `
+				AND NOT EXISTS (SELECT 1 FROM jobs WHERE resource = ?1 AND state = 'running' AND lease_expires_at > ?4)
 				AND coalesce((SELECT cooldown_until FROM resources WHERE key = ?1), 0) <= ?4
 				AND ` + lineFreeSQL + `
 			ON CONFLICT (key) DO UPDATE SET
@@ -117,6 +127,8 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 			WHERE key = ?1 AND ended = 0 AND expires_at > ?2
 			RETURNING ` + leaseColumns},
 		{&st.get, `SELECT ` + leaseColumns + ` FROM leases WHERE key = ?1 AND ended = 0 AND expires_at > ?2`},
+		{&st.treeAcquire, treeAcquireSQL},
+		{&st.relatedWaiting, sqlRelatedWaiting},
 		{&st.list[0], listSQL(0)},
 		{&st.list[1], listSQL(1)},
 		{&st.list[2], listSQL(2)},
@@ -138,7 +150,7 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 
 func (st *statements) close() {
 	for _, s := range append([]*sql.Stmt{st.runningJob, st.resourceRest, st.headKind, st.line, st.enqueue, st.leave, st.selectRow, st.acquire, st.renew, st.release, st.heldFor,
-		st.releasedBy, st.forceRelease, st.get}, append(st.list[:], st.events[:]...)...) {
+		st.releasedBy, st.forceRelease, st.get, st.treeAcquire, st.relatedWaiting}, append(st.list[:], st.events[:]...)...) {
 		if s != nil {
 			s.Close()
 		}

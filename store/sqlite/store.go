@@ -48,6 +48,8 @@ type Store struct {
 	stmts     statements
 	audit     bool
 	renews    renewBatcher
+	// trees is this process's copy of the trees' prefixes (trees.go).
+	trees treeCache
 }
 
 var _ store.Store = (*Store)(nil)
@@ -117,6 +119,10 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 			db.Close()
 			return nil, fmt.Errorf("sqlite: enable audit: %w", err)
 		}
+	}
+	if err := s.loadTrees(ctx); err != nil {
+		db.Close()
+		return nil, err
 	}
 	if err := s.stmts.prepare(ctx, db); err != nil {
 		db.Close()

@@ -42,7 +42,9 @@ func BenchAgainst(b *testing.B, clients int, cycle CycleFunc, baselines ...Basel
 	benchAgainst(b, clients, true, cycle, baselines...)
 }
 
-func benchAgainst(b *testing.B, clients int, cpu bool, cycle CycleFunc, baselines ...Baseline) {
+// benchAgainst runs BenchAgainst and returns cycle's time per cycle over each baseline's (1.0 = as
+// fast, 2.0 = twice as slow); nil if nothing was measured.
+func benchAgainst(b *testing.B, clients int, cpu bool, cycle CycleFunc, baselines ...Baseline) []float64 {
 	const blocks = 10
 	var cycleTime, cycleCPU time.Duration
 	baseTime := make([]time.Duration, len(baselines))
@@ -74,24 +76,27 @@ func benchAgainst(b *testing.B, clients int, cpu bool, cycle CycleFunc, baseline
 	}
 	b.StopTimer()
 	if cycleN == 0 || baseN == 0 || cycleTime <= 0 {
-		return
+		return nil
 	}
 	cycleNs := float64(cycleTime.Nanoseconds()) / float64(cycleN)
 	if cpuOK {
 		b.ReportMetric(float64(cycleCPU.Microseconds())/float64(cycleN), "cpu-us/op")
 	}
+	costs := make([]float64, len(baselines))
 	for j, base := range baselines {
 		name := base.Name
 		if j == 0 {
 			name = "baseline"
 		}
 		baseNs := float64(baseTime[j].Nanoseconds()) / float64(baseN)
+		costs[j] = cycleNs / baseNs
 		b.ReportMetric(baseNs, name+"-ns/op")
 		b.ReportMetric(baseNs/cycleNs, "x-"+name)
 		if cpuOK {
 			b.ReportMetric(float64(baseCPU[j].Microseconds())/float64(baseN), name+"-cpu-us/op")
 		}
 	}
+	return costs
 }
 
 // runCycles runs n cycles over clients goroutines and returns the elapsed time.

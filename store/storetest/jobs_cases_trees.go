@@ -152,7 +152,7 @@ func testJobTreeConcurrent(t *testing.T, h JobHarness) {
 	e := newJobEnv(t, h, treeKinds...)
 	ls := treeJobStore(t, e, "cj/")
 	keys := []string{"cj", "cj/z1", "cj/z2", "cj/z1/n1", "cj/z1/n2", "cj/z2/n1", "cj/z2/n2", "cj/z1/n1/d"}
-	const jobs, workers, lockers, locksEach, hold = 60, 6, 3, 10, 5 * time.Millisecond
+	const jobs, workers, lockers, locksEach, hold = 40, 4, 3, 8, 20 * time.Millisecond
 	total := int64(0)
 	for i := range jobs {
 		k := keys[3+rand.IntN(len(keys)-3)]
@@ -183,7 +183,7 @@ func testJobTreeConcurrent(t *testing.T, h JobHarness) {
 					return
 				}
 				if len(js) == 0 {
-					time.Sleep(time.Millisecond) // pacing the polls, not synchronisation
+					time.Sleep(5 * time.Millisecond) // pacing the polls, not synchronisation
 					continue
 				}
 				j := js[0]
@@ -208,7 +208,7 @@ func testJobTreeConcurrent(t *testing.T, h JobHarness) {
 				for {
 					l, err := ls.Acquire(e.ctx, p)
 					if errors.Is(err, store.ErrLockHeld) || errors.Is(err, store.ErrResting) {
-						time.Sleep(2 * time.Millisecond) // the waiter's retry: pacing, not synchronisation
+						time.Sleep(5 * time.Millisecond) // the waiter's retry: pacing, not synchronisation
 						continue
 					}
 					if err != nil {
