@@ -548,3 +548,52 @@ func showEvents(evs []*store.Event) string {
 	}
 	return b.String()
 }
+
+// testTreeSetByAnotherStore: a tree that another store (another process) set binds this one at
+// once, though it opened before: its grants of the tree's keys follow the tree's rules, and a bad
+// key of the tree is refused. And once the other store deletes the tree, flat rules again.
+func testTreeSetByAnotherStore(t *testing.T, h Harness) {
+	b := h.NewBackend(t)
+	mine, other := b.Open(t), b.Open(t)
+	requireTrees(t, mine)
+	ctx := t.Context()
+	if _, err := mine.Acquire(ctx, &store.AcquireParams{Key: "warm/up", LeaseID: "warm", Holder: "h", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	tr := requireTrees(t, other)
+	if _, err := tr.SetTree(ctx, &store.SetTreeParams{Prefix: "o/", Actor: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	parent, err := other.Acquire(ctx, &store.AcquireParams{Key: "o/a", LeaseID: "parent", Holder: "other", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = mine.Acquire(ctx, &store.AcquireParams{Key: "o/a/b", LeaseID: "child", Holder: "mine", TTL: time.Minute})
+	var held *store.LockHeldError
+	if !errors.As(err, &held) || held.Related != "o/a" || held.Token != parent.Token {
+		t.Fatalf("a child of a key held in a tree set by another store: %v; want refused by o/a", err)
+	}
+	_, err = mine.Acquire(ctx, &store.AcquireParams{Key: "o//b", LeaseID: "bad", Holder: "mine", TTL: time.Minute})
+	var inv *store.InvalidArgumentError
+	if !errors.As(err, &inv) || inv.Field != "key" {
+		t.Fatalf("a key with an empty level in a tree set by another store: %v; want an invalid argument naming key", err)
+	}
+	if _, err := other.Release(ctx, &store.ReleaseParams{Key: "o/a", LeaseID: "parent"}); err != nil {
+		t.Fatal(err)
+	}
+	child, err := mine.Acquire(ctx, &store.AcquireParams{Key: "o/a/b", LeaseID: "child", Holder: "mine", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mine.Release(ctx, &store.ReleaseParams{Key: child.Key, LeaseID: child.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.DeleteTree(ctx, &store.DeleteTreeParams{Prefix: "o/", Actor: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"o/a", "o/a/b", "o//b"} {
+		if _, err := mine.Acquire(ctx, &store.AcquireParams{Key: k, LeaseID: "flat-" + k, Holder: "mine", TTL: time.Minute}); err != nil {
+			t.Fatalf("%q once the tree was deleted by another store: %v; want granted as a flat key", k, err)
+		}
+	}
+}
