@@ -324,9 +324,10 @@ func testTreeFIFO(t *testing.T, h Harness) {
 	_ = r.Release(e.ctx)
 }
 
-// testTreeWake: with a one-minute poll, only a push wakes a waiter in time: the release of a
-// child wakes a waiting parent request, the release of a parent wakes a waiting child request,
-// and a tree lease renews like any other (same token, later expiry).
+// testTreeWake: with a one-minute poll and an hour's TTL (a waiter retries at least every third of
+// it, to keep its ticket), only a push wakes a waiter in time: the release of a child wakes a
+// waiting parent request, the release of a parent wakes a waiting grandchild request, and a tree
+// lease renews like any other (same token, later expiry).
 func testTreeWake(t *testing.T, h Harness) {
 	e := newEnv(t, h, &baton.Config{PollInterval: time.Minute})
 	requireTrees(t, e.store)
@@ -337,7 +338,7 @@ func testTreeWake(t *testing.T, h Harness) {
 	if err != nil || l.Token != child.Token || !l.ExpiresAt.After(before) {
 		t.Fatalf("Renew of a tree lease: %+v, %v; want token %d and an expiry after %s", l, err, child.Token, before)
 	}
-	parent := e.waiter("w/a")
+	parent := e.waiter("w/a", baton.WithTTL(time.Hour))
 	e.waitTickets("w/a", 1)
 	start := time.Now()
 	if err := child.Release(e.ctx); err != nil {
@@ -347,7 +348,7 @@ func testTreeWake(t *testing.T, h Harness) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("parent granted %s after its child was released: no push", d)
 	}
-	grand := e.waiter("w/a/b/c")
+	grand := e.waiter("w/a/b/c", baton.WithTTL(time.Hour))
 	e.waitTickets("w/a/b/c", 1)
 	start = time.Now()
 	if err := p.Release(e.ctx); err != nil {
