@@ -183,7 +183,9 @@ func testTreeConcurrent(t *testing.T, h Harness) {
 	requireLimits(t, e)
 	e.setTree("cc/")
 	keys := []string{"cc", "cc/a", "cc/b", "cc/a/x", "cc/a/y", "cc/b/x", "cc/a/x/1", "cc/a/x/2", "cc/a-x", "cc/b/y"}
-	e.holdFor = time.Millisecond
+	// Long enough beside a grant for others to be granted meanwhile, on a loaded machine and
+	// under the race detector (with 1 ms, unrelated keys were seen together only by chance).
+	e.holdFor = 20 * time.Millisecond
 	var hs holdings
 	e.run(16, 12, &hs, func(g, i int) error {
 		// The root and the parents less often, so that children have time to run together.
@@ -364,6 +366,7 @@ func testTreeRest(t *testing.T, h Harness) {
 	e := newEnv(t, h, nil)
 	requireTrees(t, e.store)
 	e.setTree("r/")
+	e.setTree("rs/")
 	const ttl, delay = time.Second, time.Hour
 	for _, c := range []struct{ held, asked string }{{"r/p", "r/p/c"}, {"r/q/c", "r/q"}} {
 		l, err := e.store.Acquire(e.ctx, &store.AcquireParams{Key: c.held, LeaseID: "crashed-" + c.held, Holder: "crashed", TTL: ttl, LockDelay: delay})
@@ -387,15 +390,15 @@ func testTreeRest(t *testing.T, h Harness) {
 		}
 	}
 	// A cooldown after a clean release rests the key alone.
-	l, err := e.store.Acquire(e.ctx, &store.AcquireParams{Key: "r/s", LeaseID: "cool", Holder: "cool", TTL: time.Minute, Cooldown: delay})
+	l, err := e.store.Acquire(e.ctx, &store.AcquireParams{Key: "rs/s", LeaseID: "cool", Holder: "cool", TTL: time.Minute, Cooldown: delay})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.drop(l)
-	if _, err := e.grab("r/s", false, "next"); !errors.Is(err, store.ErrResting) {
+	if _, err := e.grab("rs/s", false, "next"); !errors.Is(err, store.ErrResting) {
 		t.Fatalf("the key itself during its cooldown: %v; want ErrResting", err)
 	}
-	for _, k := range []string{"r/s/child", "r"} {
+	for _, k := range []string{"rs/s/child", "rs"} {
 		l, err := e.grab(k, false, "next")
 		if err != nil {
 			t.Fatalf("%q beside a cooling related key: %v; want granted", k, err)
