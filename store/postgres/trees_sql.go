@@ -63,7 +63,7 @@ LEFT JOIN LATERAL (SELECT r.key, r.lease_id, r.holder, r.token, r.expires_at, r.
 //   - j: the ready jobs of related lines submitted before its arrival that conflict with it (the
 //     heads; for a shared request every exclusive one, head or not, as keyLine): how many, and
 //     the first's ID, resource and submit.
-const relatedSQL = `SELECT h.key, h.lease_id, h.holder, h.token, h.expires_at, h.mode, r.key, r.available_at,
+var relatedSQL = `SELECT h.key, h.lease_id, h.holder, h.token, h.expires_at, h.mode, r.key, r.available_at,
 	coalesce(t.n, 0), t.key, t.holder, t.created_at, coalesce(j.n, 0), j.id, j.resource, j.created_at
 FROM (SELECT 1) AS one
 LEFT JOIN LATERAL (
@@ -73,12 +73,14 @@ LEFT JOIN LATERAL (
 	ORDER BY h.expires_at DESC LIMIT 1
 ) h ON true
 LEFT JOIN LATERAL (
-	SELECT l.key, l.available_at FROM {leases} l
-	WHERE (l.key = ANY ($1::text[]) OR l.key IN (SELECT d.key FROM {holds} d WHERE d.key >= $2 AND d.key < $3
+	SELECT x.key, x.available_at FROM (
+		SELECT l.key, l.available_at FROM {leases} l WHERE l.key = ANY ($1::text[]) AND ` + relatedRest + `
+		UNION ALL
+		SELECT l.key, l.available_at FROM (SELECT DISTINCT d.key FROM {holds} d WHERE d.key >= $2 AND d.key < $3
 			AND d.ended IN (0, 2) AND d.mode <> 'unit' AND d.expires_at <= $4
-			AND d.expires_at + d.lock_delay_ms * interval '1 millisecond' > $4))
-		AND l.ended IN (0, 2) AND l.available_at > $4 AND NOT (l.ended = 0 AND l.expires_at > $4)
-	ORDER BY l.available_at DESC LIMIT 1
+			AND d.expires_at + d.lock_delay_ms * interval '1 millisecond' > $4) d
+		JOIN {leases} l ON l.key = d.key AND ` + relatedRest + `
+	) x ORDER BY x.available_at DESC LIMIT 1
 ) r ON true
 LEFT JOIN LATERAL (
 	SELECT count(*) OVER () AS n, t.key, t.holder, t.created_at FROM {tickets} t
@@ -88,12 +90,22 @@ LEFT JOIN LATERAL (
 	ORDER BY t.first DESC, t.created_at, t.seq LIMIT 1
 ) t ON true
 LEFT JOIN LATERAL (
-	SELECT count(*) OVER () AS n, j.id, j.resource, j.created_at FROM {jobs} j
-	WHERE (j.resource = ANY ($1::text[]) OR j.resource >= $2 AND j.resource < $3)
-		AND (j.head OR $5::boolean) AND j.state IN ('scheduled', 'available', 'retryable') AND j.scheduled_at <= $4
-		AND j.created_at <= $10::timestamptz AND E'\x1fjob:' || j.id <> $6 AND NOT ($5::boolean AND j.shared)
-	ORDER BY j.created_at, j.id LIMIT 1
+	SELECT count(*) OVER () AS n, x.id, x.resource, x.created_at FROM (
+		SELECT j.id, j.resource, j.created_at FROM {jobs} j WHERE j.resource = ANY ($1::text[]) AND ` + relatedJob + `
+		UNION ALL
+		SELECT j.id, j.resource, j.created_at FROM {jobs} j WHERE j.resource >= $2 AND j.resource < $3 AND ` + relatedJob + `
+	) x ORDER BY x.created_at, x.id LIMIT 1
 ) j ON true`
+
+// relatedRest: the leases row l rests after a hold that expired or was force-released, at $4.
+const relatedRest = `l.ended IN (0, 2) AND l.available_at > $4 AND NOT (l.ended = 0 AND l.expires_at > $4)`
+
+// relatedJob: job j (unfinished: the partial index of a resource's unfinished jobs serves both
+// arms) is ready at $4 and was submitted by $10, is not the caller ($6), and conflicts with a
+// request that is shared if $5 (as relatedSQL says).
+const relatedJob = `j.state IN ('scheduled', 'available', 'running', 'retryable') AND j.state <> 'running'
+	AND (j.head OR $5::boolean) AND j.scheduled_at <= $4 AND j.created_at <= $10::timestamptz
+	AND E'\x1fjob:' || j.id <> $6 AND NOT ($5::boolean AND j.shared)`
 
 // maxRelatedWake bounds the descendants' lines one freed key wakes.
 const maxRelatedWake = 64

@@ -3,9 +3,12 @@ package postgres_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/postgres"
@@ -208,4 +211,36 @@ func TestTreeWakePush(t *testing.T) {
 		t.Fatal(err)
 	}
 	pushed(ch, "the job's completion")
+}
+
+// A grant in a tree reads its related keys with index lookups (its ancestors by key) and one
+// range of each index for its descendants, under the store's generic plans: never a scan of the
+// tree, however many keys it holds.
+func TestTreeRelatedPlanReadsIndexRanges(t *testing.T) {
+	schema := newSchema(t)
+	openStore(t, schema)
+	id := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
+	// A large tree, mostly ended holds, old tickets and finished jobs.
+	exec(t, `INSERT INTO `+id("holds")+` (lease_id, key, mode, lease_key, holder, token, acquired_at, expires_at, ended, cooldown_ms, lock_delay_ms)
+		SELECT 'l' || i, 't/' || (i % 100) || '/' || i, 'exclusive', 't/' || (i % 100) || '/' || i, 'h', i, now(), now(), 1, 0, 0
+		FROM generate_series(1, 20000) AS i`)
+	exec(t, `INSERT INTO `+id("tickets")+` (key, lease_id, holder, created_at, expires_at)
+		SELECT 't/' || (i % 100) || '/' || i, 'l' || i, 'h', now(), now() - interval '1 hour' FROM generate_series(1, 20000) AS i`)
+	exec(t, `INSERT INTO `+id("resources")+` (key) SELECT 't/' || (i % 100) || '/' || i FROM generate_series(1, 20000) AS i`)
+	exec(t, `INSERT INTO `+id("jobs")+` (seq, kind, resource, state, max_attempts, scheduled_at)
+		SELECT i, 'k', 't/' || (i % 100) || '/' || i, 'succeeded', 3, now() FROM generate_series(1, 20000) AS i`)
+	exec(t, `INSERT INTO `+id("leases")+` (key, lease_id, holder, token, acquired_at, expires_at, ended, available_at, cooldown_ms, lock_delay_ms)
+		SELECT 't/' || (i % 100) || '/' || i, '', 'h', i, now(), now(), 1, now(), 0, 0 FROM generate_series(1, 20000) AS i`)
+	exec(t, `ANALYZE `+id("holds")+`, `+id("tickets")+`, `+id("jobs")+`, `+id("leases"))
+	_, plan := genericPlan(t, "related", postgres.RelatedSQL(schema),
+		`(ARRAY['t/7', 't'], 't/7/x/', 't/7/x0', now(), false, 'me', false, now(), 0, now())`)
+	t.Logf("%s", plan)
+	if strings.Contains(plan, "Seq Scan") {
+		t.Errorf("the related keys' plan scans a table:\n%s", plan)
+	}
+	for _, w := range []string{"holds_by_key", "tickets_line", "jobs_unfinished_by_resource"} {
+		if !strings.Contains(plan, w) {
+			t.Errorf("plan lacks %q:\n%s", w, plan)
+		}
+	}
 }
