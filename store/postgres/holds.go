@@ -356,7 +356,12 @@ type place struct {
 // reads; the writes with COMMIT.
 func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
 	if p.First {
-		return nil, &store.InvalidArgumentError{Field: "first", Rule: "cannot be combined with shared mode, resources or limits"}
+		rule := "cannot be combined with shared mode, resources or limits"
+		if !p.Beyond() {
+			// A key of a tree (trees.go), whose grants go through holds.
+			rule = "is not supported on a key of a tree by the PostgreSQL store"
+		}
+		return nil, &store.InvalidArgumentError{Field: "first", Rule: rule}
 	}
 	var md any // NULL for no metadata
 	if len(p.Metadata) > 0 {
