@@ -79,3 +79,6 @@ const EpochBits = epochBits
 
 // EventsSQL returns Events' query of schema for each of the four shapes (see store.EventsParams.Shape).
 func EventsSQL(schema string, shape int) string { return buildQueries(schema).events[shape] }
+
+// RelatedSQL returns the statement that reads what a grant in a tree meets on its related keys.
+func RelatedSQL(schema string) string { return buildHoldQueries(schema, "c").related }

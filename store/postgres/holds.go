@@ -15,16 +15,18 @@ import (
 
 // Beyond one at a time (store/holds.go, migrations/0012_holds.sql): a request for a shared hold,
 // several keys or units of limits runs as one READ COMMITTED transaction. It first locks the
-// leases rows of all its keys (SELECT … FOR UPDATE, in key order) and then its limits' rows (in
-// name order): every plain statement locks one leases row, so no two of them wait for each other
-// in a cycle. Every later statement of the transaction reads a fresh snapshot, taken after the
+// leases rows of all its keys (SELECT … FOR UPDATE, in key order; with the rows of the
+// ancestors of its keys in trees FOR SHARE, in the same order: lockTreeSQL) and then its limits'
+// rows (in name order): every plain statement locks one leases row, so no two of them wait for
+// each other in a cycle. Every later statement of the transaction reads a fresh snapshot, taken after the
 // locks: the rows, their holds, their lines and the limits' use as the last grant of each left
 // them. It then grants all (one token, a holds row per key and unit, the keys' summary rows) or
 // enqueues the caller in every line of the request with one arrival.
 //
 // A key must have its leases row before the transaction relies on it: a claim of a job on a key
-// without one takes no gate (resource_line.go). A key that has none is made a lock key first
-// (markLockKey) and the transaction is run again.
+// without one takes no gate (resource_line.go), and a grant in a tree waits for a grant of a
+// related key only on a row that exists. A key (or ancestor) that has none is made a lock key
+// first (markLockKey) and the transaction is run again.
 
 // holdQueries are the statements of holds.go and limits.go, built once at open.
 type holdQueries struct {
@@ -33,8 +35,8 @@ type holdQueries struct {
 	countEnded, settle, forceEndHolds, fronts, notify, notifyJobs, setLimit, lockLimit, limitInUse,
 	deleteLimit, dropLine, readLimits, limitHolders string
 	// The statements of the batches (holds_pipe.go).
-	lockRowsOf, endHoldsNow, grantHoldsCur, grantRowsCur, wake string
-	keyHolders                                                 string
+	endHoldsNow, grantHoldsCur, grantRowsCur, wake string
+	keyHolders                                     string
 	// reacquire, place, keyLine and limitUse with their instants (now, arrival)
 	// NULL for the one setNow kept: they go in the batch of the locks.
 	reacquireAt, placeAt, keyLineAt, limitUseAt string
@@ -42,6 +44,11 @@ type holdQueries struct {
 	settleEnded, wakeEnded, notifyJobsEnded string
 	// The end of job attempts' holds (jobs_beyond.go).
 	lockJobHolds, endJobHolds, settleJobEnded, wakeJobEnded, notifyJobsJobEnded string
+	// Trees (trees_grant.go, trees_sql.go): the locks of a grant and of a release or an end,
+	// what a grant meets on its related keys, and the wakes of the lines related to what a
+	// release, an end or a force-release freed.
+	lockTree, related, relatedAt, lockTreeOf, wakeRelatedEnded, notifyRelatedEnded, wakeRelated, notifyRelated string
+	wakeRelatedJobEnded, notifyRelatedJobEnded                                                                 string
 }
 
 // beforeMe selects the live tickets of line $1 that are before the caller (lease ID $2) at $3:
@@ -54,7 +61,7 @@ func buildHoldQueries(schema, channel string) holdQueries {
 	id := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
 	// The schema and the channel are [a-z0-9_]: their quoted forms hold no single quote.
 	r := strings.NewReplacer("{leases}", id("leases"), "{holds}", id("holds"), "{tickets}", id("tickets"),
-		"{limits}", id("limits"), "{jobs}", id("jobs"), "{kinds}", id("job_kinds"),
+		"{limits}", id("limits"), "{jobs}", id("jobs"), "{kinds}", id("job_kinds"), "{trees}", id("trees"),
 		"{tokenseq}", "'"+id("token_seq")+"'", "{ticketstable}", "'"+id("tickets")+"'", "{channel}", "'"+channel+"'")
 	q := func(sql string) string { return r.Replace(sql) }
 	hq := holdQueries{
@@ -147,10 +154,6 @@ ORDER BY l.i, f.first DESC, f.created_at, f.seq`),
 		// The workers of the kinds of the keys' ready head jobs, if any wait. $1 keys.
 		notifyJobs: q(`SELECT pg_notify({channel}, E'\x1fjob:' || k.name) FROM {jobs} h JOIN {kinds} k ON k.name = h.kind
 WHERE h.resource = ANY ($1::text[]) AND h.head AND h.state IN ('scheduled', 'available', 'retryable') AND k.waiting_until > now()`),
-		// The rows of the keys (not units) of the lease ($1 lease_id, $2 lease_key, $3 owner) with
-		// holds not ended, locked in key order.
-		lockRowsOf: q(`SELECT key FROM {leases} WHERE key IN (SELECT key FROM {holds}
-	WHERE lease_id = $1 AND lease_key = $2 AND owner = $3 AND ended = 0 AND mode <> 'unit') ORDER BY key FOR UPDATE`),
 		// The lease's live holds end, at the instant setNow kept. $1 lease_id, $2 lease_key, $3 owner.
 		endHoldsNow: q(`UPDATE {holds} SET ended = 1, expires_at = least(expires_at, ` + nowSetting + `)
 WHERE lease_id = $1 AND lease_key = $2 AND owner = $3 AND ended = 0 AND expires_at > ` + nowSetting + `
@@ -248,14 +251,15 @@ FROM h WHERE l.key = h.key AND l.lease_id = '' AND l.job_id = 0 AND l.ended = 0`
 	hq.wakeEnded = strings.ReplaceAll(strings.ReplaceAll(strings.ReplaceAll(hq.wake, "$2", nowSetting), "$3::boolean", "true"),
 		"unnest($1::text[])", "unnest(ARRAY("+q(justEnded)+" ORDER BY key))")
 	hq.notifyJobsEnded = strings.ReplaceAll(hq.notifyJobs, "= ANY ($1::text[])", "IN ("+q(justEnded)+" AND mode <> 'unit')")
+	buildTreeHoldQueries(&hq, q, justEnded)
 	// The end of job attempts (jobs_beyond.go): the holds of the attempts ($1 ids, $2 tokens) that
 	// the statements before them in the batch ended (the job is no longer running with that
 	// token), ended at the instant setNow kept; then, by their lease IDs ($1), their keys'
 	// summary rows, the wakes of their lines and of their keys' jobs.
 	jobHolds := `(SELECT E'\x1fjob:' || r.id, r.token FROM unnest($1::bigint[], $2::bigint[]) AS r (id, token)
 	WHERE NOT EXISTS (SELECT 1 FROM {jobs} j WHERE j.id = r.id AND j.token = r.token AND j.state = 'running'))`
-	hq.lockJobHolds = q(`SELECT key FROM {leases} WHERE key IN (SELECT h.key FROM {holds} h
-	WHERE (h.lease_id, h.token) IN ` + jobHolds + ` AND h.ended = 0 AND h.mode <> 'unit') ORDER BY key FOR UPDATE`)
+	hq.lockJobHolds = q(lockTreeSQL(`ARRAY(SELECT h.key FROM {holds} h
+	WHERE (h.lease_id, h.token) IN ` + jobHolds + ` AND h.ended = 0 AND h.mode <> 'unit')`))
 	hq.endJobHolds = q(`UPDATE {holds} SET ended = 1, expires_at = least(expires_at, ` + nowSetting + `)
 WHERE (lease_id, token) IN ` + jobHolds + ` AND ended = 0 AND expires_at > ` + nowSetting)
 	byIDs := strings.NewReplacer("lease_id = $1 AND lease_key = $2 AND owner = $3", "lease_id = ANY ($1::text[])",
@@ -263,6 +267,8 @@ WHERE (lease_id, token) IN ` + jobHolds + ` AND ended = 0 AND expires_at > ` + n
 	hq.settleJobEnded = byIDs.Replace(hq.settleEnded)
 	hq.wakeJobEnded = byIDs.Replace(hq.wakeEnded)
 	hq.notifyJobsJobEnded = byIDs.Replace(hq.notifyJobsEnded)
+	hq.wakeRelatedJobEnded = byIDs.Replace(hq.wakeRelatedEnded)
+	hq.notifyRelatedJobEnded = byIDs.Replace(hq.notifyRelatedEnded)
 	hq.reacquireAt = nowOr(hq.reacquire, 4)
 	hq.placeAt = nowOr(hq.place, 2)
 	hq.keyLineAt = nowOr(hq.keyLine, 3, 5, 8)
@@ -350,7 +356,12 @@ type place struct {
 // reads; the writes with COMMIT.
 func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
 	if p.First {
-		return nil, &store.InvalidArgumentError{Field: "first", Rule: "cannot be combined with shared mode, resources or limits"}
+		rule := "cannot be combined with shared mode, resources or limits"
+		if !p.Beyond() {
+			// A key of a tree (trees.go), whose grants go through holds.
+			rule = "is not supported on a key of a tree by the PostgreSQL store"
+		}
+		return nil, &store.InvalidArgumentError{Field: "first", Rule: rule}
 	}
 	var md any // NULL for no metadata
 	if len(p.Metadata) > 0 {
@@ -410,14 +421,21 @@ type beyondJob struct {
 func (s *Store) beyondTx(ctx context.Context, pt *pipeTx, p *store.AcquireParams, md any, job *beyondJob) (
 	lease *store.Lease, refusal error, missing, woken []string, err error) {
 	keys := p.Keys()
-	sortedKeys := slices.Sorted(slices.Values(keys))
 	sortedLimits := slices.Sorted(slices.Values(p.Limits))
+	// The keys this process believes in trees: their related keys are read in the first batch.
+	hinted := map[string]string{}
+	for _, k := range keys {
+		if prefix := s.trees.of(k); prefix != "" {
+			hinted[k] = prefix
+		}
+	}
 	// The locks: the keys' rows in key order, then the limits' rows in name order, then
 	// the clock; then, in a fresh snapshot after them, the reads (at the clock's instant,
 	// which the session keeps: setNow). The lines are read as for a newcomer, and again
 	// if the caller has its place in them; a job's, at its place (its submit).
 	var (
-		rows        map[string]*keyRow
+		lt          *lockedTree
+		related     map[string]*relatedRead
 		caps        map[string]int
 		now         time.Time
 		reacquireID string
@@ -433,7 +451,7 @@ func (s *Store) beyondTx(ctx context.Context, pt *pipeTx, p *store.AcquireParams
 		if job != nil {
 			job.pre(b)
 		}
-		b.Queue(s.hq.lockRows, sortedKeys)
+		b.Queue(s.hq.lockTree, keys)
 		if len(sortedLimits) > 0 {
 			b.Queue(s.hq.lockLimits, sortedLimits)
 		}
@@ -443,6 +461,7 @@ func (s *Store) beyondTx(ctx context.Context, pt *pipeTx, p *store.AcquireParams
 		}
 		b.Queue(s.hq.placeAt, p.LeaseID, nil, p.Lines())
 		s.queueLines(b, p, nil, linePlace)
+		s.queueRelated(b, p, hinted, nil, linePlace)
 	}, false, func(br pgx.BatchResults) error {
 		if job != nil {
 			if err := job.preRead(br); err != nil {
@@ -453,7 +472,7 @@ func (s *Store) beyondTx(ctx context.Context, pt *pipeTx, p *store.AcquireParams
 		if err != nil {
 			return err
 		}
-		if rows, err = scanKeyRows(r, len(keys)); err != nil {
+		if lt, err = scanLockTree(r); err != nil {
 			return err
 		}
 		if len(sortedLimits) > 0 {
@@ -478,19 +497,30 @@ func (s *Store) beyondTx(ctx context.Context, pt *pipeTx, p *store.AcquireParams
 		if me, err = scanPlace(r, len(p.Lines())); err != nil {
 			return err
 		}
-		keyLines, limitUses, err = readLines(br, p)
+		if keyLines, limitUses, err = readLines(br, p); err != nil {
+			return err
+		}
+		related, err = readRelated(br, p, hinted)
 		return err
 	})
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	for _, k := range keys {
-		if rows[k] == nil {
-			missing = append(missing, k)
-		}
+	rows := lt.rows
+	if err := validateTreeKeys(p, lt.prefixes); err != nil {
+		return nil, nil, nil, nil, err
 	}
-	if len(missing) > 0 {
-		return nil, nil, missing, nil, errUnmarked
+	if len(lt.missing) > 0 {
+		return nil, nil, lt.missing, nil, errUnmarked
+	}
+	stale := false
+	for _, k := range keys {
+		stale = stale || hinted[k] != lt.prefixes[k]
+	}
+	if stale {
+		// Another process set or deleted a tree: read the related keys by the trees this
+		// transaction read (it holds them until it commits), and the trees again after.
+		defer func() { _ = s.loadTrees(context.WithoutCancel(ctx)) }()
 	}
 	for _, name := range sortedLimits {
 		if _, ok := caps[name]; !ok {
@@ -501,9 +531,19 @@ func (s *Store) beyondTx(ctx context.Context, pt *pipeTx, p *store.AcquireParams
 		lease, err = s.renewHoldsTx(ctx, pt.conn, &store.RenewParams{Key: p.Key, LeaseID: reacquireID, Owner: p.Owner, TTL: p.TTL}, now, true)
 		return lease, nil, nil, nil, err
 	}
-	if me.has && job == nil {
-		err = pt.batch(ctx, func(b *pgx.Batch) { s.queueLines(b, p, &now, me) }, false, func(br pgx.BatchResults) (err error) {
-			keyLines, limitUses, err = readLines(br, p)
+	if me.has && job == nil || stale {
+		at := linePlace
+		if me.has && job == nil {
+			at = me
+		}
+		err = pt.batch(ctx, func(b *pgx.Batch) {
+			s.queueLines(b, p, &now, at)
+			s.queueRelated(b, p, lt.prefixes, &now, at)
+		}, false, func(br pgx.BatchResults) (err error) {
+			if keyLines, limitUses, err = readLines(br, p); err != nil {
+				return err
+			}
+			related, err = readRelated(br, p, lt.prefixes)
 			return err
 		})
 		if err != nil {
@@ -513,6 +553,11 @@ func (s *Store) beyondTx(ctx context.Context, pt *pipeTx, p *store.AcquireParams
 	for i, k := range keys {
 		if refusal = keyRefusal(p, k, rows[k], now, keyLines[i].sum, keyLines[i]); refusal != nil {
 			break
+		}
+		if r := related[k]; r != nil {
+			if refusal = relatedRefusal(p, k, now, r); refusal != nil {
+				break
+			}
 		}
 	}
 	for i := 0; refusal == nil && i < len(p.Limits); i++ {
@@ -881,9 +926,10 @@ func (s *Store) renewHolds(ctx context.Context, p *store.RenewParams) (*store.Le
 }
 
 // releaseHolds ends a lease made of holds and frees or shrinks its keys' summary rows; the
-// fronts of the lines of its keys and limits are woken when it commits. It runs as one batch
-// (holds_pipe.go): the locks and the clock, the end of the holds, the summary rows and the wakes
-// of what they ended, COMMIT.
+// fronts of the lines of its keys and limits, and of the lines related to its keys in trees, are
+// woken when it commits. It runs as one batch (holds_pipe.go): the locks (its keys' rows, and
+// their ancestors' in trees, as its grant took them: lockTreeSQL) and the clock, the end of the
+// holds, the summary rows and the wakes of what they ended, COMMIT.
 func (s *Store) releaseHolds(ctx context.Context, p *store.ReleaseParams) (*store.ReleaseResult, error) {
 	var res *store.ReleaseResult
 	var woken []string
@@ -894,12 +940,14 @@ func (s *Store) releaseHolds(ctx context.Context, p *store.ReleaseParams) (*stor
 			n, released   int
 		)
 		err := pt.batch(ctx, func(b *pgx.Batch) {
-			b.Queue(s.hq.lockRowsOf, p.LeaseID, p.Key, p.Owner)
+			b.Queue(s.hq.lockTreeOf, p.LeaseID, p.Key, p.Owner)
 			b.Queue(setNow)
 			b.Queue(s.hq.endHoldsNow, p.LeaseID, p.Key, p.Owner)
 			b.Queue(s.hq.settleEnded, p.LeaseID, p.Key, p.Owner)
 			b.Queue(s.hq.wakeEnded, p.LeaseID, p.Key, p.Owner)
 			b.Queue(s.hq.notifyJobsEnded, p.LeaseID, p.Key, p.Owner)
+			b.Queue(s.hq.wakeRelatedEnded, p.LeaseID, p.Key, p.Owner)
+			b.Queue(s.hq.notifyRelatedEnded, p.LeaseID, p.Key, p.Owner)
 			b.Queue(s.hq.countEnded, p.LeaseID, p.Key, p.Owner)
 		}, true, func(br pgx.BatchResults) error {
 			if _, err := br.Exec(); err != nil {
@@ -937,6 +985,17 @@ func (s *Store) releaseHolds(ctx context.Context, p *store.ReleaseParams) (*stor
 			if _, err := br.Exec(); err != nil {
 				return err
 			}
+			if rows, err = br.Query(); err != nil {
+				return err
+			}
+			related, err := scanWoken(rows)
+			if err != nil {
+				return err
+			}
+			woken = append(woken, related...)
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
 			return br.QueryRow().Scan(&released)
 		})
 		switch {
@@ -961,7 +1020,8 @@ func (s *Store) releaseHolds(ctx context.Context, p *store.ReleaseParams) (*stor
 
 // endHoldsOf force-ends every live lease made of holds that holds key (an admin's force-release
 // of it), and settles its other keys; key's own row was ended by the caller. It NOTIFYs the fronts
-// of the lines of everything they held, and returns the payloads to wake in this process.
+// of the lines of everything they held, and of the lines related to them in trees, and returns
+// the payloads to wake in this process.
 func (s *Store) endHoldsOf(ctx context.Context, tx pgx.Tx, key string) ([]string, error) {
 	var now time.Time
 	if err := tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
@@ -999,7 +1059,24 @@ func (s *Store) endHoldsOf(ctx context.Context, tx pgx.Tx, key string) ([]string
 			return nil, err
 		}
 	}
-	return s.wakeLines(ctx, tx, ls, now, true)
+	woken, err := s.wakeLines(ctx, tx, ls, now, true)
+	if err != nil {
+		return nil, err
+	}
+	// The lines related to the keys in trees. The force-release took no lock on their
+	// ancestors: a request that read a key held just before may wait for its poll.
+	rows, err = tx.Query(ctx, s.hq.wakeRelated, ls, now)
+	if err != nil {
+		return nil, err
+	}
+	related, err := scanWoken(rows)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, s.hq.notifyRelated, ls, now); err != nil {
+		return nil, err
+	}
+	return append(woken, related...), nil
 }
 
 // wakeLines NOTIFYs, when the transaction commits, the waiters that may go now in each line of

@@ -142,21 +142,6 @@ func (s *Store) pipeOnce(ctx context.Context, grant *string, fn func(pt *pipeTx)
 	return err
 }
 
-// scanKeyRows reads the rows lockRows locked.
-func scanKeyRows(rows pgx.Rows, n int) (map[string]*keyRow, error) {
-	defer rows.Close()
-	out := make(map[string]*keyRow, n)
-	for rows.Next() {
-		var k string
-		r := &keyRow{}
-		if err := rows.Scan(&k, &r.leaseID, &r.holder, &r.token, &r.expiresAt, &r.availableAt, &r.ended, &r.jobID); err != nil {
-			return nil, err
-		}
-		out[k] = r
-	}
-	return out, rows.Err()
-}
-
 // scanCaps reads the limits lockLimits locked.
 func scanCaps(rows pgx.Rows, n int) (map[string]int, error) {
 	defer rows.Close()

@@ -165,6 +165,10 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 			return nil, err
 		}
 	}
+	tree, err := s.checkTreeResources(ctx, q, p)
+	if err != nil {
+		return nil, err
+	}
 	var resources []string // NULL for none
 	if len(p.Resources) > 0 {
 		resources = p.Resources
@@ -218,7 +222,7 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 		}
 	}
 	j, err := scanJob(q.QueryRow(ctx, s.jq.insert, p.Kind, p.Resource, string(args), skipped, head, maxAttempts,
-		p.Priority, p.IdempotencyKey, at, p.Delay.Milliseconds(), cooldownEnd, string(errs), shared, resources, limits))
+		p.Priority, p.IdempotencyKey, at, p.Delay.Milliseconds(), cooldownEnd, string(errs), shared, resources, limits, tree))
 	if errors.Is(err, pgx.ErrNoRows) {
 		// A concurrent submit with the same key committed first (the insert waited for it).
 		j, err = scanJob(q.QueryRow(ctx, s.jq.existing, p.IdempotencyKey))
@@ -311,7 +315,7 @@ func scanJobAfter(r pgx.Row, lead ...any) (*store.Job, error) {
 	err := r.Scan(append(lead, &j.ID, &j.Seq, &j.Kind, &j.Resource, &args, &state, &j.Attempt, &j.MaxAttempts, &j.Priority,
 		&j.IdempotencyKey, &errs, &j.CreatedAt, &j.ScheduledAt, &attemptedAt, &finishedAt,
 		&j.Head, &j.Worker, &token, &leaseExp, &j.CancelRequested, &timeoutMS, &j.Owner,
-		&j.Shared, &j.Resources, &j.Limits)...)
+		&j.Shared, &j.Resources, &j.Limits, &j.Tree)...)
 	if err != nil {
 		return nil, err
 	}

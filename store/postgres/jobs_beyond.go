@@ -29,7 +29,7 @@ var errBeyondKind = errors.New("postgres: a job's kind holds more than its resou
 // kind) asks for more than its resource, exclusive.
 func (s *Store) submitAny(ctx context.Context, ps []*store.SubmitParams) ([]*store.SubmitResult, error) {
 	for _, p := range ps {
-		if p.Beyond() {
+		if p.Beyond() || s.trees.of(p.Resource) != "" {
 			return s.submitSlow(ctx, ps)
 		}
 	}
@@ -316,8 +316,10 @@ func (s *Store) heartbeatHolds(ctx context.Context, p *store.HeartbeatParams, ca
 // that end them, the end of their holds: the rows of their keys locked in key order (after the
 // job and resource rows the ends locked, the order of every job path), the holds of the attempts
 // that are no longer running ended, their keys' summary rows settled, the fronts of their lines
-// and the workers of their keys' ready jobs woken (*woken: the payloads). For attempts without
-// holds, each is an index probe that finds nothing.
+// and the workers of their keys' ready jobs woken (*woken: the payloads), and so are the fronts
+// of the lines related to their keys in trees (whose ancestors' rows are locked too, FOR SHARE,
+// as the grant locked them). For attempts without holds, each is an index probe that finds
+// nothing.
 func (s *Store) queueEndJobHolds(b *pgx.Batch, ids, tokens []int64, woken *[]string) {
 	leaseIDs := make([]string, len(ids))
 	for i, id := range ids {
@@ -333,6 +335,12 @@ func (s *Store) queueEndJobHolds(b *pgx.Batch, ids, tokens []int64, woken *[]str
 		return err
 	})
 	b.Queue(s.hq.notifyJobsJobEnded, leaseIDs)
+	b.Queue(s.hq.wakeRelatedJobEnded, leaseIDs).Query(func(rows pgx.Rows) error {
+		w, err := scanWoken(rows)
+		*woken = append(*woken, w...)
+		return err
+	})
+	b.Queue(s.hq.notifyRelatedJobEnded, leaseIDs)
 }
 
 // discardUnknownLimit ends job j, a claimable head with holds that names a limit deleted since its

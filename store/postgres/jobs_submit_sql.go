@@ -18,10 +18,18 @@ func buildSubmitQueries(schema, channel string) submitQueries {
 	r := strings.NewReplacer(
 		"{jobs}", id("jobs"), "{resources}", id("resources"), "{kinds}", id("job_kinds"),
 		"{job_ids}", "'"+id("jobs_id_seq")+"'", "{job_seq}", "'"+id("job_seq")+"'",
-		"{channel}", "'"+channel+"'", "{jobkey}", "E'\\x1fjob:'", "{unfinished}", unfinished,
+		"{channel}", "'"+channel+"'", "{jobkey}", "E'\\x1fjob:'", "{unfinished}", unfinished, "{trees}", id("trees"),
 	)
 	return submitQueries{lock: r.Replace(submitLockSQL), insert: r.Replace(submitInsertSQL),
 		insertOne: r.Replace(submitOneSQL), insertNoKeys: r.Replace(submitNoKeysSQL)}
+}
+
+// inTreeSQL is whether the resource res (a SQL expression) is a key of a tree (trees.go): such a
+// job is granted through holds, and submitted the slower way (jobs_beyond.go), as a job of a
+// kind "beyond" one exclusive key.
+func inTreeSQL(res string) string {
+	return `EXISTS (SELECT 1 FROM (SELECT t.prefix FROM {trees} t WHERE t.prefix <= ` + res + ` || '/' ORDER BY t.prefix DESC LIMIT 1) x
+		WHERE starts_with(` + res + ` || '/', x.prefix))`
 }
 
 // coolJoin finds the resource's cooldown (store.Kind.ResourceCooldown) if it has not ended:
@@ -88,7 +96,7 @@ ON CONFLICT (key) DO UPDATE SET key = r.key WHERE false`
 //
 // Every step is a scan of the batch, a sort of it, or an index lookup per job (never a join of
 // two CTEs, which a generic plan that expects ten rows could nest), so that the cost is linear.
-const submitInsertSQL = `WITH req AS (
+var submitInsertSQL = `WITH req AS (
 	SELECT t.* FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::int[],
 		$8::timestamptz[], $9::bigint[]) WITH ORDINALITY
 		AS t (kind, resource, args, ikey, policy, max_attempts, priority, at, delay_ms, idx)
@@ -112,7 +120,7 @@ const submitInsertSQL = `WITH req AS (
 ), plan0 AS MATERIALIZED (
 	SELECT f.idx, f.kind, f.resource, f.args, f.ikey, f.priority, f.rn, d.ids[f.n] AS id, d.seqs[f.n] AS seq,
 		array_position(kk.names, f.kind) IS NOT NULL AS kind_known,
-		coalesce(kk.beyonds[array_position(kk.names, f.kind)], false) AS kind_beyond,
+		coalesce(kk.beyonds[array_position(kk.names, f.kind)], false) OR ` + inTreeSQL("f.resource") + ` AS kind_beyond,
 		coalesce(nullif(f.policy, ''), kk.policies[array_position(kk.names, f.kind)]) AS policy,
 		coalesce(nullif(f.max_attempts, 0), kk.max_attempts[array_position(kk.names, f.kind)]) AS max_attempts,
 		coalesce(f.at, now() + f.delay_ms * interval '1 millisecond') AS at0,
@@ -179,7 +187,8 @@ var submitOneSQL = `WITH ex AS (
 	SELECT u.id, u.state FROM {jobs} u WHERE u.resource = $2::text AND u.state IN {unfinished}
 	ORDER BY u.seq LIMIT 1
 ), v AS (
-	SELECT k.name IS NOT NULL AS kind_known, coalesce(k.mode = 'shared' OR cardinality(k.limits) > 0, false) AS kind_beyond,
+	SELECT k.name IS NOT NULL AS kind_known,
+		coalesce(k.mode = 'shared' OR cardinality(k.limits) > 0, false) OR ` + inTreeSQL("$2::text") + ` AS kind_beyond,
 		coalesce(nullif($5::text, ''), k.policy) AS policy,
 		coalesce(nullif($6::int, 0), k.max_attempts) AS max_attempts, h.id AS h_id, h.state AS h_state,
 		$2::text AS resource, c.cool_until, c.cool_job,
@@ -246,7 +255,7 @@ var submitNoKeysSQL = `WITH req AS (
 	SELECT r.idx, r.kind, r.resource, r.args, r.priority, r.rn, r.first, d.ids[r.idx] AS id, d.seqs[r.idx] AS seq,
 		d.ids[r.first] AS first_id,
 		array_position(kk.names, r.kind) IS NOT NULL AS kind_known,
-		coalesce(kk.beyonds[array_position(kk.names, r.kind)], false) AS kind_beyond,
+		coalesce(kk.beyonds[array_position(kk.names, r.kind)], false) OR ` + inTreeSQL("r.resource") + ` AS kind_beyond,
 		coalesce(nullif(r.policy, ''), kk.policies[array_position(kk.names, r.kind)]) AS policy,
 		coalesce(nullif(r.max_attempts, 0), kk.max_attempts[array_position(kk.names, r.kind)]) AS max_attempts,
 		coalesce(r.at, now() + r.delay_ms * interval '1 millisecond') AS at0,

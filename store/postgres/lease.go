@@ -142,7 +142,8 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
-	if p.Beyond() {
+	if p.Beyond() || s.trees.of(p.Key) != "" {
+		// A key of a tree is granted through holds, by the tree's rules (trees.go).
 		return s.acquireBeyond(ctx, p)
 	}
 	var md any // NULL for no metadata
@@ -159,9 +160,9 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	}
 	for range acquireAttempts {
 		var (
-			granted, isLive, freed, tookOver, blocked bool
-			ended                                     int16
-			untilAvailable                            int64
+			granted, isLive, freed, tookOver, blocked, inTree bool
+			ended                                             int16
+			untilAvailable                                    int64
 		)
 		args := []any{p.Key, p.LeaseID, p.Holder, p.TTL.Milliseconds(), md, p.Cooldown.Milliseconds(),
 			p.LockDelay.Milliseconds(), p.Wait, p.Owner, p.First, p.FirstReason}
@@ -169,7 +170,23 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 			args = args[:9] // first and its reason are the waiting statement's
 		}
 		l, err := scanLease(s.grantRow(ctx, p.Key, stmt, args...),
-			[]any{&granted}, &ended, &untilAvailable, &isLive, &freed, &tookOver, &blocked)
+			[]any{&granted}, &ended, &untilAvailable, &isLive, &freed, &tookOver, &blocked, &inTree)
+		if errors.Is(err, pgx.ErrNoRows) {
+			// The row appeared after the statement's snapshot, or the key, which has no row yet,
+			// is in a tree (the statement inserts none).
+			prefix, terr := s.treeOf(ctx, p.Key)
+			if terr != nil {
+				return nil, s.fail("acquire", p.Key, terr)
+			}
+			inTree = prefix != ""
+		}
+		if inTree {
+			// A tree this process did not know of yet: the statement granted nothing.
+			if err := s.loadTrees(ctx); err != nil {
+				return nil, s.fail("acquire", p.Key, err)
+			}
+			return s.acquireBeyond(ctx, p)
+		}
 		switch {
 		case err == nil && !granted && blocked && try:
 			// Free, but a ticket is in the line, perhaps the caller's own from an earlier waiting
@@ -243,6 +260,13 @@ func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, 
 	if p.Holds {
 		return s.renewHolds(ctx, p)
 	}
+	if s.trees.of(p.Key) != "" {
+		// A lease on a key of a tree is made of holds (trees.go), unless it was granted before
+		// the tree was set.
+		if l, err := s.renewHolds(ctx, p); !errors.Is(err, store.ErrNotHeld) {
+			return l, err
+		}
+	}
 	l, err := s.renews.Do(ctx, p)
 	if errors.Is(err, store.ErrNotHeld) {
 		// A lease made of holds (shared, several keys, limits) is renewed through them.
@@ -275,7 +299,7 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
-	if p.Holds {
+	if p.Holds || s.trees.of(p.Key) != "" {
 		if res, err := s.releaseHolds(ctx, p); !errors.Is(err, store.ErrNotHeld) {
 			return res, err
 		}

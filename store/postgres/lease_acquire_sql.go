@@ -80,15 +80,17 @@ func acquireQuery(schema string, waiting bool) string {
 	seq := "'" + pgx.Identifier{schema, "token_seq"}.Sanitize() + "'"
 	tk := pgx.Identifier{schema, "tickets"}.Sanitize()
 	snap := `snap AS MATERIALIZED (SELECT k.token, k.available_at > now() AND k.job_id <> 0 AS gated FROM ` + t + ` k WHERE k.key = $1)`
+	tree := treeProbeCTE(schema)
 	othersWait := `EXISTS (SELECT FROM ` + tk + ` w WHERE w.key = $1 AND w.lease_id <> $2 AND w.expires_at > now())`
 	var head, lineFree, waiters, lineWrites string
 	if waiting {
-		head, lineFree, waiters = `WITH `+meCTE(schema)+`, `+snap+`, ins AS (`, lineFreeSQL(schema), othersWait
+		head, lineFree, waiters = `WITH `+meCTE(schema)+`, `+snap+`, `+tree+`, ins AS (`, lineFreeSQL(schema), othersWait
 		lineWrites = `), enq AS (
 	INSERT INTO ` + tk + ` AS tk (key, lease_id, holder, owner, created_at, expires_at, first, actor, reason)
 	SELECT $1, $2, $3, $9, now(), now() + $4::bigint * interval '1 millisecond', $10,
 		CASE WHEN $10 THEN $3 ELSE '' END, $11
 	WHERE $8 AND NOT EXISTS (SELECT FROM ins WHERE ins.lease_id <> '' AND ins.holder = $3 AND ins.owner = $9)
+		AND NOT (SELECT tree.intree FROM tree)
 	ON CONFLICT (key, lease_id) DO UPDATE SET
 		created_at = CASE WHEN tk.expires_at > now() AND tk.first >= excluded.first THEN tk.created_at ELSE excluded.created_at END,
 		first = excluded.first, actor = excluded.actor, reason = excluded.reason, expires_at = excluded.expires_at
@@ -99,14 +101,15 @@ func acquireQuery(schema string, waiting bool) string {
 `
 	} else {
 		// Granted only when no live ticket is left: nobody waits.
-		head, lineFree, waiters = `WITH `+snap+`, ins AS (`, tryLineFreeSQL(schema), `false`
+		head, lineFree, waiters = `WITH `+snap+`, `+tree+`, ins AS (`, tryLineFreeSQL(schema), `false`
 	}
 	return head + `
 INSERT INTO ` + t + ` AS a
 	(key, lease_id, holder, owner, token, acquired_at, expires_at, ended, available_at, cooldown_ms, lock_delay_ms, metadata)
-VALUES ($1, $2, $3, $9, coalesce((SELECT snap.token FROM snap), nextval(` + seq + `)),
+SELECT $1, $2, $3, $9, coalesce((SELECT snap.token FROM snap), nextval(` + seq + `)),
 	now(), now() + $4::bigint * interval '1 millisecond', 0,
-	now() + ($4::bigint + $7::bigint) * interval '1 millisecond', $6, $7, $5)
+	now() + ($4::bigint + $7::bigint) * interval '1 millisecond', $6, $7, $5::jsonb
+WHERE NOT (SELECT tree.intree FROM tree)
 ON CONFLICT (key) DO UPDATE SET
 	lease_id      = CASE WHEN a.available_at <= now() THEN excluded.lease_id ELSE a.lease_id END,
 	holder        = CASE WHEN a.available_at <= now() THEN excluded.holder ELSE a.holder END,
@@ -127,19 +130,19 @@ ON CONFLICT (key) DO UPDATE SET
 	ended         = 0,
 	waiters       = CASE WHEN a.available_at <= now() THEN ` + waiters + `
 		WHEN ` + mine + ` THEN a.waiters ELSE true END
-WHERE (a.available_at <= now() AND (SELECT NOT snap.gated FROM snap) IS NOT FALSE AND ` + lineFree + `)
+WHERE NOT (SELECT tree.intree FROM tree) AND ((a.available_at <= now() AND (SELECT NOT snap.gated FROM snap) IS NOT FALSE AND ` + lineFree + `)
 	OR (a.ended = 0 AND a.expires_at > now()
-		AND (` + mine + ` OR ($8::boolean AND NOT a.waiters)))
+		AND (` + mine + ` OR ($8::boolean AND NOT a.waiters))))
 RETURNING a.*
 ), cur AS (
 	SELECT * FROM ` + t + ` WHERE key = $1 FOR SHARE
 ` + lineWrites + `
 )
 SELECT lease_id <> '' AND holder = $3 AND owner = $9, ` + leaseCols + `, ended,
-	(extract(epoch FROM available_at - now()) * 1000000)::bigint, ` + live + `, false, took_over, false FROM ins
+	(extract(epoch FROM available_at - now()) * 1000000)::bigint, ` + live + `, false, took_over, false, false FROM ins
 UNION ALL
 SELECT false, ` + leaseCols + `, ended,
 	(extract(epoch FROM available_at - now()) * 1000000)::bigint,
-	` + live + `, available_at <= clock_timestamp(), false, available_at <= now()
+	` + live + `, available_at <= clock_timestamp(), false, available_at <= now(), (SELECT tree.intree FROM tree)
 FROM cur WHERE NOT EXISTS (SELECT FROM ins)`
 }

@@ -87,6 +87,8 @@ type Store struct {
 	clearCooldown string
 	jq            jobQueries
 	hq            holdQueries // holds.go, limits.go
+	tq            treeQueries // trees.go
+	trees         treeCache
 	sq            submitQueries
 	hub           *notify.Hub
 	lis           *listener
@@ -99,7 +101,10 @@ type Store struct {
 	closeOnce sync.Once
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store = (*Store)(nil)
+	_ store.Treer = (*Store)(nil)
+)
 
 // Open connects to dsn with a pool of its own (cfg.MaxConns connections for statements, by
 // default DefaultMaxConns(), plus one for LISTEN; or pool_max_conns from the DSN; at least four
@@ -218,12 +223,16 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg Config, ownsPool bool
 		hq:              buildHoldQueries(cfg.Schema, channelName(cfg.Schema)),
 		jq:              buildJobQueries(cfg.Schema, channelName(cfg.Schema)),
 		sq:              buildSubmitQueries(cfg.Schema, channelName(cfg.Schema)),
+		tq:              buildTreeQueries(cfg.Schema),
 		hub:             notify.NewHub(),
 		audit:           cfg.Audit,
 		guard:           guard,
 	}
 	if err := s.prepareOne(ctx); err != nil {
 		return nil, fmt.Errorf("postgres: read the timeline: %w", err)
+	}
+	if err := s.loadTrees(ctx); err != nil {
+		return nil, fmt.Errorf("postgres: read the trees: %w", err)
 	}
 	s.renews = newRenewCombiner(s)
 	lis, err := startListener(ctx, pool, s.channel, s.hub)
