@@ -257,7 +257,9 @@ func TreeAncestors(key, prefix string) []string {
 
 // DescendantRange bounds the descendants of key in byte order: every descendant d has
 // lo <= d < hi, and so does no other key. lo is key followed by "/", hi key followed by "0", the
-// byte after "/": "key-x" (a sibling, "-" before "/") and "key0" fall outside.
+// byte after "/": "key-x" (a sibling, "-" before "/") and "key0" fall outside. A store compares
+// in byte order (SQLite's BINARY, PostgreSQL's COLLATE "C", as its key columns are), so that an
+// index on key reads the range and nothing else.
 func DescendantRange(key string) (lo, hi string) { return key + "/", key + "0" }
 
 // Relation is how a held key stands to a requested one in a tree.
