@@ -513,6 +513,20 @@ func testTreeInUse(t *testing.T, h Harness) {
 			t.Fatal(err)
 		}
 	}
+	if js, ok := e.store.(store.JobStore); ok {
+		// An unfinished job that names a key of the tree among its extra resources.
+		if err := js.RegisterKinds(e.ctx, []store.Kind{{Name: "wide"}}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := js.SubmitJob(e.ctx, &store.SubmitParams{Kind: "wide", Resource: "flat-side", Resources: []string{"u/x"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inUse("SetTree beside an unfinished job on it", set(), "u/x")
+		if _, err := js.CancelJob(e.ctx, res.Job.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := set(); err != nil {
 		t.Fatalf("SetTree once nothing lives under it: %v", err)
 	}
