@@ -68,8 +68,9 @@ import (
 // (DescendantRange), never a scan of the tree. A key in no tree pays one index probe.
 //
 // A tree may be set or deleted only while nothing under it is live (TreeInUseError): no lease,
-// hold, lock ticket or unfinished job on its root or below, so that nothing granted under the
-// rules of flat keys overlaps with one granted under the tree's.
+// hold, lock ticket or unfinished job (by its resource or one of its extra resources) on its root
+// or below, so that nothing granted under the rules of flat keys overlaps with one granted under
+// the tree's.
 
 // MaxTreeDepth bounds the levels of a tree key below its root: "cluster/a/b" is 2 levels below
 // "cluster".
