@@ -27,6 +27,47 @@ type statements struct {
 // the probe. With no tree at all it reads an empty table.
 const notInTreeSQL = `coalesce((SELECT substr(?1 || '/', 1, length(m)) = m FROM (SELECT max(prefix) AS m FROM trees WHERE prefix <= ?1 || '/')), 0) = 0`
 
+// acquireSQL grants a free key (available_at <= now: released, expired or force-released
+// and past its cooldown or lock-delay) or renews the live lease of the same holder and
+// owner, in one statement, and returns nothing if it did neither (a live lease of the
+// same holder and another owner is not the caller's: nothing changes). The token is the
+// counter plus one, read inside the statement's write transaction; the triggers advance
+// the counter. The idempotent re-acquire keeps ID, token, acquisition time and metadata.
+// One resource, one line: the key is not granted while a job attempt holds it (a running
+// job on the resource whose attempt's lease is live) or while the resource rests after a
+// job (its resource cooldown). Both are read in the statement's write transaction, and
+// a claim reads the lease row in its own (see ClaimJobs), so neither side can act on a
+// stale read: SQLite runs one writer at a time. The SELECT's WHERE holds for the
+// re-acquire by the lease's own holder too, which can only be live when no job is.
+// The line (lineFreeSQL): nobody is granted a free key while a ticket or a ready job that
+// arrived first waits; the grant ends the caller's own ticket (a trigger).
+// ?1 key, ?2 lease_id, ?3 holder, ?4 now, ?5 ttl, ?6 cooldown, ?7 lock delay, ?8 metadata,
+// ?9 owner, ?10 first (break-glass).
+// A key of a tree is not granted here (notInTreeSQL), but by treeAcquire.
+const acquireSQL = `INSERT INTO leases AS a (key, lease_id, holder, owner, token, acquired_at, expires_at, ended,
+		available_at, cooldown_ns, lock_delay_ns, metadata)
+	SELECT ?1, ?2, ?3, ?9, (SELECT value + 1 FROM counters WHERE name = 'token'), ?4, ?4 + ?5, 0,
+		?4 + ?5 + ?7, ?6, ?7, ?8
+	WHERE ` + notInTreeSQL + `
+		AND NOT EXISTS (SELECT 1 FROM jobs WHERE resource = ?1 AND state = 'running' AND lease_expires_at > ?4)
+		AND coalesce((SELECT cooldown_until FROM resources WHERE key = ?1), 0) <= ?4
+		AND ` + lineFreeSQL + `
+	ON CONFLICT (key) DO UPDATE SET
+		lease_id      = iif(a.available_at <= ?4, excluded.lease_id, a.lease_id),
+		holder        = iif(a.available_at <= ?4, excluded.holder, a.holder),
+		owner         = iif(a.available_at <= ?4, excluded.owner, a.owner),
+		token         = iif(a.available_at <= ?4, excluded.token, a.token),
+		acquired_at   = iif(a.available_at <= ?4, excluded.acquired_at, a.acquired_at),
+		metadata      = iif(a.available_at <= ?4, excluded.metadata, a.metadata),
+		cooldown_ns   = iif(a.available_at <= ?4, excluded.cooldown_ns, a.cooldown_ns),
+		lock_delay_ns = iif(a.available_at <= ?4, excluded.lock_delay_ns, a.lock_delay_ns),
+		available_at  = iif(a.available_at <= ?4, excluded.available_at, ?4 + ?5 + a.lock_delay_ns),
+		expires_at    = ?4 + ?5,
+		took_over     = iif(a.available_at <= ?4, a.ended = 0, a.took_over),
+		ended         = 0
+	WHERE a.available_at <= ?4 OR (a.ended = 0 AND a.expires_at > ?4 AND a.holder = ?3 AND a.owner = ?9 AND a.lease_id <> '')
+	RETURNING ` + leaseColumns + `, took_over`
+
 // eventsSQL is Events' statement for one shape. A key filter is its own statement, not
 // "key = ?2 unless ?2 is empty": the planner cannot use events_by_key (key, id) for a condition that
 // may match every key, and scans the whole log for a rare key's page. ?1 the id cursor, ?2 key
@@ -69,46 +110,7 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 		{&st.resourceRest, `SELECT cooldown_until FROM resources WHERE key = ?1 AND cooldown_until > ?2`},
 		// The kind of the resource's head, if it waits to be claimed: a release wakes its workers.
 		{&st.headKind, `SELECT kind FROM jobs WHERE resource = ?1 AND head AND state IN ` + sqlClaimable + ` LIMIT 1`},
-		// acquire grants a free key (available_at <= now: released, expired or force-released
-		// and past its cooldown or lock-delay) or renews the live lease of the same holder and
-		// owner, in one statement, and returns nothing if it did neither (a live lease of the
-		// same holder and another owner is not the caller's: nothing changes). The token is the
-		// counter plus one, read inside the statement's write transaction; the triggers advance
-		// the counter. The idempotent re-acquire keeps ID, token, acquisition time and metadata.
-		// One resource, one line: the key is not granted while a job attempt holds it (a running
-		// job on the resource whose attempt's lease is live) or while the resource rests after a
-		// job (its resource cooldown). Both are read in the statement's write transaction, and
-		// a claim reads the lease row in its own (see ClaimJobs), so neither side can act on a
-		// stale read: SQLite runs one writer at a time. The SELECT's WHERE holds for the
-		// re-acquire by the lease's own holder too, which can only be live when no job is.
-		// The line (lineFreeSQL): nobody is granted a free key while a ticket or a ready job that
-		// arrived first waits; the grant ends the caller's own ticket (a trigger).
-		// ?1 key, ?2 lease_id, ?3 holder, ?4 now, ?5 ttl, ?6 cooldown, ?7 lock delay, ?8 metadata,
-		// ?9 owner, ?10 first (break-glass).
-		// A key of a tree is not granted here (notInTreeSQL), but by treeAcquire.
-		{&st.acquire, `INSERT INTO leases AS a (key, lease_id, holder, owner, token, acquired_at, expires_at, ended,
-				available_at, cooldown_ns, lock_delay_ns, metadata)
-			SELECT ?1, ?2, ?3, ?9, (SELECT value + 1 FROM counters WHERE name = 'token'), ?4, ?4 + ?5, 0,
-				?4 + ?5 + ?7, ?6, ?7, ?8
-			WHERE ` + notInTreeSQL + `
-				AND NOT EXISTS (SELECT 1 FROM jobs WHERE resource = ?1 AND state = 'running' AND lease_expires_at > ?4)
-				AND coalesce((SELECT cooldown_until FROM resources WHERE key = ?1), 0) <= ?4
-				AND ` + lineFreeSQL + `
-			ON CONFLICT (key) DO UPDATE SET
-				lease_id      = iif(a.available_at <= ?4, excluded.lease_id, a.lease_id),
-				holder        = iif(a.available_at <= ?4, excluded.holder, a.holder),
-				owner         = iif(a.available_at <= ?4, excluded.owner, a.owner),
-				token         = iif(a.available_at <= ?4, excluded.token, a.token),
-				acquired_at   = iif(a.available_at <= ?4, excluded.acquired_at, a.acquired_at),
-				metadata      = iif(a.available_at <= ?4, excluded.metadata, a.metadata),
-				cooldown_ns   = iif(a.available_at <= ?4, excluded.cooldown_ns, a.cooldown_ns),
-				lock_delay_ns = iif(a.available_at <= ?4, excluded.lock_delay_ns, a.lock_delay_ns),
-				available_at  = iif(a.available_at <= ?4, excluded.available_at, ?4 + ?5 + a.lock_delay_ns),
-				expires_at    = ?4 + ?5,
-				took_over     = iif(a.available_at <= ?4, a.ended = 0, a.took_over),
-				ended         = 0
-			WHERE a.available_at <= ?4 OR (a.ended = 0 AND a.expires_at > ?4 AND a.holder = ?3 AND a.owner = ?9 AND a.lease_id <> '')
-			RETURNING ` + leaseColumns + `, took_over`},
+		{&st.acquire, acquireSQL},
 		// ?1 key, ?2 lease_id, ?3 now, ?4 ttl, ?5 owner.
 		{&st.renew, `UPDATE leases SET expires_at = ?3 + ?4, available_at = ?3 + ?4 + lock_delay_ns
 			WHERE key = ?1 AND lease_id = ?2 AND owner = ?5 AND ended = 0 AND expires_at > ?3

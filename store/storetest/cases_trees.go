@@ -332,9 +332,10 @@ func testTreeFIFO(t *testing.T, h Harness) {
 	_ = r.Release(e.ctx)
 }
 
-// testTreeWake: with a one-minute poll, only a push wakes a waiter in time: the release of a
-// child wakes a waiting parent request, the release of a parent wakes a waiting child request,
-// and a tree lease renews like any other (same token, later expiry).
+// testTreeWake: with a one-minute poll and an hour's TTL (a waiter retries at least every third of
+// it, to keep its ticket), only a push wakes a waiter in time: the release of a child wakes a
+// waiting parent request, the release of a parent wakes a waiting grandchild request, and a tree
+// lease renews like any other (same token, later expiry).
 func testTreeWake(t *testing.T, h Harness) {
 	e := newEnv(t, h, &baton.Config{PollInterval: time.Minute})
 	requireTrees(t, e.store)
@@ -345,7 +346,7 @@ func testTreeWake(t *testing.T, h Harness) {
 	if err != nil || l.Token != child.Token || !l.ExpiresAt.After(before) {
 		t.Fatalf("Renew of a tree lease: %+v, %v; want token %d and an expiry after %s", l, err, child.Token, before)
 	}
-	parent := e.waiter("w/a")
+	parent := e.waiter("w/a", baton.WithTTL(time.Hour))
 	e.waitTickets("w/a", 1)
 	start := time.Now()
 	if err := child.Release(e.ctx); err != nil {
@@ -355,7 +356,7 @@ func testTreeWake(t *testing.T, h Harness) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("parent granted %s after its child was released: no push", d)
 	}
-	grand := e.waiter("w/a/b/c")
+	grand := e.waiter("w/a/b/c", baton.WithTTL(time.Hour))
 	e.waitTickets("w/a/b/c", 1)
 	start = time.Now()
 	if err := p.Release(e.ctx); err != nil {
@@ -525,6 +526,20 @@ func testTreeInUse(t *testing.T, h Harness) {
 			t.Fatal(err)
 		}
 	}
+	if js, ok := e.store.(store.JobStore); ok {
+		// An unfinished job that names a key of the tree among its extra resources.
+		if err := js.RegisterKinds(e.ctx, []store.Kind{{Name: "wide"}}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := js.SubmitJob(e.ctx, &store.SubmitParams{Kind: "wide", Resource: "flat-side", Resources: []string{"u/x"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inUse("SetTree beside an unfinished job on it", set(), "u/x")
+		if _, err := js.CancelJob(e.ctx, res.Job.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := set(); err != nil {
 		t.Fatalf("SetTree once nothing lives under it: %v", err)
 	}
@@ -560,4 +575,53 @@ func showEvents(evs []*store.Event) string {
 		fmt.Fprintf(&b, "[%s %s %s] ", ev.Kind, ev.Key, ev.Actor)
 	}
 	return b.String()
+}
+
+// testTreeSetByAnotherStore: a tree that another store (another process) set binds this one at
+// once, though it opened before: its grants of the tree's keys follow the tree's rules, and a bad
+// key of the tree is refused. And once the other store deletes the tree, flat rules again.
+func testTreeSetByAnotherStore(t *testing.T, h Harness) {
+	b := h.NewBackend(t)
+	mine, other := b.Open(t), b.Open(t)
+	requireTrees(t, mine)
+	ctx := t.Context()
+	if _, err := mine.Acquire(ctx, &store.AcquireParams{Key: "warm/up", LeaseID: "warm", Holder: "h", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	tr := requireTrees(t, other)
+	if _, err := tr.SetTree(ctx, &store.SetTreeParams{Prefix: "o/", Actor: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	parent, err := other.Acquire(ctx, &store.AcquireParams{Key: "o/a", LeaseID: "parent", Holder: "other", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = mine.Acquire(ctx, &store.AcquireParams{Key: "o/a/b", LeaseID: "child", Holder: "mine", TTL: time.Minute})
+	var held *store.LockHeldError
+	if !errors.As(err, &held) || held.Related != "o/a" || held.Token != parent.Token {
+		t.Fatalf("a child of a key held in a tree set by another store: %v; want refused by o/a", err)
+	}
+	_, err = mine.Acquire(ctx, &store.AcquireParams{Key: "o//b", LeaseID: "bad", Holder: "mine", TTL: time.Minute})
+	var inv *store.InvalidArgumentError
+	if !errors.As(err, &inv) || inv.Field != "key" {
+		t.Fatalf("a key with an empty level in a tree set by another store: %v; want an invalid argument naming key", err)
+	}
+	if _, err := other.Release(ctx, &store.ReleaseParams{Key: "o/a", LeaseID: "parent"}); err != nil {
+		t.Fatal(err)
+	}
+	child, err := mine.Acquire(ctx, &store.AcquireParams{Key: "o/a/b", LeaseID: "child", Holder: "mine", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mine.Release(ctx, &store.ReleaseParams{Key: child.Key, LeaseID: child.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.DeleteTree(ctx, &store.DeleteTreeParams{Prefix: "o/", Actor: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"o/a", "o/a/b", "o//b"} {
+		if _, err := mine.Acquire(ctx, &store.AcquireParams{Key: k, LeaseID: "flat-" + k, Holder: "mine", TTL: time.Minute}); err != nil {
+			t.Fatalf("%q once the tree was deleted by another store: %v; want granted as a flat key", k, err)
+		}
+	}
 }

@@ -80,6 +80,7 @@ func Run(t *testing.T, h Harness) {
 		{"TreeRest", testTreeRest},
 		{"TreeValidation", testTreeValidation},
 		{"TreeInUse", testTreeInUse},
+		{"TreeSetByAnotherStore", testTreeSetByAnotherStore},
 	}
 	for _, c := range parallel {
 		t.Run(c.name, func(t *testing.T) {
