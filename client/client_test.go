@@ -52,15 +52,16 @@ func newBackend(t testing.TB, o backendOptions) *backend {
 		t.Fatal(err)
 	}
 	signalled, refused := storetest.SignalRefusal(st)
-	// The signalling wrapper hides the SQLite store's fences and limits; the server finds them
-	// here, and the line's waiters, so that the server's waiting acquires are woken by name as
-	// over the bare store (a waiter on several keys or a limit is woken only so).
+	// The signalling wrapper hides the SQLite store's fences, limits and trees; the server finds
+	// them here, and the line's waiters, so that the server's waiting acquires are woken by name as
+	// over the bare store (a waiter on several keys or a limit is woken only so), and its line
+	// reader, so that GET /v1/resources/{key} shows who waits, as over the bare store.
 	fenced := struct {
-		store.Store
-		store.LineWaiter
+		storetest.LineStore
 		store.Fencer
 		store.Limiter
-	}{signalled, signalled.(store.LineWaiter), st, st}
+		store.Treer
+	}{signalled.(storetest.LineStore), st, st, st}
 	cfg := server.Config{Store: fenced, MaxWait: o.maxWait, Version: "test", StoreName: "sqlite",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if o.auth {

@@ -33,8 +33,8 @@ var (
 // store error of its own: unauthorized, forbidden, unavailable, internal, not_implemented (a
 // store without a job queue), and codes this client does not know. Errors the store contract
 // names (lock_held, cooldown, not_held, not_found, invalid_argument, resource_busy, job_state,
-// version_mismatch, limit_in_use, and not_implemented naming a feature: store.UnsupportedError)
-// are returned as the store's errors instead.
+// version_mismatch, limit_in_use, tree_in_use, and not_implemented naming a feature:
+// store.UnsupportedError) are returned as the store's errors instead.
 type ProblemError struct {
 	Status int    // the HTTP status
 	Code   string // the problem's stable code, e.g. "unauthorized"; empty if the answer was not a problem document
@@ -162,13 +162,16 @@ func storeError(p *problemJSON) error {
 	switch p.Code {
 	case "lock_held":
 		e := &store.LockHeldError{Key: p.Key, Holder: p.Holder, Token: p.Token, RetryAfter: msOf(p.RetryAfterMs), Ahead: p.Ahead,
-			Resource: p.Resource, Shared: p.Shared, Limit: p.Limit, InUse: intOf(p.InUse), Capacity: intOf(p.Capacity)}
+			Resource: p.Resource, Shared: p.Shared, Limit: p.Limit, InUse: intOf(p.InUse), Capacity: intOf(p.Capacity),
+			Related: p.Related}
 		if p.ExpiresAt != nil {
 			e.ExpiresAt = p.ExpiresAt.UTC()
 		}
 		return e
 	case "limit_in_use":
 		return &store.LimitInUseError{Name: p.Limit, InUse: intOf(p.InUse)}
+	case "tree_in_use":
+		return &store.TreeInUseError{Prefix: p.Prefix, Key: p.Key, What: p.What}
 	case "cooldown":
 		return &store.RestingError{Key: p.Key, Reason: p.Reason, Remaining: msOf(p.RemainingMs)}
 	case "not_held":

@@ -330,6 +330,9 @@ func (o requestOp) url(body any) string {
 		}
 		name := pm["name"].(string)
 		v := "k"
+		if ex, ok := pm["example"].(string); ok { // a value of its own rules, such as a tree's prefix
+			v = ex
+		}
 		if s, _ := pm["schema"].(map[string]any); s["type"] == "integer" {
 			v = "1"
 			if n, ok := s["minimum"].(json.Number); ok {

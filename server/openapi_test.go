@@ -161,13 +161,13 @@ func specOps(doc *openapi3.T) []specOp {
 	var ops []specOp
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
-			// A key, a resource or a limit's name is the rest of the path (slashes included);
-			// other parameters are a segment.
+			// A key, a resource, a limit's name or a tree's prefix is the rest of the path
+			// (slashes included); other parameters are a segment.
 			re := "^"
 			last := 0
 			for _, m := range paramRE.FindAllStringIndex(path, -1) {
 				re += regexp.QuoteMeta(path[last:m[0]])
-				if p := path[m[0]:m[1]]; p == "{key}" || p == "{resource}" || path == "/v1/limits/{name}" {
+				if p := path[m[0]:m[1]]; p == "{key}" || p == "{resource}" || p == "{prefix}" || path == "/v1/limits/{name}" {
 					re += ".+"
 				} else {
 					re += "[^/]+"

@@ -44,6 +44,7 @@ var titles = map[string]string{
 	"not_implemented":        "Not implemented",
 	"stale_token":            "Stale fencing token",
 	"limit_in_use":           "Limit in use",
+	"tree_in_use":            "Tree in use",
 }
 
 func newProblem(status int, code, detail string) *problem {
@@ -86,6 +87,7 @@ func problemFor(err error) (p *problem, ok bool) {
 	var held *store.LockHeldError
 	var resting *store.RestingError
 	var inUse *store.LimitInUseError
+	var treeInUse *store.TreeInUseError
 	var unsupported *store.UnsupportedError
 	switch {
 	case errors.As(err, &inv):
@@ -96,7 +98,7 @@ func problemFor(err error) (p *problem, ok bool) {
 	case errors.As(err, &held):
 		p := newProblem(http.StatusConflict, "lock_held", held.Error())
 		p.Key, p.Holder, p.Token, p.RetryAfterMs, p.Ahead = held.Key, held.Holder, held.Token, ms(held.RetryAfter), held.Ahead
-		p.Resource, p.Shared, p.Limit = held.Resource, held.Shared, held.Limit
+		p.Resource, p.Shared, p.Limit, p.Related = held.Resource, held.Shared, held.Limit, held.Related
 		if held.Limit != "" {
 			p.InUse, p.Capacity = &held.InUse, &held.Capacity
 		}
@@ -115,6 +117,8 @@ func problemFor(err error) (p *problem, ok bool) {
 		p := newProblem(http.StatusConflict, "limit_in_use", inUse.Error())
 		p.Limit, p.InUse = inUse.Name, &inUse.InUse
 		return p, true
+	case errors.As(err, &treeInUse):
+		return treeInUseProblem(treeInUse), true
 	case errors.As(err, &unsupported):
 		return unsupportedProblem(unsupported), true
 	case errors.Is(err, store.ErrNotHeld):

@@ -93,6 +93,9 @@ type Server struct {
 	// limits is the store as a store.Limiter, nil if it keeps no limits (the limit routes
 	// answer 501).
 	limits store.Limiter
+	// trees is the store as a store.Treer, nil if it keeps no trees (the tree routes answer
+	// 501).
+	trees store.Treer
 	// acquires follows acquisitions across their requests (one contention per acquisition).
 	acquires *acquireTracker
 	// claimPoll is the fallback re-poll of a waiting claim, jittered (the store's wake-ups are
@@ -172,6 +175,9 @@ func New(cfg Config) (*Server, error) {
 	if lim, ok := cfg.Store.(store.Limiter); ok && cfg.Store.Capabilities().Limits {
 		s.limits = lim
 		m.registry.MustRegister(newLimitGauges(lim, g))
+	}
+	if tr, ok := cfg.Store.(store.Treer); ok {
+		s.trees = tr
 	}
 	s.jobMetrics = newJobMetrics(s.metrics.registry, s.jobs)
 	s.handler = s.routes()
@@ -328,6 +334,11 @@ func (s *Server) routeTable() []route {
 		{"/v1/limits/{name...}", http.MethodGet, "limit", RoleRead, s.getLimit},
 		{"/v1/limits/{name...}", http.MethodPut, "limit", RoleAdmin, s.setLimit},
 		{"/v1/limits/{name...}", http.MethodDelete, "limit", RoleAdmin, s.deleteLimit},
+		// Trees: prefixes of hierarchical keys (trees.go).
+		{"/v1/trees", http.MethodGet, "trees", RoleRead, s.listTrees},
+		{"/v1/trees/{prefix...}", http.MethodGet, "tree", RoleRead, s.getTree},
+		{"/v1/trees/{prefix...}", http.MethodPut, "tree", RoleAdmin, s.setTree},
+		{"/v1/trees/{prefix...}", http.MethodDelete, "tree", RoleAdmin, s.deleteTree},
 		// Fences for resources outside the store (fences.go).
 		{"/v1/fences/check", http.MethodPost, "fence_check", RoleWrite, s.checkFence},
 		{"/v1/fences/{resource...}", http.MethodDelete, "fence_reset", RoleAdmin, s.resetFence},
@@ -388,5 +399,6 @@ func (s *Server) info(w http.ResponseWriter, _ *http.Request, p principal) {
 		"one_resource":   s.cfg.Store.Capabilities().OneResource,
 		"line":           s.cfg.Store.Capabilities().Line,
 		"limits":         s.limits != nil,
+		"trees":          s.trees != nil,
 	})
 }

@@ -48,11 +48,12 @@ func newFixtureServing(t *testing.T, withAuth bool, wrap func(http.Handler) http
 		t.Fatal(err)
 	}
 	signalled, refused := storetest.SignalRefusal(st)
-	// The signalling wrapper hides the SQLite store's limits; the server finds them here.
+	// The signalling wrapper hides the SQLite store's limits and trees; the server finds them here.
 	served := struct {
 		storetest.LineStore
 		store.Limiter
-	}{signalled.(storetest.LineStore), st}
+		store.Treer
+	}{signalled.(storetest.LineStore), st, st}
 	cfg := server.Config{Store: served, MaxWait: 5 * time.Second, Version: "test", StoreName: "sqlite"}
 	if withAuth {
 		a, err := server.ParseAuth(strings.NewReader(

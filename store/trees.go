@@ -68,8 +68,9 @@ import (
 // (DescendantRange), never a scan of the tree. A key in no tree pays one index probe.
 //
 // A tree may be set or deleted only while nothing under it is live (TreeInUseError): no lease,
-// hold, lock ticket or unfinished job on its root or below, so that nothing granted under the
-// rules of flat keys overlaps with one granted under the tree's.
+// hold, lock ticket or unfinished job (by its resource or one of its extra resources) on its root
+// or below, so that nothing granted under the rules of flat keys overlaps with one granted under
+// the tree's.
 
 // MaxTreeDepth bounds the levels of a tree key below its root: "cluster/a/b" is 2 levels below
 // "cluster".
@@ -257,7 +258,9 @@ func TreeAncestors(key, prefix string) []string {
 
 // DescendantRange bounds the descendants of key in byte order: every descendant d has
 // lo <= d < hi, and so does no other key. lo is key followed by "/", hi key followed by "0", the
-// byte after "/": "key-x" (a sibling, "-" before "/") and "key0" fall outside.
+// byte after "/": "key-x" (a sibling, "-" before "/") and "key0" fall outside. A store compares
+// in byte order (SQLite's BINARY, PostgreSQL's COLLATE "C", as its key columns are), so that an
+// index on key reads the range and nothing else.
 func DescendantRange(key string) (lo, hi string) { return key + "/", key + "0" }
 
 // Relation is how a held key stands to a requested one in a tree.

@@ -20,7 +20,7 @@ const (
 	exitError     = 1   // server unreachable, unexpected answer
 	exitUsage     = 2   // bad flags or arguments, or input refused as invalid (nothing written)
 	exitNotFound  = 3   // no such lease, job or resource; a lease that is not the live one
-	exitConflict  = 4   // the job's state forbids it, the resource's version did not match, or a limit is in use
+	exitConflict  = 4   // the job's state forbids it, the resource's version did not match, or a limit or tree is in use
 	exitBusy      = 75  // lock held or resting, resource busy (EX_TEMPFAIL)
 	exitLeaseLost = 76  // baton run: the lease was lost while CMD ran; fence check: stale token
 	exitAuth      = 77  // unauthorized or forbidden (EX_NOPERM)
@@ -46,7 +46,7 @@ var exitCodeTable = []exitCodeInfo{
 	{exitError, "1", "error (server unreachable, unexpected answer)"},
 	{exitUsage, "2", "usage error or invalid input"},
 	{exitNotFound, "3", "not found or not held"},
-	{exitConflict, "4", "job state, resource version or limit in use conflict"},
+	{exitConflict, "4", "job state, resource version, or limit or tree in use conflict"},
 	{exitBusy, "75", "lock or resource busy"},
 	{exitLeaseLost, "76", "lease lost while CMD ran, or a stale fencing token"},
 	{exitAuth, "77", "unauthorized or forbidden"},
@@ -93,7 +93,8 @@ func exitCode(err error) int {
 		return exitAuth
 	case errors.Is(err, store.ErrLockHeld), errors.Is(err, store.ErrResting), errors.Is(err, store.ErrResourceBusy):
 		return exitBusy
-	case errors.Is(err, store.ErrJobState), errors.Is(err, store.ErrVersionMismatch), errors.Is(err, store.ErrLimitInUse):
+	case errors.Is(err, store.ErrJobState), errors.Is(err, store.ErrVersionMismatch), errors.Is(err, store.ErrLimitInUse),
+		errors.Is(err, store.ErrTreeInUse):
 		return exitConflict
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrNotHeld):
 		return exitNotFound

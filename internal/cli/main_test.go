@@ -15,6 +15,7 @@ import (
 
 	"github.com/batonhq/baton/client"
 	"github.com/batonhq/baton/server"
+	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/sqlite"
 	"github.com/batonhq/baton/store/storetest"
 )
@@ -158,7 +159,12 @@ func newFixture(t *testing.T, auth *server.Auth) *fixture {
 		t.Fatal(err)
 	}
 	signalled, refused := storetest.SignalRefusal(st)
-	srv, err := server.New(server.Config{Store: signalled, Auth: auth, Version: "test", StoreName: "sqlite",
+	// The signalling wrapper hides the SQLite store's trees; the server finds them here.
+	served := struct {
+		storetest.LineStore
+		store.Treer
+	}{signalled.(storetest.LineStore), st}
+	srv, err := server.New(server.Config{Store: served, Auth: auth, Version: "test", StoreName: "sqlite",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -72,6 +72,7 @@ func (a *app) message(cmd *cobra.Command, err error) string {
 	var busy *store.ResourceBusyError
 	var state *store.JobStateError
 	var version *store.VersionMismatchError
+	var treeUse *store.TreeInUseError
 	switch {
 	case errors.As(err, &ex):
 		return ex.msg
@@ -93,6 +94,8 @@ func (a *app) message(cmd *cobra.Command, err error) string {
 	case errors.As(err, &version):
 		return fmt.Sprintf("resource %q is at version %d, not %d (--if-version): it changed meanwhile",
 			version.Key, version.Current, version.Want)
+	case errors.As(err, &treeUse):
+		return strings.TrimPrefix(treeUse.Error(), "baton: ")
 	default:
 		return describe(a.g, err)
 	}
@@ -152,7 +155,9 @@ func describe(g *globals, err error) string {
 	}
 }
 
-// heldMessage is `lock "k" held by "job-7" (token 12) until 14:32:15Z (in 41s)`.
+// heldMessage is `lock "k" held by "job-7" (token 12) until 14:32:15Z (in 41s)`; a refusal by a
+// related key in a tree names it: `lock "cluster/eu-1" held by ..., related to
+// "cluster/eu-1/node/a" in its tree`.
 func heldMessage(e *store.LockHeldError) string {
 	key, mode := e.Key, ""
 	if e.Resource != "" {
@@ -160,6 +165,10 @@ func heldMessage(e *store.LockHeldError) string {
 	}
 	if e.Shared {
 		mode = " shared"
+	}
+	related := ""
+	if e.Related != "" {
+		key, related = e.Related, fmt.Sprintf(", related to %q in its tree", key)
 	}
 	switch {
 	case e.Limit != "":
@@ -169,8 +178,8 @@ func heldMessage(e *store.LockHeldError) string {
 		}
 		return msg
 	case e.Token == 0 && e.Ahead > 0:
-		return fmt.Sprintf("lock %q is free but %d ahead in its line, first %q", key, e.Ahead, e.Holder)
+		return fmt.Sprintf("lock %q is free but %d ahead in its line, first %q%s", key, e.Ahead, e.Holder, related)
 	}
-	return fmt.Sprintf("lock %q held%s by %q (token %d) until %s (in %s)",
-		key, mode, e.Holder, e.Token, e.ExpiresAt.UTC().Format("15:04:05Z"), roundDuration(e.RetryAfter))
+	return fmt.Sprintf("lock %q held%s by %q (token %d) until %s (in %s)%s",
+		key, mode, e.Holder, e.Token, e.ExpiresAt.UTC().Format("15:04:05Z"), roundDuration(e.RetryAfter), related)
 }

@@ -15,15 +15,19 @@ import (
 func (a *app) resourcesCommand() *cobra.Command {
 	return a.group(&cobra.Command{
 		Use:   "resources COMMAND [flags]",
-		Short: "resources' recorded states",
+		Short: "resources' recorded states, and trees of resources",
 		Long: `Inspect and set the recorded state of resources, the keys jobs work on. A resource's state is
 what kinds' state guards check (from_states) and set (running, success and failure states);
-its version is bumped by every change.`,
+its version is bumped by every change. Set, list and delete trees: key prefixes under which
+"/" separates parents from children, for leases and jobs alike.`,
 	},
 		a.resourcesListCommand(),
 		a.resourcesShowCommand(),
 		a.resourcesSetStateCommand(),
 		a.resourcesClearCooldownCommand(),
+		a.resourcesSetTreeCommand(),
+		a.resourcesDeleteTreeCommand(),
+		a.resourcesTreesCommand(),
 	)
 }
 

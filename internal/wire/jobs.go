@@ -109,6 +109,9 @@ type Job struct {
 	Shared    bool     `json:"shared,omitempty"`
 	Resources []string `json:"resources,omitempty"`
 	Limits    []string `json:"limits,omitempty"`
+	// Tree is set when Resource is a key of a tree: the job's attempts hold it by the tree's
+	// rules (GET /v1/trees).
+	Tree bool `json:"tree,omitempty"`
 	// Slots (a claimed job's) numbers the unit its attempt holds of each of Limits.
 	Slots map[string]int `json:"slots,omitempty"`
 }
@@ -156,7 +159,7 @@ func JobFrom(j *store.Job) Job {
 		Errors: errs, CreatedAt: T(j.CreatedAt), ScheduledAt: T(j.ScheduledAt), AttemptedAt: T(j.AttemptedAt),
 		FinishedAt: T(j.FinishedAt), Head: j.Head, Worker: j.Worker, Owner: j.Owner, Token: j.Token,
 		LeaseExpiresAt: T(j.LeaseExpiresAt), CancelRequested: j.CancelRequested, TimeoutMs: ms(j.Timeout),
-		LastError: lastErr, Cancel: cancel, Shared: j.Shared, Resources: j.Resources, Limits: j.Limits, Slots: j.Slots}
+		LastError: lastErr, Cancel: cancel, Shared: j.Shared, Resources: j.Resources, Limits: j.Limits, Tree: j.Tree, Slots: j.Slots}
 }
 
 // JobsFrom converts store jobs; never nil, so that it encodes as [].
@@ -183,7 +186,7 @@ func (j *Job) Store() *store.Job {
 		Errors: errs, CreatedAt: j.CreatedAt.Time, ScheduledAt: j.ScheduledAt.Time, AttemptedAt: j.AttemptedAt.Time,
 		FinishedAt: j.FinishedAt.Time, Head: j.Head, Worker: j.Worker, Owner: j.Owner, Token: j.Token,
 		LeaseExpiresAt: j.LeaseExpiresAt.Time, CancelRequested: j.CancelRequested, Timeout: dur(j.TimeoutMs),
-		Shared: j.Shared, Resources: j.Resources, Limits: j.Limits, Slots: j.Slots}
+		Shared: j.Shared, Resources: j.Resources, Limits: j.Limits, Tree: j.Tree, Slots: j.Slots}
 }
 
 // StoreJobs converts a list back to store jobs.

@@ -242,4 +242,12 @@ type Problem struct {
 	Capacity *int   `json:"capacity,omitempty"`
 	Store    string `json:"store,omitempty"`
 	Feature  string `json:"feature,omitempty"`
+
+	// Trees. A lock_held refusal by a key related to the requested one in its tree (an ancestor
+	// or a descendant): Related is that key, and Holder, Token and ExpiresAt are its holder's.
+	// tree_in_use: Prefix is the tree, Key one of its live keys, and What what lives there
+	// (lease, ticket or job).
+	Related string `json:"related,omitempty"`
+	Prefix  string `json:"prefix,omitempty"`
+	What    string `json:"what,omitempty"`
 }

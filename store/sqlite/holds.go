@@ -62,7 +62,8 @@ func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*sto
 	var wake []string // the limits' lines with tickets, whose new front may go now
 	err := s.holdTx(ctx, "acquire", func(tx *sql.Tx, now int64) error {
 		lease, refusal = nil, nil
-		if _, err := s.checkTreeKeys(ctx, tx, p); err != nil {
+		trees, err := s.checkTreeKeys(ctx, tx, p)
+		if err != nil {
 			return err
 		}
 		l, err := s.reacquireHolds(ctx, tx, p, now)
@@ -84,8 +85,8 @@ func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*sto
 		if err != nil {
 			return err
 		}
-		for _, k := range p.Keys() {
-			if refusal, err = s.keyRefusal(ctx, tx, p, k, now, me); err != nil || refusal != nil {
+		for i, k := range p.Keys() {
+			if refusal, err = s.keyRefusal(ctx, tx, p, k, trees[i], now, me); err != nil || refusal != nil {
 				break
 			}
 		}
@@ -105,7 +106,7 @@ func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*sto
 		case refusal != nil:
 			return nil
 		}
-		lease, err = s.grantBeyond(ctx, tx, p, now)
+		lease, err = s.grantBeyond(ctx, tx, p, trees, now)
 		return err
 	})
 	if err != nil {
@@ -159,8 +160,9 @@ func (s *Store) myPlace(ctx context.Context, tx *sql.Tx, p *store.AcquireParams,
 
 // keyRefusal says why key k cannot be granted to p now: a lease or an exclusive hold holds it
 // (or, for an exclusive request, any hold), it rests, a job attempt holds it or it rests after a
-// job, or a ticket or ready job before the caller waits in its line. nil if it can be granted.
-func (s *Store) keyRefusal(ctx context.Context, tx *sql.Tx, p *store.AcquireParams, k string, now int64, me place) (error, error) {
+// job, or a ticket or ready job before the caller waits in its line; for a key of the tree of
+// prefix (if not ""), a related key (relatedRefusal). nil if it can be granted.
+func (s *Store) keyRefusal(ctx context.Context, tx *sql.Tx, p *store.AcquireParams, k, prefix string, now int64, me place) (error, error) {
 	resource := ""
 	if k != p.Key {
 		resource = k
@@ -224,9 +226,8 @@ func (s *Store) keyRefusal(ctx context.Context, tx *sql.Tx, p *store.AcquirePara
 		return nil, err
 	}
 	if ahead+jobs == 0 {
-		prefix, err := s.treeOfTx(ctx, tx, k)
-		if err != nil || prefix == "" {
-			return nil, err
+		if prefix == "" {
+			return nil, nil
 		}
 		return s.relatedRefusal(ctx, tx, p, k, prefix, now, me)
 	}
@@ -298,8 +299,8 @@ func (s *Store) enqueueBeyond(ctx context.Context, tx *sql.Tx, p *store.AcquireP
 }
 
 // grantBeyond grants every key and limit unit of the request under one token, and ends its
-// tickets.
-func (s *Store) grantBeyond(ctx context.Context, tx *sql.Tx, p *store.AcquireParams, now int64) (*store.Lease, error) {
+// tickets; trees are the prefixes of the trees of its keys (checkTreeKeys).
+func (s *Store) grantBeyond(ctx context.Context, tx *sql.Tx, p *store.AcquireParams, trees []string, now int64) (*store.Lease, error) {
 	var token int64
 	if err := s.hq(ctx, tx, sqlDrawToken).QueryRowContext(ctx).Scan(&token); err != nil {
 		return nil, err
@@ -318,13 +319,9 @@ func (s *Store) grantBeyond(ctx context.Context, tx *sql.Tx, p *store.AcquirePar
 		if err := hold(k, mode, md); err != nil {
 			return nil, err
 		}
-		prefix, err := s.treeOfTx(ctx, tx, k)
-		if err != nil {
-			return nil, err
-		}
 		// The key's summary row: held until its latest hold expires; a tree key's is marked so.
-		_, err = s.hq(ctx, tx, sqlSummarise).ExecContext(ctx, k, p.Holder, p.Owner, token, now, expires, int64(p.LockDelay), int64(p.Cooldown),
-			prefix != "")
+		_, err := s.hq(ctx, tx, sqlSummarise).ExecContext(ctx, k, p.Holder, p.Owner, token, now, expires, int64(p.LockDelay), int64(p.Cooldown),
+			trees[i] != "")
 		if err != nil {
 			return nil, err
 		}

@@ -174,9 +174,12 @@ func (s *Store) grantJob(x *jobTx, tx *sql.Tx, j *store.Job, p *store.ClaimParam
 	}
 	me := place{at: j.CreatedAt.UnixNano(), has: true, job: j.ID}
 	var refusal error
-	var err error
-	for _, k := range a.Keys() {
-		if refusal, err = s.keyRefusal(ctx, tx, a, k, now, me); err != nil || refusal != nil {
+	trees, err := s.checkTreeKeys(ctx, tx, a)
+	if err != nil {
+		return nil, err
+	}
+	for i, k := range a.Keys() {
+		if refusal, err = s.keyRefusal(ctx, tx, a, k, trees[i], now, me); err != nil || refusal != nil {
 			break
 		}
 	}
@@ -188,7 +191,7 @@ func (s *Store) grantJob(x *jobTx, tx *sql.Tx, j *store.Job, p *store.ClaimParam
 		return nil, err
 	}
 	if refusal == nil {
-		l, err := s.grantBeyond(ctx, tx, a, now)
+		l, err := s.grantBeyond(ctx, tx, a, trees, now)
 		for _, line := range a.Lines() {
 			x.freed[line] = true // the next in a limit's line, or a shared one behind, may go too
 		}

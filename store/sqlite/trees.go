@@ -192,8 +192,9 @@ func scanTrees(rows *sql.Rows) ([]*store.Tree, error) {
 }
 
 // treeInUse returns a *store.TreeInUseError naming a live key of the tree of prefix: a live lease
-// or hold (its leases row), a live ticket, or an unfinished job, on its root or below. Reading
-// every row under the prefix is an admin's price, paid once per change of a tree.
+// or hold (its leases row), a live ticket, or an unfinished job (its resource or one of its extra
+// resources), on its root or below. Reading every row under the prefix, and the extra resources
+// of every unfinished job, is an admin's price, paid once per change of a tree.
 func treeInUse(ctx context.Context, tx *sql.Tx, prefix string, now int64) error {
 	root := store.TreeRoot(prefix)
 	lo, hi := store.DescendantRange(root)
@@ -207,6 +208,10 @@ func treeInUse(ctx context.Context, tx *sql.Tx, prefix string, now int64) error 
 			[]any{root, lo, hi, now}},
 		{"job", `SELECT resource FROM jobs WHERE (resource = ?1 OR resource >= ?2 AND resource < ?3)
 			AND state IN ` + sqlUnfinished + ` ORDER BY resource LIMIT 1`, []any{root, lo, hi}},
+		// A job's extra resources (jobs.beyond): read from every unfinished job that has some.
+		{"job", `SELECT r.value FROM jobs j, json_each(j.beyond, '$.resources') r
+			WHERE j.beyond IS NOT NULL AND j.state IN ` + sqlUnfinished + ` AND (r.value = ?1 OR r.value >= ?2 AND r.value < ?3)
+			ORDER BY r.value LIMIT 1`, []any{root, lo, hi}},
 	} {
 		var key string
 		err := tx.QueryRowContext(ctx, c.q, c.args...).Scan(&key)

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -17,10 +18,17 @@ import (
 // concurrency; the order of related lines; wake-ups across them; bad input; and a tree that cannot
 // change while it is in use. Every case is skipped on a store that keeps no trees (store.Treer).
 
-// requireTrees returns the store as a store.Treer, or skips the test.
+// requireTrees returns the store as a store.Treer, or skips the test: the store is no Treer, or
+// it is one that answers *store.UnsupportedError (the HTTP client of a server whose store keeps
+// no trees).
 func requireTrees(t *testing.T, s store.Store) store.Treer {
 	t.Helper()
 	tr, ok := s.(store.Treer)
+	if ok {
+		_, err := tr.Trees(context.Background(), &store.TreesParams{Limit: 1})
+		var u *store.UnsupportedError
+		ok = !errors.As(err, &u)
+	}
 	requireNotApplicable(t, ok, "the store keeps no trees")
 	return tr
 }
@@ -503,13 +511,32 @@ func testTreeInUse(t *testing.T, h Harness) {
 	} else {
 		e.drop(b)
 	}
-	if _, err := e.store.Acquire(e.ctx, &store.AcquireParams{Key: "u/a", LeaseID: "queued", Holder: "queued", TTL: time.Minute, Wait: true}); !errors.Is(err, store.ErrLockHeld) {
-		t.Fatal(err)
+	// A waiting ticket, on a store whose waiters can leave the line (through the HTTP client, a
+	// ticket lives on the server until it expires).
+	ll, leaves := e.store.(store.LineWaiter)
+	if leaves {
+		if _, err := e.store.Acquire(e.ctx, &store.AcquireParams{Key: "u/a", LeaseID: "queued", Holder: "queued", TTL: time.Minute, Wait: true}); !errors.Is(err, store.ErrLockHeld) {
+			t.Fatal(err)
+		}
 	}
 	e.drop(a)
-	inUse("SetTree beside a waiting ticket", set(), "u/a")
-	if ll, ok := e.store.(store.LineWaiter); ok {
+	if leaves {
+		inUse("SetTree beside a waiting ticket", set(), "u/a")
 		if err := ll.LeaveLine(e.ctx, "u/a", "queued", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if js, ok := e.store.(store.JobStore); ok {
+		// An unfinished job that names a key of the tree among its extra resources.
+		if err := js.RegisterKinds(e.ctx, []store.Kind{{Name: "wide"}}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := js.SubmitJob(e.ctx, &store.SubmitParams{Kind: "wide", Resource: "flat-side", Resources: []string{"u/x"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inUse("SetTree beside an unfinished job on it", set(), "u/x")
+		if _, err := js.CancelJob(e.ctx, res.Job.ID); err != nil {
 			t.Fatal(err)
 		}
 	}

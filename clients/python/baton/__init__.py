@@ -17,13 +17,14 @@ from ._lease import Lease
 from ._worker import JobRun, Worker, default_backoff
 from .errors import (AuthError, BatonError, CooldownError, InvalidArgumentError, JobCancelled, JobStateError,
                      LeaseLostError, LimitInUseError, LeaseReleased, LockHeldError, NotFoundError, NotHeldError, PermanentError,
-                     RedirectError, ResourceBusyError, StaleTokenError, VersionMismatchError, WorkerShutdown)
+                     RedirectError, ResourceBusyError, StaleTokenError, TreeInUseError, VersionMismatchError,
+                     WorkerShutdown)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AuthError", "BatonError", "Client", "CooldownError", "InvalidArgumentError", "JobCancelled", "JobRun",
     "JobStateError", "Lease", "LeaseLostError", "LeaseReleased", "LimitInUseError", "LockHeldError", "NotFoundError", "NotHeldError",
-    "PermanentError", "RedirectError", "ResourceBusyError", "StaleTokenError", "VersionMismatchError", "Worker", "WorkerShutdown", "default_backoff",
+    "PermanentError", "RedirectError", "ResourceBusyError", "StaleTokenError", "TreeInUseError", "VersionMismatchError", "Worker", "WorkerShutdown", "default_backoff",
     "default_client", "key_path", "lock",
 ]

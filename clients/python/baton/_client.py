@@ -339,6 +339,27 @@ class Client(ResourceMethods):
         NotFoundError if there is none."""
         return self._request("DELETE", "/v1/limits/" + key_path(name))
 
+    # Trees: key prefixes under which "/" separates levels (SQLite and PostgreSQL stores; others
+    # answer 501 not_implemented). A prefix ends with "/": set_tree("cluster/").
+
+    def set_tree(self, prefix: str) -> dict:
+        """Makes the prefix a tree, or returns the tree it is already (admin): {"prefix", "root",
+        "set_at"}. TreeInUseError while a key of it is live."""
+        return self._request("PUT", "/v1/trees/" + key_path(prefix))["tree"]
+
+    def get_tree(self, prefix: str) -> dict:
+        """The tree of the prefix (NotFoundError if it is none)."""
+        return self._request("GET", "/v1/trees/" + key_path(prefix))["tree"]
+
+    def list_trees(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> dict:
+        """One page of trees by prefix: {"trees": [...], "next_cursor"?}."""
+        return self._request("GET", "/v1/trees", query={"limit": limit, "cursor": cursor})
+
+    def delete_tree(self, prefix: str) -> dict:
+        """Returns a tree's keys to flat keys (admin): TreeInUseError while a key of it is live,
+        NotFoundError if it is none."""
+        return self._request("DELETE", "/v1/trees/" + key_path(prefix))
+
     # Jobs.
 
     def put_kind(self, name: str, **kind: Any) -> dict:

@@ -56,6 +56,9 @@ class LockHeldError(BatonError):
         self.limit = self.problem.get("limit", "")
         self.in_use = self.problem.get("in_use", 0)
         self.capacity = self.problem.get("capacity", 0)
+        # In a tree: the related key (an ancestor or a descendant) whose holder refused the
+        # request; holder, token and expires_at are then its holder's.
+        self.related = self.problem.get("related", "")
 
 
 class LimitInUseError(BatonError):
@@ -65,6 +68,17 @@ class LimitInUseError(BatonError):
         super().__init__(*a, **kw)
         self.limit = self.problem.get("limit", "")
         self.in_use = self.problem.get("in_use", 0)
+
+
+class TreeInUseError(BatonError):
+    """409 tree_in_use: a tree cannot be set or deleted while a key of it is live: prefix, key, and
+    what lives there ("lease", "ticket" or "job")."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.prefix = self.problem.get("prefix", "")
+        self.key = self.problem.get("key", "")
+        self.what = self.problem.get("what", "")
 
 
 class CooldownError(BatonError):
@@ -173,6 +187,7 @@ _BY_CODE = {
     "version_mismatch": VersionMismatchError,
     "stale_token": StaleTokenError,
     "limit_in_use": LimitInUseError,
+    "tree_in_use": TreeInUseError,
 }
 
 

@@ -111,7 +111,7 @@ export interface ListResponse {
 export interface Event {
   id: number;
   at: string;
-  kind: "acquire" | "release" | "expiry_takeover" | "force_release" | "job_claim" | "job_renew" | "job_complete" | "clear_rest" | "resource_cooldown_cleared" | "fence_reset" | "ticket_enqueue" | "ticket_first";
+  kind: "acquire" | "release" | "expiry_takeover" | "force_release" | "job_claim" | "job_renew" | "job_complete" | "clear_rest" | "resource_cooldown_cleared" | "fence_reset" | "ticket_enqueue" | "ticket_first" | "tree_set" | "tree_delete";
   key: string;
   lease_id: string;
   holder: string;
@@ -160,6 +160,8 @@ export interface Info {
   line?: boolean;
   /** the store grants shared holds, leases on several keys and units of limits (SQLite and PostgreSQL); otherwise such requests and the /v1/limits routes answer 501 */
   limits?: boolean;
+  /** the store keeps trees (SQLite and PostgreSQL); otherwise the /v1/trees routes answer 501 */
+  trees?: boolean;
 }
 
 /** RFC 9457 problem document with Baton's stable code and extension members */
@@ -168,13 +170,14 @@ export interface Problem {
   title: string;
   status: number;
   /** stable machine-readable code */
-  code: "invalid_argument" | "unauthorized" | "forbidden" | "not_found" | "no_such_route" | "method_not_allowed" | "lock_held" | "not_held" | "resource_busy" | "job_state" | "version_mismatch" | "body_too_large" | "request_timeout" | "unsupported_media_type" | "cooldown" | "overloaded" | "unavailable" | "internal" | "not_implemented" | "stale_token" | "limit_in_use";
+  code: "invalid_argument" | "unauthorized" | "forbidden" | "not_found" | "no_such_route" | "method_not_allowed" | "lock_held" | "not_held" | "resource_busy" | "job_state" | "version_mismatch" | "body_too_large" | "request_timeout" | "unsupported_media_type" | "cooldown" | "overloaded" | "unavailable" | "internal" | "not_implemented" | "stale_token" | "limit_in_use" | "tree_in_use";
   detail?: string;
   /** invalid_argument: the field or parameter */
   field?: string;
   /** invalid_argument: the rule it breaks; forbidden: the ownership or reserved-key rule a call broke (absent when the token's role is too low: see required_role) */
   rule?: string;
   required_role?: string;
+  /** lock_held, cooldown: the key asked for; tree_in_use: a live key of the tree */
   key?: string;
   /** lock_held: the current holder */
   holder?: string;
@@ -210,8 +213,14 @@ export interface Problem {
   capacity?: number;
   /** not_implemented: the server's store that lacks the feature */
   store?: string;
-  /** not_implemented: what the store lacks (shared mode, several resources, limits; for jobs: shared jobs, jobs on several resources, jobs with limits) */
+  /** not_implemented: what the store lacks (shared mode, several resources, limits, trees; for jobs: shared jobs, jobs on several resources, jobs with limits) */
   feature?: string;
+  /** lock_held: the key related to the requested one in its tree (an ancestor or a descendant) whose holder, rest or waiting request refused it; holder, token and expires_at are then its holder's */
+  related?: string;
+  /** tree_in_use and not_found of a tree: the tree's prefix */
+  prefix?: string;
+  /** tree_in_use: what lives on key: a live lease or hold, a waiting lock request, an unfinished job */
+  what?: "lease" | "ticket" | "job";
 }
 
 export interface JobError {
@@ -265,6 +274,8 @@ export interface Job {
   resources?: string[];
   /** the limits of which each attempt takes one unit: the submit's, then the kind's with their {args.NAME} parts filled (absent when none) */
   limits?: string[];
+  /** the resource is a key of a tree: the job's attempts hold it by the tree's rules (absent when not) */
+  tree?: boolean;
   /** set on a claimed job: the slot of each unit its attempt holds, by limit name, as a lease's slots (absent when none) */
   slots?: Record<string, unknown>;
 }
@@ -650,5 +661,33 @@ export interface SetLimitRequest {
 
 export interface DeleteLimitResponse {
   name: string;
+  deleted: boolean;
+}
+
+export interface Tree {
+  /** ends with "/" */
+  prefix: string;
+  /** the prefix without its "/": the ancestor of every key of the tree */
+  root: string;
+  set_at: string;
+}
+
+export interface TreeResponse {
+  tree: Tree;
+}
+
+export interface TreesResponse {
+  trees: Tree[];
+  /** set when the page is full: pass it as cursor */
+  next_cursor?: string;
+}
+
+export interface SetTreeRequest {
+  /** recorded only on a server without auth */
+  actor?: string;
+}
+
+export interface DeleteTreeResponse {
+  prefix: string;
   deleted: boolean;
 }

@@ -386,6 +386,29 @@ export class BatonClient {
     return this.request('DELETE', `/v1/limits/${keyPath(name)}`, { signal: opts.signal });
   }
 
+  // Trees: key prefixes under which "/" separates levels (SQLite and PostgreSQL stores; others
+  // answer 501 not_implemented). A prefix ends with "/": setTree('cluster/').
+
+  /** Makes the prefix a tree, or resolves to the tree it is already (admin); TreeInUseError while a key of it is live. */
+  async setTree(prefix, opts = {}) {
+    return (await this.request('PUT', `/v1/trees/${keyPath(prefix)}`, { signal: opts.signal })).tree;
+  }
+
+  /** The tree of the prefix; NotFoundError if it is none. */
+  async getTree(prefix, opts = {}) {
+    return (await this.request('GET', `/v1/trees/${keyPath(prefix)}`, { signal: opts.signal })).tree;
+  }
+
+  /** One page of trees by prefix: {trees, next_cursor?}. */
+  async listTrees({ limit, cursor, signal } = {}) {
+    return this.request('GET', '/v1/trees', { query: { limit, cursor }, signal });
+  }
+
+  /** Returns a tree's keys to flat keys (admin): TreeInUseError while a key of it is live, NotFoundError if it is none. */
+  async deleteTree(prefix, opts = {}) {
+    return this.request('DELETE', `/v1/trees/${keyPath(prefix)}`, { signal: opts.signal });
+  }
+
   // Jobs.
 
   /** Creates or replaces a kind (admin). */

@@ -43,6 +43,8 @@ export class LockHeldError extends BatonError {
     this.limit = p.limit ?? '';
     this.inUse = p.in_use ?? 0;
     this.capacity = p.capacity ?? 0;
+    /** In a tree: the related key (an ancestor or a descendant) whose holder refused the request; "" if none. holder, token and expiresAt are then its holder's. */
+    this.related = p.related ?? '';
   }
 }
 
@@ -53,6 +55,17 @@ export class LimitInUseError extends BatonError {
     const p = o.problem ?? {};
     this.limit = p.limit ?? '';
     this.inUse = p.in_use ?? 0;
+  }
+}
+
+/** 409 tree_in_use: a tree cannot be set or deleted while a key of it is live (prefix, key, and what lives there: "lease", "ticket" or "job"). */
+export class TreeInUseError extends BatonError {
+  constructor(message, o) {
+    super(message, o);
+    const p = o.problem ?? {};
+    this.prefix = p.prefix ?? '';
+    this.key = p.key ?? '';
+    this.what = p.what ?? '';
   }
 }
 
@@ -182,6 +195,7 @@ const byCode = {
   version_mismatch: VersionMismatchError,
   stale_token: StaleTokenError,
   limit_in_use: LimitInUseError,
+  tree_in_use: TreeInUseError,
 };
 
 /**

@@ -156,6 +156,12 @@ export declare class BatonClient {
   listLimits(opts?: Sig & { limit?: number; cursor?: string }): Promise<api.LimitsResponse>;
   /** Deletes a limit no live lease holds (admin): LimitInUseError while one does. */
   deleteLimit(name: string, opts?: Sig): Promise<api.DeleteLimitResponse>;
+  /** Makes the prefix (ending with "/") a tree, or resolves to the tree it is already (admin): TreeInUseError while a key of it is live. */
+  setTree(prefix: string, opts?: Sig): Promise<api.Tree>;
+  getTree(prefix: string, opts?: Sig): Promise<api.Tree>;
+  listTrees(opts?: Sig & { limit?: number; cursor?: string }): Promise<api.TreesResponse>;
+  /** Returns a tree's keys to flat keys (admin): TreeInUseError while a key of it is live. */
+  deleteTree(prefix: string, opts?: Sig): Promise<api.DeleteTreeResponse>;
   putKind(name: string, kind?: api.Kind, opts?: Sig): Promise<api.Kind>;
   listKinds(opts?: Sig): Promise<api.Kind[]>;
   listPeriodic(opts?: Sig): Promise<api.PeriodicJob[]>;
@@ -203,10 +209,18 @@ export declare class LockHeldError extends BatonError {
   readonly limit: string;
   readonly inUse: number;
   readonly capacity: number;
+  /** In a tree: the related key (an ancestor or a descendant) whose holder refused the request; "" if none. */
+  readonly related: string;
 }
 export declare class LimitInUseError extends BatonError {
   readonly limit: string;
   readonly inUse: number;
+}
+/** A tree cannot be set or deleted while a key of it is live: prefix, key, and what lives there. */
+export declare class TreeInUseError extends BatonError {
+  readonly prefix: string;
+  readonly key: string;
+  readonly what: 'lease' | 'ticket' | 'job' | '';
 }
 export declare class CooldownError extends BatonError {
   readonly key: string;

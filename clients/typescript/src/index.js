@@ -19,6 +19,7 @@ export {
   ResourceBusyError,
   StaleTokenError,
   LimitInUseError,
+  TreeInUseError,
   VersionMismatchError,
   WorkerShutdownError,
 } from './errors.js';

@@ -5,6 +5,7 @@ import {
   LockHeldError,
   PermanentError,
   StaleTokenError,
+  TreeInUseError,
   VersionMismatchError,
   type Job,
   type JobCount,
@@ -13,6 +14,7 @@ import {
   type Resource,
   type SubmitResult,
   type Ticket,
+  type Tree,
 } from '../src/index.js';
 
 export async function example(): Promise<number> {
@@ -62,4 +64,21 @@ export async function admin(client: BatonClient): Promise<string[]> {
     if (err instanceof StaleTokenError) console.log(err.currentToken);
   }
   return [String(counts.length), periodic[0]?.next_run ?? '', kinds[0]?.name ?? '', page.next_after ?? '', cooldown.until, rest.reason];
+}
+
+export async function trees(client: BatonClient): Promise<string[]> {
+  const set: Tree = await client.setTree('cluster/');
+  const page = await client.listTrees({ limit: 10 });
+  const got: Tree = await client.getTree(page.next_cursor ?? set.prefix);
+  try {
+    await client.tryAcquire('cluster/eu-1/node/a');
+  } catch (err) {
+    if (err instanceof LockHeldError && err.related) console.log(err.related, err.holder);
+  }
+  try {
+    await client.deleteTree('cluster/');
+  } catch (err) {
+    if (err instanceof TreeInUseError) console.log(err.prefix, err.key, err.what);
+  }
+  return [set.root, got.set_at, ...page.trees.map((t) => t.prefix)];
 }
