@@ -54,7 +54,7 @@ type treeQueries struct {
 	// The live things under a tree (root $1, descendants in [$2, $3)), one of each: a lease or
 	// hold, or the lock-delay of one that expired or was force-released; a live ticket; an
 	// unfinished job.
-	inUseLease, inUseTicket, inUseJob string
+	inUseLease, inUseTicket, inUseJob, inUseJobResources string
 }
 
 // treeProbeSQL is the prefix of the only tree that may hold key $1, or no row: the greatest
@@ -100,6 +100,12 @@ ORDER BY key LIMIT 1`),
 		inUseTicket: q(`SELECT key FROM {tickets} WHERE ` + under("key") + ` AND expires_at > now() ORDER BY key LIMIT 1`),
 		inUseJob: q(`SELECT resource FROM {jobs} WHERE ` + under("resource") + ` AND state IN ` + unfinished + `
 ORDER BY resource LIMIT 1`),
+		// A job's extra resources: read from every unfinished job that has some (a key of the
+		// tree among them would be refused by its claims once the tree is set, or granted by
+		// the flat rules if it is deleted). jobs.resources is not in C collation: the range
+		// compares bytes only with it said.
+		inUseJobResources: q(`SELECT r FROM {jobs} j, unnest(j.resources) r WHERE j.resources IS NOT NULL
+	AND j.state IN ` + unfinished + ` AND ` + under(`r COLLATE "C"`) + ` ORDER BY r LIMIT 1`),
 	}
 }
 
@@ -249,13 +255,15 @@ func (s *Store) treeTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // treeInUse returns a *store.TreeInUseError naming a live key of the tree of prefix, or nil:
 // a lease or hold (or the lock-delay after one that expired or was force-released, during which
 // its holder may still write, so that a grant under the tree's rules cannot overlap it), a
-// live ticket, an unfinished job, on its root or below. Each is one range of an index, read
-// once per change of a tree.
+// live ticket, an unfinished job (its resource or one of its extra resources), on its root or
+// below. Each but the last is one range of an index; the extra resources are read from every
+// unfinished job that has some: an admin's price, paid once per change of a tree.
 func (s *Store) treeInUse(ctx context.Context, tx pgx.Tx, prefix string) error {
 	root := store.TreeRoot(prefix)
 	lo, hi := store.DescendantRange(root)
 	for _, c := range []struct{ what, sql string }{
 		{"lease", s.tq.inUseLease}, {"ticket", s.tq.inUseTicket}, {"job", s.tq.inUseJob},
+		{"job", s.tq.inUseJobResources},
 	} {
 		var key string
 		err := tx.QueryRow(ctx, c.sql, root, lo, hi).Scan(&key)
