@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -322,3 +323,29 @@ var treeUse = map[string]string{"lease": "a live lease", "ticket": "a waiting lo
 
 // Is reports whether target is ErrTreeInUse.
 func (e *TreeInUseError) Is(target error) bool { return target == ErrTreeInUse }
+
+// TreeCache is a process's copy of its store's tree prefixes, sorted, for a store to choose the
+// way of a key (flat or tree) without a round trip. It is never the truth: a store's statements
+// read its trees table themselves, so a copy made stale by another process sharing the store
+// costs one refused statement and a reload, never a wrong grant.
+type TreeCache struct {
+	mu       sync.RWMutex
+	prefixes []string
+}
+
+// Of returns the prefix of key's tree as last loaded; "" if none.
+func (c *TreeCache) Of(key string) string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if len(c.prefixes) == 0 {
+		return ""
+	}
+	return TreeOf(key, c.prefixes)
+}
+
+// Set replaces the copy with prefixes, sorted and not overlapping.
+func (c *TreeCache) Set(prefixes []string) {
+	c.mu.Lock()
+	c.prefixes = prefixes
+	c.mu.Unlock()
+}

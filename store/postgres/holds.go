@@ -425,7 +425,7 @@ func (s *Store) beyondTx(ctx context.Context, pt *pipeTx, p *store.AcquireParams
 	// The keys this process believes in trees: their related keys are read in the first batch.
 	hinted := map[string]string{}
 	for _, k := range keys {
-		if prefix := s.trees.of(k); prefix != "" {
+		if prefix := s.trees.Of(k); prefix != "" {
 			hinted[k] = prefix
 		}
 	}

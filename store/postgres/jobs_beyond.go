@@ -29,7 +29,7 @@ var errBeyondKind = errors.New("postgres: a job's kind holds more than its resou
 // kind) asks for more than its resource, exclusive.
 func (s *Store) submitAny(ctx context.Context, ps []*store.SubmitParams) ([]*store.SubmitResult, error) {
 	for _, p := range ps {
-		if p.Beyond() || s.trees.of(p.Resource) != "" {
+		if p.Beyond() || s.trees.Of(p.Resource) != "" {
 			return s.submitSlow(ctx, ps)
 		}
 	}

@@ -142,7 +142,7 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
-	if p.Beyond() || s.trees.of(p.Key) != "" {
+	if p.Beyond() || s.trees.Of(p.Key) != "" {
 		// A key of a tree is granted through holds, by the tree's rules (trees.go).
 		return s.acquireBeyond(ctx, p)
 	}
@@ -260,7 +260,7 @@ func (s *Store) Renew(ctx context.Context, p *store.RenewParams) (*store.Lease, 
 	if p.Holds {
 		return s.renewHolds(ctx, p)
 	}
-	if s.trees.of(p.Key) != "" {
+	if s.trees.Of(p.Key) != "" {
 		// A lease on a key of a tree is made of holds (trees.go), unless it was granted before
 		// the tree was set.
 		if l, err := s.renewHolds(ctx, p); !errors.Is(err, store.ErrNotHeld) {
@@ -299,7 +299,7 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Rel
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
-	if p.Holds || s.trees.of(p.Key) != "" {
+	if p.Holds || s.trees.Of(p.Key) != "" {
 		if res, err := s.releaseHolds(ctx, p); !errors.Is(err, store.ErrNotHeld) {
 			return res, err
 		}

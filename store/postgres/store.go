@@ -88,7 +88,7 @@ type Store struct {
 	jq            jobQueries
 	hq            holdQueries // holds.go, limits.go
 	tq            treeQueries // trees.go
-	trees         treeCache
+	trees         store.TreeCache
 	sq            submitQueries
 	hub           *notify.Hub
 	lis           *listener

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -22,31 +21,9 @@ import (
 // DeleteTree take ACCESS EXCLUSIVE, so a change of a tree waits for the grants in flight, checks
 // that nothing under it is live, and every grant after it sees it.
 //
-// The store also keeps the prefixes in memory (treeCache), only to choose the way of a key
+// The store also keeps the prefixes in memory (store.TreeCache), only to choose the way of a key
 // without a round trip: a stale copy (another process set or deleted a tree) costs one refused
 // statement and a reload, never a wrong grant.
-
-// treeCache is this process's copy of the trees' prefixes, sorted.
-type treeCache struct {
-	mu       sync.RWMutex
-	prefixes []string
-}
-
-// of returns the prefix of key's tree as last loaded; "" if none.
-func (c *treeCache) of(key string) string {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if len(c.prefixes) == 0 {
-		return ""
-	}
-	return store.TreeOf(key, c.prefixes)
-}
-
-func (c *treeCache) set(prefixes []string) {
-	c.mu.Lock()
-	c.prefixes = prefixes
-	c.mu.Unlock()
-}
 
 // treeQueries are the statements of trees, built once at open.
 type treeQueries struct {
@@ -123,7 +100,7 @@ func (s *Store) loadTrees(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.trees.set(ps)
+	s.trees.Set(ps)
 	return nil
 }
 

@@ -63,7 +63,7 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 		return s.acquireBeyond(ctx, p)
 	}
 	for {
-		if prefix := s.trees.of(p.Key); prefix != "" {
+		if prefix := s.trees.Of(p.Key); prefix != "" {
 			l, err, again := s.acquireTree(ctx, p, prefix)
 			if again {
 				continue

@@ -164,7 +164,7 @@ func (s *Store) LeaveLine(ctx context.Context, key, leaseID, owner string) error
 // of a tree wakes the waiting fronts of its related keys' lines too (wakeRelated).
 func (s *Store) wakeFront(ctx context.Context, key string) {
 	s.wakeLine(ctx, key)
-	if prefix := s.trees.of(key); prefix != "" {
+	if prefix := s.trees.Of(key); prefix != "" {
 		s.wakeRelated(ctx, key, prefix)
 	}
 }

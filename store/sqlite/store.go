@@ -49,7 +49,7 @@ type Store struct {
 	audit     bool
 	renews    renewBatcher
 	// trees is this process's copy of the trees' prefixes (trees.go).
-	trees treeCache
+	trees store.TreeCache
 }
 
 var _ store.Store = (*Store)(nil)

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/batonhq/baton/store"
@@ -13,31 +12,9 @@ import (
 
 // Trees (store.Treer, store/trees.go, migrations/0014_trees.sql). The trees table is the truth,
 // read inside every grant's write transaction or statement. The store also keeps the prefixes in
-// memory (treeCache) to pick the statement for a key and to wake related lines; a cache made
+// memory (store.TreeCache) to pick the statement for a key and to wake related lines; a cache made
 // stale by another process sharing the file is caught by the statements themselves (the plain
 // grant refuses a key in a tree, the tree grant one in no tree) and reloaded.
-
-// treeCache is this process's copy of the trees table's prefixes, sorted.
-type treeCache struct {
-	mu       sync.RWMutex
-	prefixes []string
-}
-
-// of returns the prefix of key's tree as last loaded; "" if none.
-func (c *treeCache) of(key string) string {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if len(c.prefixes) == 0 {
-		return ""
-	}
-	return store.TreeOf(key, c.prefixes)
-}
-
-func (c *treeCache) set(prefixes []string) {
-	c.mu.Lock()
-	c.prefixes = prefixes
-	c.mu.Unlock()
-}
 
 // loadTrees reads the trees table into the cache.
 func (s *Store) loadTrees(ctx context.Context) error {
@@ -57,7 +34,7 @@ func (s *Store) loadTrees(ctx context.Context) error {
 	if err := rows.Err(); err != nil {
 		return s.wrap("trees", err)
 	}
-	s.trees.set(ps)
+	s.trees.Set(ps)
 	return nil
 }
 
