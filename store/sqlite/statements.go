@@ -52,7 +52,13 @@ const acquireSQL = `INSERT INTO leases AS a (key, lease_id, holder, owner, token
 		AND NOT EXISTS (SELECT 1 FROM jobs WHERE resource = ?1 AND state = 'running' AND lease_expires_at > ?4)
 		AND coalesce((SELECT cooldown_until FROM resources WHERE key = ?1), 0) <= ?4
 		AND ` + lineFreeSQL + `
-	ON CONFLICT (key) DO UPDATE SET
+	` + acquireUpsertSQL + acquireUpsertEndSQL
+
+// acquireUpsertSQL takes over a key's row that is available at ?4 (every column the grant sets,
+// as excluded), or renews the caller's own live lease (same holder and owner: only its expiry);
+// it ends with "ended = 0", so that a statement may set more columns after it.
+// acquireUpsertEndSQL is its WHERE and the RETURNING of an acquire. ?1..?10 as acquireSQL's.
+const acquireUpsertSQL = `ON CONFLICT (key) DO UPDATE SET
 		lease_id      = iif(a.available_at <= ?4, excluded.lease_id, a.lease_id),
 		holder        = iif(a.available_at <= ?4, excluded.holder, a.holder),
 		owner         = iif(a.available_at <= ?4, excluded.owner, a.owner),
@@ -64,7 +70,9 @@ const acquireSQL = `INSERT INTO leases AS a (key, lease_id, holder, owner, token
 		available_at  = iif(a.available_at <= ?4, excluded.available_at, ?4 + ?5 + a.lock_delay_ns),
 		expires_at    = ?4 + ?5,
 		took_over     = iif(a.available_at <= ?4, a.ended = 0, a.took_over),
-		ended         = 0
+		ended         = 0`
+
+const acquireUpsertEndSQL = `
 	WHERE a.available_at <= ?4 OR (a.ended = 0 AND a.expires_at > ?4 AND a.holder = ?3 AND a.owner = ?9 AND a.lease_id <> '')
 	RETURNING ` + leaseColumns + `, took_over`
 

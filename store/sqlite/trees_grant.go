@@ -59,22 +59,8 @@ const treeAcquireSQL = `INSERT INTO leases AS a (key, lease_id, holder, owner, t
 		AND coalesce((SELECT cooldown_until FROM resources WHERE key = ?1), 0) <= ?4
 		AND NOT EXISTS (SELECT 1 FROM jobs WHERE resource = ?1 AND state = 'running' AND lease_expires_at > ?4)
 		AND ` + relatedFreeSQL + `
-	ON CONFLICT (key) DO UPDATE SET
-		lease_id      = iif(a.available_at <= ?4, excluded.lease_id, a.lease_id),
-		holder        = iif(a.available_at <= ?4, excluded.holder, a.holder),
-		owner         = iif(a.available_at <= ?4, excluded.owner, a.owner),
-		token         = iif(a.available_at <= ?4, excluded.token, a.token),
-		acquired_at   = iif(a.available_at <= ?4, excluded.acquired_at, a.acquired_at),
-		metadata      = iif(a.available_at <= ?4, excluded.metadata, a.metadata),
-		cooldown_ns   = iif(a.available_at <= ?4, excluded.cooldown_ns, a.cooldown_ns),
-		lock_delay_ns = iif(a.available_at <= ?4, excluded.lock_delay_ns, a.lock_delay_ns),
-		available_at  = iif(a.available_at <= ?4, excluded.available_at, ?4 + ?5 + a.lock_delay_ns),
-		expires_at    = ?4 + ?5,
-		took_over     = iif(a.available_at <= ?4, a.ended = 0, a.took_over),
-		ended         = 0,
-		tree          = 1
-	WHERE a.available_at <= ?4 OR (a.ended = 0 AND a.expires_at > ?4 AND a.holder = ?3 AND a.owner = ?9 AND a.lease_id <> '')
-	RETURNING ` + leaseColumns + `, took_over`
+	` + acquireUpsertSQL + `,
+		tree          = 1` + acquireUpsertEndSQL
 
 // acquireTree grants an exclusive request for key p.Key of the tree of prefix, or refuses it
 // (enqueuing its ticket if it waits), as Acquire does for a flat key. again is true when the
