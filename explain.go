@@ -47,8 +47,8 @@ type WaitReason struct {
 	// guard: the resource's state and the states the kind starts from.
 	State   string
 	Allowed []string
-	// held: the resource that holds it back (one of a job's extra resources), and whether its
-	// holder holds it shared.
+	// held: the resource that holds it back (one of a job's extra resources, or a related key
+	// of a tree: an ancestor or a descendant), and whether its holder holds it shared.
 	Resource string
 	Shared   bool
 	// limit: the full limit, its units in use and its capacity (Holder: the holders, listed).
@@ -199,10 +199,40 @@ func resourceReasons(rl *store.ResourceLine, shared bool) []WaitReason {
 			Message: fmt.Sprintf("held by %s (%s, token %d) until %s unless renewed", h.Holder, what, h.Token,
 				h.ExpiresAt.UTC().Format(time.RFC3339))})
 	}
+	out = append(out, relatedReasons(rl, shared)...)
 	if r := rl.Rest; r != nil {
 		until := time.Now().Add(r.Remaining)
 		out = append(out, WaitReason{Code: WaitResting, Rest: r.Reason, Until: until,
 			Message: fmt.Sprintf("resting until %s (%s)", until.UTC().Format(time.RFC3339), r.Reason)})
+	}
+	return out
+}
+
+// relatedReasons names the holders of a tree key's ancestors and descendants that hold it back
+// by the compatibility matrix (store/trees.go): every one of them, unless both are shared.
+func relatedReasons(rl *store.ResourceLine, shared bool) []WaitReason {
+	var out []WaitReason
+	for _, h := range rl.Related {
+		if shared && h.Shared {
+			continue
+		}
+		where := "below it"
+		if strings.HasPrefix(rl.Key, h.Key+"/") {
+			where = "an ancestor"
+		}
+		mode := "exclusive"
+		if h.Shared {
+			mode = "shared"
+		}
+		job, _ := store.JobOfLeaseID(h.ID)
+		what := "lease"
+		if job != 0 {
+			what = fmt.Sprintf("job %d", job)
+		}
+		out = append(out, WaitReason{Code: WaitHeld, Holder: h.Holder, Job: job, Token: h.Token, Until: h.ExpiresAt,
+			Resource: h.Key, Shared: h.Shared,
+			Message: fmt.Sprintf("%q (%s) held %s by %s (%s, token %d) until %s unless renewed", h.Key, where, mode,
+				h.Holder, what, h.Token, h.ExpiresAt.UTC().Format(time.RFC3339))})
 	}
 	return out
 }

@@ -91,7 +91,7 @@ func (s *Server) getResource(w http.ResponseWriter, r *http.Request, who princip
 		return
 	}
 	if res == nil {
-		if l.Holder == nil && l.Rest == nil && len(l.Tickets) == 0 {
+		if l.Holder == nil && l.Rest == nil && len(l.Tickets) == 0 && l.Tree == "" {
 			writeProblem(w, newProblem(http.StatusNotFound, "not_found",
 				fmt.Sprintf("no resource %q: no job or state was ever recorded for it, and nobody holds it, waits for it or rests it", key)))
 			return
@@ -103,9 +103,11 @@ func (s *Server) getResource(w http.ResponseWriter, r *http.Request, who princip
 	if out.Holder != nil && !s.seesLeaseID(l.Holder.Owner, who) {
 		out.Holder.LeaseID = ""
 	}
-	for i := range out.Holders {
-		if !s.seesLeaseID(out.Holders[i].Owner, who) {
-			out.Holders[i].LeaseID = ""
+	for _, hs := range [][]wire.Holder{out.Holders, out.Related} {
+		for i := range hs {
+			if !s.seesLeaseID(hs[i].Owner, who) {
+				hs[i].LeaseID = ""
+			}
 		}
 	}
 	for i := range out.Line {

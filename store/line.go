@@ -87,6 +87,14 @@ type ResourceLine struct {
 	// Tickets are the waiting lock requests and the unfinished jobs that are not running, in
 	// line order (Position 1 first).
 	Tickets []*Ticket
+	// Tree is the prefix of the tree the key is a key of (trees.go); "" if none.
+	Tree string
+	// Related are, for a key of a tree (trees.go), the live holders of its ancestors and of its
+	// descendants, in token order, at most the line's limit: each a Lease whose Key is the
+	// related key it holds and Shared its mode (a job attempt's ID is JobLeaseID of the job, its
+	// Holder the worker).
+	// They hold this key back as the compatibility matrix says. Empty for a key in no tree.
+	Related []*Lease
 }
 
 // Place finds a request's place in a line read in order: how many wait before the lock ticket

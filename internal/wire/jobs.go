@@ -420,7 +420,12 @@ type Resource struct {
 	Holder *Holder `json:"holder,omitempty"`
 	// Holders are every holder of a resource held through holds (shared holders, leases on
 	// several keys), in token order; Holder is then the latest, with no lease ID.
-	Holders []Holder      `json:"holders,omitempty"`
+	Holders []Holder `json:"holders,omitempty"`
+	// Tree is the prefix of the tree the key is a key of; absent if none.
+	Tree string `json:"tree,omitempty"`
+	// Related are, for a key of a tree, the live holders of its ancestors and descendants, in
+	// token order, each with the Key it holds.
+	Related []Holder      `json:"related,omitempty"`
 	Rest    *ResourceRest `json:"rest,omitempty"`
 	Line    []Ticket      `json:"line,omitzero"`
 }

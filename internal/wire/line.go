@@ -17,6 +17,9 @@ const (
 
 // Holder is who holds a resource: a live lease, or the running job attempt Job.
 type Holder struct {
+	// Key is the key it holds when that is not the resource's own: a related key of a tree (one
+	// of Related).
+	Key string `json:"key,omitempty"`
 	// LeaseID is shown only to an admin and to the lease's owner, like a lease's; a job attempt
 	// has none.
 	LeaseID string `json:"lease_id,omitempty"`
@@ -101,6 +104,16 @@ func (r *Resource) LineFrom(l *store.ResourceLine, now time.Time) {
 	for _, h := range l.Holders {
 		r.Holders = append(r.Holders, *HolderFrom(h, 0))
 	}
+	r.Tree = l.Tree
+	for _, h := range l.Related {
+		job, _ := store.JobOfLeaseID(h.ID)
+		rh := HolderFrom(h, job)
+		if job != 0 {
+			rh.LeaseID = ""
+		}
+		rh.Key = h.Key
+		r.Related = append(r.Related, *rh)
+	}
 	r.Rest = RestFrom(l.Rest, now)
 	r.Line = make([]Ticket, len(l.Tickets))
 	for i, t := range l.Tickets {
@@ -114,7 +127,7 @@ func (r *Resource) StoreLine() *store.ResourceLine {
 	if r.Line == nil {
 		return nil
 	}
-	out := &store.ResourceLine{Key: r.Key, Tickets: make([]*store.Ticket, len(r.Line))}
+	out := &store.ResourceLine{Key: r.Key, Tree: r.Tree, Tickets: make([]*store.Ticket, len(r.Line))}
 	if h := r.Holder; h != nil {
 		out.HolderJob = h.Job
 		out.Holder = &store.Lease{Key: r.Key, ID: h.LeaseID, Holder: h.Holder, Owner: h.Owner, Token: h.Token,
@@ -122,6 +135,14 @@ func (r *Resource) StoreLine() *store.ResourceLine {
 	}
 	for _, h := range r.Holders {
 		out.Holders = append(out.Holders, &store.Lease{Key: r.Key, ID: h.LeaseID, Holder: h.Holder, Owner: h.Owner,
+			Token: h.Token, AcquiredAt: h.AcquiredAt.UTC(), ExpiresAt: h.ExpiresAt.UTC(), TTLLeft: dur(h.TTLLeftMs), Shared: h.Shared})
+	}
+	for _, h := range r.Related {
+		id := h.LeaseID
+		if h.Job != 0 {
+			id = store.JobLeaseID(h.Job)
+		}
+		out.Related = append(out.Related, &store.Lease{Key: h.Key, ID: id, Holder: h.Holder, Owner: h.Owner,
 			Token: h.Token, AcquiredAt: h.AcquiredAt.UTC(), ExpiresAt: h.ExpiresAt.UTC(), TTLLeft: dur(h.TTLLeftMs), Shared: h.Shared})
 	}
 	if rs := r.Rest; rs != nil {

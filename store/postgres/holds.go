@@ -36,7 +36,7 @@ type holdQueries struct {
 	deleteLimit, dropLine, readLimits, limitHolders string
 	// The statements of the batches (holds_pipe.go).
 	endHoldsNow, grantHoldsCur, grantRowsCur, wake string
-	keyHolders                                     string
+	keyHolders, relatedHolders                     string
 	// reacquire, place, keyLine and limitUse with their instants (now, arrival)
 	// NULL for the one setNow kept: they go in the batch of the locks.
 	reacquireAt, placeAt, keyLineAt, limitUseAt string
@@ -226,6 +226,13 @@ FROM {limits} WHERE ($1 = '' OR name = $1) AND name > $2 ORDER BY name LIMIT $4`
 		keyHolders: q(`SELECT lease_id, mode, holder, owner, token, acquired_at, expires_at,
 	(extract(epoch FROM expires_at - now()) * 1000000)::bigint FROM {holds}
 WHERE key = $1 AND ended = 0 AND expires_at > now() ORDER BY token LIMIT $2`),
+		// The live holds of the keys related to a tree key (ResourceLine.Related): its
+		// ancestors $1 and its descendants in [$2, $3), at most $4, in token order. Every grant
+		// of a tree key is a hold.
+		relatedHolders: q(`SELECT key, lease_id, mode, holder, owner, token, acquired_at, expires_at,
+	(extract(epoch FROM expires_at - now()) * 1000000)::bigint FROM {holds}
+WHERE (key = ANY ($1::text[]) OR key >= $2 AND key < $3) AND ended = 0 AND mode <> 'unit' AND expires_at > now()
+ORDER BY token LIMIT $4`),
 		// $1 line, $2 now, $3 limit.
 		limitHolders: q(`SELECT lease_key, lease_id, holder, owner, token, acquired_at, expires_at, coalesce(slot, 0) FROM {holds}
 WHERE key = $1 AND ended = 0 AND expires_at > $2 ORDER BY token LIMIT $3`),

@@ -282,8 +282,10 @@ func (s *Store) ResourceLine(ctx context.Context, key string, limit int) (*store
 		if err != nil {
 			return err
 		}
-		out.Tickets, err = scanLine(rows)
-		return err
+		if out.Tickets, err = scanLine(rows); err != nil {
+			return err
+		}
+		return s.relatedHolders(ctx, tx, out, limit)
 	})
 	if err != nil {
 		return nil, s.fail("resource line", key, err)
@@ -355,4 +357,36 @@ func (s *Store) keyHolders(ctx context.Context, tx pgx.Tx, key string) ([]*store
 		out = append(out, l)
 	}
 	return out, rows.Err()
+}
+
+// relatedHolders sets ResourceLine.Tree and Related of l.Key, read in tx.
+func (s *Store) relatedHolders(ctx context.Context, tx pgx.Tx, l *store.ResourceLine, limit int) error {
+	var prefix string
+	switch err := tx.QueryRow(ctx, s.tq.probe, l.Key).Scan(&prefix); {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil
+	case err != nil:
+		return err
+	}
+	if store.ValidateTreeKey("key", l.Key, prefix) != nil {
+		return nil
+	}
+	l.Tree = prefix
+	lo, hi := store.DescendantRange(l.Key)
+	rows, err := tx.Query(ctx, s.hq.relatedHolders, store.TreeAncestors(l.Key, prefix), lo, hi, limit)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		h := &store.Lease{}
+		var mode string
+		var token, ttlUs int64
+		if err := rows.Scan(&h.Key, &h.ID, &mode, &h.Holder, &h.Owner, &token, &h.AcquiredAt, &h.ExpiresAt, &ttlUs); err != nil {
+			return err
+		}
+		h.Shared, h.Token, h.TTLLeft = mode == "shared", uint64(token), micros(ttlUs)
+		l.Related = append(l.Related, h)
+	}
+	return rows.Err()
 }

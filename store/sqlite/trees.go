@@ -255,3 +255,43 @@ func (s *Store) wakeRelated(ctx context.Context, key, prefix string) {
 		s.wakeLine(ctx, k)
 	}
 }
+
+// sqlRelatedHolders reads the live holders of the keys related to a tree key at ?1: its
+// ancestors ?2 (a JSON array) and its descendants in [?3, ?4), from the leases of single-key
+// exclusive grants and from the holds (shared or several-key grants, and jobs), at most ?5, in
+// token order.
+var sqlRelatedHolders = hq(`SELECT key, lease_id, holder, owner, token, acquired_at, expires_at, 0 FROM leases
+	WHERE tree AND ended = 0 AND lease_id <> '' AND expires_at > ?1
+		AND (key IN (SELECT value FROM json_each(?2)) OR key >= ?3 AND key < ?4)
+	UNION ALL
+	SELECT key, lease_id, holder, owner, token, acquired_at, expires_at, mode = 'shared' FROM holds
+	WHERE ended = 0 AND mode <> 'unit' AND expires_at > ?1
+		AND (key IN (SELECT value FROM json_each(?2)) OR key >= ?3 AND key < ?4)
+	ORDER BY token LIMIT ?5`)
+
+// relatedHolders sets ResourceLine.Tree and Related of l.Key, read in tx at now.
+func (s *Store) relatedHolders(ctx context.Context, tx *sql.Tx, l *store.ResourceLine, now int64, limit int) error {
+	key := l.Key
+	prefix, err := s.treeOfTx(ctx, tx, key)
+	if err != nil || prefix == "" || store.ValidateTreeKey("key", key, prefix) != nil {
+		return err
+	}
+	l.Tree = prefix
+	lo, hi := store.DescendantRange(key)
+	rows, err := s.hq(ctx, tx, sqlRelatedHolders).QueryContext(ctx, now, jsonList(store.TreeAncestors(key, prefix)), lo, hi, limit)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		h := &store.Lease{}
+		var token, acquired, expires int64
+		if err := rows.Scan(&h.Key, &h.ID, &h.Holder, &h.Owner, &token, &acquired, &expires, &h.Shared); err != nil {
+			return err
+		}
+		h.Token = uint64(token)
+		h.AcquiredAt, h.ExpiresAt, h.TTLLeft = time.Unix(0, acquired), time.Unix(0, expires), time.Duration(expires-now)
+		l.Related = append(l.Related, h)
+	}
+	return rows.Err()
+}

@@ -78,6 +78,7 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"JobTreeOrder", testJobTreeOrder},
 		{"JobTreeSharedLeaseWaits", testJobTreeSharedLeaseWaits},
 		{"JobTreeBadResource", testJobTreeBadResource},
+		{"JobTreeSeen", testJobTreeSeen},
 		// Policies and guards.
 		{"PolicyReject", testJobPolicyReject},
 		{"PolicySkip", testJobPolicySkip},

@@ -450,6 +450,10 @@ export interface Resource {
   holder?: Holder;
   /** every holder of a resource held through holds (shared holders, leases on several keys), in token order; holder is then the latest of them, with no lease_id */
   holders?: Holder[];
+  /** the prefix of the tree the key is a key of (PUT /v1/trees/{prefix}); absent for a key in no tree */
+  tree?: string;
+  /** for a key of a tree: the live holders of its ancestors and its descendants, in token order, each with the key it holds (a holder of an ancestor holds the whole subtree; a holder below takes intention on this key). Absent for a key in no tree */
+  related?: Holder[];
   rest?: ResourceRest;
   /** the waiting lock requests and the unfinished jobs that are not running, in line order (the front first); present only from a server whose store keeps one line per key, [] if nobody waits */
   line?: Ticket[];
@@ -573,6 +577,8 @@ export interface WaitReason {
 
 /** who holds the resource: a live lease, or a running job attempt (job) */
 export interface Holder {
+  /** the key it holds, when it is not the resource's own: a related key of a tree (one of related) */
+  key?: string;
   /** the lease's ID; shown only to an admin and to its owner (everyone without --auth-file); absent for a job attempt */
   lease_id?: string;
   /** the lease's holder, or job:<id> for a job attempt */

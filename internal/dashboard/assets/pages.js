@@ -352,6 +352,27 @@ const sharedMark = () => h('span', { class: 'badge shared', title: 'held (or ask
 const holdersList = (key, hs) => h('ul', { class: 'holders' },
   hs.map((x) => h('li', { class: 'holder' }, holderText(key, x), x.shared ? [' ', sharedMark()] : '')));
 
+// treePath is a tree key's ancestors from the root down, each linking its resource page, then
+// the key: "cluster / cluster/eu-1 / cluster/eu-1/node/a".
+function treePath(key, prefix) {
+  const levels = key.slice(prefix.length).split('/');
+  const keys = [prefix.slice(0, -1)];
+  if (key !== keys[0]) levels.forEach((l, i) => keys.push(prefix + levels.slice(0, i + 1).join('/')));
+  return h('span', { class: 'tree-path' }, keys.map((k, i) => [i ? ' / ' : '',
+    k === key ? h('strong', {}, k) : link(resourceHref(k), k)]));
+}
+
+// relatedList lists the live holders of a tree key's ancestors (they hold its whole subtree)
+// and of the keys below it (they hold intention on it), each linking its key's page, indented by
+// its depth below the root (app.css).
+const relatedList = (key, prefix, hs) => h('ul', { class: 'related' }, hs.map((x) => {
+  const above = key.startsWith(x.key + '/');
+  const depth = x.key === prefix.slice(0, -1) ? 0 : x.key.slice(prefix.length).split('/').length;
+  return h('li', { class: 'holder', 'data-depth': String(Math.min(depth, 8)) }, link(resourceHref(x.key), x.key),
+    h('span', { class: 'muted' }, above ? ' (above: holds the whole subtree) ' : ' (below) '),
+    holderText(x.key, x), x.shared ? [' ', sharedMark()] : '');
+}));
+
 // rest says until when a key rests and why (cooldown, lock-delay, resource-cooldown).
 const rest = (x) => h('span', { class: 'rest' }, 'resting until ', fmtTime(x.until), ` (${x.reason}), `, ttl(x.remaining_ms));
 
@@ -392,6 +413,8 @@ export function resource(route) {
       fields([['State', x.state || '(never set)'], ['Version', String(x.version)], ['Updated', fmtTime(x.updated_at)],
         ['Holder', hasLine && !(x.holders && x.holders.length) ? (x.holder ? h('span', { class: 'holder' }, holderText(key, x.holder)) : 'nobody') : undefined],
         ['Holders', x.holders && x.holders.length ? holdersList(key, x.holders) : undefined],
+        ['Tree', x.tree ? treePath(key, x.tree) : undefined],
+        ['Held above and below', x.tree ? (x.related && x.related.length ? relatedList(key, x.tree, x.related) : 'nobody') : undefined],
         ['Rest', hasLine ? (x.rest ? rest(x.rest) : 'none') : undefined],
         ['Running job', x.running_job ? link(jobHref(x.running_job), String(x.running_job)) : 'none'],
         ['Unfinished jobs', String(x.unfinished)],
