@@ -10,12 +10,15 @@ import (
 
 // beyondJobSpecs are the jobs TestBeyondChaos submits, one of each per round, on the keys of its
 // lock clients (one line per key for leases and jobs): a shared job beside the shared and
-// exclusive runs, a job of two keys among the runs of two keys, and a job on a key of its own
-// that takes a unit of the group's limit.
+// exclusive runs, a job of two keys among the runs of two keys, a job on a key of its own
+// that takes a unit of the group's limit, and in the tree an exclusive job on the parent and a
+// shared one on a child.
 var beyondJobSpecs = []map[string]any{
 	{"resource": "chaos/sx", "shared": true},
 	{"resource": "chaos/b", "resources": []string{"chaos/a"}},
 	{"resource": "chaos/gj", "limits": []string{beyondGroup}},
+	{"resource": "chaos/tree/p"},
+	{"resource": "chaos/tree/p/c2", "shared": true},
 }
 
 // beyondJobs runs the jobs of TestBeyondChaos: one `baton worker` (restarted when a fault

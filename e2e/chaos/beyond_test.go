@@ -14,6 +14,8 @@ const (
 	// beyondGroup is the limit the group's clients take, of capacity beyondGroupN.
 	beyondGroup  = "chaos/group"
 	beyondGroupN = 2
+	// beyondTree is the tree prefix of the tree's clients and jobs (baton resources set-tree).
+	beyondTree = "chaos/tree/"
 	// beyondStuck bounds the wait, once the faults have ended, for every client to complete a
 	// run: a client that cannot (a deadlock, a lost grant) fails the test as stuck.
 	beyondStuck = 3 * time.Minute
@@ -37,19 +39,29 @@ var beyondClients = []struct {
 	{"g0", []string{"--lock", "chaos/g0", "--limit", beyondGroup}},
 	{"g1", []string{"--lock", "chaos/g1", "--limit", beyondGroup}},
 	{"g2", []string{"--lock", "chaos/g2", "--limit", beyondGroup}},
+	// A tree (beyondTree): its root shared, a parent and two children in both modes.
+	{"tr_s", []string{"--lock", "chaos/tree", "--shared"}},
+	{"tp_x", []string{"--lock", "chaos/tree/p"}},
+	{"tp_s", []string{"--lock", "chaos/tree/p", "--shared"}},
+	{"tc1_x", []string{"--lock", "chaos/tree/p/c1"}},
+	{"tc1_s", []string{"--lock", "chaos/tree/p/c1", "--shared"}},
+	{"tc2_x", []string{"--lock", "chaos/tree/p/c2"}},
 }
 
 // TestBeyondChaos: clients loop `baton run` beyond one exclusive key, with the faults of the
 // locks test (kill -9 and SIGSTOP of clients, kill -9 of the server, a PostgreSQL restart, a
 // slow or cut network), after a fault-free phase: shared and exclusive runs on one key, runs of
-// two keys each over three overlapping keys, and runs on distinct keys that each take a unit of
-// one limit of 2. Their CMD calls the fenced resource for every key it holds and for its limit
-// slot (fence.LimitSlotKey), in its mode. Checked at the resource: no exclusive run beside any
-// other run of its key, shared runs beside shared runs only, tokens against the two marks
-// (checkModes); never more than 2 runs of the group inside at once (checkGroup); and, once the
-// faults have ended, every client completes a run again (no deadlock, no lost grant). Jobs of the
-// same three shapes run beside them (beyondJobSpecs), under kill -9 and SIGSTOP of their worker
-// too, and must all end succeeded.
+// two keys each over three overlapping keys, runs on distinct keys that each take a unit of
+// one limit of 2, and runs on the keys of a tree (its root, a parent, two children). Their CMD
+// calls the fenced resource for every key it holds and for its limit slot
+// (fence.LimitSlotKey), in its mode; the resource fences a tree key on its ancestors too
+// (treeFence). Checked at the resource: no exclusive run beside any other run of its key,
+// shared runs beside shared runs only, tokens against the two marks (checkModes); never more
+// than 2 runs of the group inside at once (checkGroup); no two runs on related keys of the tree
+// together unless both are shared, by the same marks over related keys (checkTree); and, once
+// the faults have ended, every client completes a run again (no deadlock, no lost grant). Jobs
+// of the same shapes run beside them (beyondJobSpecs), under kill -9 and SIGSTOP of their
+// worker too, and must all end succeeded.
 func TestBeyondChaos(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
 		runBeyond(t, "sqlite://"+filepath.Join(t.TempDir(), "baton.db"), nil)
@@ -66,6 +78,8 @@ func runBeyond(t *testing.T, store string, pg *postgres) {
 	h := &lockHarness{t: t, res: newResource(t, base), pg: pg, dir: t.TempDir(), done: make(chan struct{})}
 	h.srv = startServer(t, store)
 	h.srv.batonCLI("limits", "set", beyondGroup, fmt.Sprint(beyondGroupN))
+	h.srv.batonCLI("resources", "set-tree", beyondTree)
+	h.res.setTree(beyondTree)
 	h.px = startProxy(t, h.srv.addr)
 	faultFreeEnd := h.res.now() + faultFree(dur, 5*time.Second)
 	var stopAt time.Duration // 0: the bounded run
@@ -170,7 +184,14 @@ submitting:
 		}
 		return h.stops.stopped(rr.client, rr.start, rr.end)
 	}
-	checkModes(events, stalled, tl, 2*lockTTL, r, notes)
+	var flat []event // the tree's keys are judged by checkTree
+	for _, e := range events {
+		if !treeKeys(beyondTree).has(e.Key) {
+			flat = append(flat, e)
+		}
+	}
+	checkModes(flat, stalled, tl, 2*lockTTL, r, notes)
+	checkTree(events, beyondTree, stalled, tl, 2*lockTTL, r, notes)
 	checkGroup(events, beyondGroup, beyondGroupN, r, notes)
 	checkOrphans(events, r)
 	for _, rr := range h.runs {
@@ -214,9 +235,9 @@ submitting:
 		}
 		fmt.Fprintf(&entered, "%s=%d", k, perKey[k])
 	}
-	t.Logf("chaos beyond summary (%s, %s, %d clients, TTL %s, limit %s of %d, fault-free until %s):\n"+
-		"  runs: %d; completed per client: %s\n  jobs (shared, two keys, limited; 1 worker): %s\n  accepted enters per key: %s\n  exit codes: %s\n  faults: %s\n  notes: %s\n  violations: %s",
-		storeName(store), describeDuration(dur), len(clients), lockTTL, beyondGroup, beyondGroupN, faultFreeEnd.Round(time.Second),
+	t.Logf("chaos beyond summary (%s, %s, %d clients, TTL %s, limit %s of %d, tree %s, fault-free until %s):\n"+
+		"  runs: %d; completed per client: %s\n  jobs (shared, two keys, limited, tree parent and child; 1 worker): %s\n  accepted enters per key: %s\n  exit codes: %s\n  faults: %s\n  notes: %s\n  violations: %s",
+		storeName(store), describeDuration(dur), len(clients), lockTTL, beyondGroup, beyondGroupN, beyondTree, faultFreeEnd.Round(time.Second),
 		len(h.runs), okRuns, jobCounts, entered.String(), exits, faults, notes, r.violations.String())
 	r.finish(t)
 }

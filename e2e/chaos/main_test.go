@@ -10,8 +10,8 @@
 // without a fault, and lost or reordered jobs, and check the history of each locks and jobs
 // run with porcupine against a model of the lease contract or of the job queue (checkHistory,
 // checkQueueHistory); beyond one key (TestBeyondChaos), for shared
-// runs beside exclusive ones, runs of several keys, and more runs of a limited group at once
-// than its capacity; over three `baton serve` replicas on one PostgreSQL (TestReplicasChaos);
+// runs beside exclusive ones, runs of several keys, more runs of a limited group at once
+// than its capacity, and runs on related keys of a tree that its matrix keeps apart; over three `baton serve` replicas on one PostgreSQL (TestReplicasChaos);
 // and, for volume, 48 in-process clients cycling fenced leases through the HTTP client, every
 // operation checked against the lease model (TestStormChaos; BATON_CHAOS_GRANTS=N runs it
 // until N fenced grants). See "Fault runs (e2e/chaos)" in docs/guarantees.md.

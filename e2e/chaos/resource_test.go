@@ -42,12 +42,15 @@ const exitFenced = 42
 // or refused, with its own monotonic timestamp; it runs inside the test process so all
 // timestamps share one clock. An accepted call is recorded inside the middleware, while the
 // fence holds the key, so the record's order is the order in which the fence admitted calls.
+// The keys of a tree (setTree) are fenced by a treeFence instead, which also judges the call's
+// intention on the key's ancestors; it admits and records under the resource's mutex.
 type resource struct {
 	base   time.Time
 	url    string
 	fences *fence.MemoryStore
 	mu     sync.Mutex
 	events []event
+	tree   *treeFence
 }
 
 func newResource(t *testing.T, base time.Time) *resource {
@@ -56,6 +59,12 @@ func newResource(t *testing.T, base time.Time) *resource {
 	t.Cleanup(srv.Close)
 	r.url = srv.URL
 	return r
+}
+
+// setTree makes the resource fence the keys of the tree prefix (such as "chaos/tree/") with a
+// treeFence. Call it before any call reaches the resource.
+func (r *resource) setTree(prefix string) {
+	r.tree = &treeFence{keys: treeKeys(prefix), marks: map[string]*[4]uint64{}}
 }
 
 // now is the harness's clock: the same monotonic base as the resource's timestamps.
@@ -83,6 +92,18 @@ func (r *resource) handle(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, fmt.Sprintf("%s header %q, body mode %q", fence.ModeHeader, got, e.Mode), http.StatusBadRequest)
 		return
 	}
+	if r.tree != nil && r.tree.keys.has(e.Key) {
+		r.mu.Lock()
+		ok := r.tree.admit(e.Key, e.shared(), e.Token)
+		r.recordLocked(e, ok)
+		r.mu.Unlock()
+		if !ok {
+			http.Error(w, "stale_token", http.StatusConflict)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
 	sw := &statusWriter{ResponseWriter: w}
 	fence.Middleware(r.fences, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		r.record(e, true)
@@ -99,6 +120,10 @@ func (e *event) shared() bool { return e.Mode == string(fence.Shared) }
 func (r *resource) record(e event, accepted bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.recordLocked(e, accepted)
+}
+
+func (r *resource) recordLocked(e event, accepted bool) {
 	e.Accepted = accepted
 	e.Seq = len(r.events)
 	e.At = r.now()
