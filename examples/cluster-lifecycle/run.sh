@@ -60,4 +60,27 @@ done
 curl -sf "$url/metrics" | grep '^baton_job_dead_letter_depth\|^baton_jobs_oldest_running_age_seconds' | tee "$tmp/metrics"
 grep -q '^baton_job_dead_letter_depth{kind="cluster.scale"} 2$' "$tmp/metrics" || fail "dead-letter depth of cluster.scale is not 2"
 grep -q '^baton_jobs_oldest_running_age_seconds{kind="cluster.scale"} 0$' "$tmp/metrics" || fail "a job still runs"
+echo "== a cluster and its nodes: the tree cluster/"
+b() { "$tmp/baton" --server "$url" "$@"; }
+b resources set-tree cluster/
+# An upgrade of c1 holds the whole cluster while it runs (until the script says it is done).
+b run --lock cluster/c1 --holder upgrade-c1 -- sh -c "touch '$tmp/up'; while [ ! -e '$tmp/up-done' ]; do sleep 0.1; done" &
+up_pid=$!
+for _ in $(seq 1 600); do [ -e "$tmp/up" ] && break; kill -0 "$up_pid" 2>/dev/null || fail "the upgrade did not start"; sleep 0.1; done
+[ -e "$tmp/up" ] || fail "the upgrade did not start"
+# A remediation of a node of c1 is refused, naming the cluster; one of c2's nodes goes.
+set +e
+b run --no-wait --lock cluster/c1/node/a --holder remediate-c1-a -- true 2> "$tmp/refused"
+code=$?
+set -e
+cat "$tmp/refused"
+[ "$code" = 75 ] && grep -q 'cluster/c1' "$tmp/refused" || fail "a node of the cluster being upgraded: exit $code"
+b run --no-wait --lock cluster/c2/node/a --holder remediate-c2-a -- echo "remediated cluster/c2/node/a" | tee "$tmp/c2"
+grep -q '^remediated cluster/c2/node/a$' "$tmp/c2" || fail "a node of another cluster did not run"
+b explain cluster/c1/node/a | tee "$tmp/why"
+grep -q '"cluster/c1" (an ancestor) held exclusive by upgrade-c1' "$tmp/why" || fail "explain does not name the upgrade"
+touch "$tmp/up-done"
+wait "$up_pid" || fail "the upgrade failed"
+b run --no-wait --lock cluster/c1/node/a --holder remediate-c1-a -- echo "remediated cluster/c1/node/a" | tee "$tmp/c1"
+grep -q '^remediated cluster/c1/node/a$' "$tmp/c1" || fail "the node did not run after the upgrade"
 echo "ok: cluster lifecycle example"
