@@ -332,6 +332,12 @@ func testJobReplaceConcurrent(t *testing.T, h JobHarness) {
 	for w := range workers {
 		work.Go(func() {
 			for n := 0; ; n++ {
+				mu.Lock()
+				failed := len(bad) > 0
+				mu.Unlock()
+				if failed {
+					return
+				}
 				js, err := e.s.ClaimJobs(e.ctx, &store.ClaimParams{Worker: fmt.Sprintf("w%d", w), Kinds: []string{"rc"}, Limit: 2, TTL: time.Minute})
 				if err != nil {
 					failf("claim: %v", err)
