@@ -192,6 +192,11 @@ type Kind struct {
 	// take the value of the job's top-level argument NAME (a string or a number): each job of the
 	// kind takes a unit of each (store/jobs_holds.go).
 	Limits []string `json:"limits,omitempty"`
+	// Rate (optional): at most Rate.Max attempts of this kind start on one resource in any
+	// window of Rate.Window (store clock), counted in the database (store/rate.go). A job whose
+	// rate is reached stays its resource's head, scheduled for when the window frees; under the
+	// skip policy a submit while it is reached is skipped (CodeRateLimited, JobError.Until).
+	Rate *Rate `json:"rate,omitempty"`
 }
 
 // JobError is one failed attempt in a job's history.
@@ -200,8 +205,8 @@ type JobError struct {
 	At      time.Time `json:"at"`
 	Code    string    `json:"code"`
 	Message string    `json:"message"`
-	// Until is set on a CodeResourceCooldown skip: when the resource's cooldown ends (store
-	// clock, like At; Until-At is the time that was left).
+	// Until is set on a CodeResourceCooldown skip: when the resource's cooldown ends, and on a
+	// CodeRateLimited skip: when the rate's window frees (store clock, like At).
 	Until time.Time `json:"until,omitzero"`
 }
 

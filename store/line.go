@@ -87,6 +87,8 @@ type ResourceLine struct {
 	// Tickets are the waiting lock requests and the unfinished jobs that are not running, in
 	// line order (Position 1 first).
 	Tickets []*Ticket
+	// Rates are the kinds' rates reached on the key now (Kind.Rate): their jobs wait until Next.
+	Rates []*RateWait
 }
 
 // Place finds a request's place in a line read in order: how many wait before the lock ticket

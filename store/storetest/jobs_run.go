@@ -43,6 +43,7 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"JobLimitCapacity", testJobLimitCapacity},
 		{"SharedJobsTogether", testSharedJobsConcurrent},
 		{"JobTreeConcurrent", testJobTreeConcurrent},
+		{"RateNeverExceeded", testJobRateConcurrent},
 	}
 	for _, c := range serial {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
@@ -86,6 +87,9 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"StateGuardFailure", testJobGuardFailure},
 		{"KindCooldown", testJobCooldown},
 		{"ResourceCooldown", testJobResourceCooldown},
+		{"RateWaits", testJobRateWaits},
+		{"RateFrees", testJobRateFrees},
+		{"RateBadInput", testJobRateBadInput},
 		// Retries, heartbeat, cancel, reaper.
 		{"FailRetryDiscard", testJobFailRetry},
 		{"Heartbeat", testJobHeartbeat},
