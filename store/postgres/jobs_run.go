@@ -54,7 +54,9 @@ func (s *Store) claim(ctx context.Context, p *store.ClaimParams, limit int, trie
 	b := &pgx.Batch{}
 	var jobs []*store.Job
 	var cands []*holdsCandidate
+	var rated []*ratedHead
 	s.queueHoldsHeads(b, p.Kinds, limit, &cands)
+	s.queueRatedHeads(b, p.Kinds, limit, &rated)
 	s.queueClaim(b, p, limit, false, &jobs)
 	c, err := s.grantConn(ctx, "")
 	var rest *store.RestingError
@@ -69,7 +71,16 @@ func (s *Store) claim(ctx context.Context, p *store.ClaimParams, limit int, trie
 	if err != nil {
 		return nil, s.jobErr("claim jobs", err)
 	}
-	return s.claimRest(ctx, p, limit, jobs, cands, tried)
+	jobs, err = s.claimRest(ctx, p, limit, jobs, cands, tried)
+	if err != nil || len(rated) == 0 || len(jobs) >= limit {
+		return jobs, err
+	}
+	more, err := s.claimRated(ctx, p, limit-len(jobs), rated)
+	jobs = append(jobs, more...)
+	if err != nil && len(jobs) == 0 {
+		return nil, err
+	}
+	return jobs, nil
 }
 
 // queueClaim queues the claim statement for plain heads (which starts none, unless holdsTried,

@@ -282,7 +282,10 @@ func (s *Store) ResourceLine(ctx context.Context, key string, limit int) (*store
 		if err != nil {
 			return err
 		}
-		out.Tickets, err = scanLine(rows)
+		if out.Tickets, err = scanLine(rows); err != nil {
+			return err
+		}
+		out.Rates, err = s.lineRates(ctx, tx, key)
 		return err
 	})
 	if err != nil {

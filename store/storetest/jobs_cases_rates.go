@@ -20,9 +20,15 @@ const rateSlack = 2 * time.Millisecond
 // testJobRateConcurrent: many workers claim many jobs of a rated kind on a few resources; the
 // grant times (each attempt's start, on the store's clock, as the claim returned it) hold at most
 // Max per resource in every window, and every job runs.
-func testJobRateConcurrent(t *testing.T, h JobHarness) {
+func testJobRateConcurrent(t *testing.T, h JobHarness) { testJobRateWorkers(t, h, "") }
+
+// testJobRateShared is testJobRateConcurrent with shared jobs: every job of a resource is its head
+// at once, so only the rate keeps them apart, and concurrent claims count against each other.
+func testJobRateShared(t *testing.T, h JobHarness) { testJobRateWorkers(t, h, "shared") }
+
+func testJobRateWorkers(t *testing.T, h JobHarness, mode string) {
 	rate := store.Rate{Max: 2, Window: time.Second}
-	e := newJobEnv(t, h, store.Kind{Name: "rated", Rate: &rate})
+	e := newJobEnv(t, h, store.Kind{Name: "rated", Rate: &rate, Mode: mode})
 	const resources, perResource, workers = 3, 5, 6
 	for range perResource {
 		for r := range resources {

@@ -44,6 +44,7 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"SharedJobsTogether", testSharedJobsConcurrent},
 		{"JobTreeConcurrent", testJobTreeConcurrent},
 		{"RateNeverExceeded", testJobRateConcurrent},
+		{"RateNeverExceededShared", testJobRateShared},
 	}
 	for _, c := range serial {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
