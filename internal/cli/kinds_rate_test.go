@@ -10,7 +10,7 @@ import (
 	"github.com/batonhq/baton/store"
 )
 
-// kinds set --rate: stored, shown in a RATE column (only when a kind has one), cleared by '',
+// kinds set --rate: stored, shown in a RATE column (only when a kind has one), cleared by ”,
 // and a bad rate is a usage error naming --rate that changes nothing.
 func TestKindsSetRate(t *testing.T) {
 	f := newJobsFixture(t)
