@@ -258,8 +258,9 @@ func (s *Store) completeAndClaim(ctx context.Context, ps []*store.CompleteParams
 	}
 	var done, claimed []*store.Job
 	var cands []*holdsCandidate
+	var rated []*ratedHead
 	for try := 1; ; try++ {
-		done, claimed, cands = nil, nil, nil
+		done, claimed, cands, rated = nil, nil, nil, nil
 		b := &pgx.Batch{}
 		if len(ps) > 0 {
 			b.Queue(s.jq.completeMany, ids, tokens, owners).Query(func(rows pgx.Rows) error {
@@ -271,6 +272,7 @@ func (s *Store) completeAndClaim(ctx context.Context, ps []*store.CompleteParams
 		}
 		if claim != nil {
 			s.queueHoldsHeads(b, claim.Kinds, claim.Limit, &cands)
+			s.queueRatedHeads(b, claim.Kinds, claim.Limit, &rated)
 			s.queueClaim(b, claim, claim.Limit, false, &claimed)
 		}
 		err := s.pool.SendBatch(ctx, b).Close()
@@ -298,6 +300,10 @@ func (s *Store) completeAndClaim(ctx context.Context, ps []*store.CompleteParams
 	}
 	if claim != nil {
 		claimed, _ = s.claimRest(ctx, claim, claim.Limit, claimed, cands, nil)
+		if len(rated) > 0 && len(claimed) < claim.Limit {
+			more, _ := s.claimRated(ctx, claim, claim.Limit-len(claimed), rated)
+			claimed = append(claimed, more...)
+		}
 	}
 	byID := make(map[int64]*store.Job, len(done))
 	for _, j := range done {
