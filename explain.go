@@ -22,6 +22,7 @@ const (
 	WaitNoWorker    = "no_worker"    // no worker of the job's kind has asked for work in the last minute
 	WaitUnknownKind = "unknown_kind" // the job's kind is not registered
 	WaitLimit       = "limit"        // a limit the job takes a unit of is full
+	WaitRate        = "rate"         // the job kind's rate on its resource is reached
 )
 
 // NoWorkerAfter is how long since a worker of a kind last asked for jobs before an explanation
@@ -55,6 +56,8 @@ type WaitReason struct {
 	Limit    string
 	InUse    int
 	Capacity int
+	// rate: the rate reached, in its text form ("3/1h"); Until is when its window frees.
+	Rate string
 }
 
 // Explanation answers "why isn't this running now?" for a resource (Key) or a job (Job, with its
@@ -130,8 +133,16 @@ func ExplainJob(ctx context.Context, st store.JobStore, id int64) (*Explanation,
 		return nil, err
 	}
 	e.Reasons = append(e.Reasons, more...)
+	var rated time.Time
+	for _, w := range rl.Rates {
+		if w.Kind == j.Kind {
+			rated = w.Next
+			e.Reasons = append(e.Reasons, WaitReason{Code: WaitRate, Rate: w.Rate.String(), Until: w.Next, Message: w.Message()})
+		}
+	}
 	for _, t := range rl.Tickets {
-		if t.Job == j.ID && !t.NotBefore.IsZero() {
+		// A job its rate postponed is scheduled for when the window frees: said once, as the rate.
+		if t.Job == j.ID && !t.NotBefore.IsZero() && !(!rated.IsZero() && !t.NotBefore.After(rated)) {
 			r := WaitReason{Code: WaitScheduled, Until: t.NotBefore,
 				Message: "scheduled for " + t.NotBefore.UTC().Format(time.RFC3339)}
 			if j.Attempt > 0 {

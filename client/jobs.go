@@ -52,6 +52,11 @@ func (s *Store) Kinds(ctx context.Context) ([]store.Kind, error) {
 	out := make([]store.Kind, len(resp.Kinds))
 	for i := range resp.Kinds {
 		out[i] = resp.Kinds[i].Store()
+		rate, err := resp.Kinds[i].StoreRate()
+		if err != nil {
+			return nil, err
+		}
+		out[i].Rate = rate
 	}
 	return out, nil
 }

@@ -391,6 +391,11 @@ func storeKind(k *wire.Kind) (store.Kind, *problem) {
 		return store.Kind{}, prob
 	}
 	sk := k.Store()
+	rate, err := k.StoreRate()
+	if err != nil {
+		return store.Kind{}, invalid(err)
+	}
+	sk.Rate = rate
 	if err := sk.Validate(); err != nil {
 		return store.Kind{}, invalid(err)
 	}

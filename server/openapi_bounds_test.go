@@ -36,6 +36,7 @@ var unbounded = map[string]string{
 	"FailRequest.message":        "a handler's error message is cut to 2048 bytes when stored, never refused (the body's 64 KiB bounds it)",
 	"SubmitRequest.scheduled_at": "an RFC 3339 time (format date-time): its format is the rule, not its length",
 	"Kind.limits[]":              "a limit template's bound is its length once its {args.NAME} parts are filled (512 bytes), not its own",
+	"Kind.rate":                  "a rate, MAX/WINDOW (its pattern): its bounds are MAX's and WINDOW's (rate.max, rate.window), not its length",
 }
 
 // notRefused lists boundary cases the server may accept although the document refuses them,

@@ -211,6 +211,11 @@ type Kind struct {
 	// before, runs once, the last, after the submits have been quiet for Debounce. 0 means
 	// none; else MinDebounce..MaxDebounce. SubmitParams.Debounce overrides it.
 	Debounce time.Duration `json:"debounce,omitempty"`
+	// Rate (optional): at most Rate.Max attempts of this kind start on one resource in any
+	// window of Rate.Window (store clock), counted in the database (store/rate.go). A job whose
+	// rate is reached stays its resource's head, scheduled for when the window frees; under the
+	// skip policy a submit while it is reached is skipped (CodeRateLimited, JobError.Until).
+	Rate *Rate `json:"rate,omitempty"`
 }
 
 // JobError is one failed attempt in a job's history.
@@ -219,8 +224,8 @@ type JobError struct {
 	At      time.Time `json:"at"`
 	Code    string    `json:"code"`
 	Message string    `json:"message"`
-	// Until is set on a CodeResourceCooldown skip: when the resource's cooldown ends (store
-	// clock, like At; Until-At is the time that was left).
+	// Until is set on a CodeResourceCooldown skip: when the resource's cooldown ends, and on a
+	// CodeRateLimited skip: when the rate's window frees (store clock, like At).
 	Until time.Time `json:"until,omitzero"`
 }
 

@@ -105,6 +105,11 @@ func (k *Kind) Validate() error {
 	if err := validateRest("resource_cooldown", k.ResourceCooldown); err != nil {
 		return err
 	}
+	if k.Rate != nil {
+		if err := k.Rate.Validate("rate"); err != nil {
+			return err
+		}
+	}
 	if len(k.FromStates) > MaxFromStates {
 		return invalid("from_states", "must list at most %d states", MaxFromStates)
 	}

@@ -95,6 +95,8 @@ type ResourceLine struct {
 	// Holder the worker).
 	// They hold this key back as the compatibility matrix says. Empty for a key in no tree.
 	Related []*Lease
+	// Rates are the kinds' rates reached on the key now (Kind.Rate): their jobs wait until Next.
+	Rates []*RateWait
 }
 
 // Place finds a request's place in a line read in order: how many wait before the lock ticket

@@ -63,14 +63,14 @@ func (a *app) kindsListCommand() *cobra.Command {
 }
 
 func (a *app) kindsSetCommand() *cobra.Command {
-	var policy, fromStates, runningState, successState, failureState, mode string
+	var policy, fromStates, runningState, successState, failureState, mode, rate string
 	limits := &listFlag{}
 	var maxAttempts int
 	var timeout, cooldown, resourceCooldown, debounce time.Duration
 	cmd := a.command(&cobra.Command{
 		Use: `set NAME [--policy queue|skip|reject|replace] [--debounce D] [--max-attempts N] [--timeout D] [--cooldown D]
 [--resource-cooldown D] [--from-states A,B] [--running-state S] [--success-state S] [--failure-state S]
-[--mode exclusive|shared] [--limit TEMPLATE...] [-o table|json]`,
+[--mode exclusive|shared] [--limit TEMPLATE...] [--rate MAX/WINDOW] [-o table|json]`,
 		Short: "create or change a kind (admin)",
 		Long: `Create or change the kind NAME (admin) and print it. Flags not given keep the kind's current
 values (for a new kind: the defaults). An empty value clears a setting: --timeout 0,
@@ -103,6 +103,11 @@ values (for a new kind: the defaults). An empty value clears a setting: --timeou
   job's argument NAME (a string or a number), so 'zone/{args.zone}' is zone/eu for a job with
   args {"zone":"eu"}; a submit without that argument is refused. Giving --limit replaces the
   kind's limits; --limit '' clears them.
+- --rate MAX/WINDOW, such as 3/1h: at most MAX attempts of this kind start on one resource in
+  any sliding window of WINDOW (units s, m, h, d), on the store's clock. A job whose rate is
+  reached stays its resource's head and starts when the window frees; under --policy skip a
+  submit while it is reached is skipped (error code rate_limited, with the time it frees).
+  MAX 1 to 1000000, WINDOW 1s to 30d; --rate '' clears it.
 
 The change is a read and a replace: do not run two for the same kind at once.
 
@@ -110,12 +115,14 @@ Examples:
   baton kinds set deploy --policy queue --max-attempts 3 --timeout 10m
   baton kinds set remediate --policy skip --resource-cooldown 10m
   baton kinds set reindex --policy replace --debounce 30s
+  baton kinds set remediate --rate 3/1h
   baton kinds set migrate --from-states ,migrated --running-state migrating --success-state migrated --failure-state broken
   baton kinds set drain --mode shared --limit 'zone/{args.zone}'
 
 ` + kindOutputHelp,
 		Args: exactArgs(1, "NAME"),
-	}, meta{exits: exitsRead, writes: true, names: flagNames{"kind": "NAME", "name": "NAME", "limits": "--limit", "debounce": "--debounce"}})
+	}, meta{exits: exitsRead, writes: true, names: flagNames{"kind": "NAME", "name": "NAME", "limits": "--limit", "debounce": "--debounce",
+		"rate": "--rate", "rate.max": "--rate", "rate.window": "--rate"}})
 	a.addGlobalFlags(cmd, true)
 	fs := cmd.Flags()
 	fs.StringVar(&policy, "policy", "", "queue, skip, reject or replace")
@@ -131,6 +138,7 @@ Examples:
 	fs.StringVar(&failureState, "failure-state", "", "resource `state` set when a job ends discarded or cancelled")
 	fs.StringVar(&mode, "mode", "", "how jobs hold their resources: exclusive or shared with other shared holders")
 	enumFlag(cmd, "mode", store.ModeExclusive, store.ModeShared)
+	fs.StringVar(&rate, "rate", "", "at most MAX starts per resource in a sliding WINDOW, `MAX/WINDOW` such as 3/1h ('' clears)")
 	fs.Var(limits, "limit", "each job takes one unit of the limit `TEMPLATE` (e.g. zone/{args.zone}); repeatable, '' clears")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		name := args[0]
@@ -154,6 +162,7 @@ Examples:
 		if i := slices.IndexFunc(kinds, func(k store.Kind) bool { return k.Name == name }); i >= 0 {
 			k = kinds[i]
 		}
+		var rateErr error
 		cmd.Flags().Visit(func(f *pflag.Flag) {
 			switch f.Name {
 			case "policy":
@@ -180,8 +189,17 @@ Examples:
 				k.Mode = mode
 			case "limit":
 				k.Limits = limits.vals
+			case "rate":
+				k.Rate = nil
+				if rate != "" {
+					r, err := store.ParseRate("rate", rate)
+					k.Rate, rateErr = &r, err
+				}
 			}
 		})
+		if rateErr != nil {
+			return rateErr
+		}
 		if err := k.Validate(); err != nil {
 			return err
 		}
@@ -231,10 +249,14 @@ func writeKinds(w io.Writer, g *globals, kinds []store.Kind) error {
 	}
 	// Mode and limits get columns only when a kind uses them, as most kinds do not.
 	beyond := slices.ContainsFunc(kinds, func(k store.Kind) bool { return k.Mode == store.ModeShared || len(k.Limits) > 0 })
+	rated := slices.ContainsFunc(kinds, func(k store.Kind) bool { return k.Rate != nil })
 	tw := newTable(w)
 	head := "NAME\tPOLICY\tATTEMPTS\tTIMEOUT\tCOOLDOWN\tFROM_STATES\tRUNNING_STATE\tSUCCESS_STATE\tFAILURE_STATE\tRESOURCE_COOLDOWN"
 	if beyond {
 		head += "\tMODE\tLIMITS"
+	}
+	if rated {
+		head += "\tRATE"
 	}
 	fmt.Fprintln(tw, head)
 	for _, k := range kinds {
@@ -271,6 +293,13 @@ func writeKinds(w io.Writer, g *globals, kinds []store.Kind) error {
 				mode = k.Mode
 			}
 			fmt.Fprintf(tw, "\t%s\t%s", mode, dash(strings.Join(k.Limits, ",")))
+		}
+		if rated {
+			r := "-"
+			if k.Rate != nil {
+				r = k.Rate.String()
+			}
+			fmt.Fprintf(tw, "\t%s", r)
 		}
 		fmt.Fprintln(tw)
 	}

@@ -34,6 +34,8 @@ type WaitReason struct {
 	Limit    string `json:"limit,omitempty"`
 	InUse    int    `json:"in_use,omitempty"`
 	Capacity int    `json:"capacity,omitempty"`
+	// rate: the rate reached ("3/1h"); until is when its window frees.
+	Rate string `json:"rate,omitempty"`
 }
 
 // ExplanationFrom converts an explanation for the wire.
@@ -42,7 +44,7 @@ func ExplanationFrom(e *baton.Explanation) Explanation {
 	for i, r := range e.Reasons {
 		w := WaitReason{Code: r.Code, Message: r.Message, Holder: r.Holder, Job: r.Job, Token: r.Token, Ahead: r.Ahead,
 			Rest: r.Rest, Allowed: r.Allowed, Resource: r.Resource, Shared: r.Shared, Limit: r.Limit, InUse: r.InUse,
-			Capacity: r.Capacity}
+			Capacity: r.Capacity, Rate: r.Rate}
 		if !r.Until.IsZero() {
 			t := T(r.Until)
 			w.Until = &t
@@ -62,7 +64,7 @@ func (e Explanation) Baton() *baton.Explanation {
 	for _, r := range e.Reasons {
 		b := baton.WaitReason{Code: r.Code, Message: r.Message, Holder: r.Holder, Job: r.Job, Token: r.Token,
 			Ahead: r.Ahead, Rest: r.Rest, Allowed: r.Allowed, Resource: r.Resource, Shared: r.Shared, Limit: r.Limit,
-			InUse: r.InUse, Capacity: r.Capacity}
+			InUse: r.InUse, Capacity: r.Capacity, Rate: r.Rate}
 		if r.Until != nil {
 			b.Until = r.Until.Time
 		}

@@ -386,6 +386,9 @@ type Kind struct {
 	// DebounceMs, with policy replace only: each job starts no earlier than this long after its
 	// submit, so that a burst of replacing submits runs once (store.Kind.Debounce).
 	DebounceMs int64 `json:"debounce_ms,omitempty"`
+	// Rate is the kind's rate per resource in its text form, "MAX/WINDOW" such as "3/1h"
+	// (store.Rate); absent: none.
+	Rate string `json:"rate,omitempty"`
 }
 
 // KindFrom converts a store kind.
@@ -393,7 +396,27 @@ func KindFrom(k *store.Kind) Kind {
 	return Kind{Name: k.Name, Policy: k.Policy, MaxAttempts: k.MaxAttempts, TimeoutMs: ms(k.Timeout),
 		CooldownMs: ms(k.Cooldown), FromStates: k.FromStates, RunningState: k.RunningState,
 		SuccessState: k.SuccessState, FailureState: k.FailureState, ResourceCooldownMs: ms(k.ResourceCooldown),
-		Mode: k.Mode, Limits: k.Limits, DebounceMs: ms(k.Debounce)}
+		Mode: k.Mode, Limits: k.Limits, DebounceMs: ms(k.Debounce), Rate: rateText(k.Rate)}
+}
+
+func rateText(r *store.Rate) string {
+	if r == nil {
+		return ""
+	}
+	return r.String()
+}
+
+// StoreRate reads the kind's rate (nil if none); a bad one is an *InvalidArgumentError naming
+// "rate", "rate.max" or "rate.window".
+func (k *Kind) StoreRate() (*store.Rate, error) {
+	if k.Rate == "" {
+		return nil, nil
+	}
+	r, err := store.ParseRate("rate", k.Rate)
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
 }
 
 // Store converts back to a store kind. The caller checks the millisecond fields' range.
@@ -439,6 +462,15 @@ type Resource struct {
 	Related []Holder      `json:"related,omitempty"`
 	Rest    *ResourceRest `json:"rest,omitempty"`
 	Line    []Ticket      `json:"line,omitzero"`
+	// Rates are the kinds' rates reached on the resource: their jobs wait until next.
+	Rates []RateWait `json:"rates,omitempty"`
+}
+
+// RateWait is a kind's rate reached on a resource (store.RateWait).
+type RateWait struct {
+	Kind string `json:"kind"`
+	Rate string `json:"rate"`
+	Next Time   `json:"next"`
 }
 
 // ResourceCooldown is a resource's cooldown: the answer of POST

@@ -119,6 +119,9 @@ func (r *Resource) LineFrom(l *store.ResourceLine, now time.Time) {
 	for i, t := range l.Tickets {
 		r.Line[i] = TicketFrom(t)
 	}
+	for _, w := range l.Rates {
+		r.Rates = append(r.Rates, RateWait{Kind: w.Kind, Rate: w.Rate.String(), Next: T(w.Next)})
+	}
 }
 
 // StoreLine converts back to a store line; nil if the answer has no line (the server's store
@@ -147,6 +150,11 @@ func (r *Resource) StoreLine() *store.ResourceLine {
 	}
 	if rs := r.Rest; rs != nil {
 		out.Rest = &store.Rest{Key: r.Key, Reason: rs.Reason, Remaining: dur(rs.RemainingMs)}
+	}
+	for _, w := range r.Rates {
+		if rate, err := store.ParseRate("rate", w.Rate); err == nil {
+			out.Rates = append(out.Rates, &store.RateWait{Kind: w.Kind, Rate: rate, Next: w.Next.UTC()})
+		}
 	}
 	for i, t := range r.Line {
 		out.Tickets[i] = &store.Ticket{Position: t.Position, Job: t.Job, JobKind: t.Kind, LeaseID: t.LeaseID,

@@ -40,9 +40,13 @@ func (s *Store) RegisterKinds(ctx context.Context, kinds []store.Kind) error {
 			if limits == nil {
 				limits = []string{}
 			}
+			var rateMax, rateWindow int64
+			if k.Rate != nil {
+				rateMax, rateWindow = int64(k.Rate.Max), k.Rate.Window.Milliseconds()
+			}
 			if _, err := tx.Exec(ctx, s.jq.kindUpsert, k.Name, string(k.Policy), k.MaxAttempts, k.Timeout.Milliseconds(),
 				k.Cooldown.Milliseconds(), from, k.RunningState, k.SuccessState, k.FailureState,
-				k.ResourceCooldown.Milliseconds(), k.Mode, limits, k.Debounce.Milliseconds()); err != nil {
+				k.ResourceCooldown.Milliseconds(), k.Mode, limits, k.Debounce.Milliseconds(), rateMax, rateWindow); err != nil {
 				return err
 			}
 		}
@@ -70,10 +74,14 @@ func (s *Store) Kinds(ctx context.Context) ([]store.Kind, error) {
 func scanKind(r pgx.Row) (store.Kind, error) {
 	var k store.Kind
 	var policy string
-	var timeoutMS, cooldownMS, resourceCooldownMS, debounceMS int64
+	var timeoutMS, cooldownMS, resourceCooldownMS, debounceMS, rateWindowMS int64
+	var rateMax int
 	err := r.Scan(&k.Name, &policy, &k.MaxAttempts, &timeoutMS, &cooldownMS, &k.FromStates, &k.RunningState,
-		&k.SuccessState, &k.FailureState, &resourceCooldownMS, &k.Mode, &k.Limits, &debounceMS)
+		&k.SuccessState, &k.FailureState, &resourceCooldownMS, &k.Mode, &k.Limits, &debounceMS, &rateMax, &rateWindowMS)
 	k.Debounce = time.Duration(debounceMS) * time.Millisecond
+	if rateMax > 0 {
+		k.Rate = &store.Rate{Max: rateMax, Window: time.Duration(rateWindowMS) * time.Millisecond}
+	}
 	k.Policy = store.BusyPolicy(policy)
 	k.Timeout = time.Duration(timeoutMS) * time.Millisecond
 	k.Cooldown = time.Duration(cooldownMS) * time.Millisecond
@@ -200,7 +208,14 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 	if busy && policy == store.PolicyReject && coolUntil == nil {
 		return nil, &store.ResourceBusyError{Resource: p.Resource, HeadJob: headID, State: store.JobState(headState)}
 	}
-	skipped := coolUntil != nil || busy && policy == store.PolicySkip
+	var rateNext time.Time
+	rated := false
+	if policy == store.PolicySkip && !busy && coolUntil == nil && kind.Rate != nil {
+		if rateNext, rated, err = s.rateReached(ctx, q, &kind, p.Resource); err != nil {
+			return nil, err
+		}
+	}
+	skipped := coolUntil != nil || busy && policy == store.PolicySkip || rated
 	maxAttempts := p.MaxAttempts
 	if maxAttempts == 0 {
 		maxAttempts = kind.MaxAttempts
@@ -213,6 +228,8 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 	switch {
 	case coolUntil != nil:
 		errs, _ = json.Marshal([]store.JobError{store.CooldownSkipError(p.Resource, *coolUntil, coolJob, now)})
+	case rated:
+		errs, _ = json.Marshal([]store.JobError{store.RateSkipError(p.Kind, p.Resource, *kind.Rate, rateNext, now)})
 	case skipped:
 		errs, _ = json.Marshal([]map[string]any{{"attempt": 0, "at": time.Now().UTC(), "code": store.CodeResourceBusy,
 			"message": fmt.Sprintf("resource busy: job %d is %s", headID, headState)}})
@@ -231,7 +248,7 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 			at = &deb
 		}
 	}
-	head := !busy && coolUntil == nil
+	head := !busy && coolUntil == nil && !rated
 	if busy && shared && !skipped {
 		// A shared job joins the heads if they are all shared and no job waits behind them.
 		if err := q.QueryRow(ctx, s.jq.joinsShared, p.Resource).Scan(&head); err != nil {

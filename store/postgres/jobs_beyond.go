@@ -103,6 +103,7 @@ type holdsCandidate struct {
 	fromStates   []string
 	runningState string
 	timeoutMS    int64
+	rate         *store.Rate // its kind's, nil if none
 }
 
 func (c *holdsCandidate) guarded() bool { return len(c.fromStates) > 0 || c.runningState != "" }
@@ -114,9 +115,14 @@ func (s *Store) queueHoldsHeads(b *pgx.Batch, kinds []string, limit int, out *[]
 		defer rows.Close()
 		for rows.Next() {
 			c := &holdsCandidate{}
-			j, err := scanJobAfter(rows, &c.fromStates, &c.runningState, &c.timeoutMS)
+			var rateMax int
+			var rateWindowMS int64
+			j, err := scanJobAfter(rows, &c.fromStates, &c.runningState, &c.timeoutMS, &rateMax, &rateWindowMS)
 			if err != nil {
 				return err
+			}
+			if rateMax > 0 {
+				c.rate = &store.Rate{Max: rateMax, Window: time.Duration(rateWindowMS) * time.Millisecond}
 			}
 			c.job = j
 			*out = append(*out, c)
@@ -170,12 +176,20 @@ func (s *Store) claimHoldsJob(ctx context.Context, p *store.ClaimParams, c *hold
 			var resState string
 			bj := &beyondJob{arrival: j.CreatedAt}
 			bj.pre = func(b *pgx.Batch) {
+				if c.rate != nil {
+					s.queueRateCheck(b, j, c.rate)
+				}
 				b.Queue(s.jq.lockHoldsJob, j.ID)
 				if c.guarded() {
 					b.Queue(s.jq.lockResourceState, j.Resource)
 				}
 			}
 			bj.preRead = func(br pgx.BatchResults) error {
+				if c.rate != nil {
+					if err := readRateCheck(br, c.rate); err != nil {
+						return err
+					}
+				}
 				err := br.QueryRow().Scan(&attemptN)
 				if errors.Is(err, pgx.ErrNoRows) {
 					return errJobGone
@@ -200,6 +214,9 @@ func (s *Store) claimHoldsJob(ctx context.Context, p *store.ClaimParams, c *hold
 					if c.runningState != "" {
 						b.Queue(s.jq.setRunningState, j.Resource, c.runningState)
 					}
+					if c.rate != nil {
+						b.Queue(s.jq.rates.recordAt, store.KindRateScope(j.Kind), j.Resource, c.rate.Window.Milliseconds(), now)
+					}
 				}, true, func(br pgx.BatchResults) error {
 					rows, err := br.Query()
 					if err != nil {
@@ -219,6 +236,11 @@ func (s *Store) claimHoldsJob(ctx context.Context, p *store.ClaimParams, c *hold
 							return err
 						}
 					}
+					if c.rate != nil {
+						if _, err := br.Exec(); err != nil {
+							return err
+						}
+					}
 					return nil
 				})
 			}
@@ -227,7 +249,13 @@ func (s *Store) claimHoldsJob(ctx context.Context, p *store.ClaimParams, c *hold
 			return err
 		})
 		var guard *guardRefusedError
+		var rated *rateReachedError
 		switch {
+		case errors.As(err, &rated):
+			if _, err := s.pool.Exec(ctx, s.jq.rates.wait, j.ID, rated.next); err != nil {
+				return nil, s.jobErr("claim jobs", err)
+			}
+			return nil, nil
 		case errors.Is(err, errUnmarked) && attempt < acquireAttempts:
 			for _, k := range missing {
 				if err := s.markLockKey(ctx, k); err != nil {

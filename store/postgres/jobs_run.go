@@ -54,7 +54,9 @@ func (s *Store) claim(ctx context.Context, p *store.ClaimParams, limit int, trie
 	b := &pgx.Batch{}
 	var jobs []*store.Job
 	var cands []*holdsCandidate
+	var rated []*ratedHead
 	s.queueHoldsHeads(b, p.Kinds, limit, &cands)
+	s.queueRatedHeads(b, p.Kinds, limit, &rated)
 	s.queueClaim(b, p, limit, false, &jobs)
 	c, err := s.grantConn(ctx, "")
 	var rest *store.RestingError
@@ -69,7 +71,16 @@ func (s *Store) claim(ctx context.Context, p *store.ClaimParams, limit int, trie
 	if err != nil {
 		return nil, s.jobErr("claim jobs", err)
 	}
-	return s.claimRest(ctx, p, limit, jobs, cands, tried)
+	jobs, err = s.claimRest(ctx, p, limit, jobs, cands, tried)
+	if err != nil || len(rated) == 0 || len(jobs) >= limit {
+		return jobs, err
+	}
+	more, err := s.claimRated(ctx, p, limit-len(jobs), rated)
+	jobs = append(jobs, more...)
+	if err != nil && len(jobs) == 0 {
+		return nil, err
+	}
+	return jobs, nil
 }
 
 // queueClaim queues the claim statement for plain heads (which starts none, unless holdsTried,
@@ -247,8 +258,9 @@ func (s *Store) completeAndClaim(ctx context.Context, ps []*store.CompleteParams
 	}
 	var done, claimed []*store.Job
 	var cands []*holdsCandidate
+	var rated []*ratedHead
 	for try := 1; ; try++ {
-		done, claimed, cands = nil, nil, nil
+		done, claimed, cands, rated = nil, nil, nil, nil
 		b := &pgx.Batch{}
 		if len(ps) > 0 {
 			b.Queue(s.jq.completeMany, ids, tokens, owners).Query(func(rows pgx.Rows) error {
@@ -260,6 +272,7 @@ func (s *Store) completeAndClaim(ctx context.Context, ps []*store.CompleteParams
 		}
 		if claim != nil {
 			s.queueHoldsHeads(b, claim.Kinds, claim.Limit, &cands)
+			s.queueRatedHeads(b, claim.Kinds, claim.Limit, &rated)
 			s.queueClaim(b, claim, claim.Limit, false, &claimed)
 		}
 		err := s.pool.SendBatch(ctx, b).Close()
@@ -287,6 +300,10 @@ func (s *Store) completeAndClaim(ctx context.Context, ps []*store.CompleteParams
 	}
 	if claim != nil {
 		claimed, _ = s.claimRest(ctx, claim, claim.Limit, claimed, cands, nil)
+		if len(rated) > 0 && len(claimed) < claim.Limit {
+			more, _ := s.claimRated(ctx, claim, claim.Limit-len(claimed), rated)
+			claimed = append(claimed, more...)
+		}
 	}
 	byID := make(map[int64]*store.Job, len(done))
 	for _, j := range done {

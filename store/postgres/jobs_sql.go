@@ -3,6 +3,7 @@ package postgres
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -21,7 +22,7 @@ type jobQueries struct {
 	list map[listKey]string
 	// resourceListBounded is resourceList with the end of the prefix's range ($4).
 	resourceListBounded                                                string
-	claim, markWaiting, lockRejected, promoteRejected                  string
+	claim, claimRated, markWaiting, lockRejected, promoteRejected      string
 	holdsHeads, lockHoldsJob, lockResourceState, startHolds            string
 	setRunningState, rejectHolds                                       string
 	lockHoldsRunning, heartbeatHolds, dropJobTickets, discardJob       string
@@ -31,6 +32,7 @@ type jobQueries struct {
 	reapCandidates, clean, counts                                      string
 	resourceGet, resourceList, resourceSet, resourceVersion, notifyAny string
 	lockReplaced, askRunningToStop, supersede                          string
+	rates                                                              rateQueries
 }
 
 // jobCols is what every job-returning statement yields, in scanJob's order.
@@ -87,23 +89,24 @@ func buildJobQueries(schema, channel string) jobQueries {
 	// The schema is [a-z0-9_] and the channel derives from it, so neither can hold a quote.
 	r := strings.NewReplacer(
 		"{jobs}", id("jobs"), "{resources}", id("resources"), "{kinds}", id("job_kinds"),
-		"{leases}", id("leases"), "{tickets}", id("tickets"), "{holds}", id("holds"), "{limits}", id("limits"), "{token_seq}", "'"+id("token_seq")+"'", "{job_seq}", "'"+id("job_seq")+"'",
+		"{leases}", id("leases"), "{tickets}", id("tickets"), "{holds}", id("holds"), "{limits}", id("limits"), "{rate_grants}", id("rate_grants"), "{token_seq}", "'"+id("token_seq")+"'", "{job_seq}", "'"+id("job_seq")+"'",
 		"{channel}", "'"+channel+"'", "{jobkey}", "E'\\x1fjob:'",
 	)
 	q := func(s string) string { return r.Replace(s) }
 	return jobQueries{
 		kindGet: q(`SELECT name, policy, max_attempts, timeout_ms, cooldown_ms, from_states, running_state,
-	success_state, failure_state, resource_cooldown_ms, mode, limits, debounce_ms FROM {kinds} WHERE name = $1`),
+	success_state, failure_state, resource_cooldown_ms, mode, limits, debounce_ms, rate_max, rate_window_ms FROM {kinds} WHERE name = $1`),
 		kindList: q(`SELECT name, policy, max_attempts, timeout_ms, cooldown_ms, from_states, running_state,
-	success_state, failure_state, resource_cooldown_ms, mode, limits, debounce_ms FROM {kinds} ORDER BY name`),
+	success_state, failure_state, resource_cooldown_ms, mode, limits, debounce_ms, rate_max, rate_window_ms FROM {kinds} ORDER BY name`),
 		kindUpsert: q(`INSERT INTO {kinds} (name, policy, max_attempts, timeout_ms, cooldown_ms, from_states,
-	running_state, success_state, failure_state, resource_cooldown_ms, mode, limits, debounce_ms)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+	running_state, success_state, failure_state, resource_cooldown_ms, mode, limits, debounce_ms, rate_max, rate_window_ms)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 ON CONFLICT (name) DO UPDATE SET policy = excluded.policy, max_attempts = excluded.max_attempts,
 	timeout_ms = excluded.timeout_ms, cooldown_ms = excluded.cooldown_ms, from_states = excluded.from_states,
 	running_state = excluded.running_state, success_state = excluded.success_state,
 	failure_state = excluded.failure_state, resource_cooldown_ms = excluded.resource_cooldown_ms,
-	mode = excluded.mode, limits = excluded.limits, debounce_ms = excluded.debounce_ms`),
+	mode = excluded.mode, limits = excluded.limits, debounce_ms = excluded.debounce_ms, rate_max = excluded.rate_max,
+	rate_window_ms = excluded.rate_window_ms`),
 
 		existing: q(`SELECT ` + jobCols + ` FROM {jobs} j WHERE j.idempotency_key = $1`),
 		// The first of the limits $1 that does not exist.
@@ -144,12 +147,14 @@ WHERE k.name = $1 AND k.waiting_until > now()`),
 		get:  q(`SELECT ` + jobCols + ` FROM {jobs} j WHERE j.id = $1`),
 		list: listJobsStatements(q),
 
-		claim: q(claimSQL),
+		rates:      buildRateQueries(q),
+		claim:      q(claimSQL),
+		claimRated: q(claimRatedSQL),
 		// Jobs with holds (jobs_beyond.go). $1 kinds, $2 limit: the claimable heads with holds, in
 		// claim order, with their kind's guard and timeout.
-		holdsHeads: q(`SELECT j.from_states, j.running_state, j.kind_timeout_ms, ` + jobCols + `
+		holdsHeads: q(`SELECT j.from_states, j.running_state, j.kind_timeout_ms, j.rate_max, j.rate_window_ms, ` + jobCols + `
 FROM unnest($1::text[]) AS kk (kind) CROSS JOIN LATERAL (
-	SELECT j.*, k.from_states, k.running_state, k.timeout_ms AS kind_timeout_ms FROM {jobs} j JOIN {kinds} k ON k.name = j.kind
+	SELECT j.*, k.from_states, k.running_state, k.timeout_ms AS kind_timeout_ms, k.rate_max, k.rate_window_ms FROM {jobs} j JOIN {kinds} k ON k.name = j.kind
 	WHERE j.kind = kk.kind AND j.holds AND j.head AND j.state IN ('scheduled', 'available', 'retryable')
 		AND j.scheduled_at <= now()
 	ORDER BY j.priority, j.seq LIMIT $2
@@ -226,7 +231,10 @@ ORDER BY j.lease_expires_at NULLS FIRST LIMIT $1`),
 		// skips: a waiter that comes back starts again at the back either way; and holds (shared,
 		// several keys, limits) that ended or expired longer ago than the age and the longest
 		// rest (their lock-delays are over; a release this late learns ErrNotHeld).
-		clean: q(`WITH expired AS (
+		clean: q(`WITH old_grants AS (
+	DELETE FROM {rate_grants} WHERE ctid = ANY (ARRAY(SELECT ctid FROM {rate_grants}
+		WHERE at < now() - interval '` + strconv.FormatInt(int64(store.MaxRateWindow/time.Second), 10) + ` seconds' LIMIT $3))
+), expired AS (
 	DELETE FROM {tickets} WHERE ctid = ANY (ARRAY(SELECT ctid FROM {tickets} WHERE expires_at < now() LIMIT $3))
 ), old_holds AS (
 	DELETE FROM {holds} WHERE ctid = ANY (ARRAY(SELECT ctid FROM {holds}
@@ -354,7 +362,7 @@ const rejectedSet = `SELECT resource FROM {jobs} WHERE state = 'discarded' AND f
 // written as LIMIT 1 subqueries, which PostgreSQL runs per row through the primary key: as
 // EXISTS, a plan made while the table was small hashed a scan of the whole table.
 //
-// claimSQL starts up to $2 claimable heads of kinds $1 for worker $3 with a lease of $4 ms, as
+// claimSQL starts up to $2 claimable heads of kinds $1 (those without a rate: rates.go) for worker $3 with a lease of $4 ms, as
 // attempts of owner $5: heads without holds only, and none unless $6 while a claimable head with
 // holds of the kinds waits (those are tried first: jobs_beyond.go).
 //
@@ -373,7 +381,7 @@ const rejectedSet = `SELECT resource FROM {jobs} WHERE state = 'discarded' AND f
 // planner assumes, so a cached generic plan is as good as a custom one and planning (half the
 // cost of a small claim) is skipped.
 const claimSQL = `WITH picked AS (
-	SELECT x.* FROM unnest($1::text[]) AS kk (kind) CROSS JOIN LATERAL (
+	SELECT x.* FROM unnest(ARRAY(SELECT name FROM {kinds} WHERE name = ANY ($1::text[]) AND rate_max = 0)) AS kk (kind) CROSS JOIN LATERAL (
 		SELECT j.id, j.kind, j.resource, j.attempt, j.priority, j.seq, j.gated
 		FROM {jobs} j
 		WHERE j.kind = kk.kind AND j.head AND j.state IN ('scheduled', 'available', 'retryable')

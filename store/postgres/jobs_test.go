@@ -272,3 +272,18 @@ func TestHeartbeatIsAHOTUpdate(t *testing.T) {
 		t.Fatalf("the heartbeat's update of the row at %s was not a HOT update", before)
 	}
 }
+
+// A kind rate's count survives reopening the store on the same schema.
+func TestRateRestart(t *testing.T) {
+	schema := newSchema(t)
+	var prev *postgres.Store
+	storetest.RunRateRestart(t, func() store.JobStore {
+		if prev != nil {
+			if err := prev.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		prev = openStore(t, schema)
+		return prev
+	})
+}

@@ -285,7 +285,11 @@ func (s *Store) ResourceLine(ctx context.Context, key string, limit int) (*store
 		if out.Tickets, err = scanLine(rows); err != nil {
 			return err
 		}
-		return s.relatedHolders(ctx, tx, out, limit)
+		if err := s.relatedHolders(ctx, tx, out, limit); err != nil {
+			return err
+		}
+		out.Rates, err = s.lineRates(ctx, tx, key)
+		return err
 	})
 	if err != nil {
 		return nil, s.fail("resource line", key, err)

@@ -136,7 +136,7 @@ func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.J
 }
 
 // start runs j for worker on behalf of owner if its kind's guard allows its resource's state,
-// else discards it. The fencing token is drawn here, inside the write transaction, after the
+// else discards it; a job whose kind's rate is reached on its resource waits (rateWait). The fencing token is drawn here, inside the write transaction, after the
 // job was read.
 func (x *jobTx) start(j *store.Job, worker, owner string, ttl time.Duration) (bool, error) {
 	k, err := x.kind(j.Kind)
@@ -149,6 +149,12 @@ func (x *jobTx) start(j *store.Job, worker, owner string, ttl time.Duration) (bo
 	}
 	if !guardAllows(k, r.state, j.Attempt) {
 		return false, x.discardUnguarded(j, k, r)
+	}
+	if next, reached, err := x.rateReached(k, j.Resource); err != nil || reached {
+		if err != nil {
+			return false, err
+		}
+		return false, x.rateWait(j, next)
 	}
 	tok, err := x.next("token")
 	if err != nil {
@@ -171,6 +177,9 @@ func (x *jobTx) begin(j *store.Job, k *store.Kind, r *resourceRow, worker, owner
 	j.Worker, j.Owner, j.Token, j.LeaseExpiresAt = worker, owner, uint64(tok), expires
 	j.CancelRequested, j.Timeout = false, k.Timeout
 	if err := x.saveJob(j); err != nil {
+		return err
+	}
+	if err := x.rateGrant(k, j.Resource); err != nil {
 		return err
 	}
 	if k.RunningState != "" && k.RunningState != r.state {

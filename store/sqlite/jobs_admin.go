@@ -166,6 +166,13 @@ func (s *Store) CleanJobs(ctx context.Context, p *store.CleanParams) (int, error
 		if err != nil {
 			return err
 		}
+		// The grants rates counted that are older than the longest window (a grant forgets its
+		// own key's older ones; this catches keys no longer granted).
+		_, err = x.q.ExecContext(x.ctx, `DELETE FROM rate_grants WHERE rowid IN (SELECT rowid FROM rate_grants
+			WHERE at < ?1 LIMIT ?2)`, x.now.Add(-store.MaxRateWindow).UnixNano(), p.Limit)
+		if err != nil {
+			return err
+		}
 		// Holds (shared, several keys, limits) that ended or expired longer ago than the age:
 		// their lock-delays are over (at most store.MaxRest), and a release that comes this late
 		// learns ErrNotHeld instead of AlreadyReleased, as for a job long deleted.

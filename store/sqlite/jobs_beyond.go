@@ -139,6 +139,15 @@ func (s *Store) claimBeyond(x *jobTx, p *store.ClaimParams, kinds string, out []
 			}
 			continue
 		}
+		if next, reached, err := x.rateReached(k, j.Resource); err != nil || reached {
+			if err == nil {
+				err = x.rateWait(j, next)
+			}
+			if err != nil {
+				return out, err
+			}
+			continue
+		}
 		l, err := s.grantJob(x, tx, j, p)
 		if err != nil {
 			return out, err

@@ -248,3 +248,23 @@ func leaseIDs(t *testing.T, x *jobsT, query string) []string {
 	}
 	return ids
 }
+
+// A kind rate's count survives reopening the file.
+func TestRateRestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rates.db")
+	var prev *sqlite.Store
+	storetest.RunRateRestart(t, func() store.JobStore {
+		if prev != nil {
+			if err := prev.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, err := sqlite.Open(context.Background(), path, sqlite.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev = s
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}

@@ -105,6 +105,13 @@ func (x *jobTx) submit(p *store.SubmitParams) (*store.SubmitResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	var rateNext time.Time
+	rated := false
+	if policy == store.PolicySkip && cool == nil && head == nil {
+		if rateNext, rated, err = x.rateReached(k, p.Resource); err != nil {
+			return nil, err
+		}
+	}
 	if head != nil && policy == store.PolicyReject && cool == nil {
 		return nil, &store.ResourceBusyError{Resource: p.Resource, HeadJob: head.ID, State: head.State}
 	}
@@ -136,6 +143,9 @@ func (x *jobTx) submit(p *store.SubmitParams) (*store.SubmitResult, error) {
 	case cool != nil:
 		j.State, j.FinishedAt = store.JobSkipped, x.now
 		j.Errors = append(j.Errors, store.CooldownSkipError(p.Resource, time.Unix(0, cool.coolUntil), cool.coolJob, x.now))
+	case rated:
+		j.State, j.FinishedAt = store.JobSkipped, x.now
+		j.Errors = append(j.Errors, store.RateSkipError(p.Kind, p.Resource, *k.Rate, rateNext, x.now))
 	case head != nil && policy == store.PolicySkip:
 		j.State, j.FinishedAt = store.JobSkipped, x.now
 		x.addError(j, store.CodeResourceBusy, fmt.Sprintf("resource %q busy: job %d is %s", p.Resource, head.ID, head.State))

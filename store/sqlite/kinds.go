@@ -12,15 +12,19 @@ import (
 )
 
 const kindColumns = `name, policy, max_attempts, timeout_ns, cooldown_ns, from_states, running_state,
-	success_state, failure_state, resource_cooldown_ns, mode, limits, debounce_ns`
+	success_state, failure_state, resource_cooldown_ns, mode, limits, debounce_ns, rate_max, rate_window_ns`
 
 func scanKind(sc interface{ Scan(...any) error }) (*store.Kind, error) {
 	var k store.Kind
 	var policy, from, limits string
-	var timeout, cooldown, resourceCooldown, debounce int64
+	var timeout, cooldown, resourceCooldown, debounce, rateWindow int64
+	var rateMax int
 	if err := sc.Scan(&k.Name, &policy, &k.MaxAttempts, &timeout, &cooldown, &from, &k.RunningState,
-		&k.SuccessState, &k.FailureState, &resourceCooldown, &k.Mode, &limits, &debounce); err != nil {
+		&k.SuccessState, &k.FailureState, &resourceCooldown, &k.Mode, &limits, &debounce, &rateMax, &rateWindow); err != nil {
 		return nil, err
+	}
+	if rateMax > 0 {
+		k.Rate = &store.Rate{Max: rateMax, Window: time.Duration(rateWindow)}
 	}
 	if err := json.Unmarshal([]byte(from), &k.FromStates); err != nil {
 		return nil, err
@@ -63,6 +67,10 @@ func (s *Store) RegisterKinds(ctx context.Context, kinds []store.Kind) error {
 		defs[i] = kinds[i]
 		defs[i].FromStates = append([]string(nil), kinds[i].FromStates...)
 		defs[i].Limits = append([]string(nil), kinds[i].Limits...)
+		if kinds[i].Rate != nil {
+			r := *kinds[i].Rate
+			defs[i].Rate = &r
+		}
 		if err := defs[i].Validate(); err != nil {
 			return err
 		}
@@ -85,17 +93,21 @@ func (s *Store) RegisterKinds(ctx context.Context, kinds []store.Kind) error {
 			if err != nil {
 				return err
 			}
+			var rateMax, rateWindow int64
+			if k.Rate != nil {
+				rateMax, rateWindow = int64(k.Rate.Max), int64(k.Rate.Window)
+			}
 			if _, err := x.q.ExecContext(x.ctx, `INSERT INTO job_kinds (`+kindColumns+`)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 				ON CONFLICT (name) DO UPDATE SET policy = excluded.policy, max_attempts = excluded.max_attempts,
 					timeout_ns = excluded.timeout_ns, cooldown_ns = excluded.cooldown_ns,
 					from_states = excluded.from_states, running_state = excluded.running_state,
 					success_state = excluded.success_state, failure_state = excluded.failure_state,
 					resource_cooldown_ns = excluded.resource_cooldown_ns, mode = excluded.mode, limits = excluded.limits,
-					debounce_ns = excluded.debounce_ns`,
+					debounce_ns = excluded.debounce_ns, rate_max = excluded.rate_max, rate_window_ns = excluded.rate_window_ns`,
 				k.Name, string(k.Policy), k.MaxAttempts, int64(k.Timeout), int64(k.Cooldown), string(fromJSON),
 				k.RunningState, k.SuccessState, k.FailureState, int64(k.ResourceCooldown), k.Mode, string(limitsJSON),
-				int64(k.Debounce)); err != nil {
+				int64(k.Debounce), rateMax, rateWindow); err != nil {
 				return err
 			}
 		}

@@ -285,6 +285,9 @@ func (s *Store) ResourceLine(ctx context.Context, key string, limit int) (*store
 	if err := s.relatedHolders(ctx, tx, out, now, limit); err != nil {
 		return nil, s.wrap("resource line", err)
 	}
+	if out.Rates, err = lineRates(ctx, tx, key, time.Unix(0, now)); err != nil {
+		return nil, s.wrap("resource line", err)
+	}
 	return out, nil
 }
 

@@ -44,6 +44,8 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"SharedJobsTogether", testSharedJobsConcurrent},
 		{"JobTreeConcurrent", testJobTreeConcurrent},
 		{"ReplaceConcurrent", testJobReplaceConcurrent},
+		{"RateNeverExceeded", testJobRateConcurrent},
+		{"RateNeverExceededShared", testJobRateShared},
 	}
 	for _, c := range serial {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
@@ -92,6 +94,9 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"StateGuardFailure", testJobGuardFailure},
 		{"KindCooldown", testJobCooldown},
 		{"ResourceCooldown", testJobResourceCooldown},
+		{"RateWaits", testJobRateWaits},
+		{"RateFrees", testJobRateFrees},
+		{"RateBadInput", testJobRateBadInput},
 		// Retries, heartbeat, cancel, reaper.
 		{"FailRetryDiscard", testJobFailRetry},
 		{"Heartbeat", testJobHeartbeat},

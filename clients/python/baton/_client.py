@@ -365,8 +365,10 @@ class Client(ResourceMethods):
     def put_kind(self, name: str, **kind: Any) -> dict:
         """Creates or replaces a kind (admin): policy ("queue", "skip", "reject" or "replace":
         latest wins), debounce_ms (policy "replace" only), max_attempts, timeout_ms, ..., mode
-        ("exclusive" or "shared") and limits (names or templates such as "zone/{args.zone}",
-        filled from each job's args; SQLite stores only)."""
+        ("exclusive" or "shared"), limits (names or templates such as "zone/{args.zone}",
+        filled from each job's args; SQLite stores only) and rate ("MAX/WINDOW" such as "3/1h":
+        at most MAX attempts of the kind start on one resource in any sliding WINDOW; a bad one
+        raises BatonError 400 naming rate.max or rate.window)."""
         return self._request("PUT", "/v1/kinds/" + urllib.parse.quote(name, safe=""), body=kind)
 
     def submit_job(self, kind: str, resource: str, args: Optional[dict] = None, *, idempotency_key: Optional[str] = None,

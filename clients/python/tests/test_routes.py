@@ -112,6 +112,24 @@ class ResourceRoutesTest(unittest.TestCase):
         with self.assertRaises(baton.NotFoundError):
             C.clear_resource_cooldown("env/cool", "nothing to clear")
 
+    def test_kind_rate(self):
+        kind = C.put_kind("py.rated", rate="1/1h")
+        self.assertEqual(kind["rate"], "1/1h")
+        first, _ = C.submit_job("py.rated", "env/rated")
+        second, _ = C.submit_job("py.rated", "env/rated")
+        [claimed] = C.claim_jobs("py-test", ["py.rated"], ttl=10)["jobs"]
+        self.assertEqual(claimed["id"], first["id"])
+        C.complete_job(claimed["id"], claimed["token"])
+        self.assertEqual(C.claim_jobs("py-test", ["py.rated"], ttl=10, wait=0)["jobs"], [])
+        [rate] = C.get_resource("env/rated")["rates"]
+        self.assertEqual((rate["kind"], rate["rate"]), ("py.rated", "1/1h"))
+        reasons = C.explain_job(second["id"])["reasons"]
+        self.assertIn("rate", [r["code"] for r in reasons])
+        with self.assertRaises(baton.BatonError) as cm:
+            C.put_kind("py.rated", rate="0/1h")
+        self.assertEqual(cm.exception.status, 400)
+        self.assertIn("rate.max", str(cm.exception))
+
     def test_clear_cooldown_of_keys_with_dot_segments(self):
         C.put_kind("cool.dots", resource_cooldown_ms=600_000)
         for key in ["victim", "evil/../victim", ".."]:

@@ -228,7 +228,7 @@ export interface JobError {
   at?: string;
   code: string;
   message: string;
-  /** resource_cooldown only: when the resource's cooldown ends */
+  /** resource_cooldown: when the resource's cooldown ends; rate_limited: when the kind's rate window on the resource frees */
   until?: string;
   /** resource_cooldown only: how much of the cooldown was left at the submit */
   remaining_ms?: number;
@@ -434,6 +434,8 @@ export interface Kind {
   mode?: "exclusive" | "shared";
   /** limit names, or templates such as zone/{args.zone} whose {args.NAME} parts take the value of the job's top-level argument NAME (a string or a number): each job of the kind takes one unit of each (at most 16, none twice; once filled, each is a limit's name of 1 to 512 bytes). A job whose args lack a template's argument is refused at submit, a 400 naming args.NAME. SQLite only; other stores answer 501 not_implemented */
   limits?: string[];
+  /** at most MAX attempts of this kind start on one resource in any window of WINDOW, on the store's clock: "MAX/WINDOW" such as "3/1h" (units s, m, h, d, or a Go duration such as 1h30m); MAX 1 to 1000000, WINDOW 1s to 30d (a 400 names rate.max or rate.window). A job whose rate is reached stays its resource's head, scheduled for when the window frees; under the skip policy a submit while it is reached is skipped (error code rate_limited, with until). Absent: no rate */
+  rate?: string;
 }
 
 export interface KindsRequest {
@@ -463,6 +465,17 @@ export interface Resource {
   rest?: ResourceRest;
   /** the waiting lock requests and the unfinished jobs that are not running, in line order (the front first); present only from a server whose store keeps one line per key, [] if nobody waits */
   line?: Ticket[];
+  /** the kinds' rates reached on the resource now: their jobs wait until next */
+  rates?: RateWait[];
+}
+
+/** a kind's rate reached on a resource */
+export interface RateWait {
+  kind: string;
+  /** the rate, MAX/WINDOW */
+  rate: string;
+  /** when the window frees (store clock) */
+  next: string;
 }
 
 export interface ResourcesResponse {
@@ -550,7 +563,7 @@ export interface Explanation {
 }
 
 export interface WaitReason {
-  code: "held" | "ahead" | "resting" | "guard" | "scheduled" | "backing_off" | "no_worker" | "unknown_kind" | "limit";
+  code: "held" | "ahead" | "resting" | "guard" | "scheduled" | "backing_off" | "no_worker" | "unknown_kind" | "limit" | "rate";
   /** the reason in a sentence */
   message: string;
   /** held: who holds it (job:<id> for a job attempt); ahead: the first ahead */
@@ -559,7 +572,7 @@ export interface WaitReason {
   job?: number;
   /** held: the holder's fencing token */
   token?: number;
-  /** held: the holder's lease expiry unless renewed; resting, scheduled, backing_off: when it ends; no_worker: the last time a worker asked, if known */
+  /** held: the holder's lease expiry unless renewed; resting, scheduled, backing_off: when it ends; no_worker: the last time a worker asked, if known; rate: when the window frees */
   until?: string;
   /** ahead: how many wait before it */
   ahead?: number;
@@ -579,6 +592,8 @@ export interface WaitReason {
   in_use?: number;
   /** limit: its capacity */
   capacity?: number;
+  /** rate: the kind's rate that is reached, MAX/WINDOW */
+  rate?: string;
 }
 
 /** who holds the resource: a live lease, or a running job attempt (job) */
