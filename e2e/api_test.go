@@ -18,8 +18,12 @@ import (
 // Bad requests against the real binary: each gets its documented problem, the server stays up,
 // and nothing is written.
 func TestBadRequestsAgainstTheBinary(t *testing.T) {
+	t.Parallel()
 	for name, storeURL := range stores(t) {
-		t.Run(name, func(t *testing.T) { badRequests(t, storeURL(t)) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			badRequests(t, storeURL(t))
+		})
 	}
 }
 
@@ -137,6 +141,7 @@ func badRequests(t *testing.T, storeURL string) {
 // The curl examples of docs/http-api.md work as written: every line of its ```sh blocks runs in
 // one bash session, with BATON set to the server's URL, and must succeed.
 func TestDocsCurlExamples(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "sqlite://"+filepath.Join(t.TempDir(), "b.db"))
 	f, err := os.Open("../docs/http-api.md")
 	if err != nil {
@@ -174,6 +179,7 @@ func TestDocsCurlExamples(t *testing.T) {
 // The audit log through the CLI: a force-release shows who (the admin token's name) and why;
 // the log needs an admin token.
 func TestAuditLogThroughTheCLI(t *testing.T) {
+	t.Parallel()
 	auth := filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(auth, []byte("ci write "+server.HashToken("w-tok")+"\nops admin "+server.HashToken("a-tok")+"\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -62,6 +62,7 @@ func lastLine(screen string) string {
 // the values of -o, --state and --policy are completed. The shell's directory holds one file, so
 // a file name completed where none belongs shows on the command line.
 func TestBashCompletionInTmux(t *testing.T) {
+	t.Parallel()
 	tmux, err := exec.LookPath("tmux")
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -77,6 +78,7 @@ func TestBashCompletionInTmux(t *testing.T) {
 	}
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			s := startTmuxBash(t, tmux, mode == "bash-completion")
 			cases := []struct {
 				typed string

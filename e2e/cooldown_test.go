@@ -68,8 +68,12 @@ func runCooldown(t *testing.T, storeURL string) {
 // release, a refused acquire, a force-release that says what it cleared (audited), and a waiting
 // `baton run` that gets the key at once.
 func TestForceReleaseClearsACooldown(t *testing.T) {
+	t.Parallel()
 	for name, storeURL := range stores(t) {
-		t.Run(name, func(t *testing.T) { forceReleaseClearsCooldown(t, storeURL(t)) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			forceReleaseClearsCooldown(t, storeURL(t))
+		})
 	}
 }
 

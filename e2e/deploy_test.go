@@ -233,6 +233,7 @@ func readDockerfile(t *testing.T) dockerfile {
 // paths answer 200. No container runtime or cluster is involved: the image build and the
 // manifests' admission by a real API server are not tested.
 func TestDeployRecipes(t *testing.T) {
+	t.Parallel()
 	d := readDockerfile(t)
 	if d.stages < 2 || d.build == "" || d.copied == "" {
 		t.Fatalf("Dockerfile: %d stages, build %q, copied to %q: want a multi-stage build that copies /out/baton", d.stages, d.build, d.copied)

@@ -36,8 +36,12 @@ touch "$DIR/done.$N"
 // writes late. Both its `baton fence check` and its HTTP write (fence.Middleware) are refused,
 // and the resource has only holder 2's write.
 func TestFrozenHolderLateWriteIsRefused(t *testing.T) {
+	t.Parallel()
 	for name, storeURL := range stores(t) {
-		t.Run(name, func(t *testing.T) { frozenHolderLateWrite(t, storeURL(t)) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			frozenHolderLateWrite(t, storeURL(t))
+		})
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -82,14 +83,33 @@ type daemon struct {
 	log   *os.File
 }
 
+// handedOut holds every port freeAddr returned: the tests run in parallel, and a port the kernel
+// offers again (after one test closed its probe, or stopped a server it will restart on the
+// same address) must not go to a second test, whose readiness poll would then reach the first
+// test's server.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// freeAddr returns a loopback address whose port was free and has not been handed out before in
+// this process.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().(*net.TCPAddr)
+		ln.Close()
+		if !handedOut.ports[addr.Port] {
+			handedOut.ports[addr.Port] = true
+			return addr.String()
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // startServer runs baton serve on a free loopback port over storeURL and waits until it is ready.

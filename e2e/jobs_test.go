@@ -24,8 +24,10 @@ rmdir "$DIR/in-$BATON_RESOURCE"
 // Three DESTROY jobs submitted at once for one cluster, four worker processes: one at a time,
 // in submission order, with increasing fencing tokens.
 func TestJobsOneAtATimeInSubmissionOrder(t *testing.T) {
+	t.Parallel()
 	for name, storeURL := range stores(t) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			s := startServer(t, storeURL(t))
 			s.putKind(map[string]any{"name": "destroy"})
 			dir := t.TempDir()
@@ -91,8 +93,12 @@ if [ $((r % 5)) -eq 0 ]; then exit 1; fi
 // resource ever runs two jobs at once, per-resource order holds, retries are counted. The soak
 // variant (make soak) runs 50 x 40.
 func TestJobsManyResourcesWithFailures(t *testing.T) {
+	t.Parallel()
 	for name, storeURL := range stores(t) {
-		t.Run(name, func(t *testing.T) { manyResourcesWithFailures(t, storeURL(t), 10, 12) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			manyResourcesWithFailures(t, storeURL(t), 10, 12)
+		})
 	}
 }
 

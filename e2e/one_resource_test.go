@@ -15,8 +15,12 @@ import (
 // that the run is known to be waiting (the server refused it) before the job ends; then, while the
 // run holds the key, a claim of the next job on it finds nothing.
 func TestLocksAndJobsExcludeThroughTheBinary(t *testing.T) {
+	t.Parallel()
 	for name, storeURL := range stores(t) {
-		t.Run(name, func(t *testing.T) { locksAndJobsExclude(t, storeURL(t)) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			locksAndJobsExclude(t, storeURL(t))
+		})
 	}
 }
 

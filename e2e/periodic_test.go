@@ -41,6 +41,7 @@ func periodicJobs(t *testing.T, s *daemon) map[int64]int {
 // Two servers on one SQLite file with the same 1 s periodic job: exactly one job per period,
 // whichever server leads, across a stop and restart of one of them.
 func TestPeriodicOneJobPerPeriodAcrossServers(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "periodic.json")
 	if err := os.WriteFile(file, []byte(periodicFile), 0o600); err != nil {
@@ -116,6 +117,7 @@ func TestPeriodicOneJobPerPeriodAcrossServers(t *testing.T) {
 
 // A bad periodic file stops serve with exit 2 and names the member at fault.
 func TestPeriodicFileBad(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for name, c := range map[string]struct{ file, want string }{
 		"schedule": {`{"periodic": [{"name": "r", "schedule": "every 30s", "kind": "k", "resource": "x"}]}`, "periodic[0].schedule"},
@@ -124,6 +126,7 @@ func TestPeriodicFileBad(t *testing.T) {
 		"unknown":  {`{"periodic": [{"name": "r", "shedule": "@every 1s", "kind": "k", "resource": "x"}]}`, `"shedule"`},
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			file := filepath.Join(dir, name+".json")
 			if err := os.WriteFile(file, []byte(c.file), 0o600); err != nil {
 				t.Fatal(err)

@@ -83,6 +83,7 @@ func normalizeTour(s string) string {
 // background until the test ends; `baton worker` runs until the jobs are done, then gets
 // SIGINT, as a user's Ctrl-C (the "^C" line).
 func TestReadmeTour(t *testing.T) {
+	t.Parallel()
 	steps := readmeTour(t)
 	s := startServer(t, "sqlite://"+filepath.Join(t.TempDir(), "baton.db"))
 	// The server's first lease is its maintenance lease (token 1): the README shows it, so wait

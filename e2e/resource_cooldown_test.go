@@ -20,8 +20,12 @@ import (
 // after a server restart; a non-admin cannot clear it; an admin clears it (audited); the next
 // one runs.
 func TestResourceCooldownThroughTheBinary(t *testing.T) {
+	t.Parallel()
 	for name, storeURL := range stores(t) {
-		t.Run(name, func(t *testing.T) { resourceCooldown(t, storeURL(t)) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			resourceCooldown(t, storeURL(t))
+		})
 	}
 }
 

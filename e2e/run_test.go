@@ -27,8 +27,10 @@ rmdir "$DIR/inside"
 // 20 concurrent `baton run` processes on one lock: no overlap, every run got a larger token
 // than the one before, every run succeeded.
 func TestRunIsADistributedFlock(t *testing.T) {
+	t.Parallel()
 	for name, storeURL := range stores(t) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			s := startServer(t, storeURL(t))
 			dir := t.TempDir()
 			var wg sync.WaitGroup
@@ -102,8 +104,12 @@ func waitFile(t *testing.T, path string) {
 // kill -9 of a `baton run` that holds the lock: its command dies with it, and the next waiter
 // gets the lock when the lease expires, by taking it over (not after its own wait ran out).
 func TestKilledRunnerHandsOverAtExpiry(t *testing.T) {
+	t.Parallel()
 	for name, storeURL := range stores(t) {
-		t.Run(name, func(t *testing.T) { killedRunnerHandsOver(t, storeURL(t)) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			killedRunnerHandsOver(t, storeURL(t))
+		})
 	}
 }
 
@@ -156,8 +162,10 @@ func killedRunnerHandsOver(t *testing.T, storeURL string) {
 // A server restart while `baton run` holds a lock: the run keeps its lease, renews it with the
 // restarted server, its command finishes, and it releases cleanly.
 func TestServerRestartDuringRun(t *testing.T) {
+	t.Parallel()
 	for name, storeURL := range stores(t) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			s := startServer(t, storeURL(t))
 			dir := t.TempDir()
 			// A TTL that a restart of a -race binary on a loaded machine fits in several times
@@ -227,8 +235,10 @@ func TestRunAfterAWaitLongerThanTheTTL(t *testing.T) {
 // killed with SIGKILL and restarted keeps waiting and runs once the holder is done, instead of
 // exiting 1 at the first refused connection.
 func TestRunWaitsThroughAServerCrash(t *testing.T) {
+	t.Parallel()
 	for name, storeURL := range stores(t) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			s := startServer(t, storeURL(t))
 			dir := t.TempDir()
 			// The holder's TTL outlasts the restart; its command ends when told to.

@@ -18,6 +18,7 @@ import (
 // scripts/lint.sh lints every module of the repository, and both `make lint` and
 // scripts/test.sh run it: a module added later without its tidiness check fails here.
 func TestLintCoversEveryModule(t *testing.T) {
+	t.Parallel()
 	script, err := os.ReadFile("../scripts/lint.sh")
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +68,7 @@ func TestLintCoversEveryModule(t *testing.T) {
 // missing (make test then runs the PostgreSQL tests instead of failing them), and leaves an
 // existing one alone.
 func TestPGTestDBCreatesAMissingDatabase(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("psql"); err != nil {
 		t.Skip("psql is not installed")
 	}
@@ -111,6 +113,7 @@ func TestPGTestDBCreatesAMissingDatabase(t *testing.T) {
 // README.md's test section names what scripts/test.sh installs with apt-get and the test
 // database's variable, so that a new user knows what `make test` needs and does.
 func TestReadmeSaysWhatTheTestScriptNeeds(t *testing.T) {
+	t.Parallel()
 	script, err := os.ReadFile("../scripts/test.sh")
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,7 @@ func serveFails(t *testing.T, args ...string) string {
 // The refusal to listen publicly without an auth file names the address the user typed, not
 // the one the kernel reports ("[::]:P" for "0.0.0.0:P").
 func TestServeRefusalNamesTheAddressTyped(t *testing.T) {
+	t.Parallel()
 	addr := "0.0.0.0:" + strings.Split(freeAddr(t), ":")[1]
 	out := serveFails(t, "--listen", addr, "--store", "sqlite://"+filepath.Join(t.TempDir(), "b.db"))
 	if !strings.Contains(out, "refusing to listen on "+addr+" without --auth-file") || strings.Contains(out, "[::]") {
@@ -37,6 +38,7 @@ func TestServeRefusalNamesTheAddressTyped(t *testing.T) {
 // A SQLite path in a directory that does not exist: the error names the path and the cause,
 // not the driver's "unable to open database file (14)".
 func TestServeSQLiteMissingDirectory(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "nonexistent", "dir")
 	out := serveFails(t, "--listen", "127.0.0.1:0", "--store", "sqlite://"+dir+"/x.db")
 	if !strings.Contains(out, "cannot create "+dir+"/x.db: directory "+dir+" does not exist") || strings.Contains(out, "(14)") {
@@ -47,6 +49,7 @@ func TestServeSQLiteMissingDirectory(t *testing.T) {
 // A Redis URL to a closed port: one clear error, and none of go-redis's own log lines
 // ("redis: 2026/… pool.go:…: failed to dial") before it.
 func TestServeRedisClosedPort(t *testing.T) {
+	t.Parallel()
 	closed := freeAddr(t) // free, so nothing listens there
 	out := serveFails(t, "--listen", "127.0.0.1:0", "--store", "redis://"+closed)
 	if strings.Contains(out, "pool.go") || strings.Contains(out, "failed to dial") || strings.Count(out, "level=ERROR") != 1 ||
@@ -58,6 +61,7 @@ func TestServeRedisClosedPort(t *testing.T) {
 // On a Redis store, which keeps no audit log, GET /v1/events answers 501 with a problem saying
 // so, and `baton events` prints that notice and exits 1 instead of an empty table.
 func TestEventsOnRedisSayNoAuditLog(t *testing.T) {
+	t.Parallel()
 	addr := testredis.Start(t)
 	s := startServer(t, "redis://"+addr+"?baton_allow_volatile=true")
 	resp, err := http.Get(s.url + "/v1/events")

@@ -21,6 +21,7 @@ import (
 
 // Without an auth file the server refuses any address but loopback, and says why.
 func TestServeRefusesPublicAddressWithoutAuth(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(binary, "serve", "--listen", "0.0.0.0:0", "--store", "sqlite://"+filepath.Join(t.TempDir(), "b.db"))
 	out, err := cmd.CombinedOutput()
 	ee, ok := err.(*exec.ExitError)
@@ -31,6 +32,7 @@ func TestServeRefusesPublicAddressWithoutAuth(t *testing.T) {
 
 // With --tls-cert and --tls-key the API is served over TLS.
 func TestServeTLS(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

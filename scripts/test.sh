@@ -83,6 +83,15 @@ else
   echo "test.sh: WARNING: dynalite could not be installed; the DynamoDB tests will be skipped (they fail under CI)" >&2
 fi
 
+# store/kubernetes's tests (below) need a kube-apiserver and etcd built from source by
+# scripts/k8s-testenv.sh: ~15 min on 2 cores the first time, then cached under ~/.cache/baton.
+# The build starts now, niced, beside lint and the core tests, instead of after them; a cached
+# build returns at once.
+tmp_out=$(mktemp -d)
+trap 'rm -rf "$tmp_out"' EXIT
+./scripts/k8s-testenv.sh >"$tmp_out/k8s-assets" 2>"$tmp_out/k8s-testenv.log" &
+k8s_pid=$!
+
 echo "== lint: gofmt, go vet, staticcheck, go mod tidy -diff (every module)"
 scripts/lint.sh
 echo "== go test -race"
@@ -91,37 +100,35 @@ echo "== go test -race"
 # minutes on two idle cores.
 go test -race -count=1 -timeout 30m ./...
 
-# store/etcd is its own module (its go.mod replaces github.com/batonhq/baton with ../..), so the
-# root ./... does not reach it: test it here (scripts/lint.sh vets it), against an embedded etcd it starts itself.
-echo "== store/etcd: go test -race"
-(cd store/etcd && go test -race -count=1 -timeout 5m ./...)
+# The remaining steps are independent of each other: each is its own Go module (or client) and
+# starts what it needs (servers, databases, browsers) on free loopback ports in temporary
+# directories. Most of their time is spent waiting on real TTLs, not on the CPU, so they run
+# concurrently, each with its output in a file; the outputs are printed in this order as each
+# step ends, and the script fails if any step failed. What each step needs is checked (and
+# installed) first, here.
 
-# store/kubernetes is its own module too. Its tests run against a real kube-apiserver and etcd,
-# built from source once by scripts/k8s-testenv.sh (~15 min on 2 cores the first time, then
-# cached under ~/.cache/baton) and started by the tests themselves on free loopback ports.
-# BATON_K8S_ASSETS also reaches cmd/baton-full's kubernetes:// test below.
-echo "== store/kubernetes: build the test API server (cached), go test -race"
-if assets=$(./scripts/k8s-testenv.sh); then
-  export BATON_K8S_ASSETS="$assets"
+# store/kubernetes's tests run against a real kube-apiserver and etcd (built above, started by
+# the tests themselves on free loopback ports). BATON_K8S_ASSETS also reaches cmd/baton-full's
+# kubernetes:// test.
+echo "== store/kubernetes: the test API server (built from source once, cached)"
+if wait "$k8s_pid"; then
+  cat "$tmp_out/k8s-testenv.log" >&2
+  BATON_K8S_ASSETS="$(cat "$tmp_out/k8s-assets")"
+  export BATON_K8S_ASSETS
 elif [ -n "${CI:-}" ]; then
+  cat "$tmp_out/k8s-testenv.log" >&2
   echo "test.sh: FATAL: could not build kube-apiserver and etcd for store/kubernetes and CI is set" >&2
   exit 1
 else
+  cat "$tmp_out/k8s-testenv.log" >&2
   echo "test.sh: WARNING: no kube-apiserver; store/kubernetes's API server tests will be skipped (they fail under CI)" >&2
 fi
-(cd store/kubernetes && go test -race -count=1 -timeout 15m ./...)
-
-# cmd/baton-full is the binary with the backends of their own modules registered as store URLs
-# (etcd://); it is its own module too.
-echo "== cmd/baton-full: go test -race"
-(cd cmd/baton-full && go test -race -count=1 -timeout 10m ./...)
 
 # The TypeScript and Python clients (clients/): their tests start real `baton serve` processes of
 # a binary built here. TypeScript needs Node 20.3+ (and, from the npm registry into a cache
 # outside the work tree, the TypeScript compiler to check the declarations); Python 3.9+, standard
 # library only. Without them the clients' tests are skipped, except under CI, where that fails.
-echo "== clients: TypeScript and Python against a real baton serve"
-BATON_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/baton"
+export BATON_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/baton"
 mkdir -p "$BATON_CACHE/bin"
 go build -o "$BATON_CACHE/bin/baton-clients-test" ./cmd/baton
 export BATON_BIN="$BATON_CACHE/bin/baton-clients-test"
@@ -129,16 +136,15 @@ missing() {
   if [ -n "${CI:-}" ]; then echo "test.sh: FATAL: $1 is missing and CI is set" >&2; exit 1; fi
   echo "test.sh: WARNING: $1 is missing; skipping its client's tests (they fail under CI)" >&2
 }
+have_node=
 if command -v node >/dev/null && command -v npm >/dev/null && node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=3)?0:1)'; then
-  (cd clients/typescript \
-    && npm ci --prefer-offline --no-audit --no-fund --cache "$BATON_CACHE/npm" >/dev/null \
-    && npm run --silent typecheck \
-    && npm test)
+  have_node=1
 else
   missing "Node.js 20.3+ with npm"
 fi
+have_python=
 if command -v python3 >/dev/null && python3 -c 'import sys; sys.exit(sys.version_info < (3, 9))'; then
-  (cd clients/python && python3 -m unittest discover -s tests -t tests)
+  have_python=1
 else
   missing "Python 3.9+"
 fi
@@ -152,12 +158,55 @@ if ! command -v chromium >/dev/null; then
     || { if [ -n "${CI:-}" ]; then echo "test.sh: FATAL: chromium is missing and could not be installed" >&2; exit 1; fi
          echo "test.sh: WARNING: chromium could not be installed; the dashboard's browser tests will be skipped" >&2; }
 fi
-echo "== e2e/dashboard: go test -race (chromium)"
-(cd e2e/dashboard && go test -race -count=1 -timeout 10m ./...)
 
-# store/dynamodb is its own module too (aws-sdk-go-v2); its tests run against dynalite.
-echo "== store/dynamodb: go test -race"
-(cd store/dynamodb && go test -race -count=1 -timeout 10m ./...)
+# step NAME COMMAND...: starts COMMAND in the background, its output in a file of its own.
+steps=()
+step_pids=()
+step() {
+  local name=$1 n=${#steps[@]}
+  shift
+  steps+=("$name")
+  (
+    start=$SECONDS
+    rc=0
+    "$@" || rc=$?
+    echo "exit $rc after $((SECONDS - start)) s" >"$tmp_out/step$n.status"
+    exit "$rc"
+  ) >"$tmp_out/step$n.log" 2>&1 </dev/null &
+  step_pids+=($!)
+}
+
+# store/etcd, store/kubernetes, cmd/baton-full (the binary with the backends of their own modules
+# registered as store URLs: etcd://, kubernetes://, dynamodb://), e2e/dashboard and store/dynamodb
+# are each their own module: the root ./... above does not reach them (scripts/lint.sh vets
+# them). store/etcd runs an embedded etcd of its own; store/dynamodb's tests and cmd/baton-full's
+# dynamodb:// test run against dynalite.
+step "store/etcd: go test -race" sh -c 'cd store/etcd && go test -race -count=1 -timeout 5m ./...'
+step "store/kubernetes: go test -race" sh -c 'cd store/kubernetes && go test -race -count=1 -timeout 15m ./...'
+step "cmd/baton-full: go test -race" sh -c 'cd cmd/baton-full && go test -race -count=1 -timeout 10m ./...'
+step "e2e/dashboard: go test -race (chromium)" sh -c 'cd e2e/dashboard && go test -race -count=1 -timeout 10m ./...'
+step "store/dynamodb: go test -race" sh -c 'cd store/dynamodb && go test -race -count=1 -timeout 10m ./...'
+if [ -n "$have_node" ]; then
+  step "clients/typescript: against a real baton serve" sh -c 'cd clients/typescript \
+    && npm ci --prefer-offline --no-audit --no-fund --cache "$BATON_CACHE/npm" >/dev/null \
+    && npm run --silent typecheck \
+    && npm test'
+fi
+if [ -n "$have_python" ]; then
+  step "clients/python: against a real baton serve" sh -c 'cd clients/python && python3 -m unittest discover -s tests -t tests'
+fi
+
+failed=()
+for n in "${!steps[@]}"; do
+  rc=0
+  wait "${step_pids[$n]}" || rc=$?
+  echo "== ${steps[$n]}"
+  cat "$tmp_out/step$n.log"
+  echo "-- ${steps[$n]}: $(cat "$tmp_out/step$n.status" 2>/dev/null || echo "exit $rc")"
+  if [ "$rc" -ne 0 ]; then
+    failed+=("${steps[$n]}")
+  fi
+done
 
 # examples/<system>/run.sh: one runnable example per seed system (docs/guides/<system>.md takes
 # its commands and code from them). Each builds what it needs from this checkout, runs against
@@ -167,5 +216,11 @@ echo "== examples"
 for run in examples/*/run.sh; do
   [ -e "$run" ] || continue
   echo "-- $run"
-  bash "$run"
+  bash "$run" || failed+=("$run")
 done
+
+if [ "${#failed[@]}" -ne 0 ]; then
+  echo "test.sh: FAILED:" >&2
+  printf '  %s\n' "${failed[@]}" >&2
+  exit 1
+fi

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -21,6 +22,23 @@ type brokenGrant struct{ store.Store }
 
 func (b brokenGrant) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
 	l, err := b.Store.Acquire(ctx, p)
+	var held *store.LockHeldError
+	if errors.As(err, &held) {
+		return &store.Lease{Key: p.Key, ID: p.LeaseID, Holder: p.Holder, Token: held.Token + 1, TTLLeft: p.TTL}, nil
+	}
+	return l, err
+}
+
+// racyCheck checks that a key is free, then writes the grant whatever the store now says, as a
+// store whose check and write are two statements outside one transaction would: two acquirers
+// that both pass the check both get the key. Only acquirers that race in that window show it.
+type racyCheck struct{ store.Store }
+
+func (r racyCheck) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
+	if _, err := r.Store.Get(ctx, p.Key); err == nil {
+		return r.Store.Acquire(ctx, p) // held: the real store refuses
+	}
+	l, err := r.Store.Acquire(ctx, p)
 	var held *store.LockHeldError
 	if errors.As(err, &held) {
 		return &store.Lease{Key: p.Key, ID: p.LeaseID, Holder: p.Holder, Token: held.Token + 1, TTLLeft: p.TTL}, nil
@@ -64,6 +82,13 @@ func TestChecksCatchBrokenStores(t *testing.T) {
 	}
 	if _, err := storetest.CheckTokenOrder(ctx, staleTokens{openSQLite(t)}, 4, 20); err == nil {
 		t.Error("CheckTokenOrder on a store with stale tokens passed")
+	}
+	// A grant that only a race between check and write lets through is caught too, with the
+	// MutualExclusion case's own parameters (32 goroutines, 500 attempts each, 4 keys, at most
+	// ten seconds): the check stops at the first violation, within a hundred attempts.
+	if _, err := storetest.CheckExclusionWithin(ctx, racyCheck{openSQLite(t)}, 32, 500, 4, 10*time.Second); err == nil ||
+		!(strings.Contains(err.Error(), "mutual exclusion broken") || strings.Contains(err.Error(), "token order broken")) {
+		t.Errorf("CheckExclusionWithin on a store that grants when acquirers race past its check: %v, want an exclusion failure", err)
 	}
 	// And they pass on the real store.
 	if _, err := storetest.CheckExclusion(ctx, openSQLite(t), 8, 50, 2); err != nil {
