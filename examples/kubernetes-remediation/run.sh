@@ -6,6 +6,8 @@
 #   2. leases: the same rest with `baton run --cooldown`, cleared by `locks force-release`.
 #   3. a disruption budget: at most 2 nodes of a zone under remediation at once (a limit).
 #   4. the same budget for jobs: the kind takes a unit of zone/{args.zone} for each job.
+#   5. a rate: at most 2 remediations of a workload per hour (the third waits, explained), and
+#      under --policy skip a submit over the rate is skipped.
 # Runs against SQLite in a temporary directory; exits non-zero if anything differs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -176,5 +178,41 @@ most=$(grep -Eo 'with [0-9]+' "$tmp/zonej.log" | cut -d' ' -f2 | sort -n | tail 
 out=$(as_controller limits list)
 echo "$out"
 expect "the budget after the jobs" 'zone/eu-1a +0 +2' "$out"
+
+echo "== 5. a rate: at most 2 remediations of a workload per hour"
+as_ops kinds set remediate-workload --max-attempts 1 --rate 2/1h
+# The same with --policy skip: a submit over the rate is skipped at once (below).
+as_ops kinds set restart-workload --policy skip --max-attempts 1 --rate 1/1h > /dev/null
+bg_controller worker --kind remediate-workload --kind restart-workload -- sh examples/kubernetes-remediation/remediate.sh \
+  > "$tmp/rate-worker.log" 2>&1 &
+pids+=($!)
+ids=()
+for reason in CrashLoopBackOff OOMKilled CrashLoopBackOff; do # the pod keeps crashing
+  out=$(as_controller jobs submit --kind remediate-workload --resource workload/web --args "{\"reason\":\"$reason\"}" -o json)
+  ids+=("$(sed -n 's/^ *"id": *\([0-9]*\).*/\1/p' <<<"$out" | head -1)")
+done
+for _ in $(seq 1 300); do
+  n=$(as_controller jobs list --resource workload/web --state succeeded -o json | grep -c '"id"' || true)
+  [ "$n" -ge 2 ] && break
+  sleep 0.1
+done
+[ "$n" -eq 2 ] || fail "two remediations of workload/web did not run: $(cat "$tmp/rate-worker.log")"
+out=$(as_controller jobs explain "${ids[2]}")
+echo "$out"
+expect "the third remediation within the hour" 'rate 2/1h of kind "remediate-workload" reached, next at ' "$out"
+out=$(as_controller jobs list --resource workload/web)
+echo "$out"
+expect "the third waits" "${ids[2]} +remediate-workload +workload/web +(available|scheduled)" "$out"
+grep -c 'workload/web' "$REMEDIATIONS" | grep -qx 2 || fail "not exactly 2 remediations of workload/web ran"
+# Under --policy skip a submit over the rate is skipped at once, saying when the window frees.
+as_controller jobs submit --kind restart-workload --resource workload/api --args '{"reason":"OOMKilled"}' > /dev/null
+for _ in $(seq 1 300); do
+  n=$(as_controller jobs list --resource workload/api --state succeeded -o json | grep -c '"id"' || true)
+  [ "$n" -ge 1 ] && break
+  sleep 0.1
+done
+out=$(as_controller jobs submit --kind restart-workload --resource workload/api --args '{"reason":"OOMKilled"}')
+echo "$out"
+expect "a restart over the rate" 'rate_limited|rate 1/1h' "$out"
 
 echo "OK: examples/kubernetes-remediation"
