@@ -67,4 +67,22 @@ baton events --key service/web | tee "$tmp/events.txt" | tail -4
 deploy_token=$(grep 'kind=status.deploy' "$STATE_DIR/status.log" | head -1 | sed 's/token=\([0-9]*\).*/\1/')
 grep -Eq "job_claim +service/web +[^ ]+ +$deploy_token " "$tmp/events.txt" || fail "no job_claim with the deploy's token $deploy_token"
 grep -Eq "job_complete +service/web +[^ ]+ +$deploy_token .*succeeded" "$tmp/events.txt" || fail "no job_complete with the deploy's token $deploy_token"
+# 8. Latest wins: the status page (resource page/web) should show the newest status; publishing
+#    one is slow. Five changes in a burst: with policy replace and a 1 s debounce they coalesce
+#    into the newest, and an older one that had started is asked to stop.
+baton kinds set status.publish --policy replace --debounce 1s --max-attempts 3 > /dev/null
+baton worker --kind status.publish --lease-ttl 6s --grace 2s \
+	-- "$here/status-job.sh" > "$tmp/publish.log" 2>&1 &
+pids+=($!)
+for s in DEPLOYING RUNNING CRASHING RUNNING STOPPED; do
+	baton jobs submit --kind status.publish --resource page/web --args "{\"status\":\"$s\"}" > /dev/null
+done
+unfinished() { baton jobs list --resource page/web -o json | grep -Eq '"state": *"(scheduled|available|running|retryable)"'; }
+waitfor "the status page's jobs to end" eval '! unfinished'
+echo "--- baton jobs list --resource page/web"
+baton jobs list --resource page/web | tee "$tmp/publish.txt"
+[ "$(cat "$STATE_DIR/page/web")" = STOPPED ] || fail "the status page shows $(cat "$STATE_DIR/page/web"), not the newest status"
+tail -1 "$tmp/publish.txt" | grep -q 'succeeded' || fail "the newest publish did not succeed"
+grep -q 'superseded' "$tmp/publish.txt" || fail "no publish was superseded"
+if grep -Eq 'discarded|cancelled' "$tmp/publish.txt"; then fail "a publish failed"; fi
 echo "OK: paas-status"

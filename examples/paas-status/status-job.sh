@@ -4,6 +4,7 @@
 #
 #   status.reconcile  set the status the containers call for (the periodic job, every second)
 #   status.deploy     DEPLOYING, start the container, RUNNING (submitted by the API on a deploy)
+#   status.publish    show a status on the status page (page/<service>): latest wins
 #
 # $STATE_DIR/containers/<service> stands in for the container runtime: running, exited,
 # restarting or absent. $STATE_DIR/status/<service> is the status record, written only after
@@ -38,6 +39,17 @@ status.deploy)
 	sleep 2 # build and start the container
 	echo running > "$STATE_DIR/containers/$service"
 	set_status RUNNING
+	;;
+status.publish)
+	# Publish a status to the status page (slow: an external API). Only the newest matters:
+	# the kind's policy replace supersedes the queued ones and stops a running one.
+	page=${BATON_RESOURCE#page/}
+	status=$(sed -n 's/.*"status": *"\([A-Z]*\)".*/\1/p')
+	sleep 1
+	baton fence check >/dev/null
+	mkdir -p "$STATE_DIR/page"
+	echo "$status" > "$STATE_DIR/page/$page"
+	echo "token=$BATON_FENCING_TOKEN job=$BATON_JOB_ID status=$status" >> "$STATE_DIR/page.log"
 	;;
 *)
 	echo "unknown kind $BATON_JOB_KIND" >&2

@@ -38,6 +38,11 @@ func jobInfo(j *store.Job) string {
 		return s
 	case store.JobCancelled:
 		return cancelInfo(j)
+	case store.JobSuperseded:
+		if j.SupersededBy != 0 {
+			return fmt.Sprintf("superseded by job %d, %s", j.SupersededBy, formatTime(j.FinishedAt))
+		}
+		return "finished " + formatTime(j.FinishedAt)
 	default: // succeeded, discarded, skipped
 		if lastErr != "" && j.State != store.JobSucceeded {
 			return lastErr
