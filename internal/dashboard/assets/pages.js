@@ -253,6 +253,8 @@ export function job(route) {
       h('div', { class: 'actions' }, jobActions(j, refresh, 'd')), why,
       fields([['Kind', j.kind], ['Resource', link(resourceHref(j.resource), j.resource)],
         ['State', [badge(j.state), j.cancel_requested ? ' (cancel requested)' : '', j.head ? ' · head of its resource' : '']],
+        ['Superseded by', j.superseded_by ? [link(jobHref(j.superseded_by), 'job ' + j.superseded_by),
+          h('span', { class: 'muted' }, ' (latest wins: a newer job of its kind on its resource)')] : undefined],
         ['Mode', j.shared ? [sharedMark(), ' with other shared holders'] : 'exclusive'],
         ['Also holds', j.resources && j.resources.length ? joined(j.resources.map((r) => link(resourceHref(r), r))) : ''],
         ['Limits', j.limits && j.limits.length ? h('span', { class: 'limits' }, joined(j.limits.map((l) => h('span', { class: 'limit' }, l)))) : ''],
@@ -416,6 +418,8 @@ export function resource(route) {
         ['Tree', x.tree ? treePath(key, x.tree) : undefined],
         ['Held above and below', x.tree ? (x.related && x.related.length ? relatedList(key, x.tree, x.related) : 'nobody') : undefined],
         ['Rest', hasLine ? (x.rest ? rest(x.rest) : 'none') : undefined],
+        ['Rates reached', x.rates && x.rates.length ? h('ul', { class: 'rates' }, x.rates.map((r) => h('li', {},
+          `kind ${r.kind}: ${r.rate} reached, next at `, fmtTime(r.next)))) : undefined],
         ['Running job', x.running_job ? link(jobHref(x.running_job), String(x.running_job)) : 'none'],
         ['Unfinished jobs', String(x.unfinished)],
         ['Cooldown', x.cooldown ? [cooldown(x.cooldown), h('br'), h('span', { class: 'muted' },
@@ -471,7 +475,8 @@ export function kinds() {
     };
     replace(f.data, table([
       { label: 'Name', cell: (k) => link('#/jobs' + q({ kind: k.name }), k.name) },
-      { label: 'Busy policy', cell: (k) => k.policy },
+      { label: 'Busy policy', cell: (k) => [k.policy, k.debounce_ms ? `, debounce ${fmtMs(k.debounce_ms)}` : ''] },
+      { label: 'Rate', cell: (k) => k.rate ? k.rate + ' per resource' : 'none' },
       { label: 'Max attempts', class: 'num', cell: (k) => k.max_attempts },
       { label: 'Timeout', cell: (k) => k.timeout_ms ? fmtMs(k.timeout_ms) : 'none' },
       { label: 'Cooldown', cell: (k) => k.cooldown_ms ? fmtMs(k.cooldown_ms) : 'none' },
