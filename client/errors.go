@@ -98,7 +98,8 @@ type problemJSON = wire.Problem
 // apiFields maps the API's field names back to the store's, so that errors read as those of any
 // other store.
 var apiFields = map[string]string{"ttl_ms": "ttl", "cooldown_ms": "cooldown", "lock_delay_ms": "lock_delay",
-	"delay_ms": "delay", "retry_after_ms": "retry_after", "timeout_ms": "timeout", "age_ms": "age"}
+	"delay_ms": "delay", "retry_after_ms": "retry_after", "timeout_ms": "timeout", "age_ms": "age",
+	"debounce_ms": "debounce"}
 
 // problemError maps an error answer to the store's errors or a *ProblemError.
 func (s *Store) problemError(method, path string, resp *http.Response) error {

@@ -68,7 +68,7 @@ func (s *Store) SubmitJob(ctx context.Context, p *store.SubmitParams) (*store.Su
 	}
 	req := wire.SubmitRequest{Kind: p.Kind, Resource: p.Resource, Args: p.Args, Policy: p.Policy,
 		MaxAttempts: p.MaxAttempts, Priority: p.Priority, DelayMs: ceilMs(p.Delay),
-		Mode: p.Mode, Resources: p.Resources, Limits: p.Limits}
+		Mode: p.Mode, Resources: p.Resources, Limits: p.Limits, DebounceMs: ceilMs(p.Debounce)}
 	if !p.ScheduledAt.IsZero() {
 		req.ScheduledAt = p.ScheduledAt.UTC().Format(time.RFC3339Nano)
 	}
@@ -103,7 +103,7 @@ func (s *Store) SubmitMany(ctx context.Context, ps []*store.SubmitParams) ([]*st
 	for i, p := range ps {
 		req.Jobs[i] = &wire.SubmitRequest{Kind: p.Kind, Resource: p.Resource, Args: p.Args, Policy: p.Policy,
 			MaxAttempts: p.MaxAttempts, Priority: p.Priority, DelayMs: ceilMs(p.Delay), IdempotencyKey: p.IdempotencyKey,
-			Mode: p.Mode, Resources: p.Resources, Limits: p.Limits}
+			Mode: p.Mode, Resources: p.Resources, Limits: p.Limits, DebounceMs: ceilMs(p.Debounce)}
 		if !p.ScheduledAt.IsZero() {
 			req.Jobs[i].ScheduledAt = p.ScheduledAt.UTC().Format(time.RFC3339Nano)
 		}

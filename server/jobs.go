@@ -140,6 +140,10 @@ func submitParams(req *wire.SubmitRequest, headerKey string) (*store.SubmitParam
 	if prob != nil {
 		return nil, prob
 	}
+	debounce, prob := msDuration("debounce_ms", req.DebounceMs, store.MaxDebounce)
+	if prob != nil {
+		return nil, prob
+	}
 	args := req.Args
 	if string(args) == "null" {
 		args = nil
@@ -150,7 +154,7 @@ func submitParams(req *wire.SubmitRequest, headerKey string) (*store.SubmitParam
 	}
 	p := &store.SubmitParams{Kind: req.Kind, Resource: req.Resource, Args: args, IdempotencyKey: key,
 		Policy: req.Policy, MaxAttempts: req.MaxAttempts, Priority: req.Priority, Delay: delay,
-		Mode: mode, Resources: req.Resources, Limits: req.Limits}
+		Mode: mode, Resources: req.Resources, Limits: req.Limits, Debounce: debounce}
 	if req.ScheduledAt != "" {
 		at, err := time.Parse(time.RFC3339, req.ScheduledAt)
 		if err != nil {
@@ -381,6 +385,9 @@ func storeKind(k *wire.Kind) (store.Kind, *problem) {
 		return store.Kind{}, prob
 	}
 	if _, prob := msDuration("resource_cooldown_ms", k.ResourceCooldownMs, store.MaxRest); prob != nil {
+		return store.Kind{}, prob
+	}
+	if _, prob := msDuration("debounce_ms", k.DebounceMs, store.MaxDebounce); prob != nil {
 		return store.Kind{}, prob
 	}
 	sk := k.Store()

@@ -62,12 +62,14 @@ var fieldAliases = map[string]string{
 // bodyOverrides are request bodies the document's required members do not make valid, with
 // why: the boundary cases change one member of them at a time.
 var bodyOverrides = map[string]string{
-	// A kind's name is optional in PUT /v1/kinds/{name} (the path names it), required here.
-	"registerKinds": `{"kinds":[{"name":"k"}]}`,
+	// A kind's name is optional in PUT /v1/kinds/{name} (the path names it), required here. A
+	// debounce applies only to policy replace, so the kinds and submits name that policy.
+	"registerKinds": `{"kinds":[{"name":"k","policy":"replace"}]}`,
+	"putKind":       `{"policy":"replace"}`,
 	// The least key is "k", which resources must not name again.
 	"acquireLock": `{"key":"acquire-key"}`,
-	"submitJob":   `{"kind":"k","resource":"submit-resource"}`,
-	"submitJobs":  `{"jobs":[{"kind":"k","resource":"submit-resource"}]}`,
+	"submitJob":   `{"kind":"k","resource":"submit-resource","policy":"replace"}`,
+	"submitJobs":  `{"jobs":[{"kind":"k","resource":"submit-resource","policy":"replace"}]}`,
 }
 
 // specDoc is the document as raw JSON, numbers exact: kin-openapi keeps bounds as float64,

@@ -59,7 +59,8 @@ func cleanDetail(detail string) string {
 
 // apiFields maps the store's field names to the API's, where the API carries units.
 var apiFields = map[string]string{"ttl": "ttl_ms", "cooldown": "cooldown_ms", "lock_delay": "lock_delay_ms",
-	"delay": "delay_ms", "retry_after": "retry_after_ms", "timeout": "timeout_ms", "age": "age_ms"}
+	"delay": "delay_ms", "retry_after": "retry_after_ms", "timeout": "timeout_ms", "age": "age_ms",
+	"debounce": "debounce_ms"}
 
 // apiField is the API's name of a store field.
 func apiField(field string) string {

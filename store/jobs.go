@@ -25,8 +25,10 @@ type JobStore interface {
 	Kinds(ctx context.Context) ([]Kind, error)
 
 	// SubmitJob enqueues a job. With an idempotency key that exists, it returns the existing job
-	// and Existing=true, whatever the other fields say; concurrent submits with one key create
-	// one job. The kind must be registered.
+	// and Existing=true, whatever the other fields say (if that job was superseded, the job
+	// that replaced it, following the chain of replacements); concurrent submits with one key
+	// create one job. The kind must be registered. Under PolicyReplace it supersedes, in the
+	// same atomic step, the queued jobs of its kind on its resource (see PolicyReplace).
 	SubmitJob(ctx context.Context, p *SubmitParams) (*SubmitResult, error)
 	// SubmitMany enqueues 1..MaxSubmitMany jobs in one atomic step, all or none: each job as
 	// SubmitJob would have, one after the other in the order of ps (a job sees the jobs before it:
@@ -62,7 +64,8 @@ type JobStore interface {
 	// the cancellation of a running one (CancelRequested; it ends when its worker stops or its
 	// lease expires). *JobStateError for a finished job.
 	CancelJob(ctx context.Context, id int64) (*Job, error)
-	// RetryJob makes a discarded, cancelled or skipped job available again at the back of its
+	// RetryJob makes a discarded, cancelled or skipped job (not a superseded one: its
+	// replacement runs instead) available again at the back of its
 	// resource's queue (a new Seq; MaxAttempts raised to Attempt+1 if exhausted), or a retryable
 	// job claimable now. *JobStateError for other states.
 	RetryJob(ctx context.Context, id int64) (*Job, error)
@@ -73,7 +76,7 @@ type JobStore interface {
 	// hold no lease (CodeLockStateLost): retryable if attempts remain, else discarded; cancelled
 	// if a cancel was requested. At most p.Limit per call.
 	ReapJobs(ctx context.Context, p *ReapParams) ([]*ReapedJob, error)
-	// CleanJobs deletes succeeded, cancelled and skipped jobs finished more than p.Age ago (on
+	// CleanJobs deletes succeeded, cancelled, skipped and superseded jobs finished more than p.Age ago (on
 	// the store's clock), and discarded ones too if p.Discarded (finished more than
 	// p.DeadLetterAge() ago); at most p.Limit per call. A store with a line also deletes up to
 	// p.Limit expired tickets (waits that were abandoned, skipped by everyone), uncounted.
@@ -114,15 +117,19 @@ const (
 	JobCancelled JobState = "cancelled"
 	JobDiscarded JobState = "discarded" // the dead letter state
 	JobSkipped   JobState = "skipped"   // submitted under the skip policy to a busy resource
+	// JobSuperseded: replaced by a newer job of its kind on its resource (PolicyReplace) before
+	// it ran, or while it ran (its attempt asked to stop, and it stopped); Job.SupersededBy
+	// names the replacement.
+	JobSuperseded JobState = "superseded"
 )
 
 // JobStates lists every state, unfinished first.
 var JobStates = []JobState{JobScheduled, JobAvailable, JobRunning, JobRetryable,
-	JobSucceeded, JobCancelled, JobDiscarded, JobSkipped}
+	JobSucceeded, JobCancelled, JobDiscarded, JobSkipped, JobSuperseded}
 
 // Final reports whether a job in state s will not run again unless retried by hand.
 func (s JobState) Final() bool {
-	return s == JobSucceeded || s == JobCancelled || s == JobDiscarded || s == JobSkipped
+	return s == JobSucceeded || s == JobCancelled || s == JobDiscarded || s == JobSkipped || s == JobSuperseded
 }
 
 // Valid reports whether s is a known state.
@@ -143,6 +150,13 @@ const (
 	PolicyQueue  BusyPolicy = "queue"  // wait for its turn (the default)
 	PolicySkip   BusyPolicy = "skip"   // record the job as skipped, "resource busy"
 	PolicyReject BusyPolicy = "reject" // refuse: *ResourceBusyError, nothing written
+	// PolicyReplace: latest wins (jobs_replace.go). In the submit's atomic step, the resource's
+	// unfinished jobs of the same kind that are not running become JobSuperseded (SupersededBy:
+	// the new job), and a running one of that kind is asked to stop (CancelRequested, as
+	// CancelJob does; its attempt ends superseded when its worker reports or its lease expires,
+	// or succeeded if it completes first). The new job queues behind whatever is left, so it
+	// starts only after that attempt ended. Jobs of other kinds are never touched.
+	PolicyReplace BusyPolicy = "replace"
 )
 
 // Error codes recorded in Job.Errors.
@@ -192,6 +206,11 @@ type Kind struct {
 	// take the value of the job's top-level argument NAME (a string or a number): each job of the
 	// kind takes a unit of each (store/jobs_holds.go).
 	Limits []string `json:"limits,omitempty"`
+	// Debounce, only with Policy replace: each job of the kind is scheduled at its submit's
+	// time plus Debounce (store clock), so that a burst of submits, each superseding the one
+	// before, runs once, the last, after the submits have been quiet for Debounce. 0 means
+	// none; else MinDebounce..MaxDebounce. SubmitParams.Debounce overrides it.
+	Debounce time.Duration `json:"debounce,omitempty"`
 }
 
 // JobError is one failed attempt in a job's history.
@@ -248,6 +267,10 @@ type Job struct {
 	Tree bool
 	// Slots is set on a claimed job: the slot of each of Limits its attempt holds (Lease.Slots).
 	Slots map[string]int
+	// SupersededBy is the job that replaced this one under PolicyReplace: set when it became
+	// JobSuperseded, and on a running job asked to stop by a replace (the newest such; if that
+	// attempt succeeds anyway, the job stays succeeded and keeps it). 0 otherwise.
+	SupersededBy int64
 }
 
 // SubmitParams are the inputs of JobStore.SubmitJob.
@@ -269,6 +292,10 @@ type SubmitParams struct {
 	Mode      string
 	Resources []string
 	Limits    []string
+	// Debounce, with policy replace (the submit's or its kind's) only, overrides the kind's
+	// Debounce (Kind.Debounce): 0 means the kind's. The job starts no earlier than the store's
+	// now plus the debounce (nor than Delay or ScheduledAt).
+	Debounce time.Duration
 }
 
 // SubmitResult is what SubmitJob returns.

@@ -70,10 +70,10 @@ func ValidateArgs(args json.RawMessage) error {
 // Validate checks a policy; "" is allowed (the default).
 func (p BusyPolicy) Validate(field string) error {
 	switch p {
-	case "", PolicyQueue, PolicySkip, PolicyReject:
+	case "", PolicyQueue, PolicySkip, PolicyReject, PolicyReplace:
 		return nil
 	}
-	return invalid(field, `must be "queue", "skip" or "reject" (got %q)`, string(p))
+	return invalid(field, `must be "queue", "skip", "reject" or "replace" (got %q)`, string(p))
 }
 
 // Validate checks a kind definition and applies its defaults.
@@ -95,6 +95,9 @@ func (k *Kind) Validate() error {
 	}
 	if k.Timeout < 0 || k.Timeout > MaxJobTimeout {
 		return invalid("timeout", "must be between 0 and %s (got %s)", MaxJobTimeout, k.Timeout)
+	}
+	if err := k.validateReplace(); err != nil {
+		return err
 	}
 	if err := validateRest("cooldown", k.Cooldown); err != nil {
 		return err
@@ -143,6 +146,9 @@ func (p *SubmitParams) Validate() error {
 	}
 	if !p.ScheduledAt.IsZero() && p.Delay != 0 {
 		return invalid("scheduled_at", "must not be set together with delay")
+	}
+	if err := p.validateReplace(); err != nil {
+		return err
 	}
 	return p.validateHolds()
 }

@@ -114,6 +114,9 @@ type Job struct {
 	Tree bool `json:"tree,omitempty"`
 	// Slots (a claimed job's) numbers the unit its attempt holds of each of Limits.
 	Slots map[string]int `json:"slots,omitempty"`
+	// SupersededBy is the job that replaced this one under the replace policy (a superseded
+	// job's, or a running one's that a replace asked to stop).
+	SupersededBy int64 `json:"superseded_by,omitempty"`
 }
 
 // JobCancel says when a job was cancelled and which attempt the cancel stopped: DuringAttempt
@@ -159,7 +162,8 @@ func JobFrom(j *store.Job) Job {
 		Errors: errs, CreatedAt: T(j.CreatedAt), ScheduledAt: T(j.ScheduledAt), AttemptedAt: T(j.AttemptedAt),
 		FinishedAt: T(j.FinishedAt), Head: j.Head, Worker: j.Worker, Owner: j.Owner, Token: j.Token,
 		LeaseExpiresAt: T(j.LeaseExpiresAt), CancelRequested: j.CancelRequested, TimeoutMs: ms(j.Timeout),
-		LastError: lastErr, Cancel: cancel, Shared: j.Shared, Resources: j.Resources, Limits: j.Limits, Tree: j.Tree, Slots: j.Slots}
+		LastError: lastErr, Cancel: cancel, Shared: j.Shared, Resources: j.Resources, Limits: j.Limits, Tree: j.Tree, Slots: j.Slots,
+		SupersededBy: j.SupersededBy}
 }
 
 // JobsFrom converts store jobs; never nil, so that it encodes as [].
@@ -186,7 +190,8 @@ func (j *Job) Store() *store.Job {
 		Errors: errs, CreatedAt: j.CreatedAt.Time, ScheduledAt: j.ScheduledAt.Time, AttemptedAt: j.AttemptedAt.Time,
 		FinishedAt: j.FinishedAt.Time, Head: j.Head, Worker: j.Worker, Owner: j.Owner, Token: j.Token,
 		LeaseExpiresAt: j.LeaseExpiresAt.Time, CancelRequested: j.CancelRequested, Timeout: dur(j.TimeoutMs),
-		Shared: j.Shared, Resources: j.Resources, Limits: j.Limits, Tree: j.Tree, Slots: j.Slots}
+		Shared: j.Shared, Resources: j.Resources, Limits: j.Limits, Tree: j.Tree, Slots: j.Slots,
+		SupersededBy: j.SupersededBy}
 }
 
 // StoreJobs converts a list back to store jobs.
@@ -228,6 +233,9 @@ type SubmitRequest struct {
 	Shared    bool     `json:"shared,omitempty"`
 	Resources []string `json:"resources,omitempty"`
 	Limits    []string `json:"limits,omitempty"`
+	// DebounceMs, with policy replace only, overrides the kind's debounce: the job starts no
+	// earlier than this long after the submit (store.SubmitParams.Debounce).
+	DebounceMs int64 `json:"debounce_ms,omitempty"`
 }
 
 // SubmitMode is the submit's mode, Shared read as Mode "shared"; ok is false when Shared
@@ -375,6 +383,9 @@ type Kind struct {
 	// "zone/{args.zone}", filled from each job's args, of which each job takes one unit.
 	Mode   string   `json:"mode,omitempty"`
 	Limits []string `json:"limits,omitempty"`
+	// DebounceMs, with policy replace only: each job starts no earlier than this long after its
+	// submit, so that a burst of replacing submits runs once (store.Kind.Debounce).
+	DebounceMs int64 `json:"debounce_ms,omitempty"`
 }
 
 // KindFrom converts a store kind.
@@ -382,7 +393,7 @@ func KindFrom(k *store.Kind) Kind {
 	return Kind{Name: k.Name, Policy: k.Policy, MaxAttempts: k.MaxAttempts, TimeoutMs: ms(k.Timeout),
 		CooldownMs: ms(k.Cooldown), FromStates: k.FromStates, RunningState: k.RunningState,
 		SuccessState: k.SuccessState, FailureState: k.FailureState, ResourceCooldownMs: ms(k.ResourceCooldown),
-		Mode: k.Mode, Limits: k.Limits}
+		Mode: k.Mode, Limits: k.Limits, DebounceMs: ms(k.Debounce)}
 }
 
 // Store converts back to a store kind. The caller checks the millisecond fields' range.
@@ -390,7 +401,7 @@ func (k *Kind) Store() store.Kind {
 	return store.Kind{Name: k.Name, Policy: k.Policy, MaxAttempts: k.MaxAttempts, Timeout: dur(k.TimeoutMs),
 		Cooldown: dur(k.CooldownMs), FromStates: k.FromStates, RunningState: k.RunningState,
 		SuccessState: k.SuccessState, FailureState: k.FailureState, ResourceCooldown: dur(k.ResourceCooldownMs),
-		Mode: k.Mode, Limits: k.Limits}
+		Mode: k.Mode, Limits: k.Limits, Debounce: dur(k.DebounceMs)}
 }
 
 // KindsRequest is the body of POST /v1/kinds: kinds created or replaced, all or none.

@@ -10,7 +10,8 @@ import (
 // The audit triggers. Audit is a property of the schema, not of one Store: once enabled, every
 // writer's changes are recorded, whichever process makes them. The WHEN clause keeps renewals and
 // waiter flags from even calling the function; on jobs, it lets through claims, completions and
-// heartbeats (of which the function records the first per attempt), nothing else.
+// heartbeats (of which the function records the first per attempt) and jobs superseded by a
+// replace submit, nothing else.
 const auditTriggers = `
 CREATE OR REPLACE TRIGGER leases_audit_insert AFTER INSERT ON leases
     FOR EACH ROW EXECUTE FUNCTION leases_audit();
@@ -19,6 +20,7 @@ CREATE OR REPLACE TRIGGER leases_audit_update AFTER UPDATE ON leases
     EXECUTE FUNCTION leases_audit();
 CREATE OR REPLACE TRIGGER jobs_audit AFTER UPDATE ON jobs
     FOR EACH ROW WHEN ((NEW.state = 'running') <> (OLD.state = 'running')
+        OR (NEW.state = 'superseded' AND OLD.state <> 'superseded')
         OR (NEW.state = 'running' AND NEW.token = OLD.token AND NEW.lease_expires_at IS DISTINCT FROM OLD.lease_expires_at))
     EXECUTE FUNCTION jobs_audit();
 `

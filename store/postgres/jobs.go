@@ -42,7 +42,7 @@ func (s *Store) RegisterKinds(ctx context.Context, kinds []store.Kind) error {
 			}
 			if _, err := tx.Exec(ctx, s.jq.kindUpsert, k.Name, string(k.Policy), k.MaxAttempts, k.Timeout.Milliseconds(),
 				k.Cooldown.Milliseconds(), from, k.RunningState, k.SuccessState, k.FailureState,
-				k.ResourceCooldown.Milliseconds(), k.Mode, limits); err != nil {
+				k.ResourceCooldown.Milliseconds(), k.Mode, limits, k.Debounce.Milliseconds()); err != nil {
 				return err
 			}
 		}
@@ -70,9 +70,10 @@ func (s *Store) Kinds(ctx context.Context) ([]store.Kind, error) {
 func scanKind(r pgx.Row) (store.Kind, error) {
 	var k store.Kind
 	var policy string
-	var timeoutMS, cooldownMS, resourceCooldownMS int64
+	var timeoutMS, cooldownMS, resourceCooldownMS, debounceMS int64
 	err := r.Scan(&k.Name, &policy, &k.MaxAttempts, &timeoutMS, &cooldownMS, &k.FromStates, &k.RunningState,
-		&k.SuccessState, &k.FailureState, &resourceCooldownMS, &k.Mode, &k.Limits)
+		&k.SuccessState, &k.FailureState, &resourceCooldownMS, &k.Mode, &k.Limits, &debounceMS)
+	k.Debounce = time.Duration(debounceMS) * time.Millisecond
 	k.Policy = store.BusyPolicy(policy)
 	k.Timeout = time.Duration(timeoutMS) * time.Millisecond
 	k.Cooldown = time.Duration(cooldownMS) * time.Millisecond
@@ -140,7 +141,7 @@ func (s *Store) SubmitJobTxAny(ctx context.Context, tx any, p *store.SubmitParam
 func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*store.SubmitResult, error) {
 	if p.IdempotencyKey != "" {
 		if j, err := scanJob(q.QueryRow(ctx, s.jq.existing, p.IdempotencyKey)); err == nil {
-			return &store.SubmitResult{Job: j, Existing: true}, nil
+			return s.existing(ctx, q, j)
 		} else if !errors.Is(err, pgx.ErrNoRows) {
 			return nil, err
 		}
@@ -173,6 +174,16 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 	if len(p.Resources) > 0 {
 		resources = p.Resources
 	}
+	policy, debounce, err := store.SubmitPolicy(&kind, p)
+	if err != nil {
+		return nil, err
+	}
+	if policy == store.PolicyReplace {
+		// The running job a replace asks to stop, locked before the resource (jobs_replace.go).
+		if _, err := q.Exec(ctx, s.jq.lockReplaced, p.Resource, p.Kind); err != nil {
+			return nil, err
+		}
+	}
 	var cooldownEnd, coolUntil *time.Time
 	var coolJob int64
 	var now time.Time
@@ -185,10 +196,6 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 	busy := err == nil
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return nil, err
-	}
-	policy := p.Policy
-	if policy == "" {
-		policy = kind.Policy
 	}
 	if busy && policy == store.PolicyReject && coolUntil == nil {
 		return nil, &store.ResourceBusyError{Resource: p.Resource, HeadJob: headID, State: store.JobState(headState)}
@@ -214,6 +221,16 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 	if !p.ScheduledAt.IsZero() {
 		at = &p.ScheduledAt
 	}
+	delayMS := p.Delay.Milliseconds()
+	if debounce > 0 {
+		// No earlier than the debounce after the store's now (which lockResource read).
+		deb := now.Add(debounce)
+		if at == nil {
+			delayMS = max(delayMS, debounce.Milliseconds())
+		} else if at.Before(deb) {
+			at = &deb
+		}
+	}
 	head := !busy && coolUntil == nil
 	if busy && shared && !skipped {
 		// A shared job joins the heads if they are all shared and no job waits behind them.
@@ -222,17 +239,23 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 		}
 	}
 	j, err := scanJob(q.QueryRow(ctx, s.jq.insert, p.Kind, p.Resource, string(args), skipped, head, maxAttempts,
-		p.Priority, p.IdempotencyKey, at, p.Delay.Milliseconds(), cooldownEnd, string(errs), shared, resources, limits, tree))
+		p.Priority, p.IdempotencyKey, at, delayMS, cooldownEnd, string(errs), shared, resources, limits, tree))
 	if errors.Is(err, pgx.ErrNoRows) {
 		// A concurrent submit with the same key committed first (the insert waited for it).
 		j, err = scanJob(q.QueryRow(ctx, s.jq.existing, p.IdempotencyKey))
 		if err != nil {
 			return nil, err
 		}
-		return &store.SubmitResult{Job: j, Existing: true}, nil
+		return s.existing(ctx, q, j)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if policy == store.PolicyReplace && !skipped {
+		if j, err = s.supersede(ctx, q, j); err != nil {
+			return nil, err
+		}
+		head = j.Head
 	}
 	if head {
 		if _, err := q.Exec(ctx, s.jq.notifyAny, p.Kind); err != nil {
@@ -315,7 +338,7 @@ func scanJobAfter(r pgx.Row, lead ...any) (*store.Job, error) {
 	err := r.Scan(append(lead, &j.ID, &j.Seq, &j.Kind, &j.Resource, &args, &state, &j.Attempt, &j.MaxAttempts, &j.Priority,
 		&j.IdempotencyKey, &errs, &j.CreatedAt, &j.ScheduledAt, &attemptedAt, &finishedAt,
 		&j.Head, &j.Worker, &token, &leaseExp, &j.CancelRequested, &timeoutMS, &j.Owner,
-		&j.Shared, &j.Resources, &j.Limits, &j.Tree)...)
+		&j.Shared, &j.Resources, &j.Limits, &j.Tree, &j.SupersededBy)...)
 	if err != nil {
 		return nil, err
 	}

@@ -22,14 +22,16 @@ import (
 // claim (claimHolds) as a lease of store.Job.AcquireParams would be, and the end of an attempt
 // ends its holds in the statement batch that ends the attempt.
 
-// errBeyondKind: the pipelined submit met a job of a kind with a mode or limits.
+// errBeyondKind: the pipelined submit met a job of a kind with a mode or limits, or of policy
+// replace (jobs_replace.go).
 var errBeyondKind = errors.New("postgres: a job's kind holds more than its resource")
 
 // submitAny submits ps: in one pipelined statement, unless a job (or, as the statement finds, its
-// kind) asks for more than its resource, exclusive.
+// kind) asks for more than its resource, exclusive, or for policy replace or a debounce: then one
+// after the other (submitSlow), each superseding as jobs_replace.go says.
 func (s *Store) submitAny(ctx context.Context, ps []*store.SubmitParams) ([]*store.SubmitResult, error) {
 	for _, p := range ps {
-		if p.Beyond() || s.trees.Of(p.Resource) != "" {
+		if p.Beyond() || s.trees.Of(p.Resource) != "" || p.Policy == store.PolicyReplace || p.Debounce != 0 {
 			return s.submitSlow(ctx, ps)
 		}
 	}

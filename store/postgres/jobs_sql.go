@@ -30,13 +30,14 @@ type jobQueries struct {
 	lockJob, setCancel, cancel, retryFinal, retryNow, purge            string
 	reapCandidates, clean, counts                                      string
 	resourceGet, resourceList, resourceSet, resourceVersion, notifyAny string
+	lockReplaced, askRunningToStop, supersede                          string
 }
 
 // jobCols is what every job-returning statement yields, in scanJob's order.
 const jobCols = `j.id, j.seq, j.kind, j.resource, j.args, j.state, j.attempt, j.max_attempts, j.priority,
 	coalesce(j.idempotency_key, ''), j.errors, j.created_at, j.scheduled_at, j.attempted_at, j.finished_at,
 	j.head, j.worker, j.token, j.lease_expires_at, j.cancel_requested, j.timeout_ms, j.owner,
-	j.shared, j.resources, j.limits, j.tree`
+	j.shared, j.resources, j.limits, j.tree, j.superseded_by`
 
 const unfinished = `('scheduled', 'available', 'running', 'retryable')`
 
@@ -92,17 +93,17 @@ func buildJobQueries(schema, channel string) jobQueries {
 	q := func(s string) string { return r.Replace(s) }
 	return jobQueries{
 		kindGet: q(`SELECT name, policy, max_attempts, timeout_ms, cooldown_ms, from_states, running_state,
-	success_state, failure_state, resource_cooldown_ms, mode, limits FROM {kinds} WHERE name = $1`),
+	success_state, failure_state, resource_cooldown_ms, mode, limits, debounce_ms FROM {kinds} WHERE name = $1`),
 		kindList: q(`SELECT name, policy, max_attempts, timeout_ms, cooldown_ms, from_states, running_state,
-	success_state, failure_state, resource_cooldown_ms, mode, limits FROM {kinds} ORDER BY name`),
+	success_state, failure_state, resource_cooldown_ms, mode, limits, debounce_ms FROM {kinds} ORDER BY name`),
 		kindUpsert: q(`INSERT INTO {kinds} (name, policy, max_attempts, timeout_ms, cooldown_ms, from_states,
-	running_state, success_state, failure_state, resource_cooldown_ms, mode, limits)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+	running_state, success_state, failure_state, resource_cooldown_ms, mode, limits, debounce_ms)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 ON CONFLICT (name) DO UPDATE SET policy = excluded.policy, max_attempts = excluded.max_attempts,
 	timeout_ms = excluded.timeout_ms, cooldown_ms = excluded.cooldown_ms, from_states = excluded.from_states,
 	running_state = excluded.running_state, success_state = excluded.success_state,
 	failure_state = excluded.failure_state, resource_cooldown_ms = excluded.resource_cooldown_ms,
-	mode = excluded.mode, limits = excluded.limits`),
+	mode = excluded.mode, limits = excluded.limits, debounce_ms = excluded.debounce_ms`),
 
 		existing: q(`SELECT ` + jobCols + ` FROM {jobs} j WHERE j.idempotency_key = $1`),
 		// The first of the limits $1 that does not exist.
@@ -203,6 +204,10 @@ SELECT u.cancel_requested, (extract(epoch FROM u.lease_expires_at - now()) * 100
 		lockFinished:    q(`SELECT 1 FROM {resources} WHERE key = (SELECT resource FROM {jobs} WHERE id = $1) FOR UPDATE`),
 		promoteFinished: q(strings.ReplaceAll(promote, "{set}", `SELECT resource FROM {jobs} WHERE id = $1`)),
 
+		lockReplaced:     q(lockReplacedSQL),
+		askRunningToStop: q(askRunningToStopSQL),
+		supersede:        q(supersedeSQL),
+
 		lockJob:   q(`SELECT ` + jobCols + ` FROM {jobs} j WHERE j.id = $1 FOR UPDATE`),
 		setCancel: q(`UPDATE {jobs} j SET cancel_requested = true WHERE j.id = $1 RETURNING ` + jobCols),
 		cancel:    q(cancelSQL),
@@ -229,7 +234,7 @@ ORDER BY j.lease_expires_at NULLS FIRST LIMIT $1`),
 		LIMIT $3))
 )
 DELETE FROM {jobs} WHERE id IN (
-	SELECT id FROM {jobs} WHERE state IN ('succeeded', 'cancelled', 'discarded', 'skipped')
+	SELECT id FROM {jobs} WHERE state IN ('succeeded', 'cancelled', 'discarded', 'skipped', 'superseded')
 	AND finished_at < now() - least($1::bigint, $4::bigint) * interval '1 millisecond'
 	AND CASE WHEN state = 'discarded' THEN $2::bool AND finished_at < now() - $4::bigint * interval '1 millisecond'
 		ELSE finished_at < now() - $1::bigint * interval '1 millisecond' END
@@ -280,9 +285,9 @@ type listKey struct {
 // state written in (from this list, never from a caller), so that a partial index whose
 // predicate names the state can serve it under the store's generic plans.
 var jobStates = []store.JobState{store.JobScheduled, store.JobAvailable, store.JobRunning, store.JobRetryable,
-	store.JobSucceeded, store.JobCancelled, store.JobDiscarded, store.JobSkipped}
+	store.JobSucceeded, store.JobCancelled, store.JobDiscarded, store.JobSkipped, store.JobSuperseded}
 
-const finished = `('succeeded', 'cancelled', 'discarded', 'skipped')`
+const finished = `('succeeded', 'cancelled', 'discarded', 'skipped', 'superseded')`
 
 func listJobsStatements(q func(string) string) map[listKey]string {
 	out := make(map[listKey]string)
@@ -449,7 +454,7 @@ SELECT * FROM started`
 // applies depends on the job and its kind only, never on the resource row, so that a concurrent
 // change to the row (re-checked by both) cannot leave it neither updated nor locked.
 const finishSQL = `WITH j0 AS (
-	SELECT j.id, j.kind, j.resource, j.attempt, j.max_attempts, j.cancel_requested,
+	SELECT j.id, j.kind, j.resource, j.attempt, j.max_attempts, j.cancel_requested, j.superseded_by,
 		k.success_state, k.failure_state, k.cooldown_ms, k.resource_cooldown_ms
 	FROM {jobs} j JOIN {kinds} k ON k.name = j.kind
 	WHERE j.id = $1 AND j.token = $2 AND j.state = 'running'
@@ -458,6 +463,7 @@ const finishSQL = `WITH j0 AS (
 ), nx AS (
 	SELECT j0.*, CASE
 		WHEN $3::bool THEN 'succeeded'
+		WHEN j0.cancel_requested AND j0.superseded_by <> 0 THEN 'superseded'
 		WHEN j0.cancel_requested THEN 'cancelled'
 		WHEN $6::bool OR j0.attempt >= j0.max_attempts THEN 'discarded'
 		ELSE 'retryable' END AS next

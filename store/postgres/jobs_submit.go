@@ -136,7 +136,17 @@ func (s *Store) submitOnce(ctx context.Context, ps []*store.SubmitParams, resour
 		return nil, nil, s.refusal(ps, err)
 	}
 	out, err := alignSubmitted(ps, inserted, known)
-	return out, woken, err
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, r := range out {
+		if r.Existing && r.Job.State == store.JobSuperseded {
+			if out[i], err = s.existing(ctx, s.pool, r.Job); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return out, woken, nil
 }
 
 // alignSubmitted puts the statement's jobs in batch order: a key that named a job returns it;

@@ -115,7 +115,7 @@ var submitInsertSQL = `WITH req AS (
 		(SELECT array_agg(a.v ORDER BY a.v) FROM (SELECT nextval({job_seq}) AS v FROM fresh) a) AS seqs
 ), kk AS (
 	SELECT array_agg(k.name) AS names, array_agg(k.policy) AS policies, array_agg(k.max_attempts) AS max_attempts,
-		array_agg(k.mode = 'shared' OR cardinality(k.limits) > 0) AS beyonds
+		array_agg(k.mode = 'shared' OR cardinality(k.limits) > 0 OR k.policy = 'replace') AS beyonds
 	FROM {kinds} k WHERE k.name = ANY (ARRAY(SELECT DISTINCT kind FROM fresh))
 ), plan0 AS MATERIALIZED (
 	SELECT f.idx, f.kind, f.resource, f.args, f.ikey, f.priority, f.rn, d.ids[f.n] AS id, d.seqs[f.n] AS seq,
@@ -188,7 +188,8 @@ var submitOneSQL = `WITH ex AS (
 	ORDER BY u.seq LIMIT 1
 ), v AS (
 	SELECT k.name IS NOT NULL AS kind_known,
-		coalesce(k.mode = 'shared' OR cardinality(k.limits) > 0, false) OR ` + inTreeSQL("$2::text") + ` AS kind_beyond,
+		coalesce(k.mode = 'shared' OR cardinality(k.limits) > 0 OR k.policy = 'replace', false)
+			OR ` + inTreeSQL("$2::text") + ` AS kind_beyond,
 		coalesce(nullif($5::text, ''), k.policy) AS policy,
 		coalesce(nullif($6::int, 0), k.max_attempts) AS max_attempts, h.id AS h_id, h.state AS h_state,
 		$2::text AS resource, c.cool_until, c.cool_job,
@@ -249,7 +250,7 @@ var submitNoKeysSQL = `WITH req AS (
 			FROM generate_series(1, cardinality($1::text[]))) a) AS seqs
 ), kk AS (
 	SELECT array_agg(k.name) AS names, array_agg(k.policy) AS policies, array_agg(k.max_attempts) AS max_attempts,
-		array_agg(k.mode = 'shared' OR cardinality(k.limits) > 0) AS beyonds
+		array_agg(k.mode = 'shared' OR cardinality(k.limits) > 0 OR k.policy = 'replace') AS beyonds
 	FROM {kinds} k WHERE k.name = ANY (ARRAY(SELECT DISTINCT u.kind FROM unnest($1::text[]) AS u (kind)))
 ), plan0 AS (
 	SELECT r.idx, r.kind, r.resource, r.args, r.priority, r.rn, r.first, d.ids[r.idx] AS id, d.seqs[r.idx] AS seq,

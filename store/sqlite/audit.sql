@@ -66,6 +66,17 @@ BEGIN
             NEW.id, NEW.kind, OLD.attempt, NEW.state, iif(NEW.reaped, '', OLD.owner));
 END;
 
+-- A replace submit (store.PolicyReplace) superseded a job that was not running: its reason names
+-- the job that replaced it. (A running job it asked to stop ends through jobs_audit_complete.)
+CREATE TRIGGER IF NOT EXISTS jobs_audit_supersede AFTER UPDATE OF state ON jobs
+WHEN NEW.state = 'superseded' AND OLD.state <> 'running'
+BEGIN
+    INSERT INTO events (at, kind, key, lease_id, holder, token, actor, reason, job_id, job_kind, attempt, outcome,
+                        principal)
+    VALUES (NEW.finished_at, 'job_superseded', NEW.resource, '', '', 0, '', 'superseded by job ' || NEW.superseded_by,
+            NEW.id, NEW.kind, NEW.attempt, 'superseded', '');
+END;
+
 -- ClearRest: the only update that sets end_actor without ending a live lease.
 CREATE TRIGGER IF NOT EXISTS leases_audit_clear_rest AFTER UPDATE OF end_actor ON leases
 WHEN OLD.ended = NEW.ended AND NEW.available_at < OLD.available_at

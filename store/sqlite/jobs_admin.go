@@ -139,7 +139,7 @@ func (s *Store) ReapJobs(ctx context.Context, p *store.ReapParams) ([]*store.Rea
 	return out, nil
 }
 
-// CleanJobs deletes succeeded, cancelled and skipped jobs that finished more than p.Age ago (and
+// CleanJobs deletes succeeded, cancelled, skipped and superseded jobs that finished more than p.Age ago (and
 // discarded ones if p.Discarded, more than p.DeadLetterAge() ago), oldest first, at most p.Limit.
 func (s *Store) CleanJobs(ctx context.Context, p *store.CleanParams) (int, error) {
 	if err := p.Validate(); err != nil {
@@ -149,7 +149,7 @@ func (s *Store) CleanJobs(ctx context.Context, p *store.CleanParams) (int, error
 	err := s.inTx(ctx, "clean jobs", func(x *jobTx) error {
 		dl := p.DeadLetterAge()
 		res, err := x.q.ExecContext(x.ctx, `DELETE FROM jobs WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_finished
-			WHERE state IN ('succeeded', 'cancelled', 'discarded', 'skipped') AND finished_at < ?1
+			WHERE state IN ('succeeded', 'cancelled', 'discarded', 'skipped', 'superseded') AND finished_at < ?1
 				AND CASE WHEN state = 'discarded' THEN ?2 AND finished_at < ?4 ELSE finished_at < ?5 END
 			ORDER BY finished_at LIMIT ?3)`, x.now.Add(-min(p.Age, dl)).UnixNano(), p.Discarded, p.Limit,
 			x.now.Add(-dl).UnixNano(), x.now.Add(-p.Age).UnixNano())

@@ -177,13 +177,16 @@ func (x *jobTx) end(j *store.Job, st store.JobState, settle bool) error {
 }
 
 // endAttempt ends j's running attempt with an error (code, msg) appended to its history:
-// cancelled if a cancel was requested; discarded if permanent or its attempts are exhausted;
+// superseded if a replace asked it to stop (jobs_replace.go), else cancelled if a cancel was
+// requested; discarded if permanent or its attempts are exhausted;
 // else retryable after backoff, still its resource's head.
 func (x *jobTx) endAttempt(j *store.Job, code, msg string, permanent bool, backoff time.Duration) error {
 	x.addError(j, code, msg)
 	j.LeaseExpiresAt = time.Time{}
 	x.freed[j.Resource] = true
 	switch {
+	case j.CancelRequested && j.SupersededBy != 0:
+		return x.end(j, store.JobSuperseded, true) // asked to stop by a replace (jobs_replace.go)
 	case j.CancelRequested:
 		return x.end(j, store.JobCancelled, true)
 	case permanent || j.Attempt >= j.MaxAttempts:

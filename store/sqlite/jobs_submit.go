@@ -72,6 +72,9 @@ func (x *jobTx) submit(p *store.SubmitParams) (*store.SubmitResult, error) {
 	if p.IdempotencyKey != "" {
 		j, err := scanJob(x.queryRow(`SELECT `+jobColumns+` FROM jobs WHERE idempotency_key = ?`, p.IdempotencyKey))
 		if err == nil {
+			if j, err = store.FollowReplacements(j, x.job); err != nil {
+				return nil, err
+			}
 			return &store.SubmitResult{Job: j, Existing: true}, nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
@@ -82,10 +85,11 @@ func (x *jobTx) submit(p *store.SubmitParams) (*store.SubmitResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	policy, maxAttempts := p.Policy, p.MaxAttempts
-	if policy == "" {
-		policy = k.Policy
+	policy, debounce, err := store.SubmitPolicy(k, p)
+	if err != nil {
+		return nil, err
 	}
+	maxAttempts := p.MaxAttempts
 	if maxAttempts == 0 {
 		maxAttempts = k.MaxAttempts
 	}
@@ -125,6 +129,9 @@ func (x *jobTx) submit(p *store.SubmitParams) (*store.SubmitResult, error) {
 	case p.ScheduledAt.After(x.now):
 		j.ScheduledAt = p.ScheduledAt
 	}
+	if at := x.now.Add(debounce); at.After(j.ScheduledAt) {
+		j.ScheduledAt = at
+	}
 	switch {
 	case cool != nil:
 		j.State, j.FinishedAt = store.JobSkipped, x.now
@@ -149,6 +156,11 @@ func (x *jobTx) submit(p *store.SubmitParams) (*store.SubmitResult, error) {
 	}
 	if err := x.insertJob(j); err != nil {
 		return nil, err
+	}
+	if policy == store.PolicyReplace && !j.State.Final() {
+		if j, err = x.supersede(j); err != nil {
+			return nil, err
+		}
 	}
 	if x.heads != nil && j.Head {
 		x.heads[j.Resource] = j

@@ -132,7 +132,7 @@ const (
 
 const jobColumns = `id, seq, kind, resource, args, state, head, attempt, max_attempts, priority,
 	idempotency_key, errors, created_at, scheduled_at, attempted_at, finished_at, worker, token,
-	lease_expires_at, cancel_requested, timeout_ns, owner, beyond`
+	lease_expires_at, cancel_requested, timeout_ns, owner, beyond, superseded_by`
 
 // storedError is a JobError as stored in jobs.errors: the time in Unix nanoseconds, like every
 // other time in the file.
@@ -160,7 +160,7 @@ func scanJob(sc interface{ Scan(...any) error }) (*store.Job, error) {
 	var beyond sql.NullString
 	if err := sc.Scan(&j.ID, &j.Seq, &j.Kind, &j.Resource, &args, &state, &j.Head, &j.Attempt, &j.MaxAttempts,
 		&j.Priority, &key, &errs, &created, &scheduled, &attempted, &finished, &j.Worker, &token, &expires,
-		&j.CancelRequested, &timeout, &j.Owner, &beyond); err != nil {
+		&j.CancelRequested, &timeout, &j.Owner, &beyond, &j.SupersededBy); err != nil {
 		return nil, err
 	}
 	if err := decodeBeyond(&j, beyond); err != nil {

@@ -12,14 +12,14 @@ import (
 )
 
 const kindColumns = `name, policy, max_attempts, timeout_ns, cooldown_ns, from_states, running_state,
-	success_state, failure_state, resource_cooldown_ns, mode, limits`
+	success_state, failure_state, resource_cooldown_ns, mode, limits, debounce_ns`
 
 func scanKind(sc interface{ Scan(...any) error }) (*store.Kind, error) {
 	var k store.Kind
 	var policy, from, limits string
-	var timeout, cooldown, resourceCooldown int64
+	var timeout, cooldown, resourceCooldown, debounce int64
 	if err := sc.Scan(&k.Name, &policy, &k.MaxAttempts, &timeout, &cooldown, &from, &k.RunningState,
-		&k.SuccessState, &k.FailureState, &resourceCooldown, &k.Mode, &limits); err != nil {
+		&k.SuccessState, &k.FailureState, &resourceCooldown, &k.Mode, &limits, &debounce); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(from), &k.FromStates); err != nil {
@@ -35,7 +35,7 @@ func scanKind(sc interface{ Scan(...any) error }) (*store.Kind, error) {
 		k.FromStates = nil
 	}
 	k.Policy, k.Timeout, k.Cooldown = store.BusyPolicy(policy), time.Duration(timeout), time.Duration(cooldown)
-	k.ResourceCooldown = time.Duration(resourceCooldown)
+	k.ResourceCooldown, k.Debounce = time.Duration(resourceCooldown), time.Duration(debounce)
 	return &k, nil
 }
 
@@ -86,14 +86,16 @@ func (s *Store) RegisterKinds(ctx context.Context, kinds []store.Kind) error {
 				return err
 			}
 			if _, err := x.q.ExecContext(x.ctx, `INSERT INTO job_kinds (`+kindColumns+`)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 				ON CONFLICT (name) DO UPDATE SET policy = excluded.policy, max_attempts = excluded.max_attempts,
 					timeout_ns = excluded.timeout_ns, cooldown_ns = excluded.cooldown_ns,
 					from_states = excluded.from_states, running_state = excluded.running_state,
 					success_state = excluded.success_state, failure_state = excluded.failure_state,
-					resource_cooldown_ns = excluded.resource_cooldown_ns, mode = excluded.mode, limits = excluded.limits`,
+					resource_cooldown_ns = excluded.resource_cooldown_ns, mode = excluded.mode, limits = excluded.limits,
+					debounce_ns = excluded.debounce_ns`,
 				k.Name, string(k.Policy), k.MaxAttempts, int64(k.Timeout), int64(k.Cooldown), string(fromJSON),
-				k.RunningState, k.SuccessState, k.FailureState, int64(k.ResourceCooldown), k.Mode, string(limitsJSON)); err != nil {
+				k.RunningState, k.SuccessState, k.FailureState, int64(k.ResourceCooldown), k.Mode, string(limitsJSON),
+				int64(k.Debounce)); err != nil {
 				return err
 			}
 		}

@@ -99,6 +99,10 @@ func applyOne(ctx context.Context, db *sql.DB, m migration, latest bool) error {
 	if n > 0 {
 		return nil
 	}
+	before, err := triggers(ctx, tx)
+	if err != nil {
+		return err
+	}
 	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 		return fmt.Errorf("sqlite: migration %s: %w", m.name, err)
 	}
@@ -106,6 +110,8 @@ func applyOne(ctx context.Context, db *sql.DB, m migration, latest bool) error {
 		if err := refreshAudit(ctx, tx); err != nil {
 			return fmt.Errorf("sqlite: migration %s: re-create the audit triggers: %w", m.name, err)
 		}
+	} else if err := restoreAudit(ctx, tx, before); err != nil {
+		return fmt.Errorf("sqlite: migration %s: restore the audit triggers: %w", m.name, err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, m.version, time.Now().UnixNano()); err != nil {
 		return err
@@ -132,6 +138,53 @@ func refreshAudit(ctx context.Context, tx *sql.Tx) error {
 	}
 	_, err := tx.ExecContext(ctx, auditSQL)
 	return err
+}
+
+// auditTriggerSQL maps each trigger auditSQL creates to its CREATE statement.
+var auditTriggerSQL = func() map[string]string {
+	out := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?ms)^CREATE TRIGGER IF NOT EXISTS (\w+).*?^END;`).FindAllStringSubmatch(auditSQL, -1) {
+		out[m[1]] = m[0]
+	}
+	return out
+}()
+
+// triggers lists the names of the file's triggers.
+func triggers(ctx context.Context, tx *sql.Tx) (map[string]bool, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'trigger'`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		out[name] = true
+	}
+	return out, rows.Err()
+}
+
+// restoreAudit creates again the audit triggers of before (the file's triggers before a
+// migration that is not the latest) that the migration dropped with a table it rebuilt
+// (migration 0015 rebuilds jobs), so that an audited file is never audited in part between two
+// migrations' transactions. It creates no trigger the file did not have: a newer one may name a
+// column that a later migration adds. The latest migration refreshes them all (refreshAudit).
+func restoreAudit(ctx context.Context, tx *sql.Tx, before map[string]bool) error {
+	after, err := triggers(ctx, tx)
+	if err != nil {
+		return err
+	}
+	for _, name := range auditTriggers {
+		if before[name] && !after[name] {
+			if _, err := tx.ExecContext(ctx, auditTriggerSQL[name]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // auditedSQL tells whether the file is audited (its audit triggers exist).

@@ -32,7 +32,7 @@ func TestMigrateToOwners(t *testing.T) {
 			if err := s.db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE '%audit%'`).Scan(&n); err != nil {
 				t.Fatal(err)
 			}
-			if want := map[bool]int{true: len(auditTriggers), false: 0}[audited]; n != want || len(auditTriggers) != 11 {
+			if want := map[bool]int{true: len(auditTriggers), false: 0}[audited]; n != want || len(auditTriggers) != 12 {
 				t.Fatalf("%d audit triggers after the migration (audit.sql has %d), want %d", n, len(auditTriggers), want)
 			}
 

@@ -43,6 +43,7 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"JobLimitCapacity", testJobLimitCapacity},
 		{"SharedJobsTogether", testSharedJobsConcurrent},
 		{"JobTreeConcurrent", testJobTreeConcurrent},
+		{"ReplaceConcurrent", testJobReplaceConcurrent},
 	}
 	for _, c := range serial {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
@@ -83,6 +84,10 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"PolicyReject", testJobPolicyReject},
 		{"PolicySkip", testJobPolicySkip},
 		{"PolicyOverride", testJobPolicyOverride},
+		{"ReplaceQueued", testJobReplaceQueued},
+		{"ReplaceRunning", testJobReplaceRunning},
+		{"ReplaceDebounce", testJobReplaceDebounce},
+		{"ReplaceBadInput", testJobReplaceBadInput},
 		{"StateGuard", testJobGuard},
 		{"StateGuardFailure", testJobGuardFailure},
 		{"KindCooldown", testJobCooldown},
