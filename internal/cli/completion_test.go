@@ -38,7 +38,7 @@ func complete(t *testing.T, words ...string) ([]string, cobra.ShellCompDirective
 func TestCompleteFromTheCommandTree(t *testing.T) {
 	t.Setenv("BATON_SERVER", "")
 	none, files := cobra.ShellCompDirectiveNoFileComp, cobra.ShellCompDirectiveDefault
-	states := []string{"scheduled", "available", "running", "retryable", "succeeded", "cancelled", "discarded", "skipped"}
+	states := []string{"scheduled", "available", "running", "retryable", "succeeded", "cancelled", "discarded", "skipped", "superseded"}
 	cases := []struct {
 		words     []string
 		want      []string
@@ -58,7 +58,7 @@ func TestCompleteFromTheCommandTree(t *testing.T) {
 		{[]string{"jobs", "list", "--state", "ru"}, []string{"running"}, none},
 		{[]string{"jobs", "list", "--state", "available,re"}, []string{"available,retryable"}, none},
 		{[]string{"jobs", "list", "--state", "running", "--st"}, []string{"--state"}, none}, // repeatable
-		{[]string{"jobs", "submit", "--policy", ""}, []string{"queue", "skip", "reject"}, none},
+		{[]string{"jobs", "submit", "--policy", ""}, []string{"queue", "skip", "reject", "replace"}, none},
 		{[]string{"kinds", "set", "k", "--policy", "s"}, []string{"skip"}, none},
 		{[]string{"token", "new", "--role", ""}, []string{"read", "write", "admin"}, none},
 		{[]string{"serve", "--log-format", ""}, []string{"text", "json"}, none},
@@ -117,7 +117,7 @@ func TestBashScriptJoinsWordsSplitAtWordbreaks(t *testing.T) {
 		// Cobra's script quotes a single candidate with printf %q, which escapes the comma: the
 		// shell reads available\,retryable as available,retryable.
 		{"baton jobs list --state available,ret", []string{"baton", "jobs", "list", "--state", "available,ret"}, []string{`available\,retryable`}},
-		{"baton jobs submit --policy re", []string{"baton", "jobs", "submit", "--policy", "re"}, []string{"reject"}},
+		{"baton jobs submit --policy rej", []string{"baton", "jobs", "submit", "--policy", "rej"}, []string{"reject"}},
 		{"baton locks list -o j", []string{"baton", "locks", "list", "-o", "j"}, []string{"json"}},
 		{"baton completion f", []string{"baton", "completion", "f"}, []string{"fish"}},
 	}

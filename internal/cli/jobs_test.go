@@ -297,7 +297,9 @@ func TestJobsSubmitInvalidWritesNothing(t *testing.T) {
 		{[]string{"--kind", "nope", "--resource", "r"}, "invalid --kind"}, // not registered: the server says so
 		{[]string{"--kind", "a b", "--resource", "r"}, "invalid --kind: must contain only letters"},
 		{[]string{"--kind", "deploy", "--resource", "a\x00b"}, "invalid --resource"},
-		{with("--policy", "later"), `invalid --policy: must be "queue", "skip" or "reject"`},
+		{with("--policy", "later"), `invalid --policy: must be "queue", "skip", "reject" or "replace"`},
+		{with("--policy", "queue", "--debounce", "5s"), "invalid --debounce: applies only to policy replace"},
+		{with("--policy", "replace", "--debounce", "1ms"), "invalid --debounce: must be 0 (none) or between 10ms and 24h0m0s"},
 		{with("--max-attempts", "1001"), "invalid --max-attempts: must be between 1 and 1000"},
 		{with("--priority", "10"), "invalid --priority: must be between 0 and 9"},
 		{with("--in", "-1s"), "invalid --in: must be between 0"},

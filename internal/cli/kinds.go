@@ -66,9 +66,9 @@ func (a *app) kindsSetCommand() *cobra.Command {
 	var policy, fromStates, runningState, successState, failureState, mode string
 	limits := &listFlag{}
 	var maxAttempts int
-	var timeout, cooldown, resourceCooldown time.Duration
+	var timeout, cooldown, resourceCooldown, debounce time.Duration
 	cmd := a.command(&cobra.Command{
-		Use: `set NAME [--policy queue|skip|reject] [--max-attempts N] [--timeout D] [--cooldown D]
+		Use: `set NAME [--policy queue|skip|reject|replace] [--debounce D] [--max-attempts N] [--timeout D] [--cooldown D]
 [--resource-cooldown D] [--from-states A,B] [--running-state S] [--success-state S] [--failure-state S]
 [--mode exclusive|shared] [--limit TEMPLATE...] [-o table|json]`,
 		Short: "create or change a kind (admin)",
@@ -77,7 +77,11 @@ values (for a new kind: the defaults). An empty value clears a setting: --timeou
 --from-states '' (any state), --success-state ''.
 
 - --policy: what a submit does when the job's resource has unfinished jobs: queue behind them
-  (default), skip (record the job as skipped) or reject (refuse it; exit code 75).
+  (default), skip (record the job as skipped), reject (refuse it; exit code 75) or replace
+  (latest wins: the queued jobs of this kind on the resource are superseded by the new one, a
+  running one is asked to stop, and the new one starts once it has ended).
+- --debounce (policy replace only; 10ms to 24h, 0: none): each job starts no earlier than this
+  long after its submit, so that a burst of submits runs once, the last.
 - --max-attempts (default 5): attempts before the job is discarded (the dead letter queue),
   1 to 1000; 0 is refused (it does not mean "unlimited" nor "the default").
 - --timeout: bounds one attempt ('baton worker' then stops CMD); 0 means none.
@@ -105,15 +109,17 @@ The change is a read and a replace: do not run two for the same kind at once.
 Examples:
   baton kinds set deploy --policy queue --max-attempts 3 --timeout 10m
   baton kinds set remediate --policy skip --resource-cooldown 10m
+  baton kinds set reindex --policy replace --debounce 30s
   baton kinds set migrate --from-states ,migrated --running-state migrating --success-state migrated --failure-state broken
   baton kinds set drain --mode shared --limit 'zone/{args.zone}'
 
 ` + kindOutputHelp,
 		Args: exactArgs(1, "NAME"),
-	}, meta{exits: exitsRead, writes: true, names: flagNames{"kind": "NAME", "name": "NAME", "limits": "--limit"}})
+	}, meta{exits: exitsRead, writes: true, names: flagNames{"kind": "NAME", "name": "NAME", "limits": "--limit", "debounce": "--debounce"}})
 	a.addGlobalFlags(cmd, true)
 	fs := cmd.Flags()
-	fs.StringVar(&policy, "policy", "", "queue, skip or reject")
+	fs.StringVar(&policy, "policy", "", "queue, skip, reject or replace")
+	fs.DurationVar(&debounce, "debounce", 0, "policy replace only: each job starts this long after its submit, 10ms-24h (0: none)")
 	enumFlag(cmd, "policy", busyPolicies...)
 	fs.IntVar(&maxAttempts, "max-attempts", 0, "attempts before a job is discarded, 1-1000")
 	fs.DurationVar(&timeout, "timeout", 0, "time limit of one attempt, up to 24h (0: none)")
@@ -160,6 +166,8 @@ Examples:
 				k.Cooldown = cooldown
 			case "resource-cooldown":
 				k.ResourceCooldown = resourceCooldown
+			case "debounce":
+				k.Debounce = debounce
 			case "from-states":
 				k.FromStates = splitStates(fromStates)
 			case "running-state":
@@ -251,7 +259,11 @@ func writeKinds(w io.Writer, g *globals, kinds []store.Kind) error {
 			}
 			from = strings.Join(states, ",")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s", k.Name, k.Policy, k.MaxAttempts, timeout, cooldown,
+		policy := string(k.Policy)
+		if k.Debounce > 0 {
+			policy += " (debounce " + k.Debounce.String() + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s", k.Name, policy, k.MaxAttempts, timeout, cooldown,
 			from, dash(k.RunningState), dash(k.SuccessState), dash(k.FailureState), resourceCooldown)
 		if beyond {
 			mode := store.ModeExclusive

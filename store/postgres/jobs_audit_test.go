@@ -9,3 +9,7 @@ import (
 func TestJobAudit(t *testing.T) {
 	storetest.RunJobAudit(t, openStore(t, newSchema(t)))
 }
+
+func TestJobAuditReplace(t *testing.T) {
+	storetest.RunJobAuditReplace(t, openStore(t, newSchema(t)))
+}

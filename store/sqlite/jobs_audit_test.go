@@ -10,3 +10,7 @@ import (
 func TestJobAudit(t *testing.T) {
 	storetest.RunJobAudit(t, open(t, filepath.Join(t.TempDir(), "baton.db")))
 }
+
+func TestJobAuditReplace(t *testing.T) {
+	storetest.RunJobAuditReplace(t, open(t, filepath.Join(t.TempDir(), "baton.db")))
+}

@@ -363,7 +363,8 @@ class Client(ResourceMethods):
     # Jobs.
 
     def put_kind(self, name: str, **kind: Any) -> dict:
-        """Creates or replaces a kind (admin): policy, max_attempts, timeout_ms, ..., mode
+        """Creates or replaces a kind (admin): policy ("queue", "skip", "reject" or "replace":
+        latest wins), debounce_ms (policy "replace" only), max_attempts, timeout_ms, ..., mode
         ("exclusive" or "shared") and limits (names or templates such as "zone/{args.zone}",
         filled from each job's args; SQLite stores only)."""
         return self._request("PUT", "/v1/kinds/" + urllib.parse.quote(name, safe=""), body=kind)
@@ -376,7 +377,11 @@ class Client(ResourceMethods):
         stores; others raise BatonError 501): mode "exclusive" or "shared" (default: the kind's;
         shared=True is mode "shared"), resources are more resources each attempt holds with
         resource, all or nothing, and limits are limits of which each attempt takes one unit,
-        besides the kind's. The job dict shows them as "shared", "resources" and "limits"."""
+        besides the kind's. The job dict shows them as "shared", "resources" and "limits".
+        policy="replace" (latest wins) supersedes the queued jobs of the kind on the resource
+        (their state "superseded", "superseded_by" this job's ID) and asks a running one to stop;
+        debounce_ms (policy "replace" only) starts the job no earlier than that long after the
+        submit, so that a burst of submits runs once, the last."""
         body: Dict[str, Any] = {"kind": kind, "resource": resource, **fields}
         if args is not None:
             body["args"] = args
@@ -395,8 +400,8 @@ class Client(ResourceMethods):
     def submit_many(self, jobs: "list[dict]") -> "list[tuple[dict, bool]]":
         """Submits 1 to 10,000 jobs in one request, all or nothing; returns (job, existing) for
         each, in order. Each job is a dict of submit_job's fields: kind, resource, args, policy,
-        max_attempts, priority, delay_ms, scheduled_at, idempotency_key, mode, shared, resources,
-        limits."""
+        max_attempts, priority, delay_ms, debounce_ms, scheduled_at, idempotency_key, mode, shared,
+        resources, limits."""
         if not isinstance(jobs, (list, tuple)) or not all(isinstance(j, dict) for j in jobs):
             raise ValueError("baton: jobs must be a list of dicts (kind, resource, args, ...)")
         res = self._request("POST", "/v1/jobs/batch", body={"jobs": list(jobs)})["results"]

@@ -241,7 +241,7 @@ export interface Job {
   resource: string;
   /** a JSON object */
   args: Record<string, unknown>;
-  state: "scheduled" | "available" | "running" | "retryable" | "succeeded" | "cancelled" | "discarded" | "skipped";
+  state: "scheduled" | "available" | "running" | "retryable" | "succeeded" | "cancelled" | "discarded" | "skipped" | "superseded";
   attempt: number;
   max_attempts: number;
   priority: number;
@@ -278,6 +278,8 @@ export interface Job {
   tree?: boolean;
   /** set on a claimed job: the slot of each unit its attempt holds, by limit name, as a lease's slots (absent when none) */
   slots?: Record<string, unknown>;
+  /** the job that replaced this one under the replace policy: set on a superseded job, and on a running one a replace asked to stop (absent when none) */
+  superseded_by?: number;
 }
 
 export interface JobsResponse {
@@ -293,7 +295,7 @@ export interface SubmitRequest {
   resource: string;
   /** a JSON object of at most 32768 bytes, without \u0000 */
   args?: Record<string, unknown>;
-  policy?: "queue" | "skip" | "reject";
+  policy?: "queue" | "skip" | "reject" | "replace";
   /** 0 or absent: the kind's */
   max_attempts?: number;
   priority?: number;
@@ -301,6 +303,8 @@ export interface SubmitRequest {
   scheduled_at?: string;
   /** on the store's clock */
   delay_ms?: number;
+  /** with policy replace only (the submit's or the kind's): overrides the kind's debounce; the job starts no earlier than this long after the submit, on the store's clock. 0 or absent: the kind's; else 10..86400000 */
+  debounce_ms?: number;
   idempotency_key?: string;
   /** how the job's attempts hold resource (and resources): exclusive, or shared with other shared holders (jobs of one resource still run one at a time, in order); absent: the kind's mode. SQLite only; other stores answer 501 not_implemented */
   mode?: "exclusive" | "shared";
@@ -404,7 +408,7 @@ export interface CleanResponse {
 
 export interface JobCount {
   kind: string;
-  state: "scheduled" | "available" | "running" | "retryable" | "succeeded" | "cancelled" | "discarded" | "skipped";
+  state: "scheduled" | "available" | "running" | "retryable" | "succeeded" | "cancelled" | "discarded" | "skipped" | "superseded";
   count: number;
 }
 
@@ -414,7 +418,7 @@ export interface JobCountsResponse {
 
 export interface Kind {
   name?: string;
-  policy?: "queue" | "skip" | "reject";
+  policy?: "queue" | "skip" | "reject" | "replace";
   max_attempts?: number;
   timeout_ms?: number;
   cooldown_ms?: number;
@@ -424,6 +428,8 @@ export interface Kind {
   failure_state?: string;
   /** after a job of this kind ends on a resource (after an attempt), the resource cools down this long for every kind: submits to it are skipped (error code resource_cooldown) */
   resource_cooldown_ms?: number;
+  /** with policy replace only: each job starts no earlier than this long after its submit, so that a burst of replacing submits runs once, the last (absent or 0: none; else 10..86400000) */
+  debounce_ms?: number;
   /** how the kind's jobs hold their resource (absent: exclusive); a submit's mode overrides it. SQLite only; other stores answer 501 not_implemented for shared */
   mode?: "exclusive" | "shared";
   /** limit names, or templates such as zone/{args.zone} whose {args.NAME} parts take the value of the job's top-level argument NAME (a string or a number): each job of the kind takes one unit of each (at most 16, none twice; once filled, each is a limit's name of 1 to 512 bytes). A job whose args lack a template's argument is refused at submit, a 400 naming args.NAME. SQLite only; other stores answer 501 not_implemented */
@@ -496,7 +502,7 @@ export interface PeriodicJob {
   kind: string;
   resource: string;
   args?: Record<string, unknown>;
-  policy?: "queue" | "skip" | "reject";
+  policy?: "queue" | "skip" | "reject" | "replace";
   priority?: number;
   /** Start of the next period on the server's clock; absent if the schedule never fires again. */
   next_run?: string;

@@ -8,7 +8,7 @@ import {
 const PAGE = 50;
 const unfinished = ['scheduled', 'available', 'running', 'retryable'];
 const waiting = ['scheduled', 'available', 'retryable'];
-const allStates = ['', ...unfinished, 'succeeded', 'cancelled', 'discarded', 'skipped'];
+const allStates = ['', ...unfinished, 'succeeded', 'cancelled', 'discarded', 'skipped', 'superseded'];
 
 // frame is a page's heading, its fixed parts, and a holder for the data.
 function frame(title, ...fixed) {
