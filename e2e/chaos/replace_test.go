@@ -22,7 +22,7 @@ const (
 	replaceSpan  = "1s-3s"
 )
 
-// TestReplaceChaos: bursts of jobs submitted with policy replace (latest wins) on a few
+// TestReplaceChaos: bursts of jobs of a kind of policy replace (latest wins) on a few
 // resources, run by 2 `baton worker`s whose CMD is the fenced resource's client, under the jobs
 // test's faults (kill -9 and SIGSTOP of workers, kill -9 of the server, PostgreSQL restarts)
 // after a fault-free phase. Checked: no overlap and tokens in order per resource
@@ -46,7 +46,7 @@ func runReplace(t *testing.T, store string, pg *postgres) {
 	h := &jobHarness{t: t, res: newResource(t, started), pg: pg, dir: t.TempDir(), kind: replaceKind,
 		workerEnv: []string{"BATON_CHAOS_SPAN=" + replaceSpan}}
 	h.srv = startServer(t, store, "--reap-interval", "1s")
-	h.srv.batonCLI("kinds", "set", replaceKind, "--max-attempts", fmt.Sprint(jobMaxAttempts))
+	h.srv.batonCLI("kinds", "set", replaceKind, "--policy", "replace", "--max-attempts", fmt.Sprint(jobMaxAttempts))
 	faultFreeEnd := h.res.now() + faultFree(dur, 5*time.Second)
 	var stopAt time.Duration // 0: the bounded run
 	if dur > 0 {
@@ -96,7 +96,7 @@ func runReplace(t *testing.T, store string, pg *postgres) {
 				seq := len(perResource[res])
 				// The key makes a retry across a server restart submit once; it cannot name a
 				// superseded job (only a later submit of this loop supersedes it).
-				id := h.submitJob(map[string]any{"kind": replaceKind, "resource": res, "policy": "replace",
+				id := h.submitJob(map[string]any{"kind": replaceKind, "resource": res,
 					"args": map[string]int{"seq": seq}, "idempotency_key": fmt.Sprintf("%s#%d", res, seq)})
 				if seen[id] {
 					r.violate("replace_submit", "%s: submit #%d answered job %d, already submitted", res, seq, id)
