@@ -41,7 +41,7 @@ lint:
 build:
 	go build -ldflags "-X github.com/batonhq/baton/internal/cli.revision=$$(git rev-parse HEAD 2>/dev/null)" -o bin/baton ./cmd/baton
 
-# The fault harness (e2e/chaos) for DURATION per test and store (locks, jobs, runs and jobs beyond
+# The fault harness (e2e/chaos) for DURATION per test and store (locks, jobs, replace jobs, runs and jobs beyond
 # one key and in a tree, partitions, clocks and the storm of in-process clients over SQLite and PostgreSQL,
 # three replicas over PostgreSQL, locks over Redis), printing each test's counts: make chaos DURATION=30m. (make test runs it
 # until every kind of fault has been injected once.) BATON_CHAOS_RACE=1 builds baton with

@@ -64,7 +64,9 @@ type apiJob struct {
 	Attempt  int    `json:"attempt"`
 	// CreatedAt is the job's arrival in its resource's line (the API's milliseconds).
 	CreatedAt time.Time `json:"created_at"`
-	Errors    []struct {
+	// SupersededBy is the job that replaced this one (policy replace).
+	SupersededBy int64 `json:"superseded_by"`
+	Errors       []struct {
 		Code string `json:"code"`
 	} `json:"errors"`
 }
@@ -90,6 +92,9 @@ type jobHarness struct {
 	dir   string
 	quit  atomic.Bool // the test ended early (a fatal error): stop faults
 	stops stopLog
+	// kind is the jobs' kind (default jobKind); workerEnv is added to each worker's environment.
+	kind      string
+	workerEnv []string
 
 	mu       sync.Mutex
 	lockRuns []runRecord // the lockers' runs, for the line check
@@ -211,7 +216,7 @@ submitting: // until the faults have ended
 		for _, e := range j.Errors {
 			attempts.add("error_"+e.Code, 1)
 		}
-		if j.State == "discarded" || j.State == "cancelled" || j.State == "skipped" {
+		if j.State == "discarded" || j.State == "cancelled" || j.State == "skipped" || j.State == "superseded" {
 			r.violate("job_lost", "job %d on %s ended %s: %+v", j.ID, j.Resource, j.State, j.Errors)
 		}
 	}
@@ -291,10 +296,11 @@ func (h *jobHarness) loop(w *workerSlot) {
 	}
 	defer logf.Close()
 	for {
-		cmd := exec.Command(binary, "worker", "--server", h.srv.url, "--kind", jobKind, "--concurrency", "2",
+		cmd := exec.Command(binary, "worker", "--server", h.srv.url, "--kind", h.kindName(), "--concurrency", "2",
 			"--lease-ttl", jobLeaseTTL.String(), "--shutdown-timeout", "5s", "--name", w.name, "--", fencedCmd)
 		cmd.Env = append(os.Environ(), "BATON_CHAOS_CLIENT="+w.name,
 			"BATON_CHAOS_RESOURCE="+h.res.url)
+		cmd.Env = append(cmd.Env, h.workerEnv...)
 		cmd.Stdout, cmd.Stderr = logf, logf
 		if !h.runIn(w, cmd) || w.quitting() {
 			return
@@ -304,6 +310,14 @@ func (h *jobHarness) loop(w *workerSlot) {
 			return
 		}
 	}
+}
+
+// kindName is the kind of the harness's jobs.
+func (h *jobHarness) kindName() string {
+	if h.kind != "" {
+		return h.kind
+	}
+	return jobKind
 }
 
 // runIn runs cmd in its own process group as w's current process and waits for it; false if w
@@ -434,7 +448,7 @@ func (h *jobHarness) waitEnded(r *report) []apiJob {
 		jobs := h.jobs()
 		done := 0
 		for _, j := range jobs {
-			if j.State == "succeeded" || j.State == "discarded" || j.State == "cancelled" || j.State == "skipped" {
+			if jobEnded(j.State) {
 				done++
 			}
 		}
@@ -456,11 +470,20 @@ func (h *jobHarness) waitEnded(r *report) []apiJob {
 	}
 }
 
+// jobEnded says whether a job in state is final.
+func jobEnded(state string) bool {
+	switch state {
+	case "succeeded", "discarded", "cancelled", "skipped", "superseded":
+		return true
+	}
+	return false
+}
+
 func (h *jobHarness) jobs() []apiJob {
 	var all []apiJob
 	after := int64(0)
 	for {
-		q := url.Values{"kind": {jobKind}, "limit": {"1000"}, "after": {fmt.Sprint(after)}}
+		q := url.Values{"kind": {h.kindName()}, "limit": {"1000"}, "after": {fmt.Sprint(after)}}
 		var page struct {
 			Jobs      []apiJob `json:"jobs"`
 			NextAfter int64    `json:"next_after"`

@@ -9,7 +9,8 @@
 // critical sections, tokens out of order, grants or releases lost across restarts, leases lost
 // without a fault, and lost or reordered jobs, and check the history of each locks and jobs
 // run with porcupine against a model of the lease contract or of the job queue (checkHistory,
-// checkQueueHistory); beyond one key (TestBeyondChaos), for shared
+// checkQueueHistory); jobs submitted with policy replace, each resource's newest winning
+// (TestReplaceChaos, checkReplace); beyond one key (TestBeyondChaos), for shared
 // runs beside exclusive ones, runs of several keys, more runs of a limited group at once
 // than its capacity, and runs on related keys of a tree that its matrix keeps apart; over three `baton serve` replicas on one PostgreSQL (TestReplicasChaos);
 // and, for volume, 48 in-process clients cycling fenced leases through the HTTP client, every
