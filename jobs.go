@@ -73,6 +73,8 @@ const (
 	JobCancelled = store.JobCancelled
 	JobDiscarded = store.JobDiscarded
 	JobSkipped   = store.JobSkipped
+	// JobSuperseded: replaced by a newer job of its kind on its resource (PolicyReplace).
+	JobSuperseded = store.JobSuperseded
 )
 
 // Busy policies.
@@ -80,6 +82,8 @@ const (
 	PolicyQueue  = store.PolicyQueue
 	PolicySkip   = store.PolicySkip
 	PolicyReject = store.PolicyReject
+	// PolicyReplace: latest wins; see store.PolicyReplace.
+	PolicyReplace = store.PolicyReplace
 )
 
 // CodeWorkerShutdown is the error code of an attempt a worker cancelled because it was shutting

@@ -187,7 +187,7 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 		return nil, err
 	}
 	if policy == store.PolicyReplace {
-		// The running job a replace asks to stop, locked before the resource (jobs_replace.go).
+		// The running jobs a replace asks to stop, locked before the resource (jobs_replace.go).
 		if _, err := q.Exec(ctx, s.jq.lockReplaced, p.Resource, p.Kind); err != nil {
 			return nil, err
 		}
@@ -197,6 +197,15 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 	var now time.Time
 	if err := q.QueryRow(ctx, s.jq.lockResource, p.Resource, p.Kind).Scan(&cooldownEnd, &coolUntil, &coolJob, &now); err != nil {
 		return nil, err
+	}
+	if rt, ok := q.(retryTx); ok && policy == store.PolicyReplace && !rt.last {
+		var n int
+		var pe *pgconn.PgError
+		if err := q.QueryRow(ctx, s.jq.lockReplacedNowait, p.Resource, p.Kind).Scan(&n); errors.As(err, &pe) && pe.Code == "55P03" {
+			return nil, errReplaceRaced
+		} else if err != nil {
+			return nil, err
+		}
 	}
 	var headID int64
 	var headState string

@@ -52,7 +52,7 @@ func (s *Store) submitSlow(ctx context.Context, ps []*store.SubmitParams) ([]*st
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			fail = nil
 			for i, p := range ps {
-				res, err := s.submit(ctx, tx, p)
+				res, err := s.submit(ctx, retryTx{Tx: tx, last: try == submitTries}, p)
 				if err != nil {
 					if isStoreAnswer(err) {
 						fail = &submitFailure{index: i, err: err}
@@ -68,8 +68,8 @@ func (s *Store) submitSlow(ctx context.Context, ps []*store.SubmitParams) ([]*st
 			return nil, fail
 		}
 		var pe *pgconn.PgError
-		if err != nil && try < submitTries && errors.As(err, &pe) && (pe.Code == "40P01" ||
-			pe.Code == "23505" && pe.ConstraintName == "jobs_idempotency_key") {
+		if err != nil && try < submitTries && (errors.Is(err, errReplaceRaced) || errors.As(err, &pe) && (pe.Code == "40P01" ||
+			pe.Code == "23505" && pe.ConstraintName == "jobs_idempotency_key")) {
 			continue
 		}
 		if err != nil {

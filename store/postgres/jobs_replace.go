@@ -15,15 +15,35 @@ import (
 // one before inserted). $1 resource, $2 kind, $3 the new job.
 //
 // The end of an attempt locks its job's row, then its resource's, then the next job's (the
-// promotion). A replace submit keeps that order: it locks the running job of its kind on its
-// resource (lockReplacedSQL) before lockResource, and the queued jobs it supersedes after. A job
-// that a claim started between those two locks is locked after the resource's row; if that
-// deadlocks with the attempt's end, PostgreSQL refuses one of the two and a submit is retried
-// (submitSlow).
+// promotion; a claim of a guarded kind and a cancel lock the job's, then the resource's). A
+// replace submit keeps that order as far as it can: it locks the running jobs of its kind on its
+// resource (lockReplacedSQL) before lockResource, the attempts it will most often ask to stop.
+// The other rows it changes (a job claimed since, the queued jobs it supersedes) it can lock only
+// after the resource's row, while another path may hold one of them and wait for the resource's:
+// so, in a transaction of its own (submitSlow), it takes them without waiting
+// (lockReplacedNowaitSQL) and, if one is taken, starts again (errReplaceRaced), which frees the
+// resource's row for the other path. In a caller's transaction (SubmitJobTx), or on the last
+// try, it waits: PostgreSQL refuses one side of a deadlock, if one comes.
 
-// lockReplacedSQL locks the running job of kind $2 on resource $1.
-const lockReplacedSQL = `SELECT j.id FROM {jobs} j WHERE j.resource = $1 AND j.kind = $2 AND j.state = 'running'
-FOR UPDATE`
+// lockReplacedSQL locks the running jobs of kind $2 on resource $1.
+const lockReplacedSQL = `SELECT j.id FROM {jobs} j WHERE j.resource = $1 AND j.kind = $2 AND j.state = 'running' FOR UPDATE`
+
+// lockReplacedNowaitSQL locks the unfinished jobs of kind $2 on resource $1, or fails at once
+// (55P03) if another transaction holds one.
+const lockReplacedNowaitSQL = `SELECT count(*)::int FROM (
+	SELECT j.id FROM {jobs} j WHERE j.resource = $1 AND j.kind = $2 AND j.state IN ` + unfinished + ` FOR UPDATE NOWAIT
+) x`
+
+// errReplaceRaced: a replace submit found a row it changes locked (see above); submitSlow tries
+// again.
+var errReplaceRaced = errors.New("postgres: a job a replace submit changes is locked; try again")
+
+// retryTx is submitSlow's transaction: a submit in it may fail with errReplaceRaced (but on the
+// last try), to be tried again.
+type retryTx struct {
+	pgx.Tx
+	last bool
+}
 
 // askRunningToStopSQL asks the running job of the kind on the resource to stop, naming the job
 // that replaces it (its attempt ends superseded: finishSQL).

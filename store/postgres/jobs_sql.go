@@ -31,7 +31,7 @@ type jobQueries struct {
 	lockJob, setCancel, cancel, retryFinal, retryNow, purge            string
 	reapCandidates, clean, counts                                      string
 	resourceGet, resourceList, resourceSet, resourceVersion, notifyAny string
-	lockReplaced, askRunningToStop, supersede                          string
+	lockReplaced, lockReplacedNowait, askRunningToStop, supersede      string
 	rates                                                              rateQueries
 }
 
@@ -209,9 +209,10 @@ SELECT u.cancel_requested, (extract(epoch FROM u.lease_expires_at - now()) * 100
 		lockFinished:    q(`SELECT 1 FROM {resources} WHERE key = (SELECT resource FROM {jobs} WHERE id = $1) FOR UPDATE`),
 		promoteFinished: q(strings.ReplaceAll(promote, "{set}", `SELECT resource FROM {jobs} WHERE id = $1`)),
 
-		lockReplaced:     q(lockReplacedSQL),
-		askRunningToStop: q(askRunningToStopSQL),
-		supersede:        q(supersedeSQL),
+		lockReplaced:       q(lockReplacedSQL),
+		lockReplacedNowait: q(lockReplacedNowaitSQL),
+		askRunningToStop:   q(askRunningToStopSQL),
+		supersede:          q(supersedeSQL),
 
 		lockJob:   q(`SELECT ` + jobCols + ` FROM {jobs} j WHERE j.id = $1 FOR UPDATE`),
 		setCancel: q(`UPDATE {jobs} j SET cancel_requested = true WHERE j.id = $1 RETURNING ` + jobCols),
