@@ -17,6 +17,9 @@ type (
 	Kind = store.Kind
 	// BusyPolicy says what a submit does when its resource has unfinished jobs.
 	BusyPolicy = store.BusyPolicy
+	// Rate bounds a kind's attempt starts per resource: at most Max in any sliding Window
+	// (Kind.Rate; text form "3/1h", ParseRate).
+	Rate = store.Rate
 	// JobError is one failed attempt in a job's history.
 	JobError = store.JobError
 	// SubmitParams are the inputs of Queue.Submit.

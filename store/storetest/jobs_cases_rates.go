@@ -78,14 +78,37 @@ func testJobRateWorkers(t *testing.T, h JobHarness, mode string) {
 		t.Fatalf("%d of %d jobs ran before the deadline", n, resources*perResource)
 	}
 	for res, ts := range grants {
-		slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
-		if len(ts) != perResource {
-			t.Fatalf("%s: %d grants, want %d", res, len(ts), perResource)
-		}
-		for i := 0; i+rate.Max < len(ts); i++ {
-			if span := ts[i+rate.Max].Sub(ts[i]); span < rate.Window-rateSlack {
-				t.Fatalf("%s: grants %d..%d within %s (%v): more than %s", res, i, i+rate.Max, span, ts, rate)
+		checkRateWindows(t, "claims of "+res, rate, ts, perResource)
+	}
+	// The audit log's claims, where the store keeps one: the grants as the store recorded them.
+	if as, ok := e.s.(AuditedJobStore); ok && as.Capabilities().Audit {
+		for res := range grants {
+			events, err := as.Events(e.ctx, &store.EventsParams{Key: res, Limit: store.MaxListLimit})
+			if err != nil {
+				t.Fatal(err)
 			}
+			var ts []time.Time
+			for _, ev := range events {
+				if ev.Kind == store.EventJobClaim {
+					ts = append(ts, ev.At)
+				}
+			}
+			checkRateWindows(t, "audit log of "+res, rate, ts, perResource)
+		}
+	}
+}
+
+// checkRateWindows fails unless ts holds n grants and no window of rate.Window more than
+// rate.Max of them.
+func checkRateWindows(t *testing.T, what string, rate store.Rate, ts []time.Time, n int) {
+	t.Helper()
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	if len(ts) != n {
+		t.Fatalf("%s: %d grants, want %d", what, len(ts), n)
+	}
+	for i := 0; i+rate.Max < len(ts); i++ {
+		if span := ts[i+rate.Max].Sub(ts[i]); span < rate.Window-rateSlack {
+			t.Fatalf("%s: grants %d..%d within %s (%v): more than %s", what, i, i+rate.Max, span, ts, rate)
 		}
 	}
 }
