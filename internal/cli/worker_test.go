@@ -253,8 +253,9 @@ func TestWorkerCancelStopsCMD(t *testing.T) {
 		t.Fatal(r)
 	}
 	id := f.submit(t, "--kind", "long", "--resource", "r").ID
-	// CMD ignores SIGTERM (after saying so): SIGKILL after --grace ends it.
-	errOut, done := f.workerAsync(t, "--kind", "long", "--lease-ttl", "3s", "--grace", "300ms", "--",
+	// CMD ignores SIGTERM (after saying so): SIGKILL after --grace ends it. The shell runs its
+	// trap only once its current sleep ended: the grace leaves a loaded machine time for that.
+	errOut, done := f.workerAsync(t, "--kind", "long", "--lease-ttl", "6s", "--grace", "2s", "--",
 		"sh", "-c", `trap 'echo got TERM' TERM; echo ready; while :; do sleep 0.05; done`)
 	waitSeen(t, errOut, fmt.Sprintf("[job %d] ready", id))
 	r := f.cli(t, "jobs", "cancel", fmt.Sprint(id))
