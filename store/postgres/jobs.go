@@ -200,11 +200,8 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 	}
 	if rt, ok := q.(retryTx); ok && policy == store.PolicyReplace && !rt.last {
 		var n int
-		var pe *pgconn.PgError
-		if err := q.QueryRow(ctx, s.jq.lockReplacedNowait, p.Resource, p.Kind).Scan(&n); errors.As(err, &pe) && pe.Code == "55P03" {
-			return nil, errReplaceRaced
-		} else if err != nil {
-			return nil, err
+		if err := q.QueryRow(ctx, s.jq.lockReplacedNowait, p.Resource, p.Kind).Scan(&n); err != nil {
+			return nil, raced(err)
 		}
 	}
 	var headID int64

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/batonhq/baton/store"
 )
@@ -38,6 +39,15 @@ const lockReplacedNowaitSQL = `SELECT count(*)::int FROM (
 // again.
 var errReplaceRaced = errors.New("postgres: a job a replace submit changes is locked; try again")
 
+// raced maps a NOWAIT lock's refusal (55P03) to errReplaceRaced.
+func raced(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "55P03" {
+		return errReplaceRaced
+	}
+	return err
+}
+
 // retryTx is submitSlow's transaction: a submit in it may fail with errReplaceRaced (but on the
 // last try), to be tried again.
 type retryTx struct {
@@ -45,10 +55,14 @@ type retryTx struct {
 	last bool
 }
 
+// The statements below lock the rows they change with "{nowait}": NOWAIT in submitSlow's
+// transaction (errReplaceRaced on a row another transaction holds), nothing elsewhere.
+
 // askRunningToStopSQL asks the running job of the kind on the resource to stop, naming the job
 // that replaces it (its attempt ends superseded: finishSQL).
 const askRunningToStopSQL = `UPDATE {jobs} j SET cancel_requested = true, superseded_by = $3
-WHERE j.resource = $1 AND j.kind = $2 AND j.state = 'running' AND j.id <> $3`
+WHERE j.id IN (SELECT u.id FROM {jobs} u WHERE u.resource = $1 AND u.kind = $2 AND u.state = 'running' AND u.id <> $3
+	FOR UPDATE{nowait})`
 
 // supersedeSQL ends the unfinished jobs of the kind on the resource that are not running as
 // superseded by $3; a head that had an attempt applies its kind's failure state, as a cancel does
@@ -57,7 +71,7 @@ WHERE j.resource = $1 AND j.kind = $2 AND j.state = 'running' AND j.id <> $3`
 const supersedeSQL = `WITH old AS (
 	SELECT j.id FROM {jobs} j
 	WHERE j.resource = $1 AND j.kind = $2 AND j.state IN ('scheduled', 'available', 'retryable') AND j.id <> $3
-	ORDER BY j.id FOR UPDATE
+	ORDER BY j.id FOR UPDATE{nowait}
 ), res AS (
 	UPDATE {resources} r SET state = k.failure_state, version = r.version + 1, updated_at = now()
 	FROM {jobs} j JOIN {kinds} k ON k.name = j.kind
@@ -77,12 +91,16 @@ SELECT count(*)::int FROM upd`
 // supersede applies the replace policy for n, the job just inserted (see supersedeSQL), promotes
 // the resource's next job if the head was superseded, and returns n as it is now.
 func (s *Store) supersede(ctx context.Context, q querier, n *store.Job) (*store.Job, error) {
-	if _, err := q.Exec(ctx, s.jq.askRunningToStop, n.Resource, n.Kind, n.ID); err != nil {
-		return nil, err
+	ask, sup := s.jq.askRunningToStop, s.jq.supersede
+	if rt, ok := q.(retryTx); ok && !rt.last {
+		ask, sup = s.jq.askRunningToStopNowait, s.jq.supersedeNowait
+	}
+	if _, err := q.Exec(ctx, ask, n.Resource, n.Kind, n.ID); err != nil {
+		return nil, raced(err)
 	}
 	var ended int
-	if err := q.QueryRow(ctx, s.jq.supersede, n.Resource, n.Kind, n.ID).Scan(&ended); err != nil {
-		return nil, err
+	if err := q.QueryRow(ctx, sup, n.Resource, n.Kind, n.ID).Scan(&ended); err != nil {
+		return nil, raced(err)
 	}
 	if ended == 0 {
 		return n, nil

@@ -33,6 +33,7 @@ type jobQueries struct {
 	resourceGet, resourceList, resourceSet, resourceVersion, notifyAny string
 	lockReplaced, lockReplacedNowait, askRunningToStop, supersede      string
 	rates                                                              rateQueries
+	askRunningToStopNowait, supersedeNowait                            string
 }
 
 // jobCols is what every job-returning statement yields, in scanJob's order.
@@ -209,10 +210,12 @@ SELECT u.cancel_requested, (extract(epoch FROM u.lease_expires_at - now()) * 100
 		lockFinished:    q(`SELECT 1 FROM {resources} WHERE key = (SELECT resource FROM {jobs} WHERE id = $1) FOR UPDATE`),
 		promoteFinished: q(strings.ReplaceAll(promote, "{set}", `SELECT resource FROM {jobs} WHERE id = $1`)),
 
-		lockReplaced:       q(lockReplacedSQL),
-		lockReplacedNowait: q(lockReplacedNowaitSQL),
-		askRunningToStop:   q(askRunningToStopSQL),
-		supersede:          q(supersedeSQL),
+		lockReplaced:           q(lockReplacedSQL),
+		lockReplacedNowait:     q(lockReplacedNowaitSQL),
+		askRunningToStop:       q(strings.ReplaceAll(askRunningToStopSQL, "{nowait}", "")),
+		supersede:              q(strings.ReplaceAll(supersedeSQL, "{nowait}", "")),
+		askRunningToStopNowait: q(strings.ReplaceAll(askRunningToStopSQL, "{nowait}", " NOWAIT")),
+		supersedeNowait:        q(strings.ReplaceAll(supersedeSQL, "{nowait}", " NOWAIT")),
 
 		lockJob:   q(`SELECT ` + jobCols + ` FROM {jobs} j WHERE j.id = $1 FOR UPDATE`),
 		setCancel: q(`UPDATE {jobs} j SET cancel_requested = true WHERE j.id = $1 RETURNING ` + jobCols),
