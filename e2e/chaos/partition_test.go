@@ -64,7 +64,15 @@ const partitionPort = "7070" // baton serve's port in the srv namespace (a names
 
 // runPartition runs the scenario and its checks, and returns the report, which the caller
 // finishes (a run beyond a bound expects violations), and the resource's events.
+// partitionRuns bounds how many partition runs (each a server with its clients, and perhaps a
+// PostgreSQL, in network namespaces of their own, under faults) go at once, whatever go test's
+// -parallel (scripts/test.sh raises it for the suites that mostly wait on TTLs): two, as on the
+// 2-core machine that these runs' margins were set on.
+var partitionRuns = make(chan struct{}, 2)
+
 func runPartition(t *testing.T, spec partitionSpec) (*report, []event) {
+	partitionRuns <- struct{}{}
+	t.Cleanup(func() { <-partitionRuns })
 	dur := testDuration(t)
 	if spec.bin == "" {
 		spec.bin = binary
