@@ -122,7 +122,7 @@ func (s *Server) submitJob(w http.ResponseWriter, r *http.Request, _ principal) 
 		writeJSON(w, http.StatusOK, wire.JobFrom(res.Job))
 		return
 	}
-	s.jobMetrics.entered(res.Job)
+	s.jobMetrics.submitted(res)
 	w.Header().Set("Location", "/v1/jobs/"+strconv.FormatInt(res.Job.ID, 10))
 	writeJSON(w, http.StatusCreated, wire.JobFrom(res.Job))
 }

@@ -59,7 +59,7 @@ func (s *Server) submitJobs(w http.ResponseWriter, r *http.Request, _ principal)
 	status := http.StatusOK
 	for _, sr := range res {
 		if !sr.Existing {
-			s.jobMetrics.entered(sr.Job)
+			s.jobMetrics.submitted(sr)
 			status = http.StatusCreated
 		}
 	}

@@ -23,7 +23,7 @@ func newJobMetrics(reg *prometheus.Registry, js store.JobStore) *jobMetrics {
 	m := &jobMetrics{
 		total: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "baton_jobs_total",
-			Help: "Jobs that entered a state through this server (submit, complete, fail, cancel, reap), by kind and state.",
+			Help: "Jobs that entered a state through this server (submit, replace, complete, fail, cancel, reap), by kind and state.",
 		}, []string{"kind", "state"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "baton_job_duration_seconds",
@@ -48,6 +48,15 @@ func newJobMetrics(reg *prometheus.Registry, js store.JobStore) *jobMetrics {
 // entered counts a job's state after an operation that produced it.
 func (m *jobMetrics) entered(j *store.Job) {
 	m.total.WithLabelValues(j.Kind, string(j.State)).Inc()
+}
+
+// submitted counts the state of a job a submit created and the queued jobs it superseded (of its
+// kind, on its resource: store.SubmitResult.Superseded).
+func (m *jobMetrics) submitted(r *store.SubmitResult) {
+	m.entered(r.Job)
+	if r.Superseded > 0 {
+		m.total.WithLabelValues(r.Job.Kind, string(store.JobSuperseded)).Add(float64(r.Superseded))
+	}
 }
 
 // attemptEnded counts the state a complete or fail produced and observes the attempt's

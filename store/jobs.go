@@ -308,6 +308,10 @@ type SubmitResult struct {
 	Job *Job
 	// Existing is true when the idempotency key named a job submitted before.
 	Existing bool
+	// Superseded is how many queued jobs this submit (PolicyReplace) ended superseded in its own
+	// step; a running job it asked to stop is not among them (its attempt ends superseded
+	// later). 0 when Existing, and from a store that does not tell (the HTTP client).
+	Superseded int
 }
 
 // JobListParams filter ListJobs. Zero fields match everything.

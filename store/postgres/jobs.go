@@ -274,8 +274,9 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 	if err != nil {
 		return nil, err
 	}
+	superseded := 0
 	if policy == store.PolicyReplace && !skipped {
-		if j, err = s.supersede(ctx, q, j); err != nil {
+		if j, superseded, err = s.supersede(ctx, q, j); err != nil {
 			return nil, err
 		}
 		head = j.Head
@@ -286,7 +287,7 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 		}
 		s.hub.Notify(notify.JobKey(p.Kind))
 	}
-	return &store.SubmitResult{Job: j}, nil
+	return &store.SubmitResult{Job: j, Superseded: superseded}, nil
 }
 
 func unknownKind(name string) error {

@@ -89,26 +89,28 @@ const supersedeSQL = `WITH old AS (
 SELECT count(*)::int FROM upd`
 
 // supersede applies the replace policy for n, the job just inserted (see supersedeSQL), promotes
-// the resource's next job if the head was superseded, and returns n as it is now.
-func (s *Store) supersede(ctx context.Context, q querier, n *store.Job) (*store.Job, error) {
+// the resource's next job if the head was superseded, and returns n as it is now and how many jobs
+// it ended (store.SubmitResult.Superseded).
+func (s *Store) supersede(ctx context.Context, q querier, n *store.Job) (*store.Job, int, error) {
 	ask, sup := s.jq.askRunningToStop, s.jq.supersede
 	if rt, ok := q.(retryTx); ok && !rt.last {
 		ask, sup = s.jq.askRunningToStopNowait, s.jq.supersedeNowait
 	}
 	if _, err := q.Exec(ctx, ask, n.Resource, n.Kind, n.ID); err != nil {
-		return nil, raced(err)
+		return nil, 0, raced(err)
 	}
 	var ended int
 	if err := q.QueryRow(ctx, sup, n.Resource, n.Kind, n.ID).Scan(&ended); err != nil {
-		return nil, raced(err)
+		return nil, 0, raced(err)
 	}
 	if ended == 0 {
-		return n, nil
+		return n, 0, nil
 	}
 	if _, err := q.Exec(ctx, s.jq.promoteFinished, n.ID); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return scanJob(q.QueryRow(ctx, s.jq.get, n.ID))
+	n, err := scanJob(q.QueryRow(ctx, s.jq.get, n.ID))
+	return n, ended, err
 }
 
 // existing is the answer to a submit whose idempotency key names job j: j, or the job that

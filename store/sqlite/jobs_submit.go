@@ -167,15 +167,16 @@ func (x *jobTx) submit(p *store.SubmitParams) (*store.SubmitResult, error) {
 	if err := x.insertJob(j); err != nil {
 		return nil, err
 	}
+	superseded := 0
 	if policy == store.PolicyReplace && !j.State.Final() {
-		if j, err = x.supersede(j); err != nil {
+		if j, superseded, err = x.supersede(j); err != nil {
 			return nil, err
 		}
 	}
 	if x.heads != nil && j.Head {
 		x.heads[j.Resource] = j
 	}
-	return &store.SubmitResult{Job: j}, nil
+	return &store.SubmitResult{Job: j, Superseded: superseded}, nil
 }
 
 // cooling returns the resource's row if it is cooling down (Kind.ResourceCooldown), else nil.
