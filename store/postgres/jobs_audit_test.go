@@ -13,3 +13,7 @@ func TestJobAudit(t *testing.T) {
 func TestJobAuditReplace(t *testing.T) {
 	storetest.RunJobAuditReplace(t, openStore(t, newSchema(t)))
 }
+
+func TestJobSupersededCount(t *testing.T) {
+	storetest.RunJobSupersededCount(t, openStore(t, newSchema(t)))
+}

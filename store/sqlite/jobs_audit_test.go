@@ -14,3 +14,7 @@ func TestJobAudit(t *testing.T) {
 func TestJobAuditReplace(t *testing.T) {
 	storetest.RunJobAuditReplace(t, open(t, filepath.Join(t.TempDir(), "baton.db")))
 }
+
+func TestJobSupersededCount(t *testing.T) {
+	storetest.RunJobSupersededCount(t, open(t, filepath.Join(t.TempDir(), "baton.db")))
+}
