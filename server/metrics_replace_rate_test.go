@@ -69,3 +69,27 @@ func TestSupersededJobMetrics(t *testing.T) {
 		t.Fatalf("after the replaced running job's attempt ended: %s %s; want 4", superseded, got)
 	}
 }
+
+// A submit skipped because its kind's rate is reached (error code rate_limited) counts in
+// baton_jobs_total{state="skipped"}, as the other skips do.
+func TestRateLimitedSkipMetrics(t *testing.T) {
+	f := newJobFixture(t, false)
+	if r := f.do("PUT", "/v1/kinds/rated", "", "application/json", `{"policy":"skip","rate":"1/1h"}`); r.status != 200 && r.status != 201 {
+		t.Fatalf("PUT kind: %d %s", r.status, r.raw)
+	}
+	f.post("/v1/jobs", "", `{"kind":"rated","resource":"rt/1"}`)
+	jobs := f.post("/v1/jobs/claim", "", `{"worker":"w","kinds":["rated"]}`).body["jobs"].([]any)
+	if len(jobs) != 1 {
+		t.Fatalf("claimed %v; want the one job", jobs)
+	}
+	a := jobs[0].(map[string]any)
+	f.post(fmt.Sprintf("/v1/jobs/%d/complete", int64(a["id"].(float64))), "", fmt.Sprintf(`{"token":%d}`, int64(a["token"].(float64))))
+	r := f.post("/v1/jobs", "", `{"kind":"rated","resource":"rt/1"}`)
+	if errs, _ := r.body["errors"].([]any); r.status != 201 || r.body["state"] != "skipped" || len(errs) != 1 ||
+		errs[0].(map[string]any)["code"] != "rate_limited" {
+		t.Fatalf("submit over the rate: %d %s; want 201, skipped, rate_limited", r.status, r.raw)
+	}
+	if m := f.get("/metrics", "").raw; !strings.Contains(m, `baton_jobs_total{kind="rated",state="skipped"} 1`+"\n") {
+		t.Fatalf(`no baton_jobs_total{kind="rated",state="skipped"} 1 in /metrics`)
+	}
+}
