@@ -253,3 +253,19 @@ func RunRateRestart(t *testing.T, open func() store.JobStore) {
 	}
 	claimDone(s, 1)
 }
+
+// RunJobRateAudit runs the rate cases on stores made by newStore, which must keep the audit log:
+// the grants are then checked as the audit log recorded them too, on the store's clock, for a
+// store whose conformance harness keeps none (SQLite's).
+func RunJobRateAudit(t *testing.T, newStore func(t *testing.T) store.JobStore) {
+	audited := func(t *testing.T) store.JobStore {
+		s := newStore(t)
+		if as, ok := s.(AuditedJobStore); !ok || !as.Capabilities().Audit {
+			t.Fatal("RunJobRateAudit needs a store opened with the audit log on")
+		}
+		return s
+	}
+	h := JobHarness{NewJobStore: audited}
+	t.Run("RateNeverExceeded", func(t *testing.T) { testJobRateConcurrent(t, h) })
+	t.Run("RateNeverExceededShared", func(t *testing.T) { testJobRateShared(t, h) })
+}
