@@ -112,13 +112,8 @@ func runJobs(t *testing.T, store string, pg *postgres) {
 		stopAt = h.res.now() + dur
 	}
 
-	workers := make([]*workerSlot, jobWorkers)
 	var wg sync.WaitGroup
-	for i := range workers {
-		w := &workerSlot{name: fmt.Sprintf("w%d", i)}
-		workers[i] = w
-		wg.Go(func() { h.loop(w) })
-	}
+	workers := h.startWorkers(jobWorkers, &wg)
 	lockers := make([]*workerSlot, jobLockers+jobLineLockers)
 	var lwg sync.WaitGroup
 	lockRuns := &counter{}
@@ -286,6 +281,18 @@ func lateHeartbeatJobs(log string) map[int64]bool {
 }
 
 var jobField = regexp.MustCompile(`\bjob=(\d+)`)
+
+// startWorkers starts n `baton worker` loops (loop), named w0, w1, …, each counted in wg until it
+// ends.
+func (h *jobHarness) startWorkers(n int, wg *sync.WaitGroup) []*workerSlot {
+	workers := make([]*workerSlot, n)
+	for i := range workers {
+		w := &workerSlot{name: fmt.Sprintf("w%d", i)}
+		workers[i] = w
+		wg.Go(func() { h.loop(w) })
+	}
+	return workers
+}
 
 // loop runs one `baton worker` and starts it again when a fault killed it.
 func (h *jobHarness) loop(w *workerSlot) {

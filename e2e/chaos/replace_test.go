@@ -52,13 +52,8 @@ func runReplace(t *testing.T, store string, pg *postgres) {
 	if dur > 0 {
 		stopAt = h.res.now() + dur
 	}
-	workers := make([]*workerSlot, replaceWorkers)
 	var wg sync.WaitGroup
-	for i := range workers {
-		w := &workerSlot{name: fmt.Sprintf("w%d", i)}
-		workers[i] = w
-		wg.Go(func() { h.loop(w) })
-	}
+	workers := h.startWorkers(replaceWorkers, &wg)
 	faults, tl := &counter{}, &timeline{}
 	faultKinds := h.jobFaults(workers)
 	faultsDone := make(chan struct{})
