@@ -29,6 +29,7 @@ func testJobRateShared(t *testing.T, h JobHarness) { testJobRateWorkers(t, h, "s
 func testJobRateWorkers(t *testing.T, h JobHarness, mode string) {
 	rate := store.Rate{Max: 2, Window: time.Second}
 	e := newJobEnv(t, h, store.Kind{Name: "rated", Rate: &rate, Mode: mode})
+	requireLineRules(t, e)
 	const resources, perResource, workers = 3, 5, 6
 	for range perResource {
 		for r := range resources {
@@ -120,6 +121,7 @@ func testJobRateWaits(t *testing.T, h JobHarness) {
 	rate := store.Rate{Max: 2, Window: time.Hour}
 	e := newJobEnv(t, h, store.Kind{Name: "remediate", Rate: &rate},
 		store.Kind{Name: "remediate.skip", Policy: store.PolicySkip, Rate: &rate}, store.Kind{Name: "plain"})
+	requireLineRules(t, e)
 	a, b, c := e.sub("remediate", "wl/1"), e.sub("remediate", "wl/1"), e.sub("remediate", "wl/1")
 	first := e.complete(e.claimOne(a.ID, "remediate"))
 	e.complete(e.claimOne(b.ID, "remediate"))
@@ -185,6 +187,7 @@ func testJobRateWaits(t *testing.T, h JobHarness) {
 func testJobRateFrees(t *testing.T, h JobHarness) {
 	rate := store.Rate{Max: 1, Window: time.Second}
 	e := newJobEnv(t, h, store.Kind{Name: "once", Rate: &rate})
+	requireLineRules(t, e)
 	a, b := e.sub("once", "r/1"), e.sub("once", "r/1")
 	first := e.complete(e.claimOne(a.ID, "once"))
 	var got []*store.Job
@@ -201,6 +204,7 @@ func testJobRateFrees(t *testing.T, h JobHarness) {
 // testJobRateBadInput: a rate out of bounds is refused, naming the field.
 func testJobRateBadInput(t *testing.T, h JobHarness) {
 	e := newJobEnv(t, h)
+	requireLineRules(t, e)
 	for _, c := range []struct {
 		rate  store.Rate
 		field string

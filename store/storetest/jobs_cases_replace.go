@@ -26,6 +26,7 @@ func (e *jobEnv) wantSuperseded(id, by int64) *store.Job {
 // and nothing else; an idempotency key of a superseded job answers with its replacement.
 func testJobReplaceQueued(t *testing.T, h JobHarness) {
 	e := newJobEnv(t, h, store.Kind{Name: "rp", Policy: store.PolicyReplace}, store.Kind{Name: "rp.other"})
+	requireLineRules(t, e)
 	a := e.submit(store.SubmitParams{Kind: "rp", Resource: "rp/1", IdempotencyKey: "rp-a"})
 	if !a.Head || a.State != store.JobAvailable {
 		t.Fatalf("replace submit to a free resource: %s; want an available head", show(a))
@@ -113,6 +114,7 @@ func testJobReplaceQueued(t *testing.T, h JobHarness) {
 // greater token; a job that completes anyway stays succeeded.
 func testJobReplaceRunning(t *testing.T, h JobHarness) {
 	e := newJobEnv(t, h, store.Kind{Name: "rr", Policy: store.PolicyReplace})
+	requireLineRules(t, e)
 	a := e.sub("rr", "rr/1")
 	ra := e.claimOne(a.ID, "rr")
 	n := e.sub("rr", "rr/1")
@@ -193,6 +195,7 @@ func testJobReplaceRunning(t *testing.T, h JobHarness) {
 func testJobReplaceBadInput(t *testing.T, h JobHarness) {
 	e := newJobEnv(t, h, store.Kind{Name: "rb.q"}, store.Kind{Name: "rb.skip", Policy: store.PolicySkip},
 		store.Kind{Name: "rb.rej", Policy: store.PolicyReject}, store.Kind{Name: "rb.rep", Policy: store.PolicyReplace})
+	requireLineRules(t, e)
 	for _, c := range []struct {
 		name  string
 		p     store.SubmitParams
@@ -255,6 +258,7 @@ func testJobReplaceDebounce(t *testing.T, h JobHarness) {
 		d = time.Hour
 	}
 	e := newJobEnv(t, h, store.Kind{Name: "rd", Policy: store.PolicyReplace, Debounce: d}, store.Kind{Name: "rd.q"})
+	requireLineRules(t, e)
 	var burst []*store.Job
 	for range 6 {
 		burst = append(burst, e.sub("rd", "rd/1"))
@@ -301,6 +305,7 @@ func testJobReplaceDebounce(t *testing.T, h JobHarness) {
 // succeeded, every other one superseded or succeeded before it.
 func testJobReplaceConcurrent(t *testing.T, h JobHarness) {
 	e := newJobEnv(t, h, store.Kind{Name: "rc", Policy: store.PolicyReplace})
+	requireLineRules(t, e)
 	const resources, submitters, perSubmitter, workers = 3, 8, 15, 4
 	var (
 		mu      sync.Mutex
@@ -427,4 +432,13 @@ func testJobReplaceConcurrent(t *testing.T, h JobHarness) {
 		}
 	}
 	t.Logf("%d jobs: %d succeeded, %d superseded", len(all), count[store.JobSucceeded], count[store.JobSuperseded])
+}
+
+// requireLineRules skips a case of latest wins or rates on a job store that keeps no line of its
+// resources (the reference store of this package's own tests): they are rules of the line, kept
+// by the stores with one (SQLite, PostgreSQL, and the server over them).
+func requireLineRules(t *testing.T, e *jobEnv) {
+	t.Helper()
+	ls, ok := e.s.(store.Store)
+	requireNotApplicable(t, ok && ls.Capabilities().Line, "the store keeps no line: latest wins and rates are rules of the line")
 }
