@@ -191,7 +191,9 @@ func testJobGuardFailure(t *testing.T, h JobHarness) {
 
 func testJobCooldown(t *testing.T, h JobHarness) {
 	const cooldown = 2 * time.Second
-	e := newJobEnv(t, h, store.Kind{Name: "cool", Cooldown: cooldown})
+	// coolb is cool for the batches below: their claims must not find a job of cool/1 whose
+	// cooldown passed meanwhile (on a loaded machine, more than the cooldown goes by).
+	e := newJobEnv(t, h, store.Kind{Name: "cool", Cooldown: cooldown}, store.Kind{Name: "coolb", Cooldown: cooldown})
 	a := e.sub("cool", "cool/1")
 	b := e.sub("cool", "cool/1")
 	completing := time.Now()
@@ -240,12 +242,12 @@ func testJobCooldown(t *testing.T, h JobHarness) {
 	// on another resource is a head.
 	ended := map[int]*store.Job{}
 	for i := range 2 {
-		ended[i] = e.complete(e.claimOne(e.sub("cool", fmt.Sprintf("cool/batch%d", i)).ID, "cool"))
+		ended[i] = e.complete(e.claimOne(e.sub("coolb", fmt.Sprintf("cool/batch%d", i)).ID, "coolb"))
 	}
 	for i, key := range []string{"", "cool-batch-key"} {
 		res := fmt.Sprintf("cool/batch%d", i)
-		out := e.submitMany(store.SubmitParams{Kind: "cool", Resource: res, IdempotencyKey: key},
-			store.SubmitParams{Kind: "cool", Resource: res}, store.SubmitParams{Kind: "cool", Resource: res + "/other"})
+		out := e.submitMany(store.SubmitParams{Kind: "coolb", Resource: res, IdempotencyKey: key},
+			store.SubmitParams{Kind: "coolb", Resource: res}, store.SubmitParams{Kind: "coolb", Resource: res + "/other"})
 		if j := out[0].Job; !j.Head || j.ScheduledAt.Before(ended[i].FinishedAt.Add(cooldown-clockSlack)) {
 			t.Fatalf("batch %d, first job during the cooldown: %s, previous finished %s; want head, scheduled after the cooldown",
 				i, show(j), ended[i].FinishedAt.Format(time.RFC3339Nano))
