@@ -168,11 +168,11 @@ func TestDashboardAdmin(t *testing.T) {
 		t.Fatalf("last event of node/7: %v", e)
 	}
 
-	// Kinds: policy, cooldowns and guard.
+	// Kinds: policy, cooldowns and guard (the resource cooldown is the seventh column, after the rate).
 	do(t, ctx, page("#/kinds", "Kinds"), hasText("main", "deploy", "reject", "from (unset) | READY; running → DEPLOYING; success → READY; failure → FAILED",
 		"Resource cooldown", "remediate"),
-		until(`[...document.querySelectorAll('main tbody tr')].some((tr) => tr.cells[0].innerText === 'remediate' && tr.cells[5].innerText === '60 min')`),
-		until(`[...document.querySelectorAll('main tbody tr')].some((tr) => tr.cells[0].innerText === 'deploy' && tr.cells[5].innerText === 'none')`))
+		until(`[...document.querySelectorAll('main tbody tr')].some((tr) => tr.cells[0].innerText === 'remediate' && tr.cells[6].innerText === '60 min')`),
+		until(`[...document.querySelectorAll('main tbody tr')].some((tr) => tr.cells[0].innerText === 'deploy' && tr.cells[6].innerText === 'none')`))
 	shot(t, ctx, "kinds")
 
 	// Periodic: this server has no --periodic-file.
