@@ -106,11 +106,8 @@ func runJobs(t *testing.T, store string, pg *postgres) {
 	h := &jobHarness{t: t, res: newResource(t, base), pg: pg, dir: t.TempDir()}
 	h.srv = startServer(t, store, "--reap-interval", "1s")
 	h.srv.batonCLI("kinds", "set", jobKind, "--max-attempts", fmt.Sprint(jobMaxAttempts))
-	faultFreeEnd := h.res.now() + faultFree(dur, 5*time.Second)
-	var stopAt time.Duration // 0: the bounded run
-	if dur > 0 {
-		stopAt = h.res.now() + dur
-	}
+	ph := h.phases(dur)
+	faultFreeEnd := ph.faultFreeEnd
 
 	var wg sync.WaitGroup
 	workers := h.startWorkers(jobWorkers, &wg)
@@ -142,28 +139,8 @@ func runJobs(t *testing.T, store string, pg *postgres) {
 	perResource := map[string][]int64{}
 	acked := map[int64]time.Time{} // when each submit was acknowledged
 	var submits []jobSubmit        // for the queue model (check 9)
-	faults, tl := &counter{}, &timeline{}
 	faultKinds := h.jobFaults(workers)
-	faultsDone := make(chan struct{})
-	go func() {
-		defer close(faultsDone)
-		time.Sleep(faultFreeEnd - h.res.now()) // the fault-free phase is a schedule
-		injectFaults(h.res, stopAt, &h.quit, faultKinds, faults, tl, uint64(base.UnixNano()))
-	}()
-	t.Cleanup(func() { // after a fatal error, nothing may outlive the test
-		h.quit.Store(true)
-		for _, w := range append(workers, lockers...) {
-			w.mu.Lock()
-			w.quit = true
-			if w.cmd != nil {
-				_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
-			}
-			w.mu.Unlock()
-		}
-		wg.Wait()
-		lwg.Wait()
-		<-faultsDone
-	})
+	faults, tl, faultsDone := h.startFaults(ph, base, faultKinds, append(workers, lockers...), &wg, &lwg)
 submitting: // until the faults have ended
 	for {
 		select {
@@ -281,6 +258,49 @@ func lateHeartbeatJobs(log string) map[int64]bool {
 }
 
 var jobField = regexp.MustCompile(`\bjob=(\d+)`)
+
+// phases is a run's schedule on the resource's clock: faults start at faultFreeEnd and stop at
+// stopAt (0: the bounded run, which stops once every fault kind was injected).
+type phases struct{ faultFreeEnd, stopAt time.Duration }
+
+// phases schedules a run of dur (0: the bounded run) from now: a fault-free phase, then faults.
+func (h *jobHarness) phases(dur time.Duration) phases {
+	p := phases{faultFreeEnd: h.res.now() + faultFree(dur, 5*time.Second)}
+	if dur > 0 {
+		p.stopAt = h.res.now() + dur
+	}
+	return p
+}
+
+// startFaults injects kinds after ph's fault-free phase, counting them in faults and tl, and
+// closes done when they ended (seed: the run's start). It registers the test's cleanup: after a
+// fatal error nothing may outlive the test, so it stops the faults, kills every slot's CMD and
+// waits for wgs (the slots' loops) and for the faults to end.
+func (h *jobHarness) startFaults(ph phases, seed time.Time, kinds []fault, slots []*workerSlot, wgs ...*sync.WaitGroup) (
+	faults *counter, tl *timeline, done chan struct{}) {
+	faults, tl, done = &counter{}, &timeline{}, make(chan struct{})
+	go func() {
+		defer close(done)
+		time.Sleep(ph.faultFreeEnd - h.res.now()) // the fault-free phase is a schedule
+		injectFaults(h.res, ph.stopAt, &h.quit, kinds, faults, tl, uint64(seed.UnixNano()))
+	}()
+	h.t.Cleanup(func() {
+		h.quit.Store(true)
+		for _, w := range slots {
+			w.mu.Lock()
+			w.quit = true
+			if w.cmd != nil {
+				_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+			}
+			w.mu.Unlock()
+		}
+		for _, wg := range wgs {
+			wg.Wait()
+		}
+		<-done
+	})
+	return faults, tl, done
+}
 
 // startWorkers starts n `baton worker` loops (loop), named w0, w1, …, each counted in wg until it
 // ends.

@@ -99,17 +99,25 @@ func checkModes(events []event, stalled func(*runSpan) bool, tl *timeline, windo
 				continue
 			}
 			en.late = true
-			switch {
-			case e.Accepted:
-				r.violate("accepted_late_write", "key %s: %s (%s, token %d) %s accepted at %s after %s entered",
-					e.Key, e.Run, modeName(e), e.Token, e.Kind, e.At, later.run)
-			case stalled(s):
-				notes.add("fenced_late_write_of_stalled_run", 1)
-			default:
-				r.violate("overlap/"+tl.during(e.At, window), "key %s: %s (%s, token %d, client not stopped) still ran (%s %s at %s) after %s entered",
-					e.Key, e.Run, modeName(e), e.Token, e.Kind, e.Status, e.At, later.run)
-			}
+			judgeLate("", "", e, later.run, stalled(s), tl, window, r, notes)
 		}
+	}
+}
+
+// judgeLate judges call e (a write or an exit) of a run after a run that cannot run beside it
+// entered (later): accepted, it is a violation; refused, it is the fencing of a stalled run (a
+// note) or, if the run was not stalled, an overlap. prefix starts the violations' and the note's
+// names, where says where later entered ("" or " on a related key").
+func judgeLate(prefix, where string, e event, later string, stalled bool, tl *timeline, window time.Duration, r *report, notes *counter) {
+	switch {
+	case e.Accepted:
+		r.violate(prefix+"accepted_late_write", "key %s: %s (%s, token %d) %s accepted at %s after %s entered%s",
+			e.Key, e.Run, modeName(e), e.Token, e.Kind, e.At, later, where)
+	case stalled:
+		notes.add(prefix+"fenced_late_write_of_stalled_run", 1)
+	default:
+		r.violate(prefix+"overlap/"+tl.during(e.At, window), "key %s: %s (%s, token %d, client not stopped) still ran (%s %s at %s) after %s entered%s",
+			e.Key, e.Run, modeName(e), e.Token, e.Kind, e.Status, e.At, later, where)
 	}
 }
 

@@ -47,34 +47,11 @@ func runReplace(t *testing.T, store string, pg *postgres) {
 		workerEnv: []string{"BATON_CHAOS_SPAN=" + replaceSpan}}
 	h.srv = startServer(t, store, "--reap-interval", "1s")
 	h.srv.batonCLI("kinds", "set", replaceKind, "--policy", "replace", "--max-attempts", fmt.Sprint(jobMaxAttempts))
-	faultFreeEnd := h.res.now() + faultFree(dur, 5*time.Second)
-	var stopAt time.Duration // 0: the bounded run
-	if dur > 0 {
-		stopAt = h.res.now() + dur
-	}
+	ph := h.phases(dur)
 	var wg sync.WaitGroup
 	workers := h.startWorkers(replaceWorkers, &wg)
-	faults, tl := &counter{}, &timeline{}
 	faultKinds := h.jobFaults(workers)
-	faultsDone := make(chan struct{})
-	go func() {
-		defer close(faultsDone)
-		time.Sleep(faultFreeEnd - h.res.now()) // the fault-free phase is a schedule
-		injectFaults(h.res, stopAt, &h.quit, faultKinds, faults, tl, uint64(started.UnixNano()))
-	}()
-	t.Cleanup(func() { // after a fatal error, nothing may outlive the test
-		h.quit.Store(true)
-		for _, w := range workers {
-			w.mu.Lock()
-			w.quit = true
-			if w.cmd != nil {
-				_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
-			}
-			w.mu.Unlock()
-		}
-		wg.Wait()
-		<-faultsDone
-	})
+	faults, tl, faultsDone := h.startFaults(ph, started, faultKinds, workers, &wg)
 
 	r, notes := &report{}, &counter{}
 	perResource := map[string][]int64{} // each resource's jobs in submission order
@@ -136,7 +113,7 @@ func runReplace(t *testing.T, store string, pg *postgres) {
 	}
 	t.Logf("chaos replace summary (%s, %s, %d workers, %d resources, bursts of %d, lease TTL %s, fault-free until %s):\n"+
 		"  jobs submitted: %d, drained in %s after the end, total %s\n  jobs: %s\n  CMD exits: %s\n  faults: %s\n  notes: %s\n  violations: %s",
-		storeName(store), describeDuration(dur), replaceWorkers, replaceResources, replaceBurst, jobLeaseTTL, faultFreeEnd.Round(time.Second),
+		storeName(store), describeDuration(dur), replaceWorkers, replaceResources, replaceBurst, jobLeaseTTL, ph.faultFreeEnd.Round(time.Second),
 		len(seen), drained.Round(time.Millisecond), time.Since(started).Round(time.Millisecond), counts, exits, faults, notes, r.violations.String())
 	r.finish(t)
 }

@@ -129,16 +129,7 @@ func checkTree(events []event, keys treeKeys, stalled func(*runSpan) bool, tl *t
 				break
 			}
 			en.late = true
-			switch {
-			case e.Accepted:
-				r.violate("tree_accepted_late_write", "key %s: %s (%s, token %d) %s accepted at %s after %s entered on a related key",
-					e.Key, e.Run, modeName(e), e.Token, e.Kind, e.At, later.run)
-			case stalled(s):
-				notes.add("tree_fenced_late_write_of_stalled_run", 1)
-			default:
-				r.violate("tree_overlap/"+tl.during(e.At, window), "key %s: %s (%s, token %d, client not stopped) still ran (%s %s at %s) after %s entered on a related key",
-					e.Key, e.Run, modeName(e), e.Token, e.Kind, e.Status, e.At, later.run)
-			}
+			judgeLate("tree_", " on a related key", e, later.run, stalled(s), tl, window, r, notes)
 		}
 		if e.Accepted && lastCall[e.Run] == e.Seq {
 			delete(inside, e.Run)
