@@ -90,7 +90,7 @@ func (s *Server) ObserveReaped(r *store.ReapedJob) {
 // jobs.
 type jobGauges struct {
 	js                           store.JobStore
-	running, depth, oldest, dead *prometheus.Desc
+	running, depth, oldest, dead, rateReached *prometheus.Desc
 
 	mu      sync.Mutex
 	at      time.Time
@@ -100,7 +100,7 @@ type jobGauges struct {
 
 // kindGauges are one kind's gauge values.
 type kindGauges struct {
-	running, depth, oldestAge, dead float64
+	running, depth, oldestAge, dead, rateReached float64
 }
 
 func newJobGauges(js store.JobStore) *jobGauges {
@@ -117,6 +117,9 @@ func newJobGauges(js store.JobStore) *jobGauges {
 			"How long the oldest running attempt of each kind has run, on the store's clock (0: none runs).", []string{"kind"}, nil)
 		g.dead = prometheus.NewDesc("baton_job_dead_letter_depth",
 			"Dead letters (discarded jobs) in the store, by kind.", []string{"kind"}, nil)
+		g.rateReached = prometheus.NewDesc("baton_job_rate_reached_resources",
+			"Resources on which the kind's rate is reached now: its next job there waits for the window to free (or is skipped), by kind.",
+			[]string{"kind"}, nil)
 	}
 	return g
 }
@@ -127,6 +130,7 @@ func (g *jobGauges) Describe(ch chan<- *prometheus.Desc) {
 	if g.oldest != nil {
 		ch <- g.oldest
 		ch <- g.dead
+		ch <- g.rateReached
 	}
 }
 
@@ -144,6 +148,7 @@ func (g *jobGauges) Collect(ch chan<- prometheus.Metric) {
 		if g.oldest != nil {
 			ch <- prometheus.MustNewConstMetric(g.oldest, prometheus.GaugeValue, v.oldestAge, kind)
 			ch <- prometheus.MustNewConstMetric(g.dead, prometheus.GaugeValue, v.dead, kind)
+			ch <- prometheus.MustNewConstMetric(g.rateReached, prometheus.GaugeValue, v.rateReached, kind)
 		}
 	}
 }
@@ -187,7 +192,7 @@ func (g *jobGauges) count() (map[string]*kindGauges, error) {
 		}
 		for _, st := range stats {
 			v := of(st.Kind)
-			v.oldestAge, v.dead = st.OldestRunningAge.Seconds(), float64(st.DeadLetters)
+			v.oldestAge, v.dead, v.rateReached = st.OldestRunningAge.Seconds(), float64(st.DeadLetters), float64(st.RateReached)
 		}
 	}
 	return byKind, nil

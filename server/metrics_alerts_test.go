@@ -146,3 +146,26 @@ func TestJobAlertGauges(t *testing.T) {
 	}
 	waitMetric(t, f.fixture, `baton_job_dead_letter_depth{kind="build"}`, "went to 0 after the purge", func(v float64) bool { return v == 0 })
 }
+
+// The rate gauge counts the resources on which a kind's rate is reached, and only those.
+func TestJobRateReachedGauge(t *testing.T) {
+	f := newJobFixture(t, false)
+	if r := f.do("PUT", "/v1/kinds/remediate", "", "application/json", `{"rate":"1/1h"}`); r.status != 200 {
+		t.Fatalf("register remediate: %d %s", r.status, r.raw)
+	}
+	gauge := `baton_job_rate_reached_resources{kind="remediate"}`
+	if v := metricNow(t, f.fixture, gauge); v != 0 {
+		t.Fatalf("%s before any grant: %v", gauge, v)
+	}
+	for _, res := range []string{"wl/1", "wl/2"} {
+		f.post("/v1/jobs", "", `{"kind":"remediate","resource":"`+res+`"}`)
+		jobs := f.post("/v1/jobs/claim", "", `{"worker":"w","kinds":["remediate"],"limit":1}`).body["jobs"].([]any)
+		if len(jobs) != 1 {
+			t.Fatalf("claim on %s: %v", res, jobs)
+		}
+	}
+	waitMetric(t, f.fixture, gauge, "counted wl/1 and wl/2, each at its rate of 1/1h", func(v float64) bool { return v == 2 })
+	if v := metricNow(t, f.fixture, `baton_job_rate_reached_resources{kind="build"}`); v != 0 {
+		t.Fatalf("build has no rate: %v", v)
+	}
+}

@@ -468,4 +468,7 @@ type KindStats struct {
 	OldestRunningAge time.Duration
 	// DeadLetters counts the kind's discarded jobs.
 	DeadLetters int64
+	// RateReached counts the resources on which the kind's rate (Kind.Rate) is reached now: its
+	// next job on each waits for the window to free (or is skipped, under the skip policy).
+	RateReached int64
 }

@@ -2,9 +2,7 @@ package postgres
 
 import (
 	"context"
-	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/batonhq/baton/store"
@@ -41,7 +39,7 @@ func ResourceListBoundedSQL(schema string) string {
 // and the kind statistics.
 func RunningJobsSQL(schema string) (reap, stats string) {
 	return buildJobQueries(schema, "c").reapCandidates,
-		strings.ReplaceAll(kindStatsSQL, "{jobs}", pgx.Identifier{schema, "jobs"}.Sanitize())
+		kindStatsQuery(schema)
 }
 
 // SubmitManySQL returns the bulk submit's statements of schema: the resource lock, the insert

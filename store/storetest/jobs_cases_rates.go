@@ -171,6 +171,22 @@ func testJobRateWaits(t *testing.T, h JobHarness) {
 	if n := e.sub("remediate.skip", "wl/8"); n.State == store.JobSkipped {
 		t.Fatalf("wl/8 had one grant of two: %s; want queued", show(n))
 	}
+	// The kind statistics (the server's baton_job_rate_reached_resources) count the resources
+	// whose rate is reached: remediate's wl/1 (wl/2 has one grant of two), remediate.skip's wl/9
+	// (wl/8: one of two).
+	if ks, ok := e.s.(store.KindStatsStore); ok {
+		stats, err := ks.KindStats(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reached := map[string]int64{}
+		for _, st := range stats {
+			reached[st.Kind] = st.RateReached
+		}
+		if reached["remediate"] != 1 || reached["remediate.skip"] != 1 || reached["plain"] != 0 {
+			t.Fatalf("KindStats rate reached = %v; want remediate 1 (wl/1), remediate.skip 1 (wl/9), plain 0", reached)
+		}
+	}
 	// Kinds read back carry their rate.
 	kinds, err := e.s.Kinds(e.ctx)
 	if err != nil {
