@@ -89,7 +89,7 @@ func (s *Server) ObserveReaped(r *store.ReapedJob) {
 // when scraped, at most once per second. Every registered kind is reported, at 0 when it has no
 // jobs.
 type jobGauges struct {
-	js                           store.JobStore
+	js                                        store.JobStore
 	running, depth, oldest, dead, rateReached *prometheus.Desc
 
 	mu      sync.Mutex
