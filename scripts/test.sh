@@ -102,7 +102,7 @@ echo "== go test -race"
 # wait on real TTLs (the conformance cases after the heavy concurrency ones, the end-to-end tests
 # of the binary), so four at a time in a package shorten the wait without starving the CPU; the
 # tests that time short renewals or hammer a store run serially before them. e2e/chaos keeps its
-# partition runs at two at a time.
+# runs of one test over several stores, and its partition runs, at two at a time.
 go test -race -count=1 -parallel 4 -timeout 30m ./...
 
 # The remaining steps are independent of each other: each is its own Go module (or client) and

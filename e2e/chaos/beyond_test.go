@@ -64,9 +64,11 @@ var beyondClients = []struct {
 // worker too, and must all end succeeded.
 func TestBeyondChaos(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
+		parallelStoreRun(t)
 		runBeyond(t, "sqlite://"+filepath.Join(t.TempDir(), "baton.db"), nil)
 	})
 	t.Run("postgres", func(t *testing.T) {
+		parallelStoreRun(t)
 		pg := startPostgres(t)
 		runBeyond(t, pg.url(), pg)
 	})

@@ -24,8 +24,8 @@ import (
 // BATON_CHAOS_CLOCK_STEP with SIGUSR1 for the SQLite server's store clock. PostgreSQL's clock
 // is stepped with libfaketime, which does reach it.
 //
-// The four runs go in parallel (as many at a time as go test's -parallel allows), 4 clients
-// each, each in namespaces of its own.
+// The four runs go in parallel, two at a time (partitionRuns) with TestPartitionChaos's, 4
+// clients each, each in namespaces of its own.
 //
 //   - holder_within_bound: every holder's clock runs 1% slow (rate 0.99, the default
 //     DriftFactor's bound) while its client's link is cut, and the server's clock steps back
@@ -39,6 +39,7 @@ import (
 //   - postgres_step_forward: the same over PostgreSQL, whose clock (now()) is the store's: it
 //     runs under libfaketime (faketimeClock), which reaches a C program, and steps 3 s.
 func TestClockChaos(t *testing.T) {
+	t.Parallel()
 	t.Run("holder_within_bound", func(t *testing.T) {
 		t.Parallel()
 		r, _ := runPartition(t, partitionSpec{bin: chaosClockBinary(t), clients: 4,

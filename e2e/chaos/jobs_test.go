@@ -49,9 +49,11 @@ const (
 // tickets in the resource's line, and on SQLite in order with its jobs (checkLine).
 func TestJobsChaos(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
+		parallelStoreRun(t)
 		runJobs(t, "sqlite://"+filepath.Join(t.TempDir(), "baton.db"), nil)
 	})
 	t.Run("postgres", func(t *testing.T) {
+		parallelStoreRun(t)
 		pg := startPostgres(t)
 		runJobs(t, pg.url(), pg)
 	})

@@ -27,13 +27,16 @@ const (
 // PostgreSQL and over a single redis-server (AOF, fsync always) of the harness's own.
 func TestLocksChaos(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
+		parallelStoreRun(t)
 		runLocks(t, "sqlite://"+filepath.Join(t.TempDir(), "baton.db"), nil, nil)
 	})
 	t.Run("postgres", func(t *testing.T) {
+		parallelStoreRun(t)
 		pg := startPostgres(t)
 		runLocks(t, pg.url(), pg, nil)
 	})
 	t.Run("redis", func(t *testing.T) {
+		parallelStoreRun(t)
 		rd := startRedis(t)
 		runLocks(t, rd.url(), nil, rd)
 	})

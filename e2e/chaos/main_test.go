@@ -111,6 +111,22 @@ func faultFree(dur, least time.Duration) time.Duration {
 // client ever running to kill) keeps it going that long; the run then reports the kinds missed.
 const faultGuard = 5 * time.Minute
 
+// storeRuns bounds how many runs of one test over different stores (TestLocksChaos,
+// TestJobsChaos, TestBeyondChaos, TestReplaceChaos: each run a server of its own, its clients or
+// workers, and perhaps a PostgreSQL or redis-server of its own, on ports of its own) go at once:
+// two, as for the partition runs (partitionRuns). Most of such a run's time is waiting on TTLs,
+// CMDs and the schedule of faults, not CPU; the volume run (TestStormChaos), which is CPU, runs
+// its stores one at a time.
+var storeRuns = make(chan struct{}, 2)
+
+// parallelStoreRun runs t beside its sibling runs over other stores, two at a time (storeRuns).
+// The bounded runs' checks are bounded by conditions, not time, and pass on a loaded machine.
+func parallelStoreRun(t *testing.T) {
+	t.Parallel()
+	storeRuns <- struct{}{}
+	t.Cleanup(func() { <-storeRuns })
+}
+
 // describeDuration names a run's length for the summaries.
 func describeDuration(dur time.Duration) string {
 	if dur == 0 {

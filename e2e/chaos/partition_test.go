@@ -23,8 +23,10 @@ import (
 // so a cut of a client's link (3-4 s, longer than the TTL) often falls inside a critical
 // section and the key changes hands meanwhile. The checks are the locks test's (overlap,
 // token order, audit, nothing lost, fault-free phase, every fault injected). The two stores run
-// in parallel, each in namespaces of its own.
+// in parallel, each in namespaces of its own, and beside TestClockChaos's runs (partitionRuns
+// bounds them all).
 func TestPartitionChaos(t *testing.T) {
+	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
 		r, _ := runPartition(t, partitionSpec{faults: clientLinkFaults})

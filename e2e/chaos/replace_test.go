@@ -32,9 +32,11 @@ const (
 // run both superseded queued jobs and stopped running ones.
 func TestReplaceChaos(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
+		parallelStoreRun(t)
 		runReplace(t, "sqlite://"+filepath.Join(t.TempDir(), "baton.db"), nil)
 	})
 	t.Run("postgres", func(t *testing.T) {
+		parallelStoreRun(t)
 		pg := startPostgres(t)
 		runReplace(t, pg.url(), pg)
 	})

@@ -225,13 +225,17 @@ func (e *env) run(n, iters int, h *holdings, pick func(g, i int) error) {
 
 // testSharedAndExclusive: many goroutines ask for one key, a third of them exclusive: an
 // exclusive holder is never beside anyone, shared holders do hold it together, and tokens
-// increase in real-time order.
+// increase in real-time order. 12 goroutines (2 exclusive on the key and a side key, 2
+// exclusive on the key alone, 8 shared) of 12 holdings of 20 ms, long enough beside a grant for
+// a wrong one to land inside it: a SQLite store that grants an exclusive request beside shared
+// holders failed it in 10 runs of 10, and so did one that grants a shared request beside an
+// exclusive holder.
 func testSharedAndExclusive(t *testing.T, h Harness) {
 	e := newEnv(t, h, nil)
 	requireLimits(t, e)
-	e.holdFor = time.Millisecond
+	e.holdFor = 20 * time.Millisecond
 	var hs holdings
-	e.run(24, 15, &hs, func(g, i int) error {
+	e.run(12, 12, &hs, func(g, i int) error {
 		if g%6 == 0 {
 			// An exclusive lease on two keys, one of them the shared one.
 			return e.hold(&hs, "shared-key", false, []string{fmt.Sprintf("side/%d", g)}, nil)
@@ -387,15 +391,19 @@ func replayLimit(t *testing.T, e *env, name string, n, grants int) {
 	t.Logf("audit log: %d grants, at most %d held at once", seen, most)
 }
 
-// testSeveralResources: 32 goroutines lock 2 or 3 of 6 keys at once, named in random order:
-// nobody deadlocks, no key is held twice, tokens increase per key.
+// testSeveralResources: 16 goroutines lock 2 or 3 of 6 keys at once, named in random order:
+// nobody deadlocks, no key is held twice, tokens increase per key. Each holding lasts 20 ms, long
+// enough beside a grant for a wrong one to land inside it: a SQLite store that checks only the
+// first key of a request failed this in 10 runs of 10, where 32 goroutines of 8 holdings of
+// 1 ms passed it 3 times of 3 (its grants, one writer at a time, rarely fell inside 1 ms).
 func testSeveralResources(t *testing.T, h Harness) {
+	const goroutines, each = 16, 6
 	e := newEnv(t, h, nil)
 	requireLimits(t, e)
 	keys := []string{"k/a", "k/b", "k/c", "k/d", "k/e", "k/f"}
-	e.holdFor = time.Millisecond
+	e.holdFor = 20 * time.Millisecond
 	var hs holdings
-	e.run(32, 8, &hs, func(g, i int) error {
+	e.run(goroutines, each, &hs, func(g, i int) error {
 		pick := slices.Clone(keys)
 		rand.Shuffle(len(pick), func(i, j int) { pick[i], pick[j] = pick[j], pick[i] })
 		pick = pick[:2+rand.IntN(2)]
@@ -403,8 +411,8 @@ func testSeveralResources(t *testing.T, h Harness) {
 	})
 	checkExclusion(t, hs.all)
 	checkTokenOrder(t, hs.all)
-	if len(hs.all) != 32*8 {
-		t.Fatalf("%d holdings, want %d", len(hs.all), 32*8)
+	if len(hs.all) != goroutines*each {
+		t.Fatalf("%d holdings, want %d", len(hs.all), goroutines*each)
 	}
 }
 
