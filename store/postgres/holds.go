@@ -49,6 +49,8 @@ type holdQueries struct {
 	// release, an end or a force-release freed.
 	lockTree, related, relatedAt, lockTreeOf, wakeRelatedEnded, notifyRelatedEnded, wakeRelated, notifyRelated string
 	wakeRelatedJobEnded, notifyRelatedJobEnded                                                                 string
+	// The exclusive grant of one tree key in one round trip (trees_one.go).
+	treeOne string
 }
 
 // beforeMe selects the live tickets of line $1 that are before the caller (lease ID $2) at $3:

@@ -31,6 +31,7 @@ import (
 func buildTreeHoldQueries(hq *holdQueries, q func(string) string, justEnded string) {
 	hq.lockTree = q(lockTreeSQL(`$1::text[]`))
 	hq.related = q(relatedSQL)
+	hq.treeOne = treeOneSQL(hq, q)
 	hq.relatedAt = nowOr(hq.related, 4, 8, 10)
 	ended := `ARRAY(` + justEnded + ` AND mode <> 'unit')`
 	hq.lockTreeOf = q(lockTreeSQL(`ARRAY(SELECT key FROM {holds} WHERE lease_id = $1 AND lease_key = $2 AND owner = $3
