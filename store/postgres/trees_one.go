@@ -22,7 +22,7 @@ import (
 // grant of each locked row left, as the reads of the holds' transaction do; it reads the same
 // things with the same statements (the key's row, the caller's lease and place, keyLine and
 // relatedSQL, for a newcomer), decides as keyRefusal and relatedRefusal do, and only then draws a
-// token and writes the grant (grantHoldsCur's hold, grantRowsCur's summary row, the end of the
+// token and writes the grant (grantHoldsCur's hold, grantRowsCur's summary row and its mark, the end of the
 // caller's stale tickets). Nothing is written when it refuses.
 //
 // What the statement does not decide it hands back to the holds' transaction, which nothing
@@ -79,6 +79,7 @@ ON CONFLICT (lease_id, key) DO UPDATE SET mode = excluded.mode, lease_key = excl
 RETURNING 1),
 u AS (UPDATE {leases} a SET lease_id = '', holder = $3, owner = $4, token = t.token, acquired_at = ` + now + `,
 	metadata = NULL, took_over = false, job_id = 0, cooldown_ms = $10::bigint, ended = 0,
+	waiters = (a.lease_id = '' AND a.job_id = 0 AND a.ended = 0 AND a.waiters) OR ` + othersWaitSQL("a.key", "$2", now) + `,
 	expires_at = CASE WHEN a.lease_id = '' AND a.job_id = 0 AND a.ended = 0 THEN greatest(a.expires_at, ` + expires + `) ELSE ` + expires + ` END,
 	available_at = CASE WHEN a.lease_id = '' AND a.job_id = 0 AND a.ended = 0
 		THEN greatest(a.available_at, ` + expires + ` + $11::bigint * interval '1 millisecond')
@@ -196,4 +197,91 @@ func (s *Store) acquireTreeOne(ctx context.Context, p *store.AcquireParams, pref
 // caller that waits is enqueued after.
 func isRefusal(err error) bool {
 	return errors.As(err, new(*store.LockHeldError)) || errors.As(err, new(*store.RestingError))
+}
+
+// treeReleaseSQL is the release of a lease made of holds ($1 lease_id, $2 lease_key, $3 owner)
+// whose key is in a tree, as one statement after the locks of releaseHolds (lockTreeOf): what
+// its batch does in seven statements, each reading what the ones before it wrote, it does
+// with the rows the end of the holds returns (e): the summary rows of their keys, from the
+// other holds of each key (every hold of a key but the lease's own, which just ended: one per
+// lease and key); the wakes of their lines and of their keys' jobs, and of the lines related
+// to them in the tree; and how many holds of the lease had ended before, for a release that
+// ended none. It returns now, the holds ended, their acquisition, the payloads NOTIFYed, and
+// that count.
+func treeReleaseSQL(hq *holdQueries, q func(string) string) string {
+	const now = `(SELECT n.now FROM n)`
+	ended := `ARRAY(SELECT e.key FROM e ORDER BY e.key)`
+	keys := `ARRAY(SELECT e.key FROM e WHERE e.mode <> 'unit')`
+	lines := `(SELECT rl.lines FROM rl)`
+	wake := renumber(hq.wake, map[int]string{1: ended, 2: now, 3: "true"})
+	notifyJobs := renumber(hq.notifyJobs, map[int]string{1: keys})
+	relatedWake := renumber(hq.wake, map[int]string{1: lines, 2: now, 3: "false"})
+	relatedJobs := renumber(hq.notifyJobs, map[int]string{1: lines})
+	countEnded := renumber(hq.countEnded, map[int]string{1: "$1", 2: "$2", 3: "$3"})
+	return q(`WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now),
+e AS (UPDATE {holds} SET ended = 1, expires_at = least(expires_at, ` + now + `)
+	WHERE lease_id = $1 AND lease_key = $2 AND owner = $3 AND ended = 0 AND expires_at > ` + now + `
+	RETURNING key, mode, acquired_at, cooldown_ms),
+h AS (
+	SELECT e.key, e.cooldown_ms, max(x.expires_at) FILTER (WHERE x.expires_at > ` + now + `) AS live,
+		max(x.expires_at + x.lock_delay_ms * interval '1 millisecond') AS delay
+	FROM e LEFT JOIN {holds} x ON x.key = e.key AND x.ended = 0 AND x.lease_id <> $1
+	WHERE e.mode <> 'unit'
+	GROUP BY e.key, e.cooldown_ms
+),
+s AS (UPDATE {leases} l SET expires_at = coalesce(h.live, least(l.expires_at, ` + now + `)),
+	ended = CASE WHEN h.live IS NULL THEN 1 ELSE 0 END,
+	cooldown_ms = CASE WHEN h.live IS NULL THEN h.cooldown_ms ELSE l.cooldown_ms END,
+	available_at = greatest(` + now + ` + h.cooldown_ms * interval '1 millisecond', coalesce(h.delay, '-infinity'))
+FROM h WHERE l.key = h.key AND l.lease_id = '' AND l.job_id = 0 AND l.ended = 0 RETURNING 1),
+w AS MATERIALIZED (SELECT x.payload FROM (` + wake + `) x),
+j AS MATERIALIZED (SELECT 1 FROM (` + notifyJobs + `) x),
+rl AS MATERIALIZED (SELECT ARRAY(SELECT x.key FROM (` + relatedLinesSQL(keys, now) + `) x ORDER BY x.key COLLATE "C") AS lines),
+rw AS MATERIALIZED (SELECT x.payload FROM (` + relatedWake + `) x),
+rj AS MATERIALIZED (SELECT 1 FROM (` + relatedJobs + `) x)
+SELECT ` + now + `, (SELECT count(*) FROM e), (SELECT max(e.acquired_at) FROM e),
+	ARRAY(SELECT w.payload FROM w) || ARRAY(SELECT rw.payload FROM rw),
+	(SELECT count(*) FROM s) + (SELECT count(*) FROM j) + (SELECT count(*) FROM rj),
+	(` + countEnded + `)`)
+}
+
+// releaseTreeOne is releaseHolds for a lease whose key is in a tree: one round trip of BEGIN,
+// the locks (lockTreeOf), treeReleaseSQL and COMMIT.
+func (s *Store) releaseTreeOne(ctx context.Context, p *store.ReleaseParams) (*store.ReleaseResult, error) {
+	var res *store.ReleaseResult
+	var woken []string
+	err := s.pipeRun(ctx, func(pt *pipeTx) error {
+		res, woken = nil, nil
+		var (
+			now            time.Time
+			acquired       *time.Time
+			n, released    int
+			settledOrWoken int
+		)
+		err := pt.batch(ctx, func(b *pgx.Batch) {
+			b.Queue(s.hq.lockTreeOf, p.LeaseID, p.Key, p.Owner)
+			b.Queue(s.hq.treeRelease, p.LeaseID, p.Key, p.Owner)
+		}, true, func(br pgx.BatchResults) error {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+			return br.QueryRow().Scan(&now, &n, &acquired, &woken, &settledOrWoken, &released)
+		})
+		switch {
+		case err != nil:
+			return err
+		case n > 0:
+			res = &store.ReleaseResult{Held: now.Sub(*acquired)}
+		case released == 0:
+			return store.ErrNotHeld // nothing was written
+		default:
+			res = &store.ReleaseResult{AlreadyReleased: true}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.holdErr("release", p.Key, err)
+	}
+	s.wakePayloads(woken)
+	return res, nil
 }
