@@ -956,7 +956,8 @@ func (s *Store) renewHolds(ctx context.Context, p *store.RenewParams) (*store.Le
 // fronts of the lines of its keys and limits, and of the lines related to its keys in trees, are
 // woken when it commits. It runs as one batch (holds_pipe.go): the locks (its keys' rows, and
 // their ancestors' in trees, as its grant took them: lockTreeSQL) and the clock, the end of the
-// holds, the summary rows and the wakes of what they ended, COMMIT.
+// holds, the summary rows and the wakes of what they ended, COMMIT. A lease on a key of a tree
+// runs the same locks and one statement that does the rest (releaseTreeOne).
 func (s *Store) releaseHolds(ctx context.Context, p *store.ReleaseParams) (*store.ReleaseResult, error) {
 	if s.trees.Of(p.Key) != "" {
 		return s.releaseTreeOne(ctx, p)
