@@ -49,6 +49,9 @@ type holdQueries struct {
 	// release, an end or a force-release freed.
 	lockTree, related, relatedAt, lockTreeOf, wakeRelatedEnded, notifyRelatedEnded, wakeRelated, notifyRelated string
 	wakeRelatedJobEnded, notifyRelatedJobEnded                                                                 string
+	// The exclusive grant of one tree key, and the release of a lease on one, in one round trip
+	// each (trees_one.go).
+	treeOne, treeRelease string
 }
 
 // beforeMe selects the live tickets of line $1 that are before the caller (lease ID $2) at $3:
@@ -96,8 +99,10 @@ FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT mode, holder, token, expires_at
 FROM {holds} WHERE key = $1 AND ended = 0 AND expires_at > $3`),
 		// A waiter refused by a plain lease marks it, so that its release NOTIFYs the front.
 		// $1 keys, $2 now.
-		markWaiters: q(`UPDATE {leases} SET waiters = true WHERE key = ANY ($1::text[]) AND lease_id <> '' AND ended = 0
-	AND expires_at > $2 AND NOT waiters`),
+		// A key's summary row of holds is marked too: the release of its holds NOTIFYs a key
+		// whose line has no live ticket only if it is marked (wake).
+		markWaiters: q(`UPDATE {leases} SET waiters = true WHERE key = ANY ($1::text[]) AND (lease_id <> '' OR job_id = 0)
+	AND ended = 0 AND expires_at > $2 AND NOT waiters`),
 		// $1 expires, $2 lease_id, $3 owner, $4 lines.
 		refresh: q(`UPDATE {tickets} SET expires_at = $1 WHERE lease_id = $2 AND owner = $3 AND key = ANY ($4::text[])`),
 		// A job's tickets, whoever claims it. $1 expires, $2 lease_id, $3 lines.
@@ -181,10 +186,13 @@ SELECT t.token, (SELECT count(*) FROM g), (SELECT array_agg(substr(key, 2)) FROM
 		// The keys' summary rows (they exist and are locked), under the token grantHoldsCur drew
 		// before it in the batch: held until their latest hold expires. A row that sums live holds
 		// already keeps the later expiry and the longer rest. It fails (and the batch with it)
-		// unless it updated every key's row ($8 of them). $1 keys, $2 holder, $3 owner, $4 now,
-		// $5 expires, $6 lock delay ms, $7 cooldown ms.
+		// unless it updated every key's row ($8 of them). A row that did not sum live holds is
+		// marked waited for (waiters) if others than the caller ($9 lease_id) wait in its line,
+		// as the plain acquire statement marks a lease it grants; one that did keeps its mark.
+		// $1 keys, $2 holder, $3 owner, $4 now, $5 expires, $6 lock delay ms, $7 cooldown ms.
 		grantRowsCur: q(`WITH u AS (UPDATE {leases} a SET lease_id = '', holder = $2, owner = $3, token = currval({tokenseq}), acquired_at = $4,
 	metadata = NULL, took_over = false, job_id = 0, cooldown_ms = $7, ended = 0,
+	waiters = (a.lease_id = '' AND a.job_id = 0 AND a.ended = 0 AND a.waiters) OR ` + othersWaitSQL("a.key", "$9", "$4") + `,
 	expires_at = CASE WHEN a.lease_id = '' AND a.job_id = 0 AND a.ended = 0 THEN greatest(a.expires_at, $5) ELSE $5 END,
 	available_at = CASE WHEN a.lease_id = '' AND a.job_id = 0 AND a.ended = 0
 		THEN greatest(a.available_at, $5 + $6::bigint * interval '1 millisecond')
@@ -194,7 +202,11 @@ WHERE a.key = ANY ($1::text[]) RETURNING 1)
 SELECT CASE WHEN count(*) = $8 THEN 0 ELSE ('a key''s row vanished under its lock: ' || count(*))::int END FROM u`),
 		// wakeLines in one statement: it NOTIFYs, and returns, the payloads of the front ticket of
 		// each line of $1 at $2 and of the shared tickets right behind a shared front, then (if $3,
-		// after a release) of each key of $1 whose line has no ticket.
+		// after a release) of each key of $1 whose line has no ticket and whose row is marked
+		// waited for: as a plain lease's release, which NOTIFYs only if a waiter marked it (a
+		// waiter refused by holds marks their summary row: markWaiters, the plain acquire
+		// statement), so that a release nobody waits for sends no NOTIFY (whose commit
+		// serialises on the database's queue of notifications).
 		wake: q(`WITH f AS (
 	SELECT l.i, f.payload, row_number() OVER w AS rn, bool_and(f.mode = 'shared') OVER w AS shared_run
 	FROM unnest($1::text[]) WITH ORDINALITY AS l(line, i)
@@ -208,6 +220,7 @@ SELECT CASE WHEN count(*) = $8 THEN 0 ELSE ('a key''s row vanished under its loc
 	UNION ALL
 	SELECT 1, l.i, 0, l.line FROM unnest($1::text[]) WITH ORDINALITY AS l(line, i)
 	WHERE $3::boolean AND NOT starts_with(l.line, E'\x1e') AND NOT EXISTS (SELECT 1 FROM f WHERE f.i = l.i)
+		AND EXISTS (SELECT 1 FROM {leases} w WHERE w.key = l.line AND w.waiters)
 )
 SELECT x.payload, pg_notify({channel}, x.payload)::text FROM (SELECT * FROM p ORDER BY part, i, rn OFFSET 0) x`),
 		// $1 name, $2 capacity.
@@ -259,6 +272,7 @@ FROM h WHERE l.key = h.key AND l.lease_id = '' AND l.job_id = 0 AND l.ended = 0`
 		"unnest($1::text[])", "unnest(ARRAY("+q(justEnded)+" ORDER BY key))")
 	hq.notifyJobsEnded = strings.ReplaceAll(hq.notifyJobs, "= ANY ($1::text[])", "IN ("+q(justEnded)+" AND mode <> 'unit')")
 	buildTreeHoldQueries(&hq, q, justEnded)
+	hq.treeRelease = treeReleaseSQL(&hq, q)
 	// The end of job attempts (jobs_beyond.go): the holds of the attempts ($1 ids, $2 tokens) that
 	// the statements before them in the batch ended (the job is no longer running with that
 	// token), ended at the instant setNow kept; then, by their lease IDs ($1), their keys'
@@ -281,6 +295,12 @@ WHERE (lease_id, token) IN ` + jobHolds + ` AND ended = 0 AND expires_at > ` + n
 	hq.keyLineAt = nowOr(hq.keyLine, 3, 5, 8)
 	hq.limitUseAt = nowOr(hq.limitUse, 3, 5)
 	return hq
+}
+
+// othersWaitSQL: a live ticket (at now) of another request than lease ID leaseID waits in
+// key's line.
+func othersWaitSQL(key, leaseID, now string) string {
+	return `EXISTS (SELECT 1 FROM {tickets} w WHERE w.key = ` + key + ` AND w.lease_id <> ` + leaseID + ` AND w.expires_at > ` + now + `)`
 }
 
 // holdTx runs fn in one transaction, again (up to a few times) if the database broke a deadlock
@@ -804,7 +824,7 @@ func (s *Store) grantBeyond(ctx context.Context, pt *pipeTx, p *store.AcquirePar
 		b.Queue(s.hq.grantHoldsCur, p.LeaseID, p.Key, p.Holder, p.Owner, now, expires,
 			p.Cooldown.Milliseconds(), p.LockDelay.Milliseconds(), md, held, modes)
 		b.Queue(s.hq.grantRowsCur, keys, p.Holder, p.Owner, now, expires, p.LockDelay.Milliseconds(),
-			p.Cooldown.Milliseconds(), len(keys))
+			p.Cooldown.Milliseconds(), len(keys), p.LeaseID)
 		b.Queue(s.hq.dropTickets, p.LeaseID, held)
 		if len(wake) > 0 {
 			b.Queue(s.hq.wake, wake, now, false)
@@ -936,8 +956,12 @@ func (s *Store) renewHolds(ctx context.Context, p *store.RenewParams) (*store.Le
 // fronts of the lines of its keys and limits, and of the lines related to its keys in trees, are
 // woken when it commits. It runs as one batch (holds_pipe.go): the locks (its keys' rows, and
 // their ancestors' in trees, as its grant took them: lockTreeSQL) and the clock, the end of the
-// holds, the summary rows and the wakes of what they ended, COMMIT.
+// holds, the summary rows and the wakes of what they ended, COMMIT. A lease on a key of a tree
+// runs the same locks and one statement that does the rest (releaseTreeOne).
 func (s *Store) releaseHolds(ctx context.Context, p *store.ReleaseParams) (*store.ReleaseResult, error) {
+	if s.trees.Of(p.Key) != "" {
+		return s.releaseTreeOne(ctx, p)
+	}
 	var res *store.ReleaseResult
 	var woken []string
 	err := s.pipeRun(ctx, func(pt *pipeTx) error {

@@ -142,13 +142,20 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
-	if p.Beyond() || s.trees.Of(p.Key) != "" {
-		// A key of a tree is granted through holds, by the tree's rules (trees.go).
-		return s.acquireBeyond(ctx, p)
-	}
 	var md any // NULL for no metadata
 	if len(p.Metadata) > 0 {
 		md = string(p.Metadata)
+	}
+	if prefix := s.trees.Of(p.Key); p.Beyond() || prefix != "" {
+		// A key of a tree is granted through holds, by the tree's rules (trees.go); an
+		// exclusive request for one in one round trip (trees_one.go), unless that hands it back.
+		if !p.Beyond() && !p.First {
+			l, err, how := s.acquireTreeOne(ctx, p, prefix, md)
+			if how != treeOneHandBack && (how != treeOneRefused || !p.Wait || !isRefusal(err)) {
+				return l, err
+			}
+		}
+		return s.acquireBeyond(ctx, p)
 	}
 	var lastHolder *store.Lease
 	marked := false

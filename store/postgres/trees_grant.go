@@ -10,9 +10,11 @@ import (
 )
 
 // Grants in trees (store/trees.go). Every key of a tree is granted through holds (holds.go): a
-// lease on one, shared or exclusive, and a job whose resource is one (store.Job.Tree). The
-// transaction of a grant beyond one key does, for a key in a tree, what it does for any key, and
-// more:
+// lease on one, shared or exclusive, and a job whose resource is one (store.Job.Tree). A plain
+// exclusive request for one key is first tried in one round trip (trees_one.go), which takes the
+// same locks and reads the same things as the transaction below, and hands back to it what it
+// does not decide; a lease on a tree key is released in one round trip too. The transaction of
+// a grant beyond one key does, for a key in a tree, what it does for any key, and more:
 //   - its locks (lockTree) take the rows of the key's ancestors too, FOR SHARE, in the one
 //     order of all its locks (lockTreeSQL): a grant of a related key waits for it, or it for
 //     that grant, and reads what that one wrote; grants of siblings go together;
@@ -31,6 +33,7 @@ import (
 func buildTreeHoldQueries(hq *holdQueries, q func(string) string, justEnded string) {
 	hq.lockTree = q(lockTreeSQL(`$1::text[]`))
 	hq.related = q(relatedSQL)
+	hq.treeOne = treeOneSQL(hq, q)
 	hq.relatedAt = nowOr(hq.related, 4, 8, 10)
 	ended := `ARRAY(` + justEnded + ` AND mode <> 'unit')`
 	hq.lockTreeOf = q(lockTreeSQL(`ARRAY(SELECT key FROM {holds} WHERE lease_id = $1 AND lease_key = $2 AND owner = $3
