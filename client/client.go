@@ -485,7 +485,7 @@ func (s *Store) doHeader(ctx context.Context, method, path string, query url.Val
 	}
 	var rd io.Reader
 	if body != nil {
-		b, err := json.Marshal(body)
+		b, err := encodeBody(body)
 		if err != nil {
 			return 0, fmt.Errorf("baton client: encoding %s %s: %w", method, path, err)
 		}
@@ -533,6 +533,22 @@ func (s *Store) doHeader(ctx context.Context, method, path string, query url.Val
 	// Drain what is left (a trailing newline) so that the connection can be reused.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 	return resp.StatusCode, nil
+}
+
+// encodeBody is json.Marshal, without reflection for the requests of the lock cycle when they
+// have the usual shape (wire.AppendAcquireRequest).
+func encodeBody(body any) ([]byte, error) {
+	switch body := body.(type) {
+	case wire.AcquireRequest:
+		if b, ok := wire.AppendAcquireRequest(make([]byte, 0, 256), &body); ok {
+			return b, nil
+		}
+	case wire.ReleaseRequest:
+		if b, ok := wire.AppendReleaseRequest(make([]byte, 0, 128), &body); ok {
+			return b, nil
+		}
+	}
+	return json.Marshal(body)
 }
 
 // decodeAnswer decodes the first JSON value of body (at most maxBodyBytes) into out. The answers

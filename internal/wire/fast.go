@@ -307,3 +307,122 @@ func (p *parser) time(dst *Time) bool {
 	*dst = Time{v.UTC()}
 	return true
 }
+
+// ParseAcquireRequest is ParseLeaseResponse for the body of an acquire, as a decoder that
+// refuses unknown fields reads it: a member it does not know, or a value of another shape
+// (metadata, resources, limits, null), makes it give up.
+func ParseAcquireRequest(data []byte, r *AcquireRequest) bool {
+	p := parser{b: data}
+	*r = AcquireRequest{}
+	ok := p.object(func(key string) bool {
+		switch key {
+		case "key":
+			return p.str(&r.Key)
+		case "lease_id":
+			return p.str(&r.LeaseID)
+		case "holder":
+			return p.str(&r.Holder)
+		case "ttl_ms":
+			var v int64
+			if !p.int(&v) {
+				return false
+			}
+			if r.TTLMs != nil {
+				*r.TTLMs = v // as encoding/json does with a repeated member
+			} else {
+				r.TTLMs = &v
+			}
+			return true
+		case "wait_ms":
+			return p.int(&r.WaitMs)
+		case "cooldown_ms":
+			return p.int(&r.CooldownMs)
+		case "lock_delay_ms":
+			return p.int(&r.LockDelayMs)
+		case "first":
+			return p.bool(&r.First)
+		case "first_reason":
+			return p.str(&r.FirstReason)
+		case "shared":
+			return p.bool(&r.Shared)
+		}
+		return false
+	})
+	return ok && p.end()
+}
+
+// ParseReleaseRequest is ParseAcquireRequest for the body of a release.
+func ParseReleaseRequest(data []byte, r *ReleaseRequest) bool {
+	p := parser{b: data}
+	*r = ReleaseRequest{}
+	ok := p.object(func(key string) bool {
+		switch key {
+		case "key":
+			return p.str(&r.Key)
+		case "lease_id":
+			return p.str(&r.LeaseID)
+		}
+		return false
+	})
+	return ok && p.end()
+}
+
+// AppendAcquireRequest appends r as json.Marshal writes it and reports true, or returns b
+// unchanged and false if r is not of the shape it writes (metadata, resources, limits, strings
+// that need escaping).
+func AppendAcquireRequest(b []byte, r *AcquireRequest) ([]byte, bool) {
+	if len(r.Metadata) != 0 || r.Resources != nil || r.Limits != nil ||
+		!plain(r.Key) || !plain(r.LeaseID) || !plain(r.Holder) || !plain(r.FirstReason) {
+		return b, false
+	}
+	b = append(b, `{"key":"`...)
+	b = append(b, r.Key...)
+	b = append(b, '"')
+	if r.LeaseID != "" {
+		b = append(b, `,"lease_id":"`...)
+		b = append(b, r.LeaseID...)
+		b = append(b, '"')
+	}
+	if r.Holder != "" {
+		b = append(b, `,"holder":"`...)
+		b = append(b, r.Holder...)
+		b = append(b, '"')
+	}
+	if r.TTLMs != nil {
+		b = append(b, `,"ttl_ms":`...)
+		b = strconv.AppendInt(b, *r.TTLMs, 10)
+	}
+	for _, f := range [...]struct {
+		name string
+		v    int64
+	}{{`,"wait_ms":`, r.WaitMs}, {`,"cooldown_ms":`, r.CooldownMs}, {`,"lock_delay_ms":`, r.LockDelayMs}} {
+		if f.v != 0 {
+			b = append(b, f.name...)
+			b = strconv.AppendInt(b, f.v, 10)
+		}
+	}
+	if r.First {
+		b = append(b, `,"first":true`...)
+	}
+	if r.FirstReason != "" {
+		b = append(b, `,"first_reason":"`...)
+		b = append(b, r.FirstReason...)
+		b = append(b, '"')
+	}
+	if r.Shared {
+		b = append(b, `,"shared":true`...)
+	}
+	return append(b, '}'), true
+}
+
+// AppendReleaseRequest is AppendAcquireRequest for a release.
+func AppendReleaseRequest(b []byte, r *ReleaseRequest) ([]byte, bool) {
+	if !plain(r.Key) || !plain(r.LeaseID) {
+		return b, false
+	}
+	b = append(b, `{"key":"`...)
+	b = append(b, r.Key...)
+	b = append(b, `","lease_id":"`...)
+	b = append(b, r.LeaseID...)
+	return append(b, `"}`...), true
+}

@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -156,4 +157,126 @@ func TestTimeUnmarshal(t *testing.T) {
 			t.Errorf("%s: no error", d)
 		}
 	}
+}
+
+// strict decodes as the server does: unknown fields refused, one value.
+func strict(data []byte, dst any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err == nil {
+		return errTrailing
+	}
+	return nil
+}
+
+var errTrailing = errors.New("trailing data")
+
+func fastAcquires() []AcquireRequest {
+	return []AcquireRequest{
+		{Key: "cyc-http/00001", LeaseID: "0123456789abcdef", Holder: "vm:1:ab", TTLMs: Ms(15 * time.Second)},
+		{Key: "k", TTLMs: Ms(0), WaitMs: 30000, CooldownMs: 5, LockDelayMs: -1, First: true, FirstReason: "outage", Shared: true},
+		{},
+		{Key: "k<", Holder: "h"},
+		{Key: "k", Metadata: json.RawMessage(`{"a":1}`)},
+		{Key: "k", Resources: []string{"r"}},
+		{Key: "k", Limits: []string{}},
+	}
+}
+
+func TestAppendRequestsAreMarshal(t *testing.T) {
+	fast := 0
+	for _, r := range fastAcquires() {
+		want, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, ok := AppendAcquireRequest(nil, &r); ok {
+			fast++
+			if !bytes.Equal(b, want) {
+				t.Errorf("got %s, want %s", b, want)
+			}
+		}
+	}
+	if fast != 3 {
+		t.Errorf("wrote %d acquires, want 3", fast)
+	}
+	for _, r := range []ReleaseRequest{{Key: "k", LeaseID: "id"}, {}} {
+		want, _ := json.Marshal(r)
+		if b, ok := AppendReleaseRequest(nil, &r); !ok || !bytes.Equal(b, want) {
+			t.Errorf("got %s %v, want %s", b, ok, want)
+		}
+	}
+	if _, ok := AppendReleaseRequest(nil, &ReleaseRequest{Key: "k&"}); ok {
+		t.Error("wrote a key that needs escaping")
+	}
+}
+
+func TestParseRequestsAreStrictDecode(t *testing.T) {
+	var docs []string
+	for _, r := range fastAcquires() {
+		b, _ := json.Marshal(r)
+		docs = append(docs, string(b))
+	}
+	docs = append(docs, `{"key":"k","ttl_ms":1,"ttl_ms":2}`, `{"key":"k","ttl_ms":null}`, `{"key":"k","KEY":"j"}`,
+		`{"key":"k","lease_id":"x","unknown":1}`, ` {"key" : "k" , "wait_ms" : 0 } `, `{"key":"k"} {}`, `{"key":"k"}x`,
+		`{"key":1}`, `{"first":"yes"}`, `{"wait_ms":9223372036854775808}`, `{"wait_ms":-9223372036854775808}`, `{"key":"k",}`)
+	parsed := 0
+	for _, d := range docs {
+		var fast AcquireRequest
+		if !ParseAcquireRequest([]byte(d), &fast) {
+			continue
+		}
+		parsed++
+		var slow AcquireRequest
+		if err := strict([]byte(d), &slow); err != nil {
+			t.Errorf("%s: parsed, but the strict decoder: %v", d, err)
+			continue
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Errorf("%s:\n parsed %+v\n decoded %+v", d, fast, slow)
+		}
+	}
+	if parsed < 6 {
+		t.Errorf("parsed %d acquires, want at least 6", parsed)
+	}
+	parsed = 0
+	for _, d := range []string{`{"key":"k","lease_id":"x"}`, `{"lease_id":"x"}`, `{"key":"k","lease_id":"x","holder":"h"}`, `{"key":"k","lease_id":null}`, `{}`} {
+		var fast ReleaseRequest
+		if !ParseReleaseRequest([]byte(d), &fast) {
+			continue
+		}
+		parsed++
+		var slow ReleaseRequest
+		if err := strict([]byte(d), &slow); err != nil || fast != slow {
+			t.Errorf("%s: parsed %+v, decoded %+v, %v", d, fast, slow, err)
+		}
+	}
+	if parsed != 3 {
+		t.Errorf("parsed %d releases, want 3", parsed)
+	}
+}
+
+// FuzzParseAcquireRequest: whatever the parser accepts, the server's strict decoder reads the
+// same.
+func FuzzParseAcquireRequest(f *testing.F) {
+	for _, r := range fastAcquires() {
+		b, _ := json.Marshal(r)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var fast AcquireRequest
+		if !ParseAcquireRequest(data, &fast) {
+			return
+		}
+		var slow AcquireRequest
+		if err := strict(data, &slow); err != nil {
+			t.Fatalf("%q: parsed, but the strict decoder: %v", data, err)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%q:\n parsed %+v\n decoded %+v", data, fast, slow)
+		}
+	})
 }
