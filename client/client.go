@@ -485,7 +485,7 @@ func (s *Store) doHeader(ctx context.Context, method, path string, query url.Val
 	}
 	var rd io.Reader
 	if body != nil {
-		b, err := json.Marshal(body)
+		b, err := encodeBody(body)
 		if err != nil {
 			return 0, fmt.Errorf("baton client: encoding %s %s: %w", method, path, err)
 		}
@@ -524,8 +524,7 @@ func (s *Store) doHeader(ctx context.Context, method, path string, query url.Val
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return 0, s.problemError(method, path, resp)
 	}
-	dec := json.NewDecoder(io.LimitReader(resp.Body, maxBodyBytes))
-	if err := dec.Decode(out); err != nil {
+	if err := decodeAnswer(resp.Body, out); err != nil {
 		if s.closed.Load() {
 			return 0, fmt.Errorf("baton client: %s %s: %w", method, path, store.ErrClosed)
 		}
@@ -535,6 +534,56 @@ func (s *Store) doHeader(ctx context.Context, method, path string, query url.Val
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 	return resp.StatusCode, nil
 }
+
+// encodeBody is json.Marshal, without reflection for the requests of the lock cycle when they
+// have the usual shape (wire.AppendAcquireRequest).
+func encodeBody(body any) ([]byte, error) {
+	switch body := body.(type) {
+	case wire.AcquireRequest:
+		if b, ok := wire.AppendAcquireRequest(make([]byte, 0, 256), &body); ok {
+			return b, nil
+		}
+	case wire.ReleaseRequest:
+		if b, ok := wire.AppendReleaseRequest(make([]byte, 0, 128), &body); ok {
+			return b, nil
+		}
+	}
+	return json.Marshal(body)
+}
+
+// decodeAnswer decodes the first JSON value of body (at most maxBodyBytes) into out. The answers
+// of the lock cycle are read whole and parsed without reflection when they have the usual shape
+// (wire.ParseLeaseResponse); everything else, and anything they do not parse, goes through
+// encoding/json, which gives the same values and the errors.
+func decodeAnswer(body io.Reader, out any) error {
+	switch out := out.(type) {
+	case *wire.LeaseResponse, *wire.ReleaseResponse:
+		buf := answerBufs.Get().(*bytes.Buffer)
+		defer answerBufs.Put(buf)
+		buf.Reset()
+		if _, err := buf.ReadFrom(io.LimitReader(body, maxBodyBytes)); err != nil {
+			return err
+		}
+		switch out := out.(type) {
+		case *wire.LeaseResponse:
+			if wire.ParseLeaseResponse(buf.Bytes(), out) {
+				return nil
+			}
+			*out = wire.LeaseResponse{}
+		case *wire.ReleaseResponse:
+			if wire.ParseReleaseResponse(buf.Bytes(), out) {
+				return nil
+			}
+			*out = wire.ReleaseResponse{}
+		}
+		body = buf
+	}
+	return json.NewDecoder(io.LimitReader(body, maxBodyBytes)).Decode(out)
+}
+
+// answerBufs holds the buffers decodeAnswer reads answers into; the values parsed from them
+// are copies.
+var answerBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // ceilMs is d in whole milliseconds, rounded up so that a lease or a pause is never shorter on
 // the server than asked.

@@ -78,6 +78,10 @@ type gate struct {
 	depth         *prometheus.GaugeVec
 	shed          *prometheus.CounterVec
 	queueWait     *prometheus.HistogramVec
+	// The series of each class, looked up once rather than on every call.
+	depthOf [2]prometheus.Gauge
+	shedOf  [2]prometheus.Counter
+	waitOf  [2]prometheus.Observer
 }
 
 func newGate(limit, maxQueue int, maxWait time.Duration, reg prometheus.Registerer) *gate {
@@ -102,10 +106,10 @@ func newGate(limit, maxQueue int, maxWait time.Duration, reg prometheus.Register
 		Help:    "How long admitted store calls waited for a slot, by class.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 9), // 0.5 ms .. ~33 s
 	}, []string{"class"})
-	for _, c := range classNames {
-		g.depth.WithLabelValues(c)
-		g.shed.WithLabelValues(c)
-		g.queueWait.WithLabelValues(c)
+	for c, name := range classNames {
+		g.depthOf[c] = g.depth.WithLabelValues(name)
+		g.shedOf[c] = g.shed.WithLabelValues(name)
+		g.waitOf[c] = g.queueWait.WithLabelValues(name)
 	}
 	reg.MustRegister(g.inflightGauge, g.depth, g.shed, g.queueWait)
 	return g
@@ -118,7 +122,7 @@ func (g *gate) shedAtDoor(c class) bool {
 	full := g.inflight >= g.limit && g.full(c, time.Now())
 	g.mu.Unlock()
 	if full {
-		g.shed.WithLabelValues(classNames[c]).Inc()
+		g.shedOf[c].Inc()
 	}
 	return full
 }
@@ -148,22 +152,22 @@ func (g *gate) enter(ctx context.Context, c class) error {
 		g.inflight++
 		g.inflightGauge.Set(float64(g.inflight))
 		g.mu.Unlock()
-		g.queueWait.WithLabelValues(classNames[c]).Observe(0)
+		g.waitOf[c].Observe(0)
 		return nil
 	}
 	now := time.Now()
 	if bounded && g.full(c, now) {
 		g.mu.Unlock()
-		g.shed.WithLabelValues(classNames[c]).Inc()
+		g.shedOf[c].Inc()
 		return errOverloaded
 	}
 	w := &waiter{ch: make(chan struct{}), since: now}
 	g.queues[c] = append(g.queues[c], w)
-	g.depth.WithLabelValues(classNames[c]).Set(float64(len(g.queues[c])))
+	g.depthOf[c].Set(float64(len(g.queues[c])))
 	g.mu.Unlock()
 	select {
 	case <-w.ch:
-		g.queueWait.WithLabelValues(classNames[c]).Observe(time.Since(now).Seconds())
+		g.waitOf[c].Observe(time.Since(now).Seconds())
 		return nil
 	case <-ctx.Done():
 	}
@@ -176,7 +180,7 @@ func (g *gate) enter(ctx context.Context, c class) error {
 	if i := slices.Index(g.queues[c], w); i >= 0 {
 		g.queues[c] = slices.Delete(g.queues[c], i, i+1)
 	}
-	g.depth.WithLabelValues(classNames[c]).Set(float64(len(g.queues[c])))
+	g.depthOf[c].Set(float64(len(g.queues[c])))
 	g.mu.Unlock()
 	return ctx.Err()
 }
@@ -202,7 +206,7 @@ func (g *gate) leave() {
 		w := g.queues[c][0]
 		g.queues[c][0] = nil
 		g.queues[c] = g.queues[c][1:]
-		g.depth.WithLabelValues(classNames[c]).Set(float64(len(g.queues[c])))
+		g.depthOf[c].Set(float64(len(g.queues[c])))
 		w.granted = true
 		close(w.ch)
 		return

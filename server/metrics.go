@@ -74,12 +74,25 @@ func (m *metrics) handler() http.Handler {
 // observeRoute times a handler under a fixed route label (never the raw path: keys would make
 // the label set unbounded) and a method label from a fixed set.
 func (m *metrics) observeRoute(route string, h http.HandlerFunc) http.HandlerFunc {
+	// The route's series by method label and status, looked up once each (both come from
+	// fixed sets: methodLabel, and the statuses the handlers write).
+	var series sync.Map // routeSeries -> prometheus.Observer
 	return func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		start := time.Now()
 		h(sw, r)
-		m.httpDuration.WithLabelValues(route, methodLabel(r.Method), strconv.Itoa(sw.status)).Observe(time.Since(start).Seconds())
+		k := routeSeries{methodLabel(r.Method), sw.status}
+		o, ok := series.Load(k)
+		if !ok {
+			o, _ = series.LoadOrStore(k, m.httpDuration.WithLabelValues(route, k.method, strconv.Itoa(k.status)))
+		}
+		o.(prometheus.Observer).Observe(time.Since(start).Seconds())
 	}
+}
+
+type routeSeries struct {
+	method string
+	status int
 }
 
 // methodLabel is the method label of a request: a standard method, or "other". net/http accepts

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/batonhq/baton/internal/wire"
@@ -163,10 +164,36 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(status)
+	// The answers of the lock cycle skip encoding/json's reflection when they can (the bytes
+	// are the same).
+	switch v := v.(type) {
+	case wire.LeaseResponse:
+		buf := answerBufs.Get().(*[]byte)
+		if b, ok := wire.AppendLeaseResponse((*buf)[:0], &v); ok {
+			_, _ = w.Write(b)
+			*buf = b
+			answerBufs.Put(buf)
+			return
+		}
+		answerBufs.Put(buf)
+	case wire.ReleaseResponse:
+		buf := answerBufs.Get().(*[]byte)
+		*buf = wire.AppendReleaseResponse((*buf)[:0], &v)
+		_, _ = w.Write(*buf)
+		answerBufs.Put(buf)
+		return
+	}
 	_ = json.NewEncoder(w).Encode(v)
 }
+
+// jsonContentType is the Content-Type of JSON answers, set without canonicalising the name
+// each time. net/http does not change a header's values.
+var jsonContentType = []string{"application/json"}
+
+// answerBufs holds the buffers of the answers writeJSON encodes itself.
+var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // notFound answers a path the API does not have. Its code, no_such_route, is not not_found (no
 // such lease, job or resource), so that a client pointed at a wrong path prefix can tell the two

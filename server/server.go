@@ -280,13 +280,17 @@ func refuseUncleanPaths(h http.Handler) http.Handler {
 // hasUncleanSegment reports whether path.Clean would change p (a trailing slash aside, which it
 // keeps: a key may end in "/").
 func hasUncleanSegment(p string) bool {
-	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
-	for i, seg := range segs {
-		if seg == "." || seg == ".." || (seg == "" && i < len(segs)-1) {
+	p = strings.TrimPrefix(p, "/")
+	for {
+		seg, rest, more := strings.Cut(p, "/")
+		if seg == "." || seg == ".." || (seg == "" && more) {
 			return true
 		}
+		if !more {
+			return false
+		}
+		p = rest
 	}
-	return false
 }
 
 // routeTable lists every endpoint. server/openapi.json describes exactly these (a test checks

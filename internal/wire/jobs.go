@@ -27,7 +27,7 @@ func (t Time) MarshalJSON() ([]byte, error) {
 	if t.IsZero() {
 		return []byte("null"), nil
 	}
-	return []byte(`"` + t.UTC().Format(timeLayout) + `"`), nil
+	return t.appendJSON(make([]byte, 0, len(timeLayout)+2)), nil
 }
 
 // UnmarshalJSON reads an RFC 3339 string (any fraction of a second) or null.
@@ -37,8 +37,13 @@ func (t *Time) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
+	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' {
+		s = string(b[1 : len(b)-1]) // the usual case, without a second decoder
+	}
+	if !plain(s) || s == "" {
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
 	}
 	v, err := time.Parse(time.RFC3339, s)
 	if err != nil {
