@@ -142,8 +142,9 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	if err := s.closed.Check(); err != nil {
 		return nil, err
 	}
-	if p.Beyond() || s.trees.Of(p.Key) != "" {
-		// A key of a tree is granted through holds, by the tree's rules (trees.go).
+	if p.Beyond() || s.trees.Of(p.Key) != "" || s.rated.Of(p.Key) != "" {
+		// A key of a tree is granted through holds, by the tree's rules (trees.go); so is a key
+		// under a rated prefix, whose rate the way of holds counts (rates_scoped.go).
 		return s.acquireBeyond(ctx, p)
 	}
 	var md any // NULL for no metadata
@@ -179,9 +180,15 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 				return nil, s.fail("acquire", p.Key, terr)
 			}
 			inTree = prefix != ""
+			if !inTree {
+				if inTree, terr = s.underRatedPrefix(ctx, p.Key); terr != nil {
+					return nil, s.fail("acquire", p.Key, terr)
+				}
+			}
 		}
 		if inTree {
-			// A tree this process did not know of yet: the statement granted nothing.
+			// A tree (or a rated prefix) this process did not know of yet: the statement granted
+			// nothing.
 			if err := s.loadTrees(ctx); err != nil {
 				return nil, s.fail("acquire", p.Key, err)
 			}
