@@ -22,7 +22,7 @@ const (
 	WaitNoWorker    = "no_worker"    // no worker of the job's kind has asked for work in the last minute
 	WaitUnknownKind = "unknown_kind" // the job's kind is not registered
 	WaitLimit       = "limit"        // a limit the job takes a unit of is full
-	WaitRate        = "rate"         // the job kind's rate on its resource is reached
+	WaitRate        = "rate"         // a rate the job counts in is reached: its kind's on its resource, its prefix's or a limit's
 )
 
 // NoWorkerAfter is how long since a worker of a kind last asked for jobs before an explanation
@@ -135,7 +135,9 @@ func ExplainJob(ctx context.Context, st store.JobStore, id int64) (*Explanation,
 	e.Reasons = append(e.Reasons, more...)
 	var rated time.Time
 	for _, w := range rl.Rates {
-		if w.Kind == j.Kind {
+		// The kind's rate on the resource, the rate of the prefix it is under, a rate of a limit
+		// the job takes.
+		if w.Kind == j.Kind || w.Prefix != "" || w.Limit != "" && slices.Contains(j.Limits, w.Limit) {
 			rated = w.Next
 			e.Reasons = append(e.Reasons, WaitReason{Code: WaitRate, Rate: w.Rate.String(), Until: w.Next, Message: w.Message()})
 		}

@@ -174,7 +174,11 @@ func storeError(p *problemJSON) error {
 	case "tree_in_use":
 		return &store.TreeInUseError{Prefix: p.Prefix, Key: p.Key, What: p.What}
 	case "cooldown":
-		return &store.RestingError{Key: p.Key, Reason: p.Reason, Remaining: msOf(p.RemainingMs)}
+		e := &store.RestingError{Key: p.Key, Reason: p.Reason, Remaining: msOf(p.RemainingMs)}
+		if r, err := store.ParseRate("rate", p.Rate); err == nil && p.Reason == store.ReasonRate {
+			e.Rate = &store.RateWait{Limit: p.Limit, Prefix: p.Prefix, Rate: r}
+		}
+		return e
 	case "not_held":
 		return store.ErrNotHeld
 	case "not_found":

@@ -26,9 +26,12 @@ func (s *Store) SetLimit(ctx context.Context, p *store.SetLimitParams) (*store.L
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	req := wire.SetLimitRequest{Capacity: p.Capacity, Actor: p.Actor}
+	if p.Rate != nil {
+		req.Rate = p.Rate.String()
+	}
 	var resp wire.LimitResponse
-	if err := s.do(ctx, http.MethodPut, "/v1/limits/"+keyPath(p.Name), nil,
-		wire.SetLimitRequest{Capacity: p.Capacity, Actor: p.Actor}, &resp); err != nil {
+	if err := s.do(ctx, http.MethodPut, "/v1/limits/"+keyPath(p.Name), nil, req, &resp); err != nil {
 		return nil, err
 	}
 	return resp.Limit.Store(), nil

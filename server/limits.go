@@ -75,7 +75,12 @@ func (s *Server) setLimit(w http.ResponseWriter, r *http.Request, who principal)
 		writeProblem(w, invalidArg("actor", fmt.Sprintf("must be at most %d bytes", store.MaxHolderLen)))
 		return
 	}
-	p := &store.SetLimitParams{Name: name, Capacity: req.Capacity, Actor: s.adminActor(who, req.Actor)}
+	rate, err := req.StoreRate()
+	if err != nil {
+		writeProblem(w, invalid(err))
+		return
+	}
+	p := &store.SetLimitParams{Name: name, Capacity: req.Capacity, Rate: rate, Actor: s.adminActor(who, req.Actor)}
 	if err := p.Validate(); err != nil {
 		writeProblem(w, invalid(err))
 		return
@@ -85,7 +90,7 @@ func (s *Server) setLimit(w http.ResponseWriter, r *http.Request, who principal)
 		s.writeError(w, r, err)
 		return
 	}
-	s.log.Info("limit set", "limit", name, "capacity", p.Capacity, "actor", p.Actor)
+	s.log.Info("limit set", "limit", name, "capacity", p.Capacity, "rate", req.Rate, "actor", p.Actor)
 	writeJSON(w, http.StatusOK, wire.LimitResponse{Limit: wire.LimitFrom(l, func(l *store.Lease) wire.Lease { return s.leaseFor(l, who) })})
 }
 

@@ -37,6 +37,8 @@ var unbounded = map[string]string{
 	"SubmitRequest.scheduled_at": "an RFC 3339 time (format date-time): its format is the rule, not its length",
 	"Kind.limits[]":              "a limit template's bound is its length once its {args.NAME} parts are filled (512 bytes), not its own",
 	"Kind.rate":                  "a rate, MAX/WINDOW (its pattern): its bounds are MAX's and WINDOW's (rate.max, rate.window), not its length",
+	"SetLimitRequest.rate":       "a rate, as Kind.rate",
+	"SetPrefixRateRequest.rate":  "a rate, as Kind.rate",
 }
 
 // notRefused lists boundary cases the server may accept although the document refuses them,
@@ -71,6 +73,8 @@ var bodyOverrides = map[string]string{
 	"acquireLock": `{"key":"acquire-key"}`,
 	"submitJob":   `{"kind":"k","resource":"submit-resource","policy":"replace"}`,
 	"submitJobs":  `{"jobs":[{"kind":"k","resource":"submit-resource","policy":"replace"}]}`,
+	// A rate is required, and the least string is no rate.
+	"setPrefixRate": `{"rate":"1/1s"}`,
 }
 
 // specDoc is the document as raw JSON, numbers exact: kin-openapi keeps bounds as float64,

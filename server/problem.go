@@ -114,6 +114,9 @@ func problemFor(err error) (p *problem, ok bool) {
 		p := newProblem(http.StatusLocked, "cooldown", resting.Error())
 		p.Key, p.Reason, p.RemainingMs = resting.Key, resting.Reason, ms(resting.Remaining)
 		p.retryAfter = resting.Remaining
+		if w := resting.Rate; w != nil {
+			p.Rate, p.Limit, p.Prefix = w.Rate.String(), w.Limit, w.Prefix
+		}
 		return p, true
 	case errors.As(err, &inUse):
 		p := newProblem(http.StatusConflict, "limit_in_use", inUse.Error())

@@ -93,6 +93,9 @@ type Server struct {
 	// limits is the store as a store.Limiter, nil if it keeps no limits (the limit routes
 	// answer 501).
 	limits store.Limiter
+	// rates is the store as a store.RatePrefixer, nil if it keeps no prefix rates (the rate
+	// routes answer 501).
+	rates store.RatePrefixer
 	// trees is the store as a store.Treer, nil if it keeps no trees (the tree routes answer
 	// 501).
 	trees store.Treer
@@ -178,6 +181,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if tr, ok := cfg.Store.(store.Treer); ok {
 		s.trees = tr
+	}
+	if rp, ok := cfg.Store.(store.RatePrefixer); ok {
+		s.rates = rp
 	}
 	s.jobMetrics = newJobMetrics(s.metrics.registry, s.jobs)
 	s.handler = s.routes()
@@ -343,6 +349,11 @@ func (s *Server) routeTable() []route {
 		{"/v1/trees/{prefix...}", http.MethodGet, "tree", RoleRead, s.getTree},
 		{"/v1/trees/{prefix...}", http.MethodPut, "tree", RoleAdmin, s.setTree},
 		{"/v1/trees/{prefix...}", http.MethodDelete, "tree", RoleAdmin, s.deleteTree},
+		// Rates of key prefixes (rates.go).
+		{"/v1/rates", http.MethodGet, "rates", RoleRead, s.listPrefixRates},
+		{"/v1/rates/{prefix...}", http.MethodGet, "rate", RoleRead, s.getPrefixRate},
+		{"/v1/rates/{prefix...}", http.MethodPut, "rate", RoleAdmin, s.setPrefixRate},
+		{"/v1/rates/{prefix...}", http.MethodDelete, "rate", RoleAdmin, s.deletePrefixRate},
 		// Fences for resources outside the store (fences.go).
 		{"/v1/fences/check", http.MethodPost, "fence_check", RoleWrite, s.checkFence},
 		{"/v1/fences/{resource...}", http.MethodDelete, "fence_reset", RoleAdmin, s.resetFence},
@@ -404,5 +415,6 @@ func (s *Server) info(w http.ResponseWriter, _ *http.Request, p principal) {
 		"line":           s.cfg.Store.Capabilities().Line,
 		"limits":         s.limits != nil,
 		"trees":          s.trees != nil,
+		"prefix_rates":   s.rates != nil,
 	})
 }

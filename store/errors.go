@@ -101,6 +101,9 @@ const (
 	// ReasonFailover: the store's database was promoted from a replica (a PostgreSQL failover)
 	// less than the store's failover quarantine ago; leases granted before it could still be live.
 	ReasonFailover = "failover"
+	// ReasonRate: a rate of a limit or of a key prefix that the request would count in is
+	// reached (RestingError.Rate says which); the request may be granted when its window frees.
+	ReasonRate = "rate"
 )
 
 // JobHolder is the holder a lease refusal names when a job attempt holds the key: "job:<id>".
@@ -112,11 +115,16 @@ func JobHolder(id int64) string { return "job:" + strconv.FormatInt(id, 10) }
 // errors.Is.
 type RestingError struct {
 	Key       string
-	Reason    string        // ReasonCooldown, ReasonLockDelay, ReasonResourceCooldown or ReasonFailover
+	Reason    string        // ReasonCooldown, ReasonLockDelay, ReasonResourceCooldown, ReasonFailover or ReasonRate
 	Remaining time.Duration // on the store's clock
+	// Rate is the rate reached, for ReasonRate.
+	Rate *RateWait
 }
 
 func (e *RestingError) Error() string {
+	if e.Rate != nil {
+		return fmt.Sprintf("baton: lock %q unavailable (rate %s of %s reached) for another %s", e.Key, e.Rate.Rate, e.Rate.Of(), e.Remaining.Round(time.Millisecond))
+	}
 	return fmt.Sprintf("baton: lock %q unavailable (%s) for another %s", e.Key, e.Reason, e.Remaining.Round(time.Millisecond))
 }
 

@@ -162,12 +162,19 @@ type Limiter interface {
 type SetLimitParams struct {
 	Name     string
 	Capacity int
-	Actor    string // who set it, for the audit log
+	// Rate, if set, bounds the grants of the limit's units: at most Rate.Max per sliding
+	// window (rate.go); nil: none (a set without it removes the limit's rate).
+	Rate  *Rate
+	Actor string // who set it, for the audit log
 }
 
 // Validate checks every field.
 func (p *SetLimitParams) Validate() error {
-	return firstError(ValidateLimitName(p.Name), ValidateLimitCapacity(p.Capacity))
+	err := firstError(ValidateLimitName(p.Name), ValidateLimitCapacity(p.Capacity))
+	if err == nil && p.Rate != nil {
+		err = p.Rate.Validate("rate")
+	}
+	return err
 }
 
 // DeleteLimitParams are the inputs of Limiter.DeleteLimit.
@@ -200,6 +207,8 @@ func (p *LimitsParams) Validate() error {
 type Limit struct {
 	Name     string
 	Capacity int
+	// Rate bounds the grants of its units per sliding window; nil if none.
+	Rate *Rate
 	// InUse is the number of live leases that hold a unit; it may exceed Capacity after the
 	// capacity was lowered, until they end.
 	InUse int

@@ -119,16 +119,63 @@ func RateNext(r Rate, grants []time.Time, now time.Time) (next time.Time, reache
 // KindRateScope names the counter of a kind's rate (its grants are counted per resource).
 func KindRateScope(kind string) string { return "kind:" + kind }
 
-// RateWait is a rate reached on a resource: grants of Kind wait until Next.
+// LimitRateScope names the counter of a limit's rate (key ""): every grant of a unit of the
+// limit counts.
+func LimitRateScope(name string) string { return "limit:" + name }
+
+// PrefixRateScope names the counter of a prefix's rate (key ""): every grant of a key under the
+// prefix counts, once per request.
+func PrefixRateScope(prefix string) string { return "prefix:" + prefix }
+
+// RateWait is a rate reached: grants that it counts wait until Next. Exactly one of Kind (a
+// kind's rate on a resource), Limit (a limit's rate) and Prefix (a key prefix's rate) is set.
 type RateWait struct {
-	Kind string
-	Rate Rate
-	Next time.Time // store clock
+	Kind   string
+	Limit  string
+	Prefix string
+	Rate   Rate
+	Next   time.Time // store clock
+}
+
+// Of names whose rate it is: `kind "K"`, `limit "L"` or `prefix "P"`.
+func (w *RateWait) Of() string {
+	switch {
+	case w.Limit != "":
+		return fmt.Sprintf("limit %q", w.Limit)
+	case w.Prefix != "":
+		return fmt.Sprintf("prefix %q", w.Prefix)
+	}
+	return fmt.Sprintf("kind %q", w.Kind)
 }
 
 // Message says it in a sentence.
 func (w *RateWait) Message() string {
-	return fmt.Sprintf("rate %s of kind %q reached, next at %s", w.Rate, w.Kind, w.Next.UTC().Format(time.RFC3339Nano))
+	return fmt.Sprintf("rate %s of %s reached, next at %s", w.Rate, w.Of(), w.Next.UTC().Format(time.RFC3339Nano))
+}
+
+// ScopedRate is a limit's or a prefix's rate as a grant meets it: its counter's scope (the key
+// is always "") and who it belongs to.
+type ScopedRate struct {
+	Scope string
+	Rate  Rate
+	Wait  RateWait // Limit or Prefix set; Next filled when reached
+}
+
+// LimitRate is the ScopedRate of limit name's rate r.
+func LimitRate(name string, r Rate) ScopedRate {
+	return ScopedRate{Scope: LimitRateScope(name), Rate: r, Wait: RateWait{Limit: name, Rate: r}}
+}
+
+// PrefixRateOf is the ScopedRate of prefix's rate r.
+func PrefixRateOf(prefix string, r Rate) ScopedRate {
+	return ScopedRate{Scope: PrefixRateScope(prefix), Rate: r, Wait: RateWait{Prefix: prefix, Rate: r}}
+}
+
+// RateRefusal is the refusal of a lease request over a limit's or a prefix's rate: a
+// *RestingError with ReasonRate on key, for the time until w.Next from now.
+func RateRefusal(key string, w RateWait, now time.Time) *RestingError {
+	wc := w
+	return &RestingError{Key: key, Reason: ReasonRate, Remaining: max(w.Next.Sub(now), 0), Rate: &wc}
 }
 
 // RateSkipError is the error entry of a job skipped (skip policy) because its kind's rate on its
@@ -137,4 +184,12 @@ func RateSkipError(kind, resource string, r Rate, until, now time.Time) JobError
 	return JobError{At: now, Code: CodeRateLimited, Until: until,
 		Message: fmt.Sprintf("rate %s of kind %q on resource %q reached: next at %s; skipped",
 			r, kind, resource, until.UTC().Format(time.RFC3339Nano))}
+}
+
+// RateWaitSkipError is the error entry of a job on resource skipped (skip policy) because a rate
+// of a limit or of a key prefix it would count in, w, was reached at now.
+func RateWaitSkipError(w *RateWait, resource string, now time.Time) JobError {
+	return JobError{At: now, Code: CodeRateLimited, Until: w.Next,
+		Message: fmt.Sprintf("rate %s of %s reached for resource %q: next at %s; skipped",
+			w.Rate, w.Of(), resource, w.Next.UTC().Format(time.RFC3339Nano))}
 }

@@ -328,23 +328,30 @@ func (e *TreeInUseError) Is(target error) bool { return target == ErrTreeInUse }
 // way of a key (flat or tree) without a round trip. It is never the truth: a store's statements
 // read its trees table themselves, so a copy made stale by another process sharing the store
 // costs one refused statement and a reload, never a wrong grant.
-type TreeCache struct {
+type TreeCache struct{ prefixCache }
+
+// Of returns the prefix of key's tree as last loaded; "" if none.
+func (c *TreeCache) Of(key string) string { return c.of(key, TreeOf) }
+
+// prefixCache is a copy of a store's prefixes of one sort (trees, rated prefixes), none
+// overlapping another, for routing a key without a round trip.
+type prefixCache struct {
 	mu       sync.RWMutex
 	prefixes []string
 }
 
-// Of returns the prefix of key's tree as last loaded; "" if none.
-func (c *TreeCache) Of(key string) string {
+// of returns the prefix find picks for key among the copy; "" if none (at once if empty).
+func (c *prefixCache) of(key string, find func(string, []string) string) string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if len(c.prefixes) == 0 {
 		return ""
 	}
-	return TreeOf(key, c.prefixes)
+	return find(key, c.prefixes)
 }
 
 // Set replaces the copy with prefixes, sorted and not overlapping.
-func (c *TreeCache) Set(prefixes []string) {
+func (c *prefixCache) Set(prefixes []string) {
 	c.mu.Lock()
 	c.prefixes = prefixes
 	c.mu.Unlock()

@@ -32,27 +32,45 @@ stores only.`,
 }
 
 func (a *app) limitsSetCommand() *cobra.Command {
+	var rate string
 	cmd := a.command(&cobra.Command{
-		Use:   "set NAME N [-o table|json]",
-		Short: "create a limit or change its capacity (admin)",
+		Use:   "set NAME N [--rate MAX/WINDOW] [-o table|json]",
+		Short: "create a limit or change its capacity and rate (admin)",
 		Long: `Create the limit NAME with capacity N (1 to 1000000), or change its capacity (admin role).
 Lowering it below the units in use evicts nobody: new grants wait until the use drops below N.
 
+--rate MAX/WINDOW, such as 20/1m: at most MAX grants of a unit of the limit (leases and job
+attempts that take one) in any sliding window of WINDOW (units s, m, h, d), on the store's clock.
+A lock request over the rate waits (or, without --wait, fails naming the rate and when it
+frees); a job stays its resource's head until the window frees, or is skipped (rate_limited)
+under the skip policy. MAX 1 to 1000000, WINDOW 1s to 30d. Without --rate, the limit has none
+(a set without it removes the rate). A limit used only as a rate: capacity 1000000.
+
 Example:
   baton limits set gpu-pool 4
+  baton limits set cloud-api 1000000 --rate 20/1m
 
 Output:
   limit gpu-pool: capacity 4, 1 in use, 0 waiting
+  limit cloud-api: capacity 1000000, rate 20/1m, 0 in use, 0 waiting
 With -o json, the limit object (docs/http-api.md).`,
 		Args: exactArgs(2, "NAME N"),
-	}, meta{exits: exitsRead})
+	}, meta{exits: exitsRead, names: flagNames{"rate": "--rate", "rate.max": "--rate", "rate.window": "--rate"}})
 	a.addGlobalFlags(cmd, true)
+	cmd.Flags().StringVar(&rate, "rate", "", "at most MAX grants of its units in a sliding WINDOW, `MAX/WINDOW` such as 20/1m")
 	cmd.RunE = func(_ *cobra.Command, args []string) error {
 		n, err := strconv.Atoi(args[1])
 		if err != nil {
 			return &store.InvalidArgumentError{Field: "capacity", Rule: fmt.Sprintf("must be an integer between 1 and %d (got %q)", store.MaxLimitCapacity, args[1])}
 		}
 		p := &store.SetLimitParams{Name: args[0], Capacity: n, Actor: a.actor()}
+		if rate != "" {
+			r, err := store.ParseRate("rate", rate)
+			if err != nil {
+				return err
+			}
+			p.Rate = &r
+		}
 		return a.call(p, func(ctx context.Context, st *client.Store) error {
 			l, err := st.SetLimit(ctx, p)
 			if err != nil {
@@ -61,7 +79,11 @@ With -o json, the limit object (docs/http-api.md).`,
 			if a.g.output == "json" {
 				return writeJSON(a.stdout, wire.LimitFrom(l, wire.LeaseFrom))
 			}
-			_, err = fmt.Fprintf(a.stdout, "limit %s: capacity %d, %d in use, %d waiting\n", printable(l.Name), l.Capacity, l.InUse, l.Waiting)
+			rated := ""
+			if l.Rate != nil {
+				rated = ", rate " + l.Rate.String()
+			}
+			_, err = fmt.Fprintf(a.stdout, "limit %s: capacity %d%s, %d in use, %d waiting\n", printable(l.Name), l.Capacity, rated, l.InUse, l.Waiting)
 			return err
 		})
 	}
@@ -81,8 +103,9 @@ Example:
   baton limits list
 
 Output (table):
-  NAME      USED  LIMIT  HOLDERS                  WAITING
-  gpu-pool  2     4      train-a,train-b          0
+  NAME       USED  LIMIT    RATE   HOLDERS          WAITING
+  gpu-pool   2     4        -      train-a,train-b  0
+  cloud-api  0     1000000  20/1m  -                0
 
 With -o json, a JSON array of limit objects (docs/http-api.md).`,
 		Args: noArgs,
@@ -118,9 +141,13 @@ With -o json, a JSON array of limit objects (docs/http-api.md).`,
 				return writeJSON(a.stdout, out)
 			}
 			tw := newTable(a.stdout)
-			fmt.Fprintln(tw, "NAME\tUSED\tLIMIT\tHOLDERS\tWAITING")
+			fmt.Fprintln(tw, "NAME\tUSED\tLIMIT\tRATE\tHOLDERS\tWAITING")
 			for _, l := range all {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\n", printable(l.Name), l.InUse, l.Capacity, holderNames(l.Holders), l.Waiting)
+				rated := "-"
+				if l.Rate != nil {
+					rated = l.Rate.String()
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%d\n", printable(l.Name), l.InUse, l.Capacity, rated, holderNames(l.Holders), l.Waiting)
 			}
 			return tw.Flush()
 		})

@@ -64,6 +64,7 @@ before or after the command): --server URL (env BATON_SERVER, default ` + defaul
 		a.workerCommand(),
 		a.fenceCommand(),
 		a.limitsCommand(),
+		a.ratesCommand(),
 		a.tokenCommand(),
 		a.versionCommand(),
 		a.completionCommand(),

@@ -467,15 +467,19 @@ type Resource struct {
 	Related []Holder      `json:"related,omitempty"`
 	Rest    *ResourceRest `json:"rest,omitempty"`
 	Line    []Ticket      `json:"line,omitzero"`
-	// Rates are the kinds' rates reached on the resource: their jobs wait until next.
+	// Rates are the rates reached on the resource (its kinds', its rated prefix's): the grants
+	// they count wait until next.
 	Rates []RateWait `json:"rates,omitempty"`
 }
 
-// RateWait is a kind's rate reached on a resource (store.RateWait).
+// RateWait is a rate reached on a resource (store.RateWait): a kind's (Kind), a limit's (Limit)
+// or the rate of the key prefix the resource is under (Prefix).
 type RateWait struct {
-	Kind string `json:"kind"`
-	Rate string `json:"rate"`
-	Next Time   `json:"next"`
+	Kind   string `json:"kind,omitempty"`
+	Limit  string `json:"limit,omitempty"`
+	Prefix string `json:"prefix,omitempty"`
+	Rate   string `json:"rate"`
+	Next   Time   `json:"next"`
 }
 
 // ResourceCooldown is a resource's cooldown: the answer of POST

@@ -120,7 +120,7 @@ func (r *Resource) LineFrom(l *store.ResourceLine, now time.Time) {
 		r.Line[i] = TicketFrom(t)
 	}
 	for _, w := range l.Rates {
-		r.Rates = append(r.Rates, RateWait{Kind: w.Kind, Rate: w.Rate.String(), Next: T(w.Next)})
+		r.Rates = append(r.Rates, RateWait{Kind: w.Kind, Limit: w.Limit, Prefix: w.Prefix, Rate: w.Rate.String(), Next: T(w.Next)})
 	}
 }
 
@@ -153,7 +153,7 @@ func (r *Resource) StoreLine() *store.ResourceLine {
 	}
 	for _, w := range r.Rates {
 		if rate, err := store.ParseRate("rate", w.Rate); err == nil {
-			out.Rates = append(out.Rates, &store.RateWait{Kind: w.Kind, Rate: rate, Next: w.Next.UTC()})
+			out.Rates = append(out.Rates, &store.RateWait{Kind: w.Kind, Limit: w.Limit, Prefix: w.Prefix, Rate: rate, Next: w.Next.UTC()})
 		}
 	}
 	for i, t := range r.Line {

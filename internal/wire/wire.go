@@ -250,4 +250,8 @@ type Problem struct {
 	Related string `json:"related,omitempty"`
 	Prefix  string `json:"prefix,omitempty"`
 	What    string `json:"what,omitempty"`
+
+	// Rates. A cooldown refusal of reason "rate": Rate is the rate reached ("20/1m"), of the
+	// limit Limit or of the key prefix Prefix; RemainingMs until its window frees.
+	Rate string `json:"rate,omitempty"`
 }

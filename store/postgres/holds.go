@@ -65,7 +65,7 @@ func buildHoldQueries(schema, channel string) holdQueries {
 	// The schema and the channel are [a-z0-9_]: their quoted forms hold no single quote.
 	r := strings.NewReplacer("{leases}", id("leases"), "{holds}", id("holds"), "{tickets}", id("tickets"),
 		"{limits}", id("limits"), "{jobs}", id("jobs"), "{kinds}", id("job_kinds"), "{trees}", id("trees"),
-		"{tokenseq}", "'"+id("token_seq")+"'", "{ticketstable}", "'"+id("tickets")+"'", "{channel}", "'"+channel+"'")
+		"{rate_prefixes}", id("rate_prefixes"), "{tokenseq}", "'"+id("token_seq")+"'", "{ticketstable}", "'"+id("tickets")+"'", "{channel}", "'"+channel+"'")
 	q := func(sql string) string { return r.Replace(sql) }
 	hq := holdQueries{
 		// $1 keys.
@@ -224,14 +224,16 @@ SELECT CASE WHEN count(*) = $8 THEN 0 ELSE ('a key''s row vanished under its loc
 )
 SELECT x.payload, pg_notify({channel}, x.payload)::text FROM (SELECT * FROM p ORDER BY part, i, rn OFFSET 0) x`),
 		// $1 name, $2 capacity.
-		setLimit: q(`INSERT INTO {limits} (name, capacity, updated_at) VALUES ($1, $2, now())
-ON CONFLICT (name) DO UPDATE SET capacity = excluded.capacity, updated_at = excluded.updated_at`),
+		// $1 name, $2 capacity, $3 rate max (0: none), $4 rate window ms.
+		setLimit: q(`INSERT INTO {limits} (name, capacity, updated_at, rate_max, rate_window_ms) VALUES ($1, $2, now(), $3, $4)
+ON CONFLICT (name) DO UPDATE SET capacity = excluded.capacity, updated_at = excluded.updated_at,
+	rate_max = excluded.rate_max, rate_window_ms = excluded.rate_window_ms`),
 		lockLimit:   q(`SELECT capacity FROM {limits} WHERE name = $1 FOR UPDATE`),
 		limitInUse:  q(`SELECT count(*) FROM {holds} WHERE key = $1 AND ended = 0 AND expires_at > now()`),
 		deleteLimit: q(`DELETE FROM {limits} WHERE name = $1`),
 		dropLine:    q(`DELETE FROM {tickets} WHERE key = $1`),
 		// $1 name or '', $2 after, $3 now, $4 limit.
-		readLimits: q(`SELECT name, capacity, updated_at,
+		readLimits: q(`SELECT name, capacity, updated_at, rate_max, rate_window_ms,
 	(SELECT count(*) FROM {tickets} t WHERE t.key = E'\x1e' || name AND t.expires_at > $3),
 	(SELECT count(*) FROM {holds} h WHERE h.key = E'\x1e' || name AND h.ended = 0 AND h.expires_at > $3)
 FROM {limits} WHERE ($1 = '' OR name = $1) AND name > $2 ORDER BY name LIMIT $4`),
@@ -469,6 +471,7 @@ func (s *Store) beyondTx(ctx context.Context, pt *pipeTx, p *store.AcquireParams
 		me          place
 		keyLines    []keyLineRead
 		limitUses   []limitUseRead
+		rates       []store.ScopedRate
 	)
 	linePlace := place{}
 	if job != nil {
@@ -489,6 +492,8 @@ func (s *Store) beyondTx(ctx context.Context, pt *pipeTx, p *store.AcquireParams
 		b.Queue(s.hq.placeAt, p.LeaseID, nil, p.Lines())
 		s.queueLines(b, p, nil, linePlace)
 		s.queueRelated(b, p, hinted, nil, linePlace)
+		// The rates of its limits and of the rated prefixes of its keys (rates_scoped.go).
+		b.Queue(s.jq.scoped.rates, keys, append([]string{}, p.Limits...))
 	}, false, func(br pgx.BatchResults) error {
 		if job != nil {
 			if err := job.preRead(br); err != nil {
@@ -527,7 +532,10 @@ func (s *Store) beyondTx(ctx context.Context, pt *pipeTx, p *store.AcquireParams
 		if keyLines, limitUses, err = readLines(br, p); err != nil {
 			return err
 		}
-		related, err = readRelated(br, p, hinted)
+		if related, err = readRelated(br, p, hinted); err != nil {
+			return err
+		}
+		rates, err = scanScoped(br.QueryRow())
 		return err
 	})
 	if err != nil {
@@ -590,6 +598,19 @@ func (s *Store) beyondTx(ctx context.Context, pt *pipeTx, p *store.AcquireParams
 	for i := 0; refusal == nil && i < len(p.Limits); i++ {
 		refusal = limitRefusal(p, p.Limits[i], caps[p.Limits[i]], now, limitUses[i])
 	}
+	if refusal == nil && len(rates) > 0 {
+		// Nothing else refuses it: the rates it counts in, under their locks.
+		w, err := s.checkScoped(ctx, pt, rates, now)
+		switch {
+		case err != nil:
+			return nil, nil, nil, nil, err
+		case w != nil && job != nil:
+			// A job stays its resource's head until the window frees (claimHoldsJob).
+			return nil, nil, nil, nil, &rateReachedError{next: w.Next}
+		case w != nil:
+			refusal = store.RateRefusal(p.Key, *w, now)
+		}
+	}
 	switch {
 	case refusal != nil && job != nil:
 		return nil, refusal, nil, nil, s.enqueueJob(ctx, pt, p, now, me, job.arrival)
@@ -597,6 +618,11 @@ func (s *Store) beyondTx(ctx context.Context, pt *pipeTx, p *store.AcquireParams
 		return nil, refusal, nil, nil, s.enqueueBeyond(ctx, pt, p, now, me)
 	case refusal != nil:
 		return nil, refusal, nil, nil, nil
+	}
+	if len(rates) > 0 {
+		if err := s.recordScoped(ctx, pt, rates, now); err != nil {
+			return nil, nil, nil, nil, err
+		}
 	}
 	lease, woken, err = s.grantBeyond(ctx, pt, p, now, md, job == nil)
 	if err == nil && job != nil {

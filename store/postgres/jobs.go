@@ -178,6 +178,16 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 	if err != nil {
 		return nil, err
 	}
+	keys := append([]string{p.Resource}, p.Resources...)
+	scoped, err := s.scopedRates(ctx, q, keys, limits)
+	if err != nil {
+		return nil, err
+	}
+	// A key under a rated prefix: the job's attempts are granted through holds, which count it.
+	ratedKey := false
+	for _, r := range scoped {
+		ratedKey = ratedKey || r.Wait.Prefix != ""
+	}
 	var resources []string // NULL for none
 	if len(p.Resources) > 0 {
 		resources = p.Resources
@@ -221,7 +231,13 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 			return nil, err
 		}
 	}
-	skipped := coolUntil != nil || busy && policy == store.PolicySkip || rated
+	var scopedWait *store.RateWait // a limit's or a prefix's rate reached (rates_scoped.go)
+	if policy == store.PolicySkip && !busy && coolUntil == nil && !rated && len(scoped) > 0 {
+		if scopedWait, err = s.scopedReached(ctx, q, scoped); err != nil {
+			return nil, err
+		}
+	}
+	skipped := coolUntil != nil || busy && policy == store.PolicySkip || rated || scopedWait != nil
 	maxAttempts := p.MaxAttempts
 	if maxAttempts == 0 {
 		maxAttempts = kind.MaxAttempts
@@ -236,6 +252,8 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 		errs, _ = json.Marshal([]store.JobError{store.CooldownSkipError(p.Resource, *coolUntil, coolJob, now)})
 	case rated:
 		errs, _ = json.Marshal([]store.JobError{store.RateSkipError(p.Kind, p.Resource, *kind.Rate, rateNext, now)})
+	case scopedWait != nil:
+		errs, _ = json.Marshal([]store.JobError{store.RateWaitSkipError(scopedWait, p.Resource, now)})
 	case skipped:
 		errs, _ = json.Marshal([]map[string]any{{"attempt": 0, "at": time.Now().UTC(), "code": store.CodeResourceBusy,
 			"message": fmt.Sprintf("resource busy: job %d is %s", headID, headState)}})
@@ -254,7 +272,7 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 			at = &deb
 		}
 	}
-	head := !busy && coolUntil == nil && !rated
+	head := !busy && coolUntil == nil && !rated && scopedWait == nil
 	if busy && shared && !skipped {
 		// A shared job joins the heads if they are all shared and no job waits behind them.
 		if err := q.QueryRow(ctx, s.jq.joinsShared, p.Resource).Scan(&head); err != nil {
@@ -262,7 +280,7 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 		}
 	}
 	j, err := scanJob(q.QueryRow(ctx, s.jq.insert, p.Kind, p.Resource, string(args), skipped, head, maxAttempts,
-		p.Priority, p.IdempotencyKey, at, delayMS, cooldownEnd, string(errs), shared, resources, limits, tree))
+		p.Priority, p.IdempotencyKey, at, delayMS, cooldownEnd, string(errs), shared, resources, limits, tree, ratedKey))
 	if errors.Is(err, pgx.ErrNoRows) {
 		// A concurrent submit with the same key committed first (the insert waited for it).
 		j, err = scanJob(q.QueryRow(ctx, s.jq.existing, p.IdempotencyKey))

@@ -31,7 +31,7 @@ var errBeyondKind = errors.New("postgres: a job's kind holds more than its resou
 // after the other (submitSlow), each superseding as jobs_replace.go says.
 func (s *Store) submitAny(ctx context.Context, ps []*store.SubmitParams) ([]*store.SubmitResult, error) {
 	for _, p := range ps {
-		if p.Beyond() || s.trees.Of(p.Resource) != "" || p.Policy == store.PolicyReplace || p.Debounce != 0 {
+		if p.Beyond() || s.trees.Of(p.Resource) != "" || s.rated.Of(p.Resource) != "" || p.Policy == store.PolicyReplace || p.Debounce != 0 {
 			return s.submitSlow(ctx, ps)
 		}
 	}

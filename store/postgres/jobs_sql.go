@@ -33,6 +33,7 @@ type jobQueries struct {
 	resourceGet, resourceList, resourceSet, resourceVersion, notifyAny string
 	lockReplaced, lockReplacedNowait, askRunningToStop, supersede      string
 	rates                                                              rateQueries
+	scoped                                                             scopedQueries // rates_scoped.go
 	askRunningToStopNowait, supersedeNowait                            string
 }
 
@@ -90,7 +91,7 @@ func buildJobQueries(schema, channel string) jobQueries {
 	// The schema is [a-z0-9_] and the channel derives from it, so neither can hold a quote.
 	r := strings.NewReplacer(
 		"{jobs}", id("jobs"), "{resources}", id("resources"), "{kinds}", id("job_kinds"),
-		"{leases}", id("leases"), "{tickets}", id("tickets"), "{holds}", id("holds"), "{limits}", id("limits"), "{rate_grants}", id("rate_grants"), "{token_seq}", "'"+id("token_seq")+"'", "{job_seq}", "'"+id("job_seq")+"'",
+		"{leases}", id("leases"), "{tickets}", id("tickets"), "{holds}", id("holds"), "{limits}", id("limits"), "{rate_grants}", id("rate_grants"), "{rate_prefixes}", id("rate_prefixes"), "{events}", id("events"), "{leasesname}", "'"+id("leases")+"'", "{token_seq}", "'"+id("token_seq")+"'", "{job_seq}", "'"+id("job_seq")+"'",
 		"{channel}", "'"+channel+"'", "{jobkey}", "E'\\x1fjob:'",
 	)
 	q := func(s string) string { return r.Replace(s) }
@@ -128,7 +129,8 @@ ORDER BY j.seq DESC LIMIT 1`),
 		// $1 kind, $2 resource, $3 args, $4 skipped, $5 head, $6 max attempts, $7 priority,
 		// $8 idempotency key, $9 absolute time or null, $10 delay ms, $11 cooldown end, $12 errors,
 		// $13 shared, $14 extra resources or null, $15 limits or null (store.ResolveHolds), $16 the
-		// resource is a key of a tree (trees.go).
+		// resource is a key of a tree (trees.go), $17 a key of the job is under a rated prefix
+		// (rates_scoped.go): either is granted through holds.
 		insert: q(`WITH v AS (
 	SELECT CASE WHEN $5::bool THEN greatest(t.at, $11::timestamptz) ELSE t.at END AS at
 	FROM (SELECT coalesce($9::timestamptz, now() + $10::bigint * interval '1 millisecond') AS at) t
@@ -138,7 +140,7 @@ INSERT INTO {jobs} AS j (seq, kind, resource, args, state, head, max_attempts, p
 SELECT nextval({job_seq}), $1, $2, $3, CASE WHEN $4::bool THEN 'skipped' WHEN v.at > now() THEN 'scheduled'
 	ELSE 'available' END, $5, $6, $7, nullif($8, ''), v.at, CASE WHEN $4::bool THEN now() END, $12,
 	$13::bool, $14::text[], $15::text[], $16::bool,
-	$13::bool OR $16::bool OR coalesce(cardinality($14::text[]), 0) > 0 OR coalesce(cardinality($15::text[]), 0) > 0
+	$13::bool OR $16::bool OR $17::bool OR coalesce(cardinality($14::text[]), 0) > 0 OR coalesce(cardinality($15::text[]), 0) > 0
 FROM v
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING ` + jobCols),
@@ -149,6 +151,7 @@ WHERE k.name = $1 AND k.waiting_until > now()`),
 		list: listJobsStatements(q),
 
 		rates:      buildRateQueries(q),
+		scoped:     buildScopedQueries(q),
 		claim:      q(claimSQL),
 		claimRated: q(claimRatedSQL),
 		// Jobs with holds (jobs_beyond.go). $1 kinds, $2 limit: the claimable heads with holds, in

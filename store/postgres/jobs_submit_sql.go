@@ -18,18 +18,25 @@ func buildSubmitQueries(schema, channel string) submitQueries {
 	r := strings.NewReplacer(
 		"{jobs}", id("jobs"), "{resources}", id("resources"), "{kinds}", id("job_kinds"),
 		"{job_ids}", "'"+id("jobs_id_seq")+"'", "{job_seq}", "'"+id("job_seq")+"'",
-		"{channel}", "'"+channel+"'", "{jobkey}", "E'\\x1fjob:'", "{unfinished}", unfinished, "{trees}", id("trees"),
+		"{channel}", "'"+channel+"'", "{jobkey}", "E'\\x1fjob:'", "{unfinished}", unfinished, "{trees}", id("trees"), "{rate_prefixes}", id("rate_prefixes"),
 	)
 	return submitQueries{lock: r.Replace(submitLockSQL), insert: r.Replace(submitInsertSQL),
 		insertOne: r.Replace(submitOneSQL), insertNoKeys: r.Replace(submitNoKeysSQL)}
 }
 
-// inTreeSQL is whether the resource res (a SQL expression) is a key of a tree (trees.go): such a
-// job is granted through holds, and submitted the slower way (jobs_beyond.go), as a job of a
-// kind "beyond" one exclusive key.
+// inTreeSQL is whether the resource res (a SQL expression) is a key of a tree (trees.go) or under
+// a rated prefix (rates_scoped.go): such a job is granted through holds, and submitted the slower
+// way (jobs_beyond.go), as a job of a kind "beyond" one exclusive key.
 func inTreeSQL(res string) string {
-	return `EXISTS (SELECT 1 FROM (SELECT t.prefix FROM {trees} t WHERE t.prefix <= ` + res + ` || '/' ORDER BY t.prefix DESC LIMIT 1) x
-		WHERE starts_with(` + res + ` || '/', x.prefix))`
+	return `(EXISTS (SELECT 1 FROM (SELECT t.prefix FROM {trees} t WHERE t.prefix <= ` + res + ` || '/' ORDER BY t.prefix DESC LIMIT 1) x
+		WHERE starts_with(` + res + ` || '/', x.prefix)) OR ` + ratedSQL(res) + `)`
+}
+
+// ratedSQL is whether the key k (a SQL expression) is under a rated prefix: the greatest one at
+// or below it (one probe of the primary key) is a prefix of it. Rated prefixes never overlap.
+func ratedSQL(k string) string {
+	return `EXISTS (SELECT 1 FROM (SELECT r.prefix FROM {rate_prefixes} r WHERE r.prefix <= ` + k + ` ORDER BY r.prefix DESC LIMIT 1) x
+		WHERE starts_with(` + k + `, x.prefix))`
 }
 
 // coolJoin finds the resource's cooldown (store.Kind.ResourceCooldown) if it has not ended:

@@ -146,10 +146,11 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 	if len(p.Metadata) > 0 {
 		md = string(p.Metadata)
 	}
-	if prefix := s.trees.Of(p.Key); p.Beyond() || prefix != "" {
+	if prefix, rated := s.trees.Of(p.Key), s.rated.Of(p.Key) != ""; p.Beyond() || prefix != "" || rated {
 		// A key of a tree is granted through holds, by the tree's rules (trees.go); an
 		// exclusive request for one in one round trip (trees_one.go), unless that hands it back.
-		if !p.Beyond() && !p.First {
+		// So is a key under a rated prefix, whose rate the way of holds counts (rates_scoped.go).
+		if !p.Beyond() && !p.First && !rated {
 			l, err, how := s.acquireTreeOne(ctx, p, prefix, md)
 			if how != treeOneHandBack && (how != treeOneRefused || !p.Wait || !isRefusal(err)) {
 				return l, err
@@ -186,9 +187,15 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 				return nil, s.fail("acquire", p.Key, terr)
 			}
 			inTree = prefix != ""
+			if !inTree {
+				if inTree, terr = s.underRatedPrefix(ctx, p.Key); terr != nil {
+					return nil, s.fail("acquire", p.Key, terr)
+				}
+			}
 		}
 		if inTree {
-			// A tree this process did not know of yet: the statement granted nothing.
+			// A tree (or a rated prefix) this process did not know of yet: the statement granted
+			// nothing.
 			if err := s.loadTrees(ctx); err != nil {
 				return nil, s.fail("acquire", p.Key, err)
 			}

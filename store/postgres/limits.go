@@ -28,7 +28,12 @@ func (s *Store) SetLimit(ctx context.Context, p *store.SetLimitParams) (*store.L
 	var woken []string
 	err := s.holdTx(ctx, func(tx pgx.Tx) error {
 		l, woken = nil, nil
-		if _, err := tx.Exec(ctx, s.hq.setLimit, p.Name, p.Capacity); err != nil {
+		var rm int
+		var rw int64
+		if p.Rate != nil {
+			rm, rw = p.Rate.Max, p.Rate.Window.Milliseconds()
+		}
+		if _, err := tx.Exec(ctx, s.hq.setLimit, p.Name, p.Capacity, rm, rw); err != nil {
 			return err
 		}
 		ls, err := s.readLimits(ctx, tx, &store.LimitsParams{Name: p.Name, Limit: 1})
@@ -80,6 +85,9 @@ func (s *Store) DeleteLimit(ctx context.Context, p *store.DeleteLimitParams) err
 		if _, err := tx.Exec(ctx, s.hq.deleteLimit, p.Name); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, s.jq.scoped.forget, store.LimitRateScope(p.Name)); err != nil {
+			return err
+		}
 		_, err = tx.Exec(ctx, s.hq.dropLine, store.LimitLine(p.Name))
 		return err
 	})
@@ -118,9 +126,14 @@ func (s *Store) readLimits(ctx context.Context, tx pgx.Tx, p *store.LimitsParams
 	var out []*store.Limit
 	for rows.Next() {
 		l := &store.Limit{}
-		if err := rows.Scan(&l.Name, &l.Capacity, &l.UpdatedAt, &l.Waiting, &l.InUse); err != nil {
+		var rm int
+		var rw int64
+		if err := rows.Scan(&l.Name, &l.Capacity, &l.UpdatedAt, &rm, &rw, &l.Waiting, &l.InUse); err != nil {
 			rows.Close()
 			return nil, err
+		}
+		if rm > 0 {
+			l.Rate = &store.Rate{Max: rm, Window: time.Duration(rw) * time.Millisecond}
 		}
 		out = append(out, l)
 	}

@@ -288,7 +288,11 @@ func (s *Store) ResourceLine(ctx context.Context, key string, limit int) (*store
 		if err := s.relatedHolders(ctx, tx, out, limit); err != nil {
 			return err
 		}
-		out.Rates, err = s.lineRates(ctx, tx, key)
+		if out.Rates, err = s.lineRates(ctx, tx, key); err != nil {
+			return err
+		}
+		more, err := s.lineScopedRates(ctx, tx, key)
+		out.Rates = append(out.Rates, more...)
 		return err
 	})
 	if err != nil {

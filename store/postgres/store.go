@@ -89,6 +89,7 @@ type Store struct {
 	hq            holdQueries // holds.go, limits.go
 	tq            treeQueries // trees.go
 	trees         store.TreeCache
+	rated         store.RatePrefixCache // rates_scoped.go
 	sq            submitQueries
 	hub           *notify.Hub
 	lis           *listener

@@ -39,13 +39,16 @@ type treeQueries struct {
 const treeProbeSQL = `SELECT x.prefix FROM (SELECT t.prefix FROM {trees} t WHERE t.prefix <= $1 || '/' ORDER BY t.prefix DESC LIMIT 1) x
 WHERE starts_with($1 || '/', x.prefix)`
 
-// treeProbeCTE is the acquire statement's CTE tree: intree, whether key $1 is a key of a tree.
-// The greatest prefix at or below store.TreeProbe($1) is read first (one probe of the primary
-// key), then tested: a prefix of another tree may lie between them only if the trees overlap.
+// treeProbeCTE is the acquire statement's CTE tree: intree, whether key $1 is a key of a tree,
+// or under a rated prefix (rates_scoped.go): either goes the way of holds. For each, the greatest
+// prefix at or below the key (for a tree, store.TreeProbe($1)) is read first (one probe of the
+// primary key), then tested: another prefix may lie between them only if the prefixes overlap.
 func treeProbeCTE(schema string) string {
 	t := pgx.Identifier{schema, "trees"}.Sanitize()
+	r := pgx.Identifier{schema, "rate_prefixes"}.Sanitize()
 	return `tree AS MATERIALIZED (SELECT coalesce((SELECT starts_with($1 || '/', t.prefix) FROM ` + t + ` t
-	WHERE t.prefix <= $1 || '/' ORDER BY t.prefix DESC LIMIT 1), false) AS intree)`
+	WHERE t.prefix <= $1 || '/' ORDER BY t.prefix DESC LIMIT 1), false) OR coalesce((SELECT starts_with($1, r.prefix) FROM ` + r + ` r
+	WHERE r.prefix <= $1 ORDER BY r.prefix DESC LIMIT 1), false) AS intree)`
 }
 
 func buildTreeQueries(schema string) treeQueries {
@@ -101,7 +104,8 @@ func (s *Store) loadTrees(ctx context.Context) error {
 		return err
 	}
 	s.trees.Set(ps)
-	return nil
+	// The rated prefixes route keys too: a statement that refused a key for either reloads both.
+	return s.loadRatePrefixes(ctx)
 }
 
 // treeOf returns the prefix of key's tree as the table says now; "" if none.

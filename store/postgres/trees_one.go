@@ -26,7 +26,8 @@ import (
 // caller's stale tickets). Nothing is written when it refuses.
 //
 // What the statement does not decide it hands back to the holds' transaction, which nothing
-// here has changed: the tree is not the one this process believed in (a stale copy), a row of
+// here has changed: the tree is not the one this process believed in (a stale copy), the key is
+// under a rated prefix (whose rate only the holds' transaction counts; rates_scoped.go), a row of
 // the key or of an ancestor is missing (the key must be made a lock key first), the caller holds
 // the key already (a re-acquire renews), or has its place in the line (an earlier waiting
 // attempt). A refusal of a caller that waits goes there too, to enqueue it.
@@ -61,7 +62,7 @@ k AS MATERIALIZED (SELECT lease_id, holder, token, expires_at, available_at, end
 c AS MATERIALIZED (SELECT
 	coalesce((` + probe + `), '') IS DISTINCT FROM $5
 	OR (SELECT count(*) FROM {leases} WHERE key = ANY ($6::text[] || $1::text)) <> cardinality($6::text[]) + 1
-	OR EXISTS (` + reacquire + `) OR EXISTS (` + place + `) AS hand_back),
+	OR EXISTS (` + reacquire + `) OR EXISTS (` + place + `) OR ` + ratedSQL("$1::text") + ` AS hand_back),
 kl AS MATERIALIZED (SELECT * FROM (` + keyLine + `) x (ahead, front, job, smode, sholder, stoken, sexpires)),
 rel AS MATERIALIZED (SELECT * FROM (` + related + `) x (hkey, hlease, hholder, htoken, hexpires, hmode, rkey, ravail,
 	tn, tkey, tholder, tat, jn, jid, jres, jat)),

@@ -55,7 +55,7 @@ const beforeMeSQL = `FROM tickets t WHERE t.key = ?1 AND t.lease_id <> ?2 AND t.
 // waits), in one transaction.
 func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
 	if p.First {
-		return nil, &store.InvalidArgumentError{Field: "first", Rule: "cannot be combined with shared mode, resources or limits"}
+		return nil, &store.InvalidArgumentError{Field: "first", Rule: "cannot be combined with shared mode, resources or limits, nor used on a key under a rated prefix"}
 	}
 	var lease *store.Lease
 	var refusal error
@@ -98,6 +98,17 @@ func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*sto
 				wake = append(wake, store.LimitLine(p.Limits[i]))
 			}
 		}
+		var rates []store.ScopedRate
+		if err == nil && refusal == nil {
+			// The rates the grant counts in (rates.go): one reached refuses it until its
+			// window frees.
+			if rates, err = grantRates(ctx, tx, p.Keys(), p.Limits); err == nil && len(rates) > 0 {
+				var w *store.RateWait
+				if w, err = ratesReached(ctx, tx, rates, time.Unix(0, now)); w != nil {
+					refusal = store.RateRefusal(p.Key, *w, time.Unix(0, now))
+				}
+			}
+		}
 		switch {
 		case err != nil:
 			return err
@@ -106,8 +117,10 @@ func (s *Store) acquireBeyond(ctx context.Context, p *store.AcquireParams) (*sto
 		case refusal != nil:
 			return nil
 		}
-		lease, err = s.grantBeyond(ctx, tx, p, trees, now)
-		return err
+		if lease, err = s.grantBeyond(ctx, tx, p, trees, now); err != nil {
+			return err
+		}
+		return recordRates(ctx, tx, rates, time.Unix(0, now))
 	})
 	if err != nil {
 		return nil, err

@@ -156,11 +156,24 @@ func (x *jobTx) start(j *store.Job, worker, owner string, ttl time.Duration) (bo
 		}
 		return false, x.rateWait(j, next)
 	}
+	rates, err := grantRates(x.ctx, x.q, []string{j.Resource}, nil)
+	if err != nil {
+		return false, err
+	}
+	if w, err := ratesReached(x.ctx, x.q, rates, x.now); err != nil || w != nil {
+		if err != nil {
+			return false, err
+		}
+		return false, x.rateWait(j, w.Next)
+	}
 	tok, err := x.next("token")
 	if err != nil {
 		return false, err
 	}
-	return true, x.begin(j, k, r, worker, owner, tok, x.now.Add(ttl))
+	if err := x.begin(j, k, r, worker, owner, tok, x.now.Add(ttl)); err != nil {
+		return false, err
+	}
+	return true, recordRates(x.ctx, x.q, rates, x.now)
 }
 
 // discardUnguarded ends j, discarded: its kind's guard refuses its resource's state.

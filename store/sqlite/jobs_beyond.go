@@ -148,6 +148,20 @@ func (s *Store) claimBeyond(x *jobTx, p *store.ClaimParams, kinds string, out []
 			}
 			continue
 		}
+		a := j.AcquireParams(p.Worker, p.Owner, p.TTL)
+		rates, err := grantRates(x.ctx, tx, a.Keys(), a.Limits)
+		if err != nil {
+			return out, err
+		}
+		if w, err := ratesReached(x.ctx, tx, rates, x.now); err != nil || w != nil {
+			if err == nil {
+				err = x.rateWait(j, w.Next)
+			}
+			if err != nil {
+				return out, err
+			}
+			continue
+		}
 		l, err := s.grantJob(x, tx, j, p)
 		if err != nil {
 			return out, err
@@ -156,6 +170,9 @@ func (s *Store) claimBeyond(x *jobTx, p *store.ClaimParams, kinds string, out []
 			continue // it waits in its lines
 		}
 		if err := x.begin(j, k, r, p.Worker, p.Owner, int64(l.Token), l.ExpiresAt); err != nil {
+			return out, err
+		}
+		if err := recordRates(x.ctx, tx, rates, x.now); err != nil {
 			return out, err
 		}
 		j.Slots = l.Slots

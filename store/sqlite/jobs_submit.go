@@ -112,6 +112,16 @@ func (x *jobTx) submit(p *store.SubmitParams) (*store.SubmitResult, error) {
 			return nil, err
 		}
 	}
+	var scoped *store.RateWait // a limit's or a prefix's rate reached (rates.go)
+	if policy == store.PolicySkip && cool == nil && head == nil && !rated {
+		rs, err := grantRates(x.ctx, x.q, append([]string{p.Resource}, holds.Resources...), holds.Limits)
+		if err != nil {
+			return nil, err
+		}
+		if scoped, err = ratesReached(x.ctx, x.q, rs, x.now); err != nil {
+			return nil, err
+		}
+	}
 	if head != nil && policy == store.PolicyReject && cool == nil {
 		return nil, &store.ResourceBusyError{Resource: p.Resource, HeadJob: head.ID, State: head.State}
 	}
@@ -146,6 +156,9 @@ func (x *jobTx) submit(p *store.SubmitParams) (*store.SubmitResult, error) {
 	case rated:
 		j.State, j.FinishedAt = store.JobSkipped, x.now
 		j.Errors = append(j.Errors, store.RateSkipError(p.Kind, p.Resource, *k.Rate, rateNext, x.now))
+	case scoped != nil:
+		j.State, j.FinishedAt = store.JobSkipped, x.now
+		j.Errors = append(j.Errors, store.RateWaitSkipError(scoped, p.Resource, x.now))
 	case head != nil && policy == store.PolicySkip:
 		j.State, j.FinishedAt = store.JobSkipped, x.now
 		x.addError(j, store.CodeResourceBusy, fmt.Sprintf("resource %q busy: job %d is %s", p.Resource, head.ID, head.State))

@@ -63,6 +63,10 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 		return s.acquireBeyond(ctx, p)
 	}
 	for {
+		if s.rated.Of(p.Key) != "" {
+			// A key under a rated prefix is granted through holds, which count its rate.
+			return s.acquireBeyond(ctx, p)
+		}
 		if prefix := s.trees.Of(p.Key); prefix != "" {
 			l, err, again := s.acquireTree(ctx, p, prefix)
 			if again {
@@ -97,7 +101,7 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		// Free, yet not granted: perhaps in a tree another process set.
+		// Free, yet not granted: perhaps in a tree, or under a rated prefix, another process set.
 		if err := s.loadTrees(ctx); err != nil {
 			return nil, err
 		}

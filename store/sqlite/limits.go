@@ -19,9 +19,14 @@ func (s *Store) SetLimit(ctx context.Context, p *store.SetLimitParams) (*store.L
 	}
 	var l *store.Limit
 	err := s.holdTx(ctx, "set limit", func(tx *sql.Tx, now int64) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO limits (name, capacity, updated_at) VALUES (?1, ?2, ?3)
-			ON CONFLICT (name) DO UPDATE SET capacity = excluded.capacity, updated_at = excluded.updated_at`,
-			p.Name, p.Capacity, now)
+		var rm, rw int64
+		if p.Rate != nil {
+			rm, rw = int64(p.Rate.Max), int64(p.Rate.Window)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO limits (name, capacity, updated_at, rate_max, rate_window_ns) VALUES (?1, ?2, ?3, ?4, ?5)
+			ON CONFLICT (name) DO UPDATE SET capacity = excluded.capacity, updated_at = excluded.updated_at,
+				rate_max = excluded.rate_max, rate_window_ns = excluded.rate_window_ns`,
+			p.Name, p.Capacity, now, rm, rw)
 		if err != nil {
 			return err
 		}
@@ -60,6 +65,9 @@ func (s *Store) DeleteLimit(ctx context.Context, p *store.DeleteLimitParams) err
 		if n, _ := res.RowsAffected(); n == 0 {
 			return store.ErrNotFound
 		}
+		if _, err = tx.ExecContext(ctx, `DELETE FROM rate_grants WHERE scope = ?1`, store.LimitRateScope(p.Name)); err != nil {
+			return err
+		}
 		_, err = tx.ExecContext(ctx, `DELETE FROM tickets WHERE key = ?1`, store.LimitLine(p.Name))
 		return err
 	})
@@ -83,7 +91,7 @@ func (s *Store) Limits(ctx context.Context, p *store.LimitsParams) ([]*store.Lim
 }
 
 func (s *Store) readLimits(ctx context.Context, tx *sql.Tx, p *store.LimitsParams, now int64) ([]*store.Limit, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT name, capacity, updated_at,
+	rows, err := tx.QueryContext(ctx, `SELECT name, capacity, updated_at, rate_max, rate_window_ns,
 			(SELECT count(*) FROM tickets t WHERE t.key = char(30) || name AND t.expires_at > ?3)
 		FROM limits WHERE (?1 = '' OR name = ?1) AND name > ?2 ORDER BY name LIMIT ?4`, p.Name, p.After, now, p.Limit)
 	if err != nil {
@@ -92,10 +100,14 @@ func (s *Store) readLimits(ctx context.Context, tx *sql.Tx, p *store.LimitsParam
 	var out []*store.Limit
 	for rows.Next() {
 		l := &store.Limit{}
-		var updated int64
-		if err := rows.Scan(&l.Name, &l.Capacity, &updated, &l.Waiting); err != nil {
+		var updated, rw int64
+		var rm int
+		if err := rows.Scan(&l.Name, &l.Capacity, &updated, &rm, &rw, &l.Waiting); err != nil {
 			rows.Close()
 			return nil, err
+		}
+		if rm > 0 {
+			l.Rate = &store.Rate{Max: rm, Window: time.Duration(rw)}
 		}
 		l.UpdatedAt = time.Unix(0, updated)
 		out = append(out, l)

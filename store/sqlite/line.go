@@ -288,6 +288,11 @@ func (s *Store) ResourceLine(ctx context.Context, key string, limit int) (*store
 	if out.Rates, err = lineRates(ctx, tx, key, time.Unix(0, now)); err != nil {
 		return nil, s.wrap("resource line", err)
 	}
+	more, err := lineScopedRates(ctx, tx, key, time.Unix(0, now))
+	if err != nil {
+		return nil, s.wrap("resource line", err)
+	}
+	out.Rates = append(out.Rates, more...)
 	return out, nil
 }
 

@@ -27,6 +27,12 @@ type statements struct {
 // the probe. With no tree at all it reads an empty table.
 const notInTreeSQL = `coalesce((SELECT substr(?1 || '/', 1, length(m)) = m FROM (SELECT max(prefix) AS m FROM trees WHERE prefix <= ?1 || '/')), 0) = 0`
 
+// notRatedSQL holds when key ?1 is under no rated prefix (rates.go): the one rated prefix that
+// may be a prefix of it (the greatest at or below it, one probe of the primary key) is not. With
+// no rated prefix it reads an empty table. A key under one is granted through holds, which
+// count its rate.
+const notRatedSQL = `coalesce((SELECT substr(?1, 1, length(m)) = m FROM (SELECT max(prefix) AS m FROM rate_prefixes WHERE prefix <= ?1)), 0) = 0`
+
 // acquireSQL grants a free key (available_at <= now: released, expired or force-released
 // and past its cooldown or lock-delay) or renews the live lease of the same holder and
 // owner, in one statement, and returns nothing if it did neither (a live lease of the
@@ -43,12 +49,13 @@ const notInTreeSQL = `coalesce((SELECT substr(?1 || '/', 1, length(m)) = m FROM 
 // arrived first waits; the grant ends the caller's own ticket (a trigger).
 // ?1 key, ?2 lease_id, ?3 holder, ?4 now, ?5 ttl, ?6 cooldown, ?7 lock delay, ?8 metadata,
 // ?9 owner, ?10 first (break-glass).
-// A key of a tree is not granted here (notInTreeSQL), but by treeAcquire.
+// A key of a tree is not granted here (notInTreeSQL), but by treeAcquire; nor a key under a
+// rated prefix (notRatedSQL), but by acquireBeyond.
 const acquireSQL = `INSERT INTO leases AS a (key, lease_id, holder, owner, token, acquired_at, expires_at, ended,
 		available_at, cooldown_ns, lock_delay_ns, metadata)
 	SELECT ?1, ?2, ?3, ?9, (SELECT value + 1 FROM counters WHERE name = 'token'), ?4, ?4 + ?5, 0,
 		?4 + ?5 + ?7, ?6, ?7, ?8
-	WHERE ` + notInTreeSQL + `
+	WHERE ` + notInTreeSQL + ` AND ` + notRatedSQL + `
 		AND NOT EXISTS (SELECT 1 FROM jobs WHERE resource = ?1 AND state = 'running' AND lease_expires_at > ?4)
 		AND coalesce((SELECT cooldown_until FROM resources WHERE key = ?1), 0) <= ?4
 		AND ` + lineFreeSQL + `

@@ -50,6 +50,8 @@ type Store struct {
 	renews    renewBatcher
 	// trees is this process's copy of the trees' prefixes (trees.go).
 	trees store.TreeCache
+	// rated is this process's copy of the rated key prefixes (rates.go).
+	rated store.RatePrefixCache
 }
 
 var _ store.Store = (*Store)(nil)

@@ -35,7 +35,8 @@ func (s *Store) loadTrees(ctx context.Context) error {
 		return s.wrap("trees", err)
 	}
 	s.trees.Set(ps)
-	return nil
+	// The rated prefixes route keys too: a statement that refused a key for either reloads both.
+	return s.loadRatePrefixes(ctx)
 }
 
 // sqlTreeOf finds the only tree that may hold a key, from its store.TreeProbe ?1: the greatest

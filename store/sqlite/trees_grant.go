@@ -55,7 +55,7 @@ const treeAcquireSQL = `INSERT INTO leases AS a (key, lease_id, holder, owner, t
 		available_at, cooldown_ns, lock_delay_ns, metadata, tree)
 	SELECT ?1, ?2, ?3, ?9, (SELECT value + 1 FROM counters WHERE name = 'token'), ?4, ?4 + ?5, 0,
 		?4 + ?5 + ?7, ?6, ?7, ?8, 1
-	WHERE EXISTS (SELECT 1 FROM trees WHERE prefix = ?11)
+	WHERE EXISTS (SELECT 1 FROM trees WHERE prefix = ?11) AND ` + notRatedSQL + `
 		AND coalesce((SELECT cooldown_until FROM resources WHERE key = ?1), 0) <= ?4
 		AND NOT EXISTS (SELECT 1 FROM jobs WHERE resource = ?1 AND state = 'running' AND lease_expires_at > ?4)
 		AND ` + relatedFreeSQL + `
@@ -116,6 +116,11 @@ func (s *Store) treeRefusal(ctx context.Context, p *store.AcquireParams, prefix 
 		refusal, gone = nil, false
 		got, err := s.treeOfTx(ctx, tx, p.Key)
 		if err != nil || got != prefix {
+			gone = true
+			return err
+		}
+		if rs, err := grantRates(ctx, tx, []string{p.Key}, nil); err != nil || len(rs) > 0 {
+			// Under a rated prefix another process set: the way of holds counts its rate.
 			gone = true
 			return err
 		}

@@ -288,4 +288,6 @@ func RunJobRateAudit(t *testing.T, newStore func(t *testing.T) store.JobStore) {
 	h := JobHarness{NewJobStore: audited}
 	t.Run("RateNeverExceeded", func(t *testing.T) { testJobRateConcurrent(t, h) })
 	t.Run("RateNeverExceededShared", func(t *testing.T) { testJobRateShared(t, h) })
+	t.Run("LimitRateNeverExceeded", func(t *testing.T) { testLimitRate(t, h, true) })
+	t.Run("PrefixRateNeverExceeded", func(t *testing.T) { testPrefixRate(t, h, true) })
 }

@@ -46,6 +46,8 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"ReplaceConcurrent", testJobReplaceConcurrent},
 		{"RateNeverExceeded", testJobRateConcurrent},
 		{"RateNeverExceededShared", testJobRateShared},
+		{"LimitRateNeverExceeded", testLimitRateConcurrent},
+		{"PrefixRateNeverExceeded", testPrefixRateConcurrent},
 	}
 	for _, c := range serial {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
@@ -97,6 +99,9 @@ func RunJobs(t *testing.T, h JobHarness) {
 		{"RateWaits", testJobRateWaits},
 		{"RateFrees", testJobRateFrees},
 		{"RateBadInput", testJobRateBadInput},
+		{"ScopedRateWaits", testScopedRateWaits},
+		{"ScopedRateFrees", testScopedRateFrees},
+		{"ScopedRateBadInput", testScopedRateBadInput},
 		// Retries, heartbeat, cancel, reaper.
 		{"FailRetryDiscard", testJobFailRetry},
 		{"Heartbeat", testJobHeartbeat},

@@ -162,6 +162,8 @@ export interface Info {
   limits?: boolean;
   /** the store keeps trees (SQLite and PostgreSQL); otherwise the /v1/trees routes answer 501 */
   trees?: boolean;
+  /** the store keeps rates of key prefixes (SQLite and PostgreSQL); otherwise the /v1/rates routes answer 501 */
+  prefix_rates?: boolean;
 }
 
 /** RFC 9457 problem document with Baton's stable code and extension members */
@@ -217,10 +219,12 @@ export interface Problem {
   feature?: string;
   /** lock_held: the key related to the requested one in its tree (an ancestor or a descendant) whose holder, rest or waiting request refused it; holder, token and expires_at are then its holder's */
   related?: string;
-  /** tree_in_use and not_found of a tree: the tree's prefix */
+  /** tree_in_use and not_found of a tree or of a prefix's rate: the prefix; a cooldown refusal of reason rate: the rated prefix */
   prefix?: string;
   /** tree_in_use: what lives on key: a live lease or hold, a waiting lock request, an unfinished job */
   what?: "lease" | "ticket" | "job";
+  /** a cooldown refusal of reason rate: the rate reached, MAX/WINDOW, of the limit limit or of the key prefix prefix; remaining_ms until its window frees */
+  rate?: string;
 }
 
 export interface JobError {
@@ -469,9 +473,11 @@ export interface Resource {
   rates?: RateWait[];
 }
 
-/** a kind's rate reached on a resource */
+/** a rate reached on a resource: a kind's (kind), a limit's (limit) or that of the key prefix it is under (prefix) */
 export interface RateWait {
-  kind: string;
+  kind?: string;
+  limit?: string;
+  prefix?: string;
   /** the rate, MAX/WINDOW */
   rate: string;
   /** when the window frees (store clock) */
@@ -660,6 +666,8 @@ export interface Ticket {
 export interface Limit {
   name: string;
   capacity: number;
+  /** the limit's rate, MAX/WINDOW; absent: none */
+  rate?: string;
   /** live leases holding a unit; may exceed capacity after it was lowered, until they end */
   in_use: number;
   /** the live leases holding a unit, in grant order (lease IDs shown as for any lease) */
@@ -682,6 +690,8 @@ export interface LimitsResponse {
 export interface SetLimitRequest {
   /** how many leases may hold a unit at once */
   capacity: number;
+  /** at most MAX grants of the limit's units (leases and job attempts that take one) in any window of WINDOW, on the store's clock: "MAX/WINDOW" such as "20/1m"; MAX 1 to 1000000, WINDOW 1s to 30d (a 400 names rate.max or rate.window). A lock request over the rate is refused 423 cooldown with reason rate (a waiting one keeps its place and is granted once the window frees); a job stays its resource's head until then. Absent: none (a set without it removes the limit's rate) */
+  rate?: string;
   /** recorded only on a server without auth */
   actor?: string;
 }
@@ -715,6 +725,36 @@ export interface SetTreeRequest {
 }
 
 export interface DeleteTreeResponse {
+  prefix: string;
+  deleted: boolean;
+}
+
+export interface PrefixRate {
+  /** every key that starts with it is under it */
+  prefix: string;
+  /** MAX/WINDOW */
+  rate: string;
+  set_at: string;
+}
+
+export interface PrefixRateResponse {
+  prefix_rate: PrefixRate;
+}
+
+export interface PrefixRatesResponse {
+  rates: PrefixRate[];
+  /** set when the page is full: pass it as cursor */
+  next_cursor?: string;
+}
+
+export interface SetPrefixRateRequest {
+  /** at most MAX grants of keys under the prefix (leases and job attempts, a request counted once) in any window of WINDOW, on the store's clock: "MAX/WINDOW" such as "20/1m"; MAX 1 to 1000000, WINDOW 1s to 30d (a 400 names rate.max or rate.window) */
+  rate: string;
+  /** recorded only on a server without auth */
+  actor?: string;
+}
+
+export interface DeletePrefixRateResponse {
   prefix: string;
   deleted: boolean;
 }
