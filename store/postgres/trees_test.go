@@ -244,3 +244,35 @@ func TestTreeRelatedPlanReadsIndexRanges(t *testing.T) {
 		}
 	}
 }
+
+// TestTreeRatedPrefixStaleProcess: a store that granted a tree key in one round trip before
+// another set a rate on a prefix above it (its copy of the rated prefixes is stale) counts the
+// rate: the one-round-trip statement hands a key under a rated prefix back to the holds'
+// transaction, which counts it.
+func TestTreeRatedPrefixStaleProcess(t *testing.T) {
+	schema := newSchema(t)
+	a, b := openStore(t, schema), openStore(t, schema)
+	ctx := testCtx(t)
+	setTree(t, a, "rt/")
+	cycle := func(holder string) error {
+		l, err := b.Acquire(ctx, acquireParams("rt/a/x", holder))
+		if err != nil {
+			return err
+		}
+		_, err = b.Release(ctx, &store.ReleaseParams{Key: l.Key, LeaseID: l.ID})
+		return err
+	}
+	if err := cycle("before"); err != nil { // b now knows the tree, and no rated prefix
+		t.Fatal(err)
+	}
+	if _, err := a.SetPrefixRate(ctx, &store.SetPrefixRateParams{Prefix: "rt/a/", Rate: store.Rate{Max: 1, Window: time.Hour}, Actor: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cycle("first"); err != nil {
+		t.Fatalf("the first grant under the rate 1/1h: %v", err)
+	}
+	var rest *store.RestingError
+	if err := cycle("second"); !errors.As(err, &rest) || rest.Reason != store.ReasonRate {
+		t.Fatalf("the second grant under the rate 1/1h from the stale store: %v; want refused for the rate", err)
+	}
+}
