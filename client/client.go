@@ -559,7 +559,11 @@ func decodeAnswer(body io.Reader, out any) error {
 	switch out := out.(type) {
 	case *wire.LeaseResponse, *wire.ReleaseResponse:
 		buf := answerBufs.Get().(*bytes.Buffer)
-		defer answerBufs.Put(buf)
+		defer func() {
+			if buf.Cap() <= 64<<10 { // an outsized answer's buffer is not kept
+				answerBufs.Put(buf)
+			}
+		}()
 		buf.Reset()
 		if _, err := buf.ReadFrom(io.LimitReader(body, maxBodyBytes)); err != nil {
 			return err
