@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -274,5 +275,98 @@ func TestTreeRatedPrefixStaleProcess(t *testing.T) {
 	var rest *store.RestingError
 	if err := cycle("second"); !errors.As(err, &rest) || rest.Reason != store.ReasonRate {
 		t.Fatalf("the second grant under the rate 1/1h from the stale store: %v; want refused for the rate", err)
+	}
+}
+
+// TestTreeReleaseNotifiesOnlyMarked: the release of a lease on a tree key that nobody waits for
+// sends no NOTIFY (a notifying commit serialises on the database's queue of notifications); one
+// that a waiter was refused by wakes a subscriber of the key even once the waiter's ticket is gone
+// (the waiter marked the key's row, as it marks a plain lease).
+func TestTreeReleaseNotifiesOnlyMarked(t *testing.T) {
+	schema := newSchema(t)
+	s := openStore(t, schema)
+	setTree(t, s, "tn/")
+	ctx := testCtx(t)
+	channel := postgres.ChannelName(schema)
+	lis, err := pgx.Connect(ctx, dsn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close(ctx)
+	if _, err := lis.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	// The first NOTIFY after a grant and release of tn/a/b: a sentinel sent after the release
+	// committed, unless the release sent one (notifications arrive in commit order).
+	nextAfterCycle := func(key, leaseID string) string {
+		t.Helper()
+		l, err := s.Acquire(ctx, &store.AcquireParams{Key: key, LeaseID: leaseID, Holder: "h", TTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Release(ctx, &store.ReleaseParams{Key: key, LeaseID: l.ID}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lis.Exec(ctx, "SELECT pg_notify($1, 'sentinel')", channel); err != nil {
+			t.Fatal(err)
+		}
+		n, err := lis.WaitForNotification(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Payload != "sentinel" {
+			// Drain to the sentinel, for the next round.
+			for m := n; m.Payload != "sentinel"; {
+				if m, err = lis.WaitForNotification(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return n.Payload
+	}
+	for i := range 3 {
+		if got := nextAfterCycle("tn/a/b", fmt.Sprintf("quiet-%d", i)); got != "sentinel" {
+			t.Fatalf("round %d: a release nobody waited for sent NOTIFY %q", i, got)
+		}
+	}
+
+	// A waiter refused by the holder, whose ticket is then gone: the release still wakes the key.
+	holder, err := s.Acquire(ctx, &store.AcquireParams{Key: "tn/a/b", LeaseID: "held", Holder: "h", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Acquire(ctx, &store.AcquireParams{Key: "tn/a/b", LeaseID: "waiter", Holder: "w", TTL: time.Minute, Wait: true})
+	if !errors.Is(err, store.ErrLockHeld) {
+		t.Fatalf("waiting Acquire of a held key: %v; want ErrLockHeld", err)
+	}
+	exec(t, "DELETE FROM "+pgx.Identifier{schema, "tickets"}.Sanitize()+" WHERE lease_id = 'waiter'")
+	woken, cancel := s.Subscribe("tn/a/b")
+	defer cancel()
+	if _, err := s.Release(ctx, &store.ReleaseParams{Key: "tn/a/b", LeaseID: holder.ID}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-woken:
+	case <-ctx.Done():
+		t.Fatal("the release of a key a waiter was refused by woke no subscriber of the key")
+	}
+	// Other processes are told too: the key's NOTIFY comes before a sentinel sent now.
+	if _, err := lis.Exec(ctx, "SELECT pg_notify($1, 'sentinel')", channel); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for len(seen) == 0 || seen[len(seen)-1] != "sentinel" {
+		n, err := lis.WaitForNotification(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen = append(seen, n.Payload)
+	}
+	if !slices.Contains(seen, "tn/a/b") {
+		t.Fatalf("NOTIFYs after the release a waiter was refused by: %q; want the key's", seen)
+	}
+	// The next grant finds nobody waiting: its release is quiet again.
+	if got := nextAfterCycle("tn/a/b", "quiet-after"); got != "sentinel" {
+		t.Fatalf("a release nobody waited for, after a waiter left, sent NOTIFY %q", got)
 	}
 }
