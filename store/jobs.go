@@ -270,6 +270,10 @@ type Job struct {
 	// Tree is set when the job's resource is a key of a tree (Treer): its attempts hold it by
 	// the tree's rules (trees.go), through the same grant as Shared, Resources and Limits.
 	Tree bool
+	// Holds is set when the store grants the job's attempts through holds although it asks for
+	// no more than one exclusive key: a key of it is under a rated prefix (rate_prefix.go), on a
+	// store that counts such rates there (PostgreSQL).
+	Holds bool
 	// Slots is set on a claimed job: the slot of each of Limits its attempt holds (Lease.Slots).
 	Slots map[string]int
 	// SupersededBy is the job that replaced this one under PolicyReplace: set when it became

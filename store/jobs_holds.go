@@ -34,9 +34,9 @@ const (
 func JobLeaseID(id int64) string { return "\x1fjob:" + strconv.FormatInt(id, 10) }
 
 // Beyond reports whether the job's attempts hold more than their resource, exclusive, or hold it
-// in a tree.
+// in a tree, or are granted through holds (Holds).
 func (j *Job) Beyond() bool {
-	return j.Shared || j.Tree || len(j.Resources) > 0 || len(j.Limits) > 0
+	return j.Shared || j.Tree || j.Holds || len(j.Resources) > 0 || len(j.Limits) > 0
 }
 
 // AcquireParams are the lease that job j's attempt asks for, to be granted to worker on behalf

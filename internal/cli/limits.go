@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -103,9 +104,10 @@ Example:
   baton limits list
 
 Output (table):
-  NAME       USED  LIMIT    RATE   HOLDERS          WAITING
-  gpu-pool   2     4        -      train-a,train-b  0
-  cloud-api  0     1000000  20/1m  -                0
+  NAME       USED  LIMIT    HOLDERS          WAITING  RATE
+  cloud-api  0     1000000  -                0        20/1m
+  gpu-pool   2     4        train-a,train-b  0        -
+(the RATE column only when a limit has a rate)
 
 With -o json, a JSON array of limit objects (docs/http-api.md).`,
 		Args: noArgs,
@@ -141,13 +143,24 @@ With -o json, a JSON array of limit objects (docs/http-api.md).`,
 				return writeJSON(a.stdout, out)
 			}
 			tw := newTable(a.stdout)
-			fmt.Fprintln(tw, "NAME\tUSED\tLIMIT\tRATE\tHOLDERS\tWAITING")
+			// The RATE column only when a limit has a rate, last: the columns before it stay
+			// where scripts read them.
+			anyRate := slices.ContainsFunc(all, func(l *store.Limit) bool { return l.Rate != nil })
+			if anyRate {
+				fmt.Fprintln(tw, "NAME\tUSED\tLIMIT\tHOLDERS\tWAITING\tRATE")
+			} else {
+				fmt.Fprintln(tw, "NAME\tUSED\tLIMIT\tHOLDERS\tWAITING")
+			}
 			for _, l := range all {
-				rated := "-"
-				if l.Rate != nil {
-					rated = l.Rate.String()
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d", printable(l.Name), l.InUse, l.Capacity, holderNames(l.Holders), l.Waiting)
+				switch {
+				case !anyRate:
+				case l.Rate != nil:
+					fmt.Fprintf(tw, "\t%s", l.Rate)
+				default:
+					fmt.Fprint(tw, "\t-")
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%d\n", printable(l.Name), l.InUse, l.Capacity, rated, holderNames(l.Holders), l.Waiting)
+				fmt.Fprintln(tw)
 			}
 			return tw.Flush()
 		})

@@ -380,7 +380,7 @@ func scanJobAfter(r pgx.Row, lead ...any) (*store.Job, error) {
 	err := r.Scan(append(lead, &j.ID, &j.Seq, &j.Kind, &j.Resource, &args, &state, &j.Attempt, &j.MaxAttempts, &j.Priority,
 		&j.IdempotencyKey, &errs, &j.CreatedAt, &j.ScheduledAt, &attemptedAt, &finishedAt,
 		&j.Head, &j.Worker, &token, &leaseExp, &j.CancelRequested, &timeoutMS, &j.Owner,
-		&j.Shared, &j.Resources, &j.Limits, &j.Tree, &j.SupersededBy)...)
+		&j.Shared, &j.Resources, &j.Limits, &j.Tree, &j.SupersededBy, &j.Holds)...)
 	if err != nil {
 		return nil, err
 	}

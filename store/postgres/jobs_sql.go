@@ -41,7 +41,7 @@ type jobQueries struct {
 const jobCols = `j.id, j.seq, j.kind, j.resource, j.args, j.state, j.attempt, j.max_attempts, j.priority,
 	coalesce(j.idempotency_key, ''), j.errors, j.created_at, j.scheduled_at, j.attempted_at, j.finished_at,
 	j.head, j.worker, j.token, j.lease_expires_at, j.cancel_requested, j.timeout_ms, j.owner,
-	j.shared, j.resources, j.limits, j.tree, j.superseded_by`
+	j.shared, j.resources, j.limits, j.tree, j.superseded_by, j.holds`
 
 const unfinished = `('scheduled', 'available', 'running', 'retryable')`
 

@@ -290,7 +290,8 @@ func testScopedRateWaits(t *testing.T, h JobHarness) {
 }
 
 // testScopedRateFrees: a waiter over a limit's rate, and a job over a prefix's, are granted once
-// the window (1 s) frees, not before.
+// the window (1 s) frees, not before, and no later than a few windows (the job's resource is
+// not held back by its predecessor's attempt once that ended).
 func testScopedRateFrees(t *testing.T, h JobHarness) {
 	rate := store.Rate{Max: 1, Window: time.Second}
 	e := newJobEnv(t, h, store.Kind{Name: "deploy"})
@@ -322,7 +323,9 @@ func testScopedRateFrees(t *testing.T, h JobHarness) {
 	if _, err := rp.SetPrefixRate(e.ctx, &store.SetPrefixRateParams{Prefix: "pf1/", Rate: rate}); err != nil {
 		t.Fatal(err)
 	}
-	j1, j2 := e.sub("deploy", "pf1/a"), e.sub("deploy", "pf1/b")
+	// Both on one resource: the first attempt's end frees it at once, so only the rate holds
+	// the second back.
+	j1, j2 := e.sub("deploy", "pf1/a"), e.sub("deploy", "pf1/a")
 	first := e.complete(e.claimOne(j1.ID, "deploy"))
 	var got []*store.Job
 	e.poll("the job under the prefix becomes claimable once the window frees", 20*rate.Window, func() bool {
@@ -333,6 +336,18 @@ func testScopedRateFrees(t *testing.T, h JobHarness) {
 		t.Fatalf("claim after the window = %v; want job %d, a window after the first", ids(got), j2.ID)
 	}
 	e.complete(got[0])
+	// Nothing of the two attempts is left holding the resource.
+	l, err := ls.Acquire(e.ctx, &store.AcquireParams{Key: "pf1-free", LeaseID: "pf1-free", Holder: "x", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release(t, e.ctx, ls, l)
+	if lr, ok := e.s.(store.LineReader); ok {
+		line, err := lr.ResourceLine(e.ctx, "pf1/a", 10)
+		if err != nil || len(line.Holders) != 0 || line.Holder != nil {
+			t.Fatalf("line of pf1/a after both jobs ended: %+v, %v; want no holder", line, err)
+		}
+	}
 }
 
 // testScopedRateBadInput: a limit's or a prefix's rate out of bounds, or overlapping rated

@@ -322,9 +322,15 @@ class Client(ResourceMethods):
 
     # Limits (SQLite and PostgreSQL stores; others answer 501 not_implemented).
 
-    def set_limit(self, name: str, capacity: int) -> dict:
-        """Creates the limit or changes its capacity (admin); returns the limit with its use."""
-        return self._request("PUT", "/v1/limits/" + key_path(name), body={"capacity": capacity})["limit"]
+    def set_limit(self, name: str, capacity: int, *, rate: Optional[str] = None) -> dict:
+        """Creates the limit or changes its capacity (admin); returns the limit with its use.
+        rate ("MAX/WINDOW" such as "20/1m") bounds the grants of its units per sliding window;
+        without it the limit has none. A bad one raises BatonError 400 naming rate.max or
+        rate.window."""
+        body: dict = {"capacity": capacity}
+        if rate is not None:
+            body["rate"] = rate
+        return self._request("PUT", "/v1/limits/" + key_path(name), body=body)["limit"]
 
     def get_limit(self, name: str) -> dict:
         """The limit with its use, holders and waiting count (NotFoundError if none)."""
@@ -359,6 +365,27 @@ class Client(ResourceMethods):
         """Returns a tree's keys to flat keys (admin): TreeInUseError while a key of it is live,
         NotFoundError if it is none."""
         return self._request("DELETE", "/v1/trees/" + key_path(prefix))
+
+    # Rates of key prefixes (SQLite and PostgreSQL stores; others answer 501 not_implemented):
+    # every grant of a key that starts with the prefix counts against its rate.
+
+    def set_prefix_rate(self, prefix: str, rate: str) -> dict:
+        """Sets or changes the rate ("MAX/WINDOW" such as "20/1m") of a key prefix (admin):
+        {"prefix", "rate", "set_at"}. BatonError 400 naming rate.max, rate.window or prefix (one
+        overlapping another rated prefix)."""
+        return self._request("PUT", "/v1/rates/" + key_path(prefix), body={"rate": rate})["prefix_rate"]
+
+    def get_prefix_rate(self, prefix: str) -> dict:
+        """The rate of the prefix (NotFoundError if it has none)."""
+        return self._request("GET", "/v1/rates/" + key_path(prefix))["prefix_rate"]
+
+    def list_prefix_rates(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> dict:
+        """One page of rated prefixes: {"rates": [...], "next_cursor"?}."""
+        return self._request("GET", "/v1/rates", query={"limit": limit, "cursor": cursor})
+
+    def delete_prefix_rate(self, prefix: str) -> dict:
+        """Removes the rate of the prefix (admin): NotFoundError if it has none."""
+        return self._request("DELETE", "/v1/rates/" + key_path(prefix))
 
     # Jobs.
 

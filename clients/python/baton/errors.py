@@ -83,13 +83,18 @@ class TreeInUseError(BatonError):
 
 class CooldownError(BatonError):
     """423 cooldown: the key rests after a release ("cooldown"), an expiry ("lock-delay"), or a job
-    whose kind has a resource cooldown ("resource-cooldown")."""
+    whose kind has a resource cooldown ("resource-cooldown"); or a rate of a limit or of a key
+    prefix is reached ("rate": rate, and limit or prefix, say which; remaining until the window
+    frees)."""
 
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
         self.key = self.problem.get("key", "")
         self.reason = self.problem.get("reason", "")
         self.remaining = self.problem.get("remaining_ms", 0) / 1000
+        self.rate = self.problem.get("rate", "")
+        self.limit = self.problem.get("limit", "")
+        self.prefix = self.problem.get("prefix", "")
 
 
 class InvalidArgumentError(BatonError):

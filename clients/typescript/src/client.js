@@ -368,7 +368,9 @@ export class BatonClient {
 
   /** Creates the limit or changes its capacity (admin); resolves to the limit with its use. */
   async setLimit(name, capacity, opts = {}) {
-    return (await this.request('PUT', `/v1/limits/${keyPath(name)}`, { body: { capacity }, signal: opts.signal })).limit;
+    const body = { capacity };
+    if (opts.rate !== undefined) body.rate = opts.rate;
+    return (await this.request('PUT', `/v1/limits/${keyPath(name)}`, { body, signal: opts.signal })).limit;
   }
 
   /** The limit with its use, holders and waiting count; NotFoundError if there is none. */
@@ -407,6 +409,29 @@ export class BatonClient {
   /** Returns a tree's keys to flat keys (admin): TreeInUseError while a key of it is live, NotFoundError if it is none. */
   async deleteTree(prefix, opts = {}) {
     return this.request('DELETE', `/v1/trees/${keyPath(prefix)}`, { signal: opts.signal });
+  }
+
+  // Rates of key prefixes (SQLite and PostgreSQL stores; others answer 501 not_implemented):
+  // every grant of a key that starts with the prefix counts against its rate.
+
+  /** Sets or changes the rate ("MAX/WINDOW" such as "20/1m") of a key prefix (admin). */
+  async setPrefixRate(prefix, rate, opts = {}) {
+    return (await this.request('PUT', `/v1/rates/${keyPath(prefix)}`, { body: { rate }, signal: opts.signal })).prefix_rate;
+  }
+
+  /** The rate of the prefix; NotFoundError if it has none. */
+  async getPrefixRate(prefix, opts = {}) {
+    return (await this.request('GET', `/v1/rates/${keyPath(prefix)}`, { signal: opts.signal })).prefix_rate;
+  }
+
+  /** One page of rated prefixes: {rates, next_cursor?}. */
+  async listPrefixRates({ limit, cursor, signal } = {}) {
+    return this.request('GET', '/v1/rates', { query: { limit, cursor }, signal });
+  }
+
+  /** Removes the rate of the prefix (admin): NotFoundError if it has none. */
+  async deletePrefixRate(prefix, opts = {}) {
+    return this.request('DELETE', `/v1/rates/${keyPath(prefix)}`, { signal: opts.signal });
   }
 
   // Jobs.

@@ -77,6 +77,10 @@ export class CooldownError extends BatonError {
     this.key = p.key ?? '';
     this.reason = p.reason ?? '';
     this.remainingMs = p.remaining_ms ?? 0;
+    // reason "rate": the rate reached, and the limit or key prefix whose it is.
+    this.rate = p.rate ?? '';
+    this.limit = p.limit ?? '';
+    this.prefix = p.prefix ?? '';
   }
 }
 

@@ -150,8 +150,8 @@ export declare class BatonClient {
   checkFence(resource: string, token: number, opts?: Sig): Promise<api.FenceCheckResponse>;
   /** Deletes a resource's fence (admin), audited with reason; resolves to the token it held. */
   resetFence(resource: string, reason: string, opts?: Sig): Promise<api.FenceResetResponse>;
-  /** Creates the limit or changes its capacity (admin). */
-  setLimit(name: string, capacity: number, opts?: Sig): Promise<api.Limit>;
+  /** Creates the limit or changes its capacity (admin); rate ("20/1m") bounds the grants of its units per sliding window. */
+  setLimit(name: string, capacity: number, opts?: Sig & { rate?: string }): Promise<api.Limit>;
   getLimit(name: string, opts?: Sig): Promise<api.Limit>;
   listLimits(opts?: Sig & { limit?: number; cursor?: string }): Promise<api.LimitsResponse>;
   /** Deletes a limit no live lease holds (admin): LimitInUseError while one does. */
@@ -162,6 +162,12 @@ export declare class BatonClient {
   listTrees(opts?: Sig & { limit?: number; cursor?: string }): Promise<api.TreesResponse>;
   /** Returns a tree's keys to flat keys (admin): TreeInUseError while a key of it is live. */
   deleteTree(prefix: string, opts?: Sig): Promise<api.DeleteTreeResponse>;
+  /** Sets or changes the rate ("MAX/WINDOW") of a key prefix (admin). */
+  setPrefixRate(prefix: string, rate: string, opts?: Sig): Promise<api.PrefixRate>;
+  getPrefixRate(prefix: string, opts?: Sig): Promise<api.PrefixRate>;
+  listPrefixRates(opts?: Sig & { limit?: number; cursor?: string }): Promise<api.PrefixRatesResponse>;
+  /** Removes the rate of a key prefix (admin). */
+  deletePrefixRate(prefix: string, opts?: Sig): Promise<api.DeletePrefixRateResponse>;
   putKind(name: string, kind?: api.Kind, opts?: Sig): Promise<api.Kind>;
   listKinds(opts?: Sig): Promise<api.Kind[]>;
   listPeriodic(opts?: Sig): Promise<api.PeriodicJob[]>;
@@ -226,6 +232,10 @@ export declare class CooldownError extends BatonError {
   readonly key: string;
   readonly reason: string;
   readonly remainingMs: number;
+  /** reason "rate": the rate reached, and the limit or key prefix whose it is. */
+  readonly rate: string;
+  readonly limit: string;
+  readonly prefix: string;
 }
 export declare class InvalidArgumentError extends BatonError {
   readonly field: string;

@@ -419,7 +419,7 @@ export function resource(route) {
         ['Held above and below', x.tree ? (x.related && x.related.length ? relatedList(key, x.tree, x.related) : 'nobody') : undefined],
         ['Rest', hasLine ? (x.rest ? rest(x.rest) : 'none') : undefined],
         ['Rates reached', x.rates && x.rates.length ? h('ul', { class: 'rates' }, x.rates.map((r) => h('li', {},
-          `kind ${r.kind}: ${r.rate} reached, next at `, fmtTime(r.next)))) : undefined],
+          `${r.kind ? 'kind ' + r.kind : r.limit ? 'limit ' + r.limit : 'prefix ' + r.prefix}: ${r.rate} reached, next at `, fmtTime(r.next)))) : undefined],
         ['Running job', x.running_job ? link(jobHref(x.running_job), String(x.running_job)) : 'none'],
         ['Unfinished jobs', String(x.unfinished)],
         ['Cooldown', x.cooldown ? [cooldown(x.cooldown), h('br'), h('span', { class: 'muted' },
@@ -447,6 +447,8 @@ export function limits(route) {
     'when all are taken, requests wait in the limit\'s line. Set them with baton limits set or PUT /v1/limits/{name}.'));
   const refresh = paged(f, async () => {
     const r = await api('GET', 'v1/limits' + q({ cursor: p.get('cursor'), limit: PAGE }));
+    // The rated key prefixes (GET /v1/rates), on a store that keeps them: the first page.
+    const rr = session.info.prefix_rates ? await api('GET', 'v1/rates' + q({ limit: PAGE })) : null;
     const holders = (l) => l.holders.length ? h('ul', { class: 'holders' }, l.holders.map((x) => h('li', {},
       link(lockHref(x.key), x.holder), x.shared ? [' ', sharedMark()] : '', h('span', { class: 'muted' }, ` (slot ${(x.slots || {})[l.name] ?? 0}, token ${x.token}, key ${x.key})`))))
       : h('span', { class: 'muted' }, 'nobody');
@@ -456,7 +458,15 @@ export function limits(route) {
       { label: 'Holders', class: 'key', cell: holders },
       { label: 'Waiting', class: 'num waiting', cell: (l) => l.waiting },
       { label: 'Updated', class: 't', cell: (l) => fmtTime(l.updated_at) },
-    ], r.limits, 'No limits.'), pager('#/limits', p, 'cursor', r.next_cursor));
+      { label: 'Rate', class: 'rate', cell: (l) => l.rate || '' },
+    ], r.limits, 'No limits.'), pager('#/limits', p, 'cursor', r.next_cursor),
+    rr ? [h('h2', {}, 'Rated key prefixes'),
+      h('p', { class: 'muted' }, 'Every grant of a key under a prefix counts against its rate. Set them with baton rates set or PUT /v1/rates/{prefix}.'),
+      table([
+        { label: 'Prefix', class: 'key', cell: (x) => x.prefix },
+        { label: 'Rate', class: 'rate', cell: (x) => x.rate },
+        { label: 'Set', class: 't', cell: (x) => fmtTime(x.set_at) },
+      ], rr.rates, 'No rated prefixes.')] : null);
   });
   return { el: f.el, refresh };
 }
