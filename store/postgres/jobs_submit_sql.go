@@ -35,8 +35,8 @@ func inTreeSQL(res string) string {
 // ratedSQL is whether the key k (a SQL expression) is under a rated prefix: the greatest one at
 // or below it (one probe of the primary key) is a prefix of it. Rated prefixes never overlap.
 func ratedSQL(k string) string {
-	return `EXISTS (SELECT 1 FROM (SELECT r.prefix FROM {rate_prefixes} r WHERE r.prefix <= ` + k + ` ORDER BY r.prefix DESC LIMIT 1) x
-		WHERE starts_with(` + k + `, x.prefix))`
+	return `EXISTS (SELECT 1 FROM (SELECT rp.prefix FROM {rate_prefixes} rp WHERE rp.prefix <= ` + k + ` ORDER BY rp.prefix DESC LIMIT 1) xr
+		WHERE starts_with(` + k + `, xr.prefix))`
 }
 
 // coolJoin finds the resource's cooldown (store.Kind.ResourceCooldown) if it has not ended:

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -55,15 +56,15 @@ type scopedQueries struct {
 
 func buildScopedQueries(q func(string) string) scopedQueries {
 	return scopedQueries{
-		rates: q(`SELECT coalesce(array_agg(r.scope ORDER BY r.scope), '{}'), coalesce(array_agg(r.lim ORDER BY r.scope), '{}'),
-	coalesce(array_agg(r.prefix ORDER BY r.scope), '{}'), coalesce(array_agg(r.rate_max ORDER BY r.scope), '{}'),
-	coalesce(array_agg(r.rate_window_ms ORDER BY r.scope), '{}') FROM (
+		// One JSON text (database/sql's driver, for a submit in the caller's *sql.Tx, scans no
+		// arrays of integers).
+		rates: q(`SELECT coalesce(json_agg(json_build_array(r.scope, r.lim, r.prefix, r.rate_max, r.rate_window_ms) ORDER BY r.scope), '[]')::text FROM (
 	SELECT 'limit:' || l.name AS scope, l.name AS lim, '' AS prefix, l.rate_max, l.rate_window_ms
 	FROM {limits} l WHERE l.name = ANY ($2::text[]) AND l.rate_max > 0
 	UNION
 	SELECT 'prefix:' || x.prefix, '', x.prefix, x.rate_max, x.rate_window_ms FROM unnest($1::text[]) k (key)
-	CROSS JOIN LATERAL (SELECT r.prefix, r.rate_max, r.rate_window_ms FROM {rate_prefixes} r
-		WHERE r.prefix <= k.key ORDER BY r.prefix DESC LIMIT 1) x
+	CROSS JOIN LATERAL (SELECT rp.prefix, rp.rate_max, rp.rate_window_ms FROM {rate_prefixes} rp
+		WHERE rp.prefix <= k.key ORDER BY rp.prefix DESC LIMIT 1) x
 	WHERE starts_with(k.key, x.prefix)
 ) r`),
 		grantsAt: q(`SELECT coalesce(array_agg(g.at ORDER BY g.at), '{}') FROM {rate_grants} g
@@ -87,19 +88,30 @@ WHERE EXISTS (SELECT FROM pg_trigger WHERE tgrelid = {leasesname}::regclass AND 
 
 // scanScoped reads the row of scopedQueries.rates.
 func scanScoped(row pgx.Row) ([]store.ScopedRate, error) {
-	var scopes, lims, prefixes []string
-	var maxes []int32
-	var windows []int64
-	if err := row.Scan(&scopes, &lims, &prefixes, &maxes, &windows); err != nil {
+	var text string
+	if err := row.Scan(&text); err != nil {
+		return nil, err
+	}
+	var rows [][]any
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	if err := dec.Decode(&rows); err != nil {
 		return nil, err
 	}
 	var out []store.ScopedRate
-	for i := range scopes {
-		r := store.Rate{Max: int(maxes[i]), Window: time.Duration(windows[i]) * time.Millisecond}
-		if lims[i] != "" {
-			out = append(out, store.LimitRate(lims[i], r))
+	for _, x := range rows {
+		if len(x) != 5 {
+			return nil, errors.New("postgres: a rate row of the wrong shape")
+		}
+		lim, _ := x[1].(string)
+		prefix, _ := x[2].(string)
+		m, _ := x[3].(json.Number).Int64()
+		w, _ := x[4].(json.Number).Int64()
+		r := store.Rate{Max: int(m), Window: time.Duration(w) * time.Millisecond}
+		if lim != "" {
+			out = append(out, store.LimitRate(lim, r))
 		} else {
-			out = append(out, store.PrefixRateOf(prefixes[i], r))
+			out = append(out, store.PrefixRateOf(prefix, r))
 		}
 	}
 	return out, nil
@@ -334,7 +346,4 @@ func (s *Store) PrefixRates(ctx context.Context, p *store.PrefixRatesParams) ([]
 	return out, nil
 }
 
-var (
-	_ store.RatePrefixer = (*Store)(nil)
-	_                    = strings.HasPrefix
-)
+var _ store.RatePrefixer = (*Store)(nil)
