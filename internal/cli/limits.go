@@ -119,21 +119,11 @@ With -o json, a JSON array of limit objects (docs/http-api.md).`,
 			return err
 		}
 		return a.withStore(func(ctx context.Context, st *client.Store) error {
-			var all []*store.Limit
-			p := &store.LimitsParams{Limit: limit}
-			if limit == 0 {
-				p.Limit = listPageSize
-			}
-			for {
-				page, err := st.Limits(ctx, p)
-				if err != nil {
-					return err
-				}
-				all = append(all, page...)
-				if limit != 0 || len(page) < p.Limit {
-					break
-				}
-				p.After = page[len(page)-1].Name
+			all, err := listPages(limit, func(after string, n int) ([]*store.Limit, error) {
+				return st.Limits(ctx, &store.LimitsParams{After: after, Limit: n})
+			}, func(l *store.Limit) string { return l.Name })
+			if err != nil {
+				return err
 			}
 			if a.g.output == "json" {
 				out := make([]wire.Limit, 0, len(all))

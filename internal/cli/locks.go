@@ -81,22 +81,9 @@ With -o json, a JSON array of lease objects (docs/http-api.md).`,
 		}
 		defer done()
 		list := func(ctx context.Context) ([]*store.Lease, error) {
-			var all []*store.Lease
-			p := &store.ListParams{Prefix: prefix, Holder: holder, Limit: limit}
-			if limit == 0 {
-				p.Limit = listPageSize
-			}
-			for {
-				page, err := st.List(ctx, p)
-				if err != nil {
-					return nil, err
-				}
-				all = append(all, page...)
-				if limit != 0 || len(page) < p.Limit {
-					return all, nil
-				}
-				p.After = page[len(page)-1].Key
-			}
+			return listPages(limit, func(after string, n int) ([]*store.Lease, error) {
+				return st.List(ctx, &store.ListParams{Prefix: prefix, Holder: holder, After: after, Limit: n})
+			}, func(l *store.Lease) string { return l.Key })
 		}
 		all, err := list(ctx)
 		if err != nil {

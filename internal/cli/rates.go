@@ -133,21 +133,11 @@ With -o json, a JSON array of prefix rate objects (docs/http-api.md).`,
 			return err
 		}
 		return a.withStore(func(ctx context.Context, st *client.Store) error {
-			var all []*store.PrefixRate
-			p := &store.PrefixRatesParams{Limit: limit}
-			if limit == 0 {
-				p.Limit = listPageSize
-			}
-			for {
-				page, err := st.PrefixRates(ctx, p)
-				if err != nil {
-					return err
-				}
-				all = append(all, page...)
-				if limit != 0 || len(page) < p.Limit {
-					break
-				}
-				p.After = page[len(page)-1].Prefix
+			all, err := listPages(limit, func(after string, n int) ([]*store.PrefixRate, error) {
+				return st.PrefixRates(ctx, &store.PrefixRatesParams{After: after, Limit: n})
+			}, func(r *store.PrefixRate) string { return r.Prefix })
+			if err != nil {
+				return err
 			}
 			if a.g.output == "json" {
 				out := make([]wire.PrefixRate, 0, len(all))

@@ -118,21 +118,11 @@ With -o json, a JSON array of tree objects (docs/http-api.md).`,
 			return err
 		}
 		return a.withStore(func(ctx context.Context, st *client.Store) error {
-			var all []*store.Tree
-			p := &store.TreesParams{Limit: limit}
-			if limit == 0 {
-				p.Limit = listPageSize
-			}
-			for {
-				page, err := st.Trees(ctx, p)
-				if err != nil {
-					return err
-				}
-				all = append(all, page...)
-				if limit != 0 || len(page) < p.Limit {
-					break
-				}
-				p.After = page[len(page)-1].Prefix
+			all, err := listPages(limit, func(after string, n int) ([]*store.Tree, error) {
+				return st.Trees(ctx, &store.TreesParams{After: after, Limit: n})
+			}, func(t *store.Tree) string { return t.Prefix })
+			if err != nil {
+				return err
 			}
 			if a.g.output == "json" {
 				out := make([]wire.Tree, 0, len(all))
