@@ -151,7 +151,7 @@ func (s *Store) Acquire(ctx context.Context, p *store.AcquireParams) (*store.Lea
 		// exclusive request for one in one round trip (trees_one.go), unless that hands it back.
 		// So is a key under a rated prefix, whose rate the way of holds counts (rates_scoped.go).
 		if !p.Beyond() && !p.First && !rated {
-			l, err, how := s.acquireTreeOne(ctx, p, prefix, md)
+			l, how, err := s.acquireTreeOne(ctx, p, prefix, md)
 			if how != treeOneHandBack && (how != treeOneRefused || !p.Wait || !isRefusal(err)) {
 				return l, err
 			}

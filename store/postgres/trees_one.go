@@ -117,9 +117,9 @@ func renumber(sql string, to map[int]string) string {
 
 // acquireTreeOne runs the one-round-trip grant of p (an exclusive request for key p.Key of the
 // tree of prefix, as this process believes). It returns the lease, or the refusal, or handBack.
-func (s *Store) acquireTreeOne(ctx context.Context, p *store.AcquireParams, prefix string, md any) (*store.Lease, error, treeOne) {
+func (s *Store) acquireTreeOne(ctx context.Context, p *store.AcquireParams, prefix string, md any) (*store.Lease, treeOne, error) {
 	if err := store.ValidateTreeKey("key", p.Key, prefix); err != nil {
-		return nil, err, treeOneRefused
+		return nil, treeOneRefused, err
 	}
 	ancestors := store.TreeAncestors(p.Key, prefix)
 	if ancestors == nil {
@@ -166,18 +166,18 @@ func (s *Store) acquireTreeOne(ctx context.Context, p *store.AcquireParams, pref
 		var pgErr *pgconn.PgError
 		// Class 22 is a data exception: valid JSON that jsonb cannot hold (see Acquire).
 		if md != nil && errors.As(err, &pgErr) && len(pgErr.Code) == 5 && pgErr.Code[:2] == "22" {
-			return nil, &store.InvalidArgumentError{Field: "metadata",
-				Rule: "must be storable as PostgreSQL jsonb (" + pgErr.Message + ")"}, treeOneRefused
+			return nil, treeOneRefused, &store.InvalidArgumentError{Field: "metadata",
+				Rule: "must be storable as PostgreSQL jsonb (" + pgErr.Message + ")"}
 		}
-		return nil, s.holdErr("acquire", p.Key, err), treeOneRefused
+		return nil, treeOneRefused, s.holdErr("acquire", p.Key, err)
 	case handBack:
-		return nil, nil, treeOneHandBack
+		return nil, treeOneHandBack, nil
 	case granted:
 		if wrote != 2 || token == nil {
-			return nil, s.fail("acquire", p.Key, errors.New("the tree grant wrote "+itoa(wrote)+" rows, not 2")), treeOneRefused
+			return nil, treeOneRefused, s.fail("acquire", p.Key, errors.New("the tree grant wrote "+itoa(wrote)+" rows, not 2"))
 		}
 		return &store.Lease{Key: p.Key, ID: p.LeaseID, Holder: p.Holder, Owner: p.Owner, Token: uint64(*token),
-			AcquiredAt: now, ExpiresAt: expires, TTLLeft: p.TTL, Metadata: p.Metadata}, nil, treeOneGranted
+			AcquiredAt: now, ExpiresAt: expires, TTLLeft: p.TTL, Metadata: p.Metadata}, treeOneGranted, nil
 	}
 	// Refused: say why as the holds' transaction would.
 	r := &keyRow{leaseID: *row.leaseID, holder: *row.holder, token: *row.token, expiresAt: *row.expires,
@@ -186,12 +186,12 @@ func (s *Store) acquireTreeOne(ctx context.Context, p *store.AcquireParams, pref
 		kl.sum = &holdSummary{mode: *smode, holder: *sholder, token: *stoken, expires: *sexpires}
 	}
 	if refusal := keyRefusal(p, p.Key, r, now, kl.sum, kl); refusal != nil {
-		return nil, refusal, treeOneRefused
+		return nil, treeOneRefused, refusal
 	}
 	if refusal := relatedRefusal(p, p.Key, now, &rel); refusal != nil {
-		return nil, refusal, treeOneRefused
+		return nil, treeOneRefused, refusal
 	}
-	return nil, s.fail("acquire", p.Key, errors.New("the tree grant refused a request nothing refuses")), treeOneRefused
+	return nil, treeOneRefused, s.fail("acquire", p.Key, errors.New("the tree grant refused a request nothing refuses"))
 }
 
 // isRefusal reports whether err refuses a grant for now (a holder, the line or a rest), which a

@@ -222,21 +222,9 @@ func lineScopedRates(ctx context.Context, q querier, key string, now time.Time) 
 
 // loadRatePrefixes reads the rated prefixes into the cache.
 func (s *Store) loadRatePrefixes(ctx context.Context) error {
-	rows, err := s.db.QueryContext(ctx, `SELECT prefix FROM rate_prefixes ORDER BY prefix`)
+	ps, err := s.prefixes(ctx, "rate prefixes", `SELECT prefix FROM rate_prefixes ORDER BY prefix`)
 	if err != nil {
-		return s.wrap("rate prefixes", err)
-	}
-	defer rows.Close()
-	var ps []string
-	for rows.Next() {
-		var p string
-		if err := rows.Scan(&p); err != nil {
-			return s.wrap("rate prefixes", err)
-		}
-		ps = append(ps, p)
-	}
-	if err := rows.Err(); err != nil {
-		return s.wrap("rate prefixes", err)
+		return err
 	}
 	s.rated.Set(ps)
 	return nil

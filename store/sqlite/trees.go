@@ -18,25 +18,32 @@ import (
 
 // loadTrees reads the trees table into the cache.
 func (s *Store) loadTrees(ctx context.Context) error {
-	rows, err := s.db.QueryContext(ctx, `SELECT prefix FROM trees ORDER BY prefix`)
+	ps, err := s.prefixes(ctx, "trees", `SELECT prefix FROM trees ORDER BY prefix`)
 	if err != nil {
-		return s.wrap("trees", err)
+		return err
+	}
+	s.trees.Set(ps)
+	// The rated prefixes route keys too: a statement that refused a key for either reloads both.
+	return s.loadRatePrefixes(ctx)
+}
+
+// prefixes reads the prefixes query selects (trees' or rated ones'), for the caches; errors
+// name what.
+func (s *Store) prefixes(ctx context.Context, what, query string) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, query)
+	if err != nil {
+		return nil, s.wrap(what, err)
 	}
 	defer rows.Close()
 	var ps []string
 	for rows.Next() {
 		var p string
 		if err := rows.Scan(&p); err != nil {
-			return s.wrap("trees", err)
+			return nil, s.wrap(what, err)
 		}
 		ps = append(ps, p)
 	}
-	if err := rows.Err(); err != nil {
-		return s.wrap("trees", err)
-	}
-	s.trees.Set(ps)
-	// The rated prefixes route keys too: a statement that refused a key for either reloads both.
-	return s.loadRatePrefixes(ctx)
+	return ps, s.wrap(what, rows.Err())
 }
 
 // sqlTreeOf finds the only tree that may hold a key, from its store.TreeProbe ?1: the greatest
