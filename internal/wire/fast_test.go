@@ -280,3 +280,31 @@ func FuzzParseAcquireRequest(f *testing.F) {
 		}
 	})
 }
+
+// The fast paths write and read the fields of these types by name: a field added to one of them
+// must be added to fast.go too (or make it fall back to encoding/json), or the fast path would
+// drop it silently. This list is the fields fast.go knows.
+func TestFastPathsKnowEveryField(t *testing.T) {
+	for _, c := range []struct {
+		v      any
+		fields []string
+	}{
+		{Lease{}, []string{"Key", "LeaseID", "Holder", "Owner", "Token", "AcquiredAt", "ExpiresAt", "TTLLeftMs", "Metadata",
+			"TookOver", "WaitedMs", "Shared", "Resources", "Limits", "Slots"}},
+		{LeaseResponse{}, []string{"Lease"}},
+		{ReleaseResponse{}, []string{"Released", "AlreadyReleased", "HeldMs"}},
+		{AcquireRequest{}, []string{"Key", "LeaseID", "Holder", "TTLMs", "WaitMs", "Metadata", "CooldownMs", "LockDelayMs",
+			"First", "FirstReason", "Shared", "Resources", "Limits"}},
+		{ReleaseRequest{}, []string{"Key", "LeaseID"}},
+	} {
+		rt := reflect.TypeOf(c.v)
+		var got []string
+		for i := range rt.NumField() {
+			got = append(got, rt.Field(i).Name)
+		}
+		if !reflect.DeepEqual(got, c.fields) {
+			t.Errorf("wire.%s has fields %v; fast.go knows %v: teach fast.go the new field (or make it fall back), then this list",
+				rt.Name(), got, c.fields)
+		}
+	}
+}
