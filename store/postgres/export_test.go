@@ -80,3 +80,11 @@ func EventsSQL(schema string, shape int) string { return buildQueries(schema).ev
 
 // RelatedSQL returns the statement that reads what a grant in a tree meets on its related keys.
 func RelatedSQL(schema string) string { return buildHoldQueries(schema, "c").related }
+
+// TreeOneOutcome runs the one-round-trip grant of p (an exclusive request for a key of the tree
+// of prefix) and says whether it decided (granted or refused) rather than handing the request
+// back to the holds' transaction.
+func (s *Store) TreeOneOutcome(ctx context.Context, p *store.AcquireParams, prefix string) (decided bool, l *store.Lease, err error) {
+	l, how, err := s.acquireTreeOne(ctx, p, prefix, nil)
+	return how != treeOneHandBack, l, err
+}

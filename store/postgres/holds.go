@@ -51,7 +51,7 @@ type holdQueries struct {
 	wakeRelatedJobEnded, notifyRelatedJobEnded                                                                 string
 	// The exclusive grant of one tree key, and the release of a lease on one, in one round trip
 	// each (trees_one.go).
-	treeOne, treeRelease string
+	treeOne, treeRelease, lockTreeOne string
 }
 
 // beforeMe selects the live tickets of line $1 that are before the caller (lease ID $2) at $3:

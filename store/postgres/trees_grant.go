@@ -32,6 +32,11 @@ import (
 // justEnded selects the keys whose holds the release just ended (holdQueries.settleEnded's).
 func buildTreeHoldQueries(hq *holdQueries, q func(string) string, justEnded string) {
 	hq.lockTree = q(lockTreeSQL(`$1::text[]`))
+	// The locks of the one-round-trip grant (trees_one.go): the same, and whether every row was
+	// found (and so locked), kept for the statement after it in the transaction's setting
+	// baton.tree_locked.
+	hq.lockTreeOne = q(`SELECT set_config('baton.tree_locked', coalesce(bool_and(x.found), false)::text, true) FROM (` +
+		lockTreeSQL(`$1::text[]`) + `) x (key, req, prefix, found, lease_id, holder, token, expires_at, available_at, ended, job_id)`)
 	hq.related = q(relatedSQL)
 	hq.treeOne = treeOneSQL(hq, q)
 	hq.relatedAt = nowOr(hq.related, 4, 8, 10)

@@ -26,7 +26,11 @@ import (
 // caller's stale tickets). Nothing is written when it refuses.
 //
 // What the statement does not decide it hands back to the holds' transaction, which nothing
-// here has changed: the tree is not the one this process believed in (a stale copy), the key is
+// here has changed: a row of the key or of an ancestor that the locks did not find (lockTreeOne
+// says so in the transaction's setting baton.tree_locked; a row that appeared between the locks
+// and this statement's snapshot, made by another request's first grant, is one it never
+// locked, so the grant it holds may not be committed yet: deciding on it would miss that grant),
+// the tree is not the one this process believed in (a stale copy), the key is
 // under a rated prefix (whose rate only the holds' transaction counts; rates_scoped.go), a row of
 // the key or of an ancestor is missing (the key must be made a lock key first), the caller holds
 // the key already (a re-acquire renews), or has its place in the line (an earlier waiting
@@ -62,7 +66,8 @@ k AS MATERIALIZED (SELECT lease_id, holder, token, expires_at, available_at, end
 c AS MATERIALIZED (SELECT
 	coalesce((` + probe + `), '') IS DISTINCT FROM $5
 	OR (SELECT count(*) FROM {leases} WHERE key = ANY ($6::text[] || $1::text)) <> cardinality($6::text[]) + 1
-	OR EXISTS (` + reacquire + `) OR EXISTS (` + place + `) OR ` + ratedSQL("$1::text") + ` AS hand_back),
+	OR EXISTS (` + reacquire + `) OR EXISTS (` + place + `) OR ` + ratedSQL("$1::text") + `
+	OR NOT coalesce(nullif(current_setting('baton.tree_locked', true), ''), 'false')::boolean AS hand_back),
 kl AS MATERIALIZED (SELECT * FROM (` + keyLine + `) x (ahead, front, job, smode, sholder, stoken, sexpires)),
 rel AS MATERIALIZED (SELECT * FROM (` + related + `) x (hkey, hlease, hholder, htoken, hexpires, hmode, rkey, ravail,
 	tn, tkey, tholder, tat, jn, jid, jres, jat)),
@@ -146,7 +151,7 @@ func (s *Store) acquireTreeOne(ctx context.Context, p *store.AcquireParams, pref
 	)
 	err := s.pipeGrant(ctx, p.Key, func(pt *pipeTx) error {
 		return pt.batch(ctx, func(b *pgx.Batch) {
-			b.Queue(s.hq.lockTree, []string{p.Key})
+			b.Queue(s.hq.lockTreeOne, []string{p.Key})
 			b.Queue(s.hq.treeOne, p.Key, p.LeaseID, p.Holder, p.Owner, prefix, ancestors, lo, hi,
 				p.TTL.Microseconds(), p.Cooldown.Milliseconds(), p.LockDelay.Milliseconds(), md)
 		}, true, func(br pgx.BatchResults) error {

@@ -370,3 +370,72 @@ func TestTreeReleaseNotifiesOnlyMarked(t *testing.T) {
 		t.Fatalf("a release nobody waited for, after a waiter left, sent NOTIFY %q", got)
 	}
 }
+
+// TestTreeFirstGrantsRace: a parent and its child asked for at once, each for the first time
+// (neither has a row yet), are never both granted. The one-round-trip grant locks the rows it
+// finds; a row that another request creates between that lock and the grant's reads must send
+// it to the holds' transaction, or it decides on rows it never locked.
+func TestTreeFirstGrantsRace(t *testing.T) {
+	schema := newSchema(t)
+	a, b := openStore(t, schema), openStore(t, schema)
+	ctx := testCtx(t)
+	setTree(t, a, "race/")
+	for i := range 150 {
+		parent := fmt.Sprintf("race/p%d", i)
+		keys := []string{parent, parent + "/c", parent + "/c/d"}
+		var wg sync.WaitGroup
+		granted := make([]bool, len(keys))
+		for j, k := range keys {
+			s := a
+			if j%2 == 1 {
+				s = b
+			}
+			wg.Go(func() {
+				_, err := s.Acquire(ctx, acquireParams(k, fmt.Sprintf("h%d", j)))
+				switch {
+				case err == nil:
+					granted[j] = true
+				case !errors.Is(err, store.ErrLockHeld) && !errors.Is(err, store.ErrResting):
+					t.Errorf("Acquire(%q): %v", k, err)
+				}
+			})
+		}
+		wg.Wait()
+		n := 0
+		for _, g := range granted {
+			if g {
+				n++
+			}
+		}
+		if n > 1 {
+			t.Fatalf("round %d: %v of %v granted at once; a parent and its descendants exclude each other", i, granted, keys)
+		}
+	}
+}
+
+// TestTreeOneRoundTripDecides: once a tree key's rows exist, its exclusive grant is decided by
+// the one-round-trip statement (granted, then refused while held), not handed back to the
+// holds' transaction; a key whose rows do not exist yet is handed back.
+func TestTreeOneRoundTripDecides(t *testing.T) {
+	schema := newSchema(t)
+	s := openStore(t, schema)
+	ctx := testCtx(t)
+	setTree(t, s, "one/")
+	if decided, _, err := s.TreeOneOutcome(ctx, acquireParams("one/a/b", "first"), "one/"); err != nil || decided {
+		t.Fatalf("a key without rows: decided %v, %v; want handed back", decided, err)
+	}
+	l, err := s.Acquire(ctx, acquireParams("one/a/b", "maker")) // makes the rows
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Release(ctx, &store.ReleaseParams{Key: l.Key, LeaseID: l.ID}); err != nil {
+		t.Fatal(err)
+	}
+	decided, got, err := s.TreeOneOutcome(ctx, acquireParams("one/a/b", "fast"), "one/")
+	if err != nil || !decided || got == nil {
+		t.Fatalf("a key whose rows exist: decided %v, lease %v, %v; want granted in one round trip", decided, got, err)
+	}
+	if decided, _, err := s.TreeOneOutcome(ctx, acquireParams("one/a", "parent"), "one/"); !decided || !errors.Is(err, store.ErrLockHeld) {
+		t.Fatalf("its parent while it is held: decided %v, %v; want refused in one round trip", decided, err)
+	}
+}
