@@ -13,13 +13,11 @@ import (
 
 func testJobExclusion(t *testing.T, h JobHarness) {
 	e := newJobEnv(t, h)
-	// 8 claimers on 10 resources of 10 jobs: every resource contended, one attempt in four
-	// failed and retried (TestJobChecksCatchBrokenStores runs the same sizes on broken stores).
-	stats, err := CheckJobExclusion(e.ctx, e.s, 8, 10, 10)
+	stats, err := CheckJobExclusion(e.ctx, e.s, 8, 20, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stats.Completed+stats.Discarded != 100 || stats.Claims != stats.Completed+stats.Failed {
+	if stats.Completed+stats.Discarded != 200 || stats.Claims != stats.Completed+stats.Failed {
 		t.Fatalf("stats %+v: attempts unaccounted for", stats)
 	}
 	if stats.Failed == 0 {

@@ -146,7 +146,7 @@ func TestJobChecksCatchBrokenStores(t *testing.T) {
 		{"promotion takes the newest job", lifo, []string{"order broken on"}},
 		{"tokens do not increase", &staleJobTokens{JobStore: newMemJobStore(), real: map[int64]uint64{}}, []string{"token order broken"}},
 	} {
-		_, err := storetest.CheckJobExclusion(ctx, c.s, 8, 10, 10)
+		_, err := storetest.CheckJobExclusion(ctx, c.s, 8, 20, 10)
 		ok := false
 		for _, w := range c.want {
 			ok = ok || err != nil && strings.Contains(err.Error(), w)
@@ -161,9 +161,9 @@ func TestJobChecksCatchBrokenStores(t *testing.T) {
 		t.Error("CheckJobIdempotency on a store that ignores idempotency keys passed")
 	}
 	// And they pass on the reference store.
-	if stats, err := storetest.CheckJobExclusion(ctx, newMemJobStore(), 8, 10, 10); err != nil {
+	if stats, err := storetest.CheckJobExclusion(ctx, newMemJobStore(), 8, 20, 10); err != nil {
 		t.Errorf("CheckJobExclusion on the reference store: %v", err)
-	} else if stats.Failed == 0 || stats.Completed+stats.Discarded != 100 {
+	} else if stats.Failed == 0 || stats.Completed+stats.Discarded != 200 {
 		t.Errorf("CheckJobExclusion on the reference store: stats %+v", stats)
 	}
 	if err := storetest.CheckJobIdempotency(ctx, newMemJobStore(), 32); err != nil {
