@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-modules=(. store/etcd store/kubernetes store/dynamodb cmd/baton-full bench/peers e2e/dashboard)
+modules=(. store/etcd store/kubernetes store/dynamodb cmd/baton-full bench/peers e2e/dashboard deploy/helm)
 staticcheck=honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 status=0

@@ -182,8 +182,8 @@ step() {
 }
 
 # store/etcd, store/kubernetes, cmd/baton-full (the binary with the backends of their own modules
-# registered as store URLs: etcd://, kubernetes://, dynamodb://), e2e/dashboard and store/dynamodb
-# are each their own module: the root ./... above does not reach them (scripts/lint.sh vets
+# registered as store URLs: etcd://, kubernetes://, dynamodb://), e2e/dashboard, store/dynamodb
+# and deploy/helm are each their own module: the root ./... above does not reach them (scripts/lint.sh vets
 # them). store/etcd runs an embedded etcd of its own; store/dynamodb's tests and cmd/baton-full's
 # dynamodb:// test run against dynalite.
 step "store/etcd: go test -race" sh -c 'cd store/etcd && go test -race -count=1 -timeout 5m ./...'
@@ -191,6 +191,9 @@ step "store/kubernetes: go test -race" sh -c 'cd store/kubernetes && go test -ra
 step "cmd/baton-full: go test -race" sh -c 'cd cmd/baton-full && go test -race -count=1 -timeout 10m ./...'
 step "e2e/dashboard: go test -race (chromium)" sh -c 'cd e2e/dashboard && go test -race -count=1 -timeout 10m ./...'
 step "store/dynamodb: go test -race" sh -c 'cd store/dynamodb && go test -race -count=1 -timeout 10m ./...'
+# deploy/helm renders the Helm chart with Helm's own Go module (its own module: Helm and the
+# Kubernetes API types stay out of the core module) and strict-decodes every object.
+step "deploy/helm: go test -race (the chart, rendered by Helm)" sh -c 'cd deploy/helm && go test -race -count=1 -timeout 5m ./...'
 if [ -n "$have_node" ]; then
   step "clients/typescript: against a real baton serve" sh -c 'cd clients/typescript \
     && npm ci --prefer-offline --no-audit --no-fund --cache "$BATON_CACHE/npm" >/dev/null \
