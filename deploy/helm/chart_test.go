@@ -5,6 +5,7 @@ package helm
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -133,7 +134,7 @@ func render(t *testing.T, vals map[string]any) (map[string]string, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return engine.Engine{Strict: true}.Render(chrt, top)
+	return engine.Engine{Strict: true}.RenderWithContext(context.Background(), chrt, top)
 }
 
 // readKustomize strictly decodes the Kustomize manifests of deploy/kubernetes.
