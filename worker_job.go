@@ -221,12 +221,22 @@ type completer struct {
 	running   sync.WaitGroup
 }
 
-// completerFlushers is how many batches may be in flight at once. With one, the store's CPU sat
-// idle while each round trip's answer travelled back and the next batch formed; with two, the
-// River comparison at C=100 and C=1000 went from 0.68-0.76x to 0.81-0.96x (same-run A/B,
-// docs/benchmarks.md), for somewhat smaller batches. Batches hold disjoint jobs, and claims
-// reserve slots atomically, so two in flight never take more slots than are free.
-const completerFlushers = 2
+// completerFlushers is how many batches a worker of concurrency slots may have in flight at
+// once. With one, the store's CPU sat idle while each round trip's answer travelled back and the
+// next batch formed; with two, the River comparison at C=100 and C=1000 went from 0.68-0.76x to
+// 0.81-0.96x (same-run A/B, docs/benchmarks.md), for somewhat smaller batches. A small worker
+// keeps one: at C=10 (20,000 no-op jobs on 1,000 resources) two batches of four or five jobs
+// each cost PostgreSQL 280-420 µs of statement time a job against 210-225 µs for one batch of
+// ten, which drained 31-53% more jobs a second (three alternating runs; a round trip costs the
+// store about as much for one job as for ten). Batches hold
+// disjoint jobs, and claims reserve slots atomically, so two in flight never take more slots
+// than are free.
+func completerFlushers(concurrency int) int {
+	if concurrency < 32 {
+		return 1
+	}
+	return 2
+}
 
 // maxGather bounds how long a batch waits for the completions of handlers about to return.
 const maxGather = 2 * time.Millisecond
@@ -252,11 +262,12 @@ type completed struct {
 	err error
 }
 
-// newCompleter starts a completer. Up to buffer completions wait while a batch is in flight, so
-// that jobs hand theirs over without waiting for the round trip.
-func newCompleter(mc store.ManyCompleter, timeout time.Duration, buffer int) *completer {
-	c := &completer{mc: mc, timeout: timeout, reqs: make(chan *completion, buffer), done: make(chan struct{})}
-	for range completerFlushers {
+// newCompleter starts a completer for a worker of concurrency slots. Up to that many completions
+// wait while a batch is in flight, so that jobs hand theirs over without waiting for the round
+// trip.
+func newCompleter(mc store.ManyCompleter, timeout time.Duration, concurrency int) *completer {
+	c := &completer{mc: mc, timeout: timeout, reqs: make(chan *completion, concurrency), done: make(chan struct{})}
+	for range completerFlushers(concurrency) {
 		c.running.Add(1)
 		go c.run()
 	}

@@ -18,8 +18,10 @@ type slots struct {
 	capacity int
 	// maxHeld bounds the jobs held at once. A slot frees when its handler returns, before the
 	// attempt is reported (the report is often batched); but reports in flight are bounded too,
-	// to as many again as there are slots, or a worker whose handlers outrun its reports would
-	// claim every claimable job while their completions queued, their leases' heartbeats firing.
+	// to three times as many as there are slots, or a worker whose handlers outrun its reports
+	// would claim every claimable job while their completions queued, their leases' heartbeats
+	// firing. With room for only as many again, a small worker of short jobs whose one batch was
+	// in flight could not claim its free slots in that batch's round trip (see completerFlushers).
 	maxHeld  int
 	mu       sync.Mutex   // makes reserve atomic; giving room back needs no lock
 	active   atomic.Int64 // handlers running, and slots reserved
@@ -29,7 +31,7 @@ type slots struct {
 }
 
 func newSlots(capacity int) *slots {
-	return &slots{capacity: capacity, maxHeld: 2 * capacity, freed: make(chan struct{}, 1)}
+	return &slots{capacity: capacity, maxHeld: 4 * capacity, freed: make(chan struct{}, 1)}
 }
 
 // free is how many more jobs the worker may take now.

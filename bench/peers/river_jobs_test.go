@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ import (
 )
 
 // jobResources is how many resources the jobs of the River comparison spread over.
-const jobResources = 10000
+var jobResources = envInt("BENCH_RESOURCES", 10000)
 
 type riverNoopArgs struct {
 	Resource string `json:"resource"`
@@ -213,4 +214,12 @@ func BenchmarkRiverJobs(b *testing.B) {
 			b.ReportMetric(0, "ns/op")
 		})
 	}
+}
+
+// envInt is the integer in the environment variable name, or def.
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
 }

@@ -387,6 +387,9 @@ const rejectedSet = `SELECT resource FROM {jobs} WHERE state = 'discarded' AND f
 // successors. The "= ANY (ARRAY(...))" conditions keep every join on an index whatever LIMIT the
 // planner assumes, so a cached generic plan is as good as a custom one and planning (half the
 // cost of a small claim) is skipped.
+// guard and rejected also say EXISTS (a candidate is guarded), which PostgreSQL checks once,
+// before their scans: for the usual claim, of unguarded kinds only, neither reads resources at
+// all (a generic plan for a table of 1,000 resources read it whole, 20% of a one-job claim).
 const claimSQL = `WITH picked AS (
 	SELECT x.* FROM unnest(ARRAY(SELECT name FROM {kinds} WHERE name = ANY ($1::text[]) AND rate_max = 0)) AS kk (kind) CROSS JOIN LATERAL (
 		SELECT j.id, j.kind, j.resource, j.attempt, j.priority, j.seq, j.gated
@@ -429,6 +432,7 @@ const claimSQL = `WITH picked AS (
 		updated_at = CASE WHEN c.running_state <> '' AND c.running_state <> r.state THEN now() ELSE r.updated_at END
 	FROM cand c
 	WHERE r.key = ANY (ARRAY(SELECT resource FROM cand WHERE guarded)) AND c.guarded AND r.key = c.resource
+		AND EXISTS (SELECT 1 FROM cand WHERE guarded)
 		AND (cardinality(c.from_states) = 0 OR r.state = ANY(c.from_states)
 		OR (c.attempt > 0 AND c.running_state <> '' AND r.state = c.running_state))
 	RETURNING r.key
@@ -451,7 +455,7 @@ const claimSQL = `WITH picked AS (
 	FROM cand c, {resources} r
 	WHERE j.id = ANY (ARRAY(SELECT id FROM cand WHERE guarded)) AND j.id = c.id AND c.guarded
 		AND r.key = ANY (ARRAY(SELECT resource FROM cand WHERE guarded)) AND r.key = c.resource
-		AND c.resource NOT IN (SELECT key FROM guard)
+		AND c.resource NOT IN (SELECT key FROM guard) AND EXISTS (SELECT 1 FROM cand WHERE guarded)
 	RETURNING j.id
 )
 SELECT * FROM started`
