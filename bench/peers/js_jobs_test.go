@@ -145,9 +145,8 @@ func nodePeerDir(b *testing.B) string {
 	return dir
 }
 
-// stats are the database's cumulative pg_stat_database counters: transactions ended and rows
-// written. They are flushed by each backend at the end of a transaction at most once a second
-// (PostgreSQL 15), so a delta over a short run is approximate.
+// dbStats are the database's cumulative pg_stat_database counters: transactions ended and rows
+// written (see jsCost.settle for when they are complete).
 type dbStats struct{ xacts, rows float64 }
 
 func readDBStats(b *testing.B, pool *pgxpool.Pool) dbStats {
@@ -167,6 +166,7 @@ type jsCost struct {
 	time         time.Duration
 	wal, cpu, pg float64
 	xacts, rows  float64
+	st0          dbStats // at the start of the last measure
 	viol         jobViolations
 }
 
@@ -195,10 +195,18 @@ func (c *jsCost) measure(b *testing.B, pool *pgxpool.Pool, meter *cpuMeter, clie
 	}
 	c.pg += pg1 - pg0
 	c.wal += walSince(b, pool, lsn)
-	st1 := readDBStats(b, pool)
-	c.xacts += st1.xacts - st0.xacts
-	c.rows += st1.rows - st0.rows
 	c.jobs += float64(jobs)
+	c.st0 = st0
+}
+
+// settle adds the pg_stat_database deltas since the last measure, once the side's connections
+// are closed or idle: a busy backend sends its counters at most once a second, and an idle one
+// within a second or two, so this waits 2 s first (untimed).
+func (c *jsCost) settle(b *testing.B, pool *pgxpool.Pool) {
+	time.Sleep(2 * time.Second)
+	st1 := readDBStats(b, pool)
+	c.xacts += st1.xacts - c.st0.xacts
+	c.rows += st1.rows - c.st0.rows
 }
 
 // nodePeer is a running peer.mjs.
@@ -495,6 +503,7 @@ func BenchmarkJSJobs(b *testing.B) {
 						cost.measure(b, pool, meter, p.cmd.Process.Pid, n, func() error { return p.run(b) })
 						recs = p.records(b)
 					}
+					cost.settle(b, pool)
 					v := checkJobRecs(recs)
 					cost.viol.overlap += v.overlap
 					cost.viol.order += v.order
