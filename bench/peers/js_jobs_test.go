@@ -309,6 +309,9 @@ type batonRecorder struct {
 	// time T the submitter writes under mu.
 	latency bool
 	mu      sync.Mutex
+	// SubmitMany calls of a latency run: how many, their total and longest time.
+	submits               int
+	submitTime, submitMax time.Duration
 }
 
 func newBatonRecorder(n int, latency bool) *batonRecorder {
@@ -623,6 +626,8 @@ func BenchmarkJSLatency(b *testing.B) {
 				b.Fatal(err)
 			}
 			recs = rec.recs
+			b.Logf("baton: %d SubmitMany calls, mean %v, longest %v", rec.submits,
+				rec.submitTime/time.Duration(max(rec.submits, 1)), rec.submitMax)
 		} else {
 			p := startNodePeer(b, dir, dsn, pool, sys, "latency", map[string]int{"PEER_R": jsResources, "PEER_RATE": rate, "PEER_SECONDS": secs, "PEER_C": c})
 			if err := p.run(b); err != nil {
@@ -633,7 +638,8 @@ func BenchmarkJSLatency(b *testing.B) {
 		v := checkJobRecs(recs)
 		lat := latencies(recs)
 		p50, p99 := percentile(lat, 50), percentile(lat, 99)
-		b.Logf("%s: %d jobs at %d/s: submit→start p50 %.2f ms, p99 %.2f ms; %s", sys, n, rate, p50, p99, v)
+		b.Logf("%s: %d jobs at %d/s: submit→start p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms; %s",
+			sys, n, rate, p50, percentile(lat, 90), p99, percentile(lat, 100), v)
 		if sys == "baton" && v.total() > 0 {
 			b.Fatalf("Baton broke its guarantees: %s", v)
 		}
@@ -670,9 +676,13 @@ func batonSubmitLoop(ctx context.Context, q *baton.Queue, rec *batonRecorder, ra
 				rec.recs[i].T = t
 			}
 			rec.mu.Unlock()
+			t0 := time.Now()
 			if _, err := q.SubmitMany(ctx, ps); err != nil {
 				return err
 			}
+			rec.submits++
+			rec.submitTime += time.Since(t0)
+			rec.submitMax = max(rec.submitMax, time.Since(t0))
 			g = due
 		}
 		<-tick.C
