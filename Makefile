@@ -1,4 +1,4 @@
-.PHONY: test soak bench bench-peers lint build chaos chaos-grants chaos-bugs loadtest
+.PHONY: test soak bench bench-peers bench-peers-js lint build chaos chaos-grants chaos-bugs loadtest
 
 # The test command of README.md; .ci/run runs exactly this.
 test:
@@ -27,6 +27,19 @@ bench-peers:
 	cd bench/peers && go test -run '^$$' -bench 'EtcdCycle|EtcdHandoff16' -benchtime 4000x .
 	cd bench/peers && go test -run '^$$' -bench 'RiverJobs' -benchtime 20000x .
 	cd bench/peers && go test -run '^$$' -bench 'Submit.*VsRiver' -benchtime 16000x .
+
+# Baton's jobs against Graphile Worker and pg-boss (Node.js, bench/peers/node, packages pinned by
+# its package-lock.json and installed there by npm ci) on the test PostgreSQL: the "Against
+# Graphile Worker and pg-boss" tables of docs/benchmarks.md. Skipped without node and npm. Tens of
+# minutes (Graphile Worker's defaults and pg-boss are slow); best on an idle machine.
+bench-peers-js:
+	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
+		echo "bench-peers-js: skipped: node and npm are needed (Graphile Worker and pg-boss run on Node.js)"; \
+	else \
+		cd bench/peers/node && npm ci --no-audit --no-fund --loglevel=error && cd .. && \
+		go test -run '^$$' -bench 'JSJobs' -benchtime 20000x -timeout 3h . && \
+		go test -run '^$$' -bench 'JSLatency' -benchtime 1x -timeout 1h . ; \
+	fi
 
 # Bounded load test of the server on loopback (a few minutes; not part of test).
 loadtest:

@@ -47,7 +47,26 @@ func (m *cpuMeter) read() (self, server float64) {
 			server += cpu
 		}
 	}
+	// Backends that ended since the last reading (a client's connections closed) are no longer
+	// listed; the postmaster has reaped them, and their CPU is in its children's time.
+	server += reapedCPU(m.postmaster)
 	return self, server
+}
+
+// reapedCPU is the CPU seconds of a process's ended and reaped children (cutime + cstime).
+func reapedCPU(pid int) float64 {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(raw)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 15 {
+		return 0
+	}
+	cut, _ := strconv.ParseFloat(f[13], 64)
+	cst, _ := strconv.ParseFloat(f[14], 64)
+	return (cut + cst) / 100
 }
 
 // procStat returns a process's parent and its CPU seconds (utime + stime) from /proc/PID/stat.
