@@ -31,7 +31,7 @@ bench-peers:
 # Three `baton serve` processes (built from this tree) on one PostgreSQL schema, the Go client
 # spread over 1, 2 and 3 of them alternating: lock cycles/s, jobs/s, and lock handoff within one
 # replica and across replicas (bench/peers/scale_test.go). The "Several servers on one
-# PostgreSQL" table of docs/benchmarks.md. About ten minutes.
+# PostgreSQL" table of docs/benchmarks.md. About fifteen minutes.
 bench-scale:
 	cd bench/peers && go test -run '^$$' -bench 'ScaleLockCycle' -benchtime 3200x -timeout 30m .
 	cd bench/peers && go test -run '^$$' -bench 'ScaleJobs' -benchtime 2000x -timeout 30m .

@@ -363,7 +363,19 @@ func BenchmarkScaleLockCycle(b *testing.B) {
 // in use (its Queue over the Go client of that replica, 64/k slots each); k = 1, 2, 3
 // alternating, scaleRounds drains each. A drain ends when the workers have seen b.N jobs
 // succeed. Reports jobs/s per k, the ratio to one replica, CPU per job and PostgreSQL's share.
+// Two variants: the Go client's default claim, which waits in the server for a job (a long-poll,
+// client.Config.ClaimWait), and claims that never wait there (ClaimWait -1: a worker that finds
+// nothing waits for its own poll or a wake-up of its own process).
 func BenchmarkScaleJobs(b *testing.B) {
+	for _, v := range []struct {
+		name string
+		wait time.Duration
+	}{{"claimwait=default", 0}, {"claimwait=off", -1}} {
+		b.Run(v.name, func(b *testing.B) { benchScaleJobs(b, v.wait) })
+	}
+}
+
+func benchScaleJobs(b *testing.B, claimWait time.Duration) {
 	const (
 		slots     = 64
 		resources = 1000
@@ -375,7 +387,7 @@ func BenchmarkScaleJobs(b *testing.B) {
 	ctx := context.Background()
 	queues := make([]*baton.Queue, len(rs))
 	for i, r := range rs {
-		q, err := baton.NewQueue(ctx, scaleClient(b, r, client.Config{}), &baton.QueueConfig{
+		q, err := baton.NewQueue(ctx, scaleClient(b, r, client.Config{ClaimWait: claimWait}), &baton.QueueConfig{
 			Kinds: []baton.Kind{{Name: kind}}, Logger: quietLogger()})
 		if err != nil {
 			b.Fatal(err)
