@@ -222,7 +222,9 @@ type scaleCost struct {
 }
 
 // measure runs block and adds its wall time and CPU to c.
-func (c *scaleCost) measure(b *testing.B, set *scaleSet, n int, block func() error) {
+// measure runs block and adds its cost. block returns when its work ended (zero: when it
+// returns): a drain's work ends with its last job, before its workers stop.
+func (c *scaleCost) measure(b *testing.B, set *scaleSet, n int, block func() (time.Time, error)) {
 	b.Helper()
 	serversCPU := func() (s, wait float64) {
 		for _, r := range set.rs {
@@ -235,10 +237,14 @@ func (c *scaleCost) measure(b *testing.B, set *scaleSet, n int, block func() err
 	pg0 := set.backendsCPU(b)
 	srv0, srvWait0 := serversCPU()
 	start := time.Now()
-	if err := block(); err != nil {
+	end, err := block()
+	if err != nil {
 		b.Fatal(err)
 	}
-	c.wall += time.Since(start)
+	if end.IsZero() {
+		end = time.Now()
+	}
+	c.wall += end.Sub(start)
 	_, self1, _ := procStat(os.Getpid())
 	// A backend that ended during the block is missed; one that began is counted whole.
 	for pid, cpu := range set.backendsCPU(b) {
@@ -321,7 +327,7 @@ func BenchmarkScaleLockCycle(b *testing.B) {
 	b.StopTimer()
 	for round := range scaleRounds {
 		for k := 1; k <= scaleReplicas; k++ {
-			costs[k].measure(b, set, per*clients, func() error {
+			costs[k].measure(b, set, per*clients, func() (time.Time, error) {
 				var wg sync.WaitGroup
 				var firstErr atomic.Value
 				for c := range clients {
@@ -343,10 +349,8 @@ func BenchmarkScaleLockCycle(b *testing.B) {
 					}()
 				}
 				wg.Wait()
-				if err, _ := firstErr.Load().(error); err != nil {
-					return err
-				}
-				return nil
+				err, _ := firstErr.Load().(error)
+				return time.Time{}, err
 			})
 		}
 	}
@@ -415,7 +419,7 @@ func benchScaleJobs(b *testing.B, claimWait time.Duration) {
 					b.Fatal(err)
 				}
 			}
-			costs[k].measure(b, set, n, func() error { return drainOver(ctx, queues[:k], kind, slots, n) })
+			costs[k].measure(b, set, n, func() (time.Time, error) { return drainOver(ctx, queues[:k], kind, slots, n) })
 		}
 	}
 	b.Logf("load after: %s", loadAvg())
@@ -426,8 +430,12 @@ func benchScaleJobs(b *testing.B, claimWait time.Duration) {
 	checkReplicaErrors(b, rs)
 }
 
-// drainOver runs one Worker per queue (slots split evenly) until n jobs have succeeded in all.
-func drainOver(ctx context.Context, queues []*baton.Queue, kind string, slots, n int) error {
+// drainOver runs one Worker per queue (slots split evenly) until n jobs have succeeded in all,
+// and returns when the last one ended. The workers' stop is not part of the drain: a worker
+// over HTTP returns from Run only once its claim waiting in the server has come back, up to
+// client.Config.ClaimWait (10 s) after its context ended.
+func drainOver(ctx context.Context, queues []*baton.Queue, kind string, slots, n int) (time.Time, error) {
+	var drained time.Time
 	var done atomic.Int64
 	all := make(chan struct{})
 	var failed atomic.Value
@@ -450,27 +458,28 @@ func drainOver(ctx context.Context, queues []*baton.Queue, kind string, slots, n
 			},
 		})
 		if err != nil {
-			return err
+			return time.Time{}, err
 		}
 		go func() { errc <- w.Run(runCtx) }()
 	}
 	select {
 	case <-all:
+		drained = time.Now()
 	case err := <-errc:
-		return fmt.Errorf("a worker stopped early: %v", err)
+		return time.Time{}, fmt.Errorf("a worker stopped early: %v", err)
 	case <-time.After(scaleGuard):
-		return fmt.Errorf("%d of %d jobs done after %s: hung", done.Load(), n, scaleGuard)
+		return time.Time{}, fmt.Errorf("%d of %d jobs done after %s: hung", done.Load(), n, scaleGuard)
 	}
 	stop()
 	for range queues {
 		if err := <-errc; err != nil {
-			return err
+			return time.Time{}, err
 		}
 	}
 	if err, _ := failed.Load().(error); err != nil {
-		return err
+		return time.Time{}, err
 	}
-	return nil
+	return drained, nil
 }
 
 // BenchmarkScaleHandoff: lock handoff between two clients, the holder's on replica A and the
