@@ -1,4 +1,4 @@
-.PHONY: test soak bench bench-peers bench-peers-js lint build chaos chaos-grants chaos-bugs loadtest
+.PHONY: test soak bench bench-peers bench-peers-js bench-scale lint build chaos chaos-grants chaos-bugs loadtest
 
 # The test command of README.md; .ci/run runs exactly this.
 test:
@@ -40,6 +40,15 @@ bench-peers-js:
 		go test -run '^$$' -bench 'JSJobs' -benchtime 20000x -timeout 3h . && \
 		go test -run '^$$' -bench 'JSLatency' -benchtime 1x -timeout 1h . ; \
 	fi
+
+# Three `baton serve` processes (built from this tree) on one PostgreSQL schema, the Go client
+# spread over 1, 2 and 3 of them alternating: lock cycles/s, jobs/s, and lock handoff within one
+# replica and across replicas (bench/peers/scale_test.go). The "Several servers on one
+# PostgreSQL" table of docs/benchmarks.md. About fifteen minutes.
+bench-scale:
+	cd bench/peers && go test -run '^$$' -bench 'ScaleLockCycle' -benchtime 3200x -timeout 30m .
+	cd bench/peers && go test -run '^$$' -bench 'ScaleJobs' -benchtime 2000x -timeout 30m .
+	cd bench/peers && go test -run '^$$' -bench 'ScaleHandoff' -benchtime 100x -timeout 30m .
 
 # Bounded load test of the server on loopback (a few minutes; not part of test).
 loadtest:
