@@ -21,7 +21,7 @@ import (
 )
 
 // jobResources is how many resources the jobs of the River comparison spread over.
-var jobResources = envInt("BENCH_RESOURCES", 10000)
+var jobResources = envIntOr("BENCH_RESOURCES", 10000)
 
 type riverNoopArgs struct {
 	Resource string `json:"resource"`
@@ -216,8 +216,8 @@ func BenchmarkRiverJobs(b *testing.B) {
 	}
 }
 
-// envInt is the integer in the environment variable name, or def.
-func envInt(name string, def int) int {
+// envIntOr is the positive integer in the environment variable name, or def.
+func envIntOr(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
 		return v
 	}
