@@ -186,8 +186,8 @@ UNION ALL
 SELECT true, 0, ` + jobCols + ` FROM known k CROSS JOIN LATERAL (SELECT * FROM {jobs} j WHERE j.id = k.id LIMIT 1) j`
 
 // submitOneSQL is submitInsertSQL for one job ($1 kind, $2 resource, $3 args, $4 key, $5 policy,
-// $6 max attempts, $7 priority, $8 time or null, $9 delay ms, $10 traceparent or ''), without the batch's arrays, sorts
-// and windows: a single Submit costs the database about what the statements of a hand-written
+// $6 max attempts, $7 priority, $8 time or null, $9 delay ms, $10 traceparent, empty for none),
+// without the batch's arrays, sorts and windows: a single Submit costs the database about what the statements of a hand-written
 // submit would, in one round trip.
 var submitOneSQL = `WITH ex AS (
 	SELECT ` + jobCols + ` FROM {jobs} j WHERE $4::text <> '' AND j.idempotency_key = $4::text
