@@ -94,6 +94,11 @@ Examples:
 		if err := serveFromEnv(cmd.Flags()); err != nil {
 			return usagef("%v", err)
 		}
+		stop, err := startTracing("serve", a.stderr)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		defer stop()
 		return a.serve(cmd, f)
 	}
 	return cmd

@@ -98,6 +98,11 @@ Exit code 0 also when stopped by SIGINT or SIGTERM; 2 for an unregistered kind.`
 	fs.DurationVar(&backoffBase, "backoff-base", baton.DefaultBackoffBase, "wait before the first retry of a failed job; doubled per attempt, jittered down by up to half")
 	fs.DurationVar(&backoffMax, "backoff-max", baton.DefaultBackoffMax, "longest wait before a retry")
 	cmd.RunE = func(cmd *cobra.Command, cmdArgs []string) error {
+		stop, err := startTracing("worker", a.stderr)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		defer stop()
 		return a.work(cmdArgs, workerFlags{kinds: kinds.vals, name: name, concurrency: concurrency, leaseTTL: leaseTTL,
 			grace: grace, shutdownTimeout: shutdownTimeout, heartbeat: heartbeat, backoffBase: backoffBase,
 			backoffMax: backoffMax, changed: cmd.Flags().Changed})
@@ -295,6 +300,10 @@ func (x *jobExec) run(ctx context.Context, job *baton.Job) error {
 	cmd.Env = append(cmd.Env, holdsEnv(job.Resources, job.Limits, job.Slots)...)
 	if job.Shared {
 		cmd.Env = append(cmd.Env, fencingModeShared)
+	}
+	if tp := baton.TraceParent(ctx); tp != "" {
+		// The attempt's span (in the submitter's trace): a CMD that traces continues it.
+		cmd.Env = append(cmd.Env, "TRACEPARENT="+tp)
 	}
 	prefix := fmt.Sprintf("[job %d] ", job.ID)
 	tail := &tailBuffer{}
