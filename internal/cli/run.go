@@ -50,6 +50,9 @@ released when CMD exits.
                          writes with a token lower than one it has seen
     BATON_FENCING_MODE   "shared" under --shared (unset otherwise): pass it too, so that
                          the resource judges the token as a shared holder's
+    TRACEPARENT          the W3C trace context of the run's span (in the trace of baton's
+                         own TRACEPARENT, if set): a CMD that traces continues it. Spans
+                         are exported when OTEL_EXPORTER_OTLP_ENDPOINT is set
 - SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to baton are passed on to CMD.
   (SIGINT and SIGQUIT typed at a terminal reach CMD directly and are not passed on again.)
 - If renews fail (the server is unreachable), CMD gets SIGTERM --grace before the lease's

@@ -57,7 +57,10 @@ the worker renews (every TTL/3) while CMD runs.
     BATON_JOB_MAX_ATTEMPTS, and BATON_FENCING_TOKEN: pass it to the resource, which should
     refuse writes with a token lower than one it has seen; for a shared job also
     BATON_FENCING_MODE=shared, to pass along so that the resource judges the token as a
-    shared holder's.
+    shared holder's. TRACEPARENT is the W3C trace context of the attempt's span, in the
+    trace of the job's submitter: a CMD that traces continues it.
+- Traces go to an OTLP/HTTP endpoint when the standard OTEL_* environment names one
+  (OTEL_EXPORTER_OTLP_ENDPOINT; docs/observability.md).
 - CMD's stdout and stderr go to the worker's stderr, each line prefixed with "[job ID] ".
 - Exit code 0: the job succeeded. 65 (EX_DATAERR): a permanent failure, the job is discarded
   at once (no retry). Anything else, or death by a signal: the attempt failed and the job is
