@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,12 +19,28 @@ import (
 	"github.com/batonhq/baton/store/sqlite"
 )
 
-// spans is this test binary's span recorder: the global TracerProvider can be set once.
+// spans is this test binary's span recorder: the global TracerProvider can be set once. It
+// samples only while recording is set, so that the other tests of the package run with spans
+// that record nothing.
 var spans = sync.OnceValue(func() *tracetest.SpanRecorder {
 	rec := tracetest.NewSpanRecorder()
-	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(whileRecording{})))
 	return rec
 })
+
+var recording atomic.Bool
+
+// whileRecording samples every span while recording is set, none otherwise.
+type whileRecording struct{}
+
+func (whileRecording) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	if recording.Load() {
+		return sdktrace.AlwaysSample().ShouldSample(p)
+	}
+	return sdktrace.NeverSample().ShouldSample(p)
+}
+
+func (whileRecording) Description() string { return "whileRecording" }
 
 // endedSpans returns the ended spans named name whose baton.key is key.
 func endedSpans(name, key string) []sdktrace.ReadOnlySpan {
@@ -55,6 +72,8 @@ func attr(sp sdktrace.ReadOnlySpan, k attribute.Key) attribute.Value {
 // has a span of its own.
 func TestLockSpans(t *testing.T) {
 	spans()
+	recording.Store(true)
+	defer recording.Store(false)
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "b.db"), sqlite.Config{})
 	if err != nil {
