@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/batonhq/baton/internal/retry"
 	"github.com/batonhq/baton/store"
 )
@@ -44,6 +46,8 @@ type Lease struct {
 	clock  holderClock // the local deadline, stop-grace and keepalive
 	// logAttrs name the lease in the clock's logs; kept here, a lease costs no allocation more.
 	logAttrs [2]slog.Attr
+	// span is the acquire span's context: renew failures are recorded as its children.
+	span trace.SpanContext
 
 	mu        sync.Mutex
 	expiresAt time.Time // store clock
@@ -55,6 +59,7 @@ func (l *Locker) newLease(parent context.Context, sl *store.Lease, ttl time.Dura
 		Key: sl.Key, ID: sl.ID, Holder: sl.Holder, Token: sl.Token, AcquiredAt: sl.AcquiredAt,
 		Metadata: sl.Metadata, TookOver: sl.TookOver, Shared: sl.Shared, Resources: sl.Resources, Limits: sl.Limits, Slots: sl.Slots, locker: l, ttl: ttl, expiresAt: sl.ExpiresAt,
 		logAttrs: [2]slog.Attr{slog.String("key", sl.Key), slog.String("lease_id", sl.ID)},
+		span:     trace.SpanContextFromContext(parent),
 	}
 	lease.clock.start(parent, clockConfig{
 		ttl: ttl, validity: l.cfg.validity(ttl), grace: o.stopGrace,
@@ -112,8 +117,10 @@ func (l *Lease) Renew(ctx context.Context) error {
 
 // renew asks the store to extend the lease (the holder clock's renew).
 func (l *Lease) renew(ctx context.Context) error {
+	start := time.Now()
 	sl, err := l.locker.store.Renew(ctx, &store.RenewParams{Key: l.Key, LeaseID: l.ID, TTL: l.ttl, Holds: l.holds()})
 	if err != nil {
+		l.renewFailed(start, err)
 		return err
 	}
 	l.mu.Lock()
@@ -122,18 +129,38 @@ func (l *Lease) renew(ctx context.Context) error {
 	return nil
 }
 
+// renewFailed records a failed renew as a span, a child of the acquire span (renews that succeed
+// are not recorded: a long-held lease would fill its trace with them).
+func (l *Lease) renewFailed(start time.Time, err error) {
+	if !l.span.IsSampled() {
+		return
+	}
+	_, sp := tracer.Start(trace.ContextWithSpanContext(context.Background(), l.span), "baton.renew",
+		trace.WithTimestamp(start), trace.WithAttributes(attrKey.String(l.Key), attrLeaseID.String(l.ID)))
+	endSpan(sp, err)
+}
+
 // Release stops keepalive, cancels the lease's context and frees the key (or starts its
 // cooldown). Releasing again is harmless and returns nil. A lease that was lost returns ErrNotHeld
 // from the store unless nobody took it yet.
-func (l *Lease) Release(ctx context.Context) error {
+func (l *Lease) Release(ctx context.Context) (err error) {
 	l.mu.Lock()
 	done := l.released
 	l.mu.Unlock()
 	if done {
 		return nil
 	}
+	var links []trace.SpanStartOption
+	if l.span.IsValid() {
+		links = append(links, trace.WithLinks(trace.Link{SpanContext: l.span}))
+	}
+	ctx, sp := tracer.Start(ctx, "baton.release", links...)
+	if sp.IsRecording() {
+		sp.SetAttributes(attrKey.String(l.Key), attrLeaseID.String(l.ID), attrToken.Int64(int64(l.Token)))
+	}
+	defer func() { endSpan(sp, err) }()
 	l.clock.end(ErrReleased)
-	err := l.release(ctx)
+	err = l.release(ctx)
 	if !settledRelease(err) {
 		// The release may still be applied later: this Locker must not hand the lease out
 		// again (see unsettled).

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/batonhq/baton/internal/notify"
 	"github.com/batonhq/baton/internal/retry"
 	"github.com/batonhq/baton/store"
@@ -39,12 +41,22 @@ func (l *Locker) Store() store.Store { return l.store }
 
 // TryAcquire takes the key if it is free now and never waits. It returns a *LockHeldError
 // (ErrLockHeld) naming the holder, a *RestingError (ErrResting), or an *InvalidArgumentError.
-func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...Option) (*Lease, error) {
+func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...Option) (lease *Lease, err error) {
+	ctx, sp := tracer.Start(ctx, "baton.acquire", trace.WithAttributes(attrKey.String(key)))
+	defer func() { endAcquireSpan(sp, lease, err) }()
 	p, o, err := l.params(key, opts)
 	if err != nil {
 		return nil, err
 	}
 	return l.acquireOnce(ctx, p, o)
+}
+
+// endAcquireSpan ends an acquire span with the lease it granted, or the error.
+func endAcquireSpan(sp trace.Span, lease *Lease, err error) {
+	if lease != nil && sp.IsRecording() {
+		sp.SetAttributes(attrLeaseID.String(lease.ID), attrToken.Int64(int64(lease.Token)))
+	}
+	endSpan(sp, err)
 }
 
 // Acquire waits until the key is granted, ctx ends, or the wait timeout passes. Waiters are woken
@@ -58,7 +70,9 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...Option) (*L
 // However long it waited, the lease is fully usable: its local deadline is measured from a lower
 // bound of the grant time (the start of the attempt that granted, plus the time a store that
 // waits itself reports it waited), never from the start of the wait.
-func (l *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Lease, error) {
+func (l *Locker) Acquire(ctx context.Context, key string, opts ...Option) (lease *Lease, err error) {
+	ctx, sp := tracer.Start(ctx, "baton.acquire", trace.WithAttributes(attrKey.String(key)))
+	defer func() { endAcquireSpan(sp, lease, err) }()
 	p, o, err := l.params(key, opts)
 	if err != nil {
 		return nil, err
@@ -80,7 +94,14 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Leas
 // themselves. p is validated; p.LeaseID must be set by the caller. The record's Waited is how
 // long this call waited before the attempt that granted began (plus what the store itself
 // reported), so that the remote holder can bound the grant time from below.
-func (l *Locker) AcquireRecord(ctx context.Context, p *store.AcquireParams) (*store.Lease, error) {
+func (l *Locker) AcquireRecord(ctx context.Context, p *store.AcquireParams) (sl *store.Lease, err error) {
+	ctx, sp := tracer.Start(ctx, "baton.acquire", trace.WithAttributes(attrKey.String(p.Key)))
+	defer func() {
+		if sl != nil && sp.IsRecording() {
+			sp.SetAttributes(attrLeaseID.String(sl.ID), attrToken.Int64(int64(sl.Token)))
+		}
+		endSpan(sp, err)
+	}()
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -114,7 +135,9 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, leaveOnDeadli
 	}
 	defer waiter.Close()
 	var refusal error // the last refusal: who we were waiting for, or why the store failed
-	gaveUp := func() error {
+	called, ws, holder := time.Now(), waitSpan{ctx: ctx}, ""
+	gaveUp := func() (err error) {
+		defer func() { ws.end(called, time.Now(), holder, err) }()
 		if line != nil && refusal != nil && (leaveOnDeadline || !errors.Is(ctx.Err(), context.DeadlineExceeded)) {
 			l.leaveLine(ctx, line, p)
 		}
@@ -134,6 +157,7 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, leaveOnDeadli
 			if failures > 0 {
 				l.cfg.Logger.Info("baton: store reachable again; acquired", "key", p.Key)
 			}
+			ws.end(called, start, holder, nil)
 			return sl, start, nil
 		}
 		wait := retry.Jitter(l.cfg.PollInterval)
@@ -153,6 +177,7 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, leaveOnDeadli
 				wait = min(wait, held.RetryAfter+time.Millisecond)
 			}
 			failures = 0
+			holder = held.Holder
 		case errors.As(err, &resting):
 			wait = min(wait, resting.Remaining+time.Millisecond)
 			failures = 0
@@ -171,6 +196,7 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, leaveOnDeadli
 			return nil, time.Time{}, err
 		}
 		refusal = err
+		ws.refused()
 		if line != nil {
 			wait = min(wait, p.TTL/3)
 		}

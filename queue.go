@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/batonhq/baton/store"
 )
 
@@ -62,8 +65,35 @@ func (q *Queue) Kinds(ctx context.Context) ([]Kind, error) { return q.st.Kinds(c
 
 // Submit enqueues a job. With an idempotency key that exists, it returns the existing job and
 // Existing=true. Under the reject policy a busy resource gives a *ResourceBusyError.
-func (q *Queue) Submit(ctx context.Context, p SubmitParams) (*SubmitResult, error) {
+//
+// The job keeps the W3C trace context of p.TraceParent or, when that is empty, of the submit's
+// span (a child of ctx's span): its attempts join the submitter's trace.
+func (q *Queue) Submit(ctx context.Context, p SubmitParams) (res *SubmitResult, err error) {
+	ctx, sp := q.startSubmit(ctx, &p)
+	defer func() { endSubmitSpan(sp, res, err) }()
 	return q.st.SubmitJob(ctx, &p)
+}
+
+// startSubmit starts a submit span and fills p.TraceParent from it when empty.
+func (q *Queue) startSubmit(ctx context.Context, p *SubmitParams) (context.Context, trace.Span) {
+	if p.TraceParent != "" {
+		ctx = ContextWithTraceParent(ctx, p.TraceParent)
+	}
+	ctx, sp := tracer.Start(ctx, "baton.submit")
+	if sp.IsRecording() {
+		sp.SetAttributes(attrJobKind.String(p.Kind), attrResource.String(p.Resource))
+	}
+	if p.TraceParent == "" {
+		p.TraceParent = TraceParent(ctx)
+	}
+	return ctx, sp
+}
+
+func endSubmitSpan(sp trace.Span, res *SubmitResult, err error) {
+	if res != nil && res.Job != nil && sp.IsRecording() {
+		sp.SetAttributes(attrJobID.Int64(res.Job.ID), attrJobState.String(string(res.Job.State)), attrExisting.Bool(res.Existing))
+	}
+	endSpan(sp, err)
 }
 
 // SubmitMany enqueues 1..MaxSubmitMany jobs in one atomic step (one round trip on PostgreSQL,
@@ -74,12 +104,22 @@ func (q *Queue) Submit(ctx context.Context, p SubmitParams) (*SubmitResult, erro
 // *InvalidArgumentError whose field names the job ("jobs[3].resource"); a job refused under the
 // reject policy fails them all with a *SubmitManyError around a *ResourceBusyError.
 func (q *Queue) SubmitMany(ctx context.Context, ps []SubmitParams) ([]*SubmitResult, error) {
+	ctx, sp := tracer.Start(ctx, "baton.submit_many")
+	if sp.IsRecording() {
+		sp.SetAttributes(attribute.Int("baton.jobs", len(ps)))
+	}
+	tp := TraceParent(ctx)
 	in := make([]*store.SubmitParams, len(ps))
 	for i := range ps {
 		p := ps[i] // a copy: the caller's slice is left alone
+		if p.TraceParent == "" {
+			p.TraceParent = tp
+		}
 		in[i] = &p
 	}
-	return q.st.SubmitMany(ctx, in)
+	res, err := q.st.SubmitMany(ctx, in)
+	endSpan(sp, err)
+	return res, err
 }
 
 // SubmitTx enqueues a job inside the caller's own transaction, so that the job exists if and
@@ -96,7 +136,10 @@ func (q *Queue) SubmitTx(ctx context.Context, tx any, p SubmitParams) (*SubmitRe
 		return nil, &InvalidArgumentError{Field: "tx",
 			Rule: fmt.Sprintf("this store (%T) cannot enqueue in a caller's transaction of type %T", q.st, tx)}
 	}
-	return s.SubmitJobTxAny(ctx, tx, &p)
+	ctx, sp := q.startSubmit(ctx, &p)
+	res, err := s.SubmitJobTxAny(ctx, tx, &p)
+	endSubmitSpan(sp, res, err)
+	return res, err
 }
 
 // Get returns one job, or ErrNotFound.

@@ -413,7 +413,7 @@ func (w *Worker) startJobs(jobsCtx context.Context, jobs []*Job, start time.Time
 		started++
 		w.slots.use()
 		w.jobsDone.Add(1)
-		r := w.newJobRun(jobsCtx, job, h, w.lease.grantedAfter(start, job.ClaimWaited))
+		r := w.newJobRun(jobsCtx, job, h, start, w.lease.grantedAfter(start, job.ClaimWaited))
 		began := time.Now()
 		r.handlerDone = func() {
 			w.noteHandlerTime(time.Since(began))

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/batonhq/baton/internal/retry"
 	"github.com/batonhq/baton/store"
 )
@@ -38,14 +40,52 @@ type jobRun struct {
 	// reporting is set while the attempt is reported: a heartbeat that finds the attempt ended
 	// then is seeing the report's own effect, and the report learns of a real loss by itself.
 	reporting atomic.Bool
+
+	// span is the attempt's: a child of the claim span, itself a child of the submitter's
+	// span (Job.TraceParent). The handler's context carries it.
+	span trace.Span
+}
+
+// startSpan records the claim (from claimStart, when the claim request began, to now) and starts
+// the attempt span, both in the trace of the job's submitter, and puts the attempt span in the
+// handler's context.
+func (r *jobRun) startSpan(claimStart time.Time) {
+	ctx := jobSpanContext(context.Background(), r.job)
+	ctx, claim := tracer.Start(ctx, "baton.claim", trace.WithTimestamp(claimStart), trace.WithSpanKind(trace.SpanKindConsumer))
+	if claim.IsRecording() {
+		claim.SetAttributes(attrJobID.Int64(r.job.ID), attrJobKind.String(r.job.Kind), attrWorker.String(r.w.cfg.Name))
+	}
+	claim.End()
+	_, r.span = tracer.Start(ctx, "baton.job.attempt")
+	if r.span.IsRecording() {
+		r.span.SetAttributes(attrJobID.Int64(r.job.ID), attrJobKind.String(r.job.Kind), attrResource.String(r.job.Resource),
+			attrAttempt.Int(r.job.Attempt), attrToken.Int64(int64(r.job.Token)), attrWorker.String(r.w.cfg.Name))
+	}
+	r.hctx = trace.ContextWithSpan(r.hctx, r.span)
+}
+
+// endSpan ends the attempt span with the attempt's outcome.
+func (r *jobRun) endSpan(outcome JobState, err error, lost error) {
+	if r.span == nil {
+		return
+	}
+	if r.span.IsRecording() && outcome != "" {
+		r.span.SetAttributes(attrJobState.String(string(outcome)))
+	}
+	if err == nil {
+		err = lost
+	}
+	endSpan(r.span, err)
 }
 
 // newJobRun arms the job lease's local deadline from the start of the claim request and its
 // first heartbeat.
-func (w *Worker) newJobRun(jobsCtx context.Context, job *Job, h Handler, claimStart time.Time) *jobRun {
+// requested is when the claim request began; claimStart, a lower bound of the grant time.
+func (w *Worker) newJobRun(jobsCtx context.Context, job *Job, h Handler, requested, claimStart time.Time) *jobRun {
 	r := &jobRun{w: w, job: job, handler: h,
 		log: w.log.With("job", job.ID, "kind", job.Kind, "resource", job.Resource, "attempt", job.Attempt)}
 	r.hctx, r.hcancel = context.WithCancelCause(jobsCtx)
+	r.startSpan(requested)
 	ttl := w.cfg.LeaseTTL
 	r.clock.start(context.Background(), clockConfig{
 		ttl: ttl, validity: w.lease.validity(ttl), grace: w.cfg.StopGrace,
@@ -78,7 +118,9 @@ func (r *jobRun) run() {
 	}
 
 	final, outcome := r.job, JobState("")
-	if lost := r.clock.err(); lost != nil {
+	lost := r.clock.err()
+	defer func() { r.endSpan(outcome, err, lost) }()
+	if lost != nil {
 		// Another worker may already run the job: reporting could only be refused or, worse,
 		// record a result for work that stopped half-way. The reaper ends the attempt.
 		r.log.Warn("baton: job lease lost; leaving the attempt to the reaper", "cause", lost, "err", err)
@@ -140,10 +182,30 @@ func (r *jobRun) outcome(err error, panicked bool, cause error) *store.FailParam
 
 // report completes (fp nil) or fails the attempt, retrying transient store errors while the job
 // lease is alive (heartbeats go on meanwhile), for at most one TTL.
-func (r *jobRun) report(fp *store.FailParams) (*Job, error) {
+func (r *jobRun) report(fp *store.FailParams) (job *Job, err error) {
 	r.reporting.Store(true)
 	ctx, cancel := context.WithTimeout(r.clock.ctx, r.w.cfg.LeaseTTL)
 	defer cancel()
+	name := "baton.complete"
+	if fp != nil {
+		name = "baton.fail"
+	}
+	if r.span != nil {
+		ctx = trace.ContextWithSpan(ctx, r.span)
+	}
+	ctx, sp := tracer.Start(ctx, name)
+	defer func() {
+		if sp.IsRecording() {
+			sp.SetAttributes(attrJobID.Int64(r.job.ID))
+			if fp != nil {
+				sp.SetAttributes(attrErrorCode.String(fp.Code))
+			}
+			if job != nil {
+				sp.SetAttributes(attrJobState.String(string(job.State)))
+			}
+		}
+		endSpan(sp, err)
+	}()
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -188,7 +250,14 @@ func (r *jobRun) report(fp *store.FailParams) (*Job, error) {
 // handler. While the attempt is reported, a heartbeat that finds it ended ends keepalive: the
 // report ended it.
 func (r *jobRun) heartbeat(ctx context.Context) error {
+	start := time.Now()
 	res, err := r.w.st.HeartbeatJob(ctx, &store.HeartbeatParams{ID: r.job.ID, Token: r.job.Token, TTL: r.w.cfg.LeaseTTL})
+	if err != nil && r.span != nil && r.span.IsRecording() && !(jobGone(err) && r.reporting.Load()) {
+		// A failed heartbeat is the job lease's renew failure: recorded under the attempt.
+		_, sp := tracer.Start(trace.ContextWithSpan(context.Background(), r.span), "baton.heartbeat",
+			trace.WithTimestamp(start), trace.WithAttributes(attrJobID.Int64(r.job.ID)))
+		endSpan(sp, err)
+	}
 	switch {
 	case err != nil && jobGone(err) && r.reporting.Load():
 		return errKeepaliveEnded

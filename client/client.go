@@ -30,6 +30,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+
 	"github.com/batonhq/baton/internal/combine"
 	"github.com/batonhq/baton/internal/notify"
 	"github.com/batonhq/baton/internal/wire"
@@ -74,6 +76,10 @@ type Config struct {
 	// the claim that found the jobs (Job.ClaimWaited), so a long wait does not eat into the time
 	// the worker believes it holds them.
 	ClaimWait time.Duration
+	// TraceParent is a W3C traceparent sent with every request whose context carries no span
+	// (OpenTelemetry's trace.SpanContextFromContext); empty for none. With a span in the
+	// context, the request's own client span is sent instead (see the package documentation).
+	TraceParent string
 }
 
 // DefaultClaimWait is the default of Config.ClaimWait.
@@ -99,6 +105,8 @@ type Store struct {
 
 	renews       *combine.Combiner[*store.RenewParams, *store.Lease]
 	noRenewBatch atomic.Bool // the server has no POST /v1/locks/renew-batch
+
+	traceParent string // Config.TraceParent
 }
 
 var (
@@ -125,6 +133,9 @@ func NewStore(cfg Config) (*Store, error) {
 		if r <= ' ' || r == 0x7f {
 			return nil, &store.InvalidArgumentError{Field: "token", Rule: "must not contain spaces or control characters"}
 		}
+	}
+	if err := store.ValidateTraceParent(cfg.TraceParent); err != nil {
+		return nil, err
 	}
 	if cfg.MaxWait < 0 {
 		return nil, &store.InvalidArgumentError{Field: "max_wait", Rule: fmt.Sprintf("must not be negative (got %s)", cfg.MaxWait)}
@@ -163,6 +174,8 @@ func NewStore(cfg Config) (*Store, error) {
 		jobHub:    newKindHub(),
 		closeCtx:  ctx,
 		cancel:    cancel,
+
+		traceParent: cfg.TraceParent,
 	}
 	s.renews = newRenewCombiner(s)
 	return s, nil
@@ -491,10 +504,13 @@ func (s *Store) doHeader(ctx context.Context, method, path string, query url.Val
 		}
 		rd = bytes.NewReader(b)
 	}
+	ctx, sp := s.startSpan(ctx, method, path)
+	defer sp.End()
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
 		return 0, fmt.Errorf("baton client: %s %s: %w", method, path, err)
 	}
+	s.injectTrace(ctx, req.Header)
 	for k, v := range header {
 		req.Header[k] = v
 	}
@@ -506,7 +522,15 @@ func (s *Store) doHeader(ctx context.Context, method, path string, query url.Val
 		req.Header.Set("Authorization", "Bearer "+s.token)
 	}
 	resp, err := s.hc.Do(req)
+	if resp != nil && sp.IsRecording() {
+		sp.SetAttributes(semHTTPStatus.Int(resp.StatusCode))
+		if resp.StatusCode >= 400 {
+			sp.SetStatus(codes.Error, resp.Status)
+		}
+	}
 	if err != nil {
+		sp.RecordError(err)
+		sp.SetStatus(codes.Error, err.Error())
 		if s.closed.Load() {
 			return 0, fmt.Errorf("baton client: %s %s: %w", method, path, store.ErrClosed)
 		}

@@ -81,6 +81,13 @@ func (s *Store) SubmitJob(ctx context.Context, p *store.SubmitParams) (*store.Su
 	if p.IdempotencyKey != "" {
 		header = http.Header{"Idempotency-Key": {p.IdempotencyKey}}
 	}
+	if p.TraceParent != "" {
+		// The job keeps the trace context the server receives.
+		if header == nil {
+			header = http.Header{}
+		}
+		header.Set("Traceparent", p.TraceParent)
+	}
 	var resp wire.Job
 	status, err := s.doHeader(ctx, http.MethodPost, "/v1/jobs", nil, header, req, &resp)
 	if err != nil {
@@ -108,7 +115,8 @@ func (s *Store) SubmitMany(ctx context.Context, ps []*store.SubmitParams) ([]*st
 	for i, p := range ps {
 		req.Jobs[i] = &wire.SubmitRequest{Kind: p.Kind, Resource: p.Resource, Args: p.Args, Policy: p.Policy,
 			MaxAttempts: p.MaxAttempts, Priority: p.Priority, DelayMs: ceilMs(p.Delay), IdempotencyKey: p.IdempotencyKey,
-			Mode: p.Mode, Resources: p.Resources, Limits: p.Limits, DebounceMs: ceilMs(p.Debounce)}
+			Mode: p.Mode, Resources: p.Resources, Limits: p.Limits, DebounceMs: ceilMs(p.Debounce),
+			TraceParent: p.TraceParent}
 		if !p.ScheduledAt.IsZero() {
 			req.Jobs[i].ScheduledAt = p.ScheduledAt.UTC().Format(time.RFC3339Nano)
 		}

@@ -79,6 +79,7 @@ type daemon struct {
 	addr  string
 	store string
 	args  []string
+	env   []string // added to this process's environment
 	cmd   *exec.Cmd
 	log   *os.File
 }
@@ -126,6 +127,9 @@ func (s *daemon) start() {
 	s.t.Helper()
 	args := append([]string{"serve", "--listen", s.addr, "--store", s.store}, s.args...)
 	s.cmd = exec.Command(binary, args...)
+	if len(s.env) > 0 {
+		s.cmd.Env = append(os.Environ(), s.env...)
+	}
 	log, err := os.CreateTemp(s.t.TempDir(), "serve-*.log")
 	if err != nil {
 		s.t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
 )
@@ -112,6 +113,11 @@ func (s *Server) submitJob(w http.ResponseWriter, r *http.Request, _ principal) 
 		writeProblem(w, prob)
 		return
 	}
+	// The job keeps the request's trace context (its traceparent header, or this server's span
+	// of the request): its attempts join the submitter's trace.
+	if p.TraceParent == "" {
+		p.TraceParent = baton.TraceParent(r.Context())
+	}
 	res, err := s.jobs.SubmitJob(r.Context(), p)
 	if err != nil {
 		s.writeJobError(w, r, err, "not found")
@@ -154,7 +160,7 @@ func submitParams(req *wire.SubmitRequest, headerKey string) (*store.SubmitParam
 	}
 	p := &store.SubmitParams{Kind: req.Kind, Resource: req.Resource, Args: args, IdempotencyKey: key,
 		Policy: req.Policy, MaxAttempts: req.MaxAttempts, Priority: req.Priority, Delay: delay,
-		Mode: mode, Resources: req.Resources, Limits: req.Limits, Debounce: debounce}
+		Mode: mode, Resources: req.Resources, Limits: req.Limits, Debounce: debounce, TraceParent: req.TraceParent}
 	if req.ScheduledAt != "" {
 		at, err := time.Parse(time.RFC3339, req.ScheduledAt)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
 )
@@ -47,6 +48,9 @@ func (s *Server) submitJobs(w http.ResponseWriter, r *http.Request, _ principal)
 		if prob != nil {
 			writeProblem(w, batchProblem(i, prob))
 			return
+		}
+		if p.TraceParent == "" {
+			p.TraceParent = baton.TraceParent(r.Context())
 		}
 		ps[i] = p
 	}

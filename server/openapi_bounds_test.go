@@ -39,6 +39,7 @@ var unbounded = map[string]string{
 	"Kind.rate":                  "a rate, MAX/WINDOW (its pattern): its bounds are MAX's and WINDOW's (rate.max, rate.window), not its length",
 	"SetLimitRequest.rate":       "a rate, as Kind.rate",
 	"SetPrefixRateRequest.rate":  "a rate, as Kind.rate",
+	"SubmitRequest.traceparent":  "a W3C traceparent (its pattern): 55 bytes of a fixed form, its pattern is the rule",
 }
 
 // notRefused lists boundary cases the server may accept although the document refuses them,

@@ -215,7 +215,7 @@ func (s *Server) routes() http.Handler {
 		byPath[rt.path] = append(byPath[rt.path], rt)
 	}
 	for path, rts := range byPath {
-		mux.HandleFunc(path, s.metrics.observeRoute(rts[0].name, func(w http.ResponseWriter, r *http.Request) {
+		mux.HandleFunc(path, s.metrics.observeRoute(rts[0].name, traced(path, func(w http.ResponseWriter, r *http.Request) {
 			for _, rt := range rts {
 				if r.Method == rt.method || (rt.method == http.MethodGet && r.Method == http.MethodHead) {
 					if !s.sameOrigin(w, r) {
@@ -252,7 +252,7 @@ func (s *Server) routes() http.Handler {
 			w.Header().Set("Allow", allow)
 			writeProblem(w, newProblem(http.StatusMethodNotAllowed, "method_not_allowed",
 				fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, strings.Join(methods, " or "))))
-		}))
+		})))
 	}
 	// The dashboard's page and assets, and every unknown path, under two fixed route labels.
 	dash := s.dashboard()

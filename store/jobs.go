@@ -280,6 +280,9 @@ type Job struct {
 	// JobSuperseded, and on a running job asked to stop by a replace (the newest such; if that
 	// attempt succeeds anyway, the job stays succeeded and keeps it). 0 otherwise.
 	SupersededBy int64
+	// TraceParent is the W3C traceparent of the submitter's span (SubmitParams.TraceParent):
+	// the job's attempts join that trace. Empty if none.
+	TraceParent string
 }
 
 // SubmitParams are the inputs of JobStore.SubmitJob.
@@ -305,6 +308,10 @@ type SubmitParams struct {
 	// Debounce (Kind.Debounce): 0 means the kind's. The job starts no earlier than the store's
 	// now plus the debounce (nor than Delay or ScheduledAt).
 	Debounce time.Duration
+	// TraceParent is the W3C traceparent ("00-<32 hex>-<16 hex>-<2 hex>") of the submitter's
+	// span, kept with the job so that its attempts join the submitter's trace; empty for none.
+	// Queue.Submit fills it from the context's span when empty. At most MaxTraceParent bytes.
+	TraceParent string
 }
 
 // SubmitResult is what SubmitJob returns.

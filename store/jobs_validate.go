@@ -155,6 +155,9 @@ func (p *SubmitParams) Validate() error {
 	if err := p.validateReplace(); err != nil {
 		return err
 	}
+	if err := ValidateTraceParent(p.TraceParent); err != nil {
+		return err
+	}
 	return p.validateHolds()
 }
 

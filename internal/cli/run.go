@@ -15,6 +15,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/store"
@@ -47,6 +50,9 @@ released when CMD exits.
                          writes with a token lower than one it has seen
     BATON_FENCING_MODE   "shared" under --shared (unset otherwise): pass it too, so that
                          the resource judges the token as a shared holder's
+    TRACEPARENT          the W3C trace context of the run's span (in the trace of baton's
+                         own TRACEPARENT, if set): a CMD that traces continues it. Spans
+                         are exported when OTEL_EXPORTER_OTLP_ENDPOINT is set
 - SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to baton are passed on to CMD.
   (SIGINT and SIGQUIT typed at a terminal reach CMD directly and are not passed on again.)
 - If renews fail (the server is unreachable), CMD gets SIGTERM --grace before the lease's
@@ -96,6 +102,11 @@ Examples:
 	fs.BoolVar(&first, "first", false, "break-glass: go before every waiting lock request and job of KEY (admin only); still waits for the holder; needs --reason")
 	fs.StringVar(&reason, "reason", "", "why this run goes --first, recorded in the audit log")
 	cmd.RunE = func(cmd *cobra.Command, cmdArgs []string) error {
+		stop, err := startTracing("run", a.stderr)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		defer stop()
 		return a.runLocked(cmdArgs, runFlags{locks: locks.vals, limits: limits.vals, shared: shared, holder: holder, ttl: ttl, wait: wait, grace: grace,
 			cooldown: cooldown, noWait: noWait, waitSet: cmd.Flags().Changed("wait"), graceSet: cmd.Flags().Changed("grace"),
 			first: first, reason: reason})
@@ -116,7 +127,7 @@ type runFlags struct {
 
 // runLocked is baton run: CMD (cmdArgs) under the lock. Its error is CMD's exit status
 // (cmdExit) when CMD ran.
-func (a *app) runLocked(cmdArgs []string, f runFlags) error {
+func (a *app) runLocked(cmdArgs []string, f runFlags) (err error) {
 	stderr := a.stderr
 	if len(f.locks) == 0 && len(f.limits) > 0 {
 		// A semaphore: the limit's own name as the key, held shared by every run.
@@ -210,8 +221,14 @@ func (a *app) runLocked(cmdArgs []string, f runFlags) error {
 		opts = append(opts, baton.WithLimits(f.limits...))
 	}
 
+	// The run's span: acquire, CMD and release, in the trace of baton's own TRACEPARENT if it
+	// has one; CMD gets it as TRACEPARENT.
+	ctx, span := cliTracer.Start(baton.ContextWithTraceParent(context.Background(), os.Getenv("TRACEPARENT")), "baton.run",
+		trace.WithAttributes(attribute.String("baton.key", f.key)))
+	defer func() { endRunSpan(span, err) }()
+
 	waitStart := time.Now()
-	lease, err := a.acquireForRun(locker, f.key, f.wait, opts, sigs)
+	lease, err := a.acquireForRun(ctx, locker, f.key, f.wait, opts, sigs)
 	if err != nil {
 		return err
 	}
@@ -224,6 +241,9 @@ func (a *app) runLocked(cmdArgs []string, f runFlags) error {
 	cmd.Env = append(cmd.Env, holdsEnv(lease.Resources, lease.Limits, lease.Slots)...)
 	if lease.Shared {
 		cmd.Env = append(cmd.Env, fencingModeShared)
+	}
+	if tp := baton.TraceParent(ctx); tp != "" {
+		cmd.Env = append(cmd.Env, "TRACEPARENT="+tp)
 	}
 	// Only used when baton's own stdout or stderr is not a file (then os/exec copies CMD's
 	// output through a pipe): do not wait forever for a grandchild that keeps the pipe open.
@@ -254,7 +274,7 @@ func (a *app) runLocked(cmdArgs []string, f runFlags) error {
 		cancel()
 		return explain(baton.ErrLeaseLost, "CMD exited with status %d; exiting with %d (lease lost)", status, exitLeaseLost)
 	}
-	releaseForRun(lease, stderr)
+	releaseForRunCtx(ctx, lease, stderr)
 	if status != 0 {
 		return cmdExit(status)
 	}
@@ -263,8 +283,8 @@ func (a *app) runLocked(cmdArgs []string, f runFlags) error {
 
 // acquireForRun takes the lock for baton run, waiting up to wait. A signal other than SIGUSR1
 // and SIGUSR2 while waiting gives up (exit code 128+N).
-func (a *app) acquireForRun(locker *baton.Locker, key string, wait time.Duration, opts []baton.Option, sigs <-chan os.Signal) (*baton.Lease, error) {
-	ctx, cancel := context.WithCancel(context.Background())
+func (a *app) acquireForRun(parent context.Context, locker *baton.Locker, key string, wait time.Duration, opts []baton.Option, sigs <-chan os.Signal) (*baton.Lease, error) {
+	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	type result struct {
 		lease *baton.Lease
@@ -321,7 +341,12 @@ func isBusy(err error) bool {
 // releaseForRun releases the lease with a fresh, bounded context; a failure is reported (the
 // lease then expires at its TTL) but does not change the exit code.
 func releaseForRun(lease *baton.Lease, stderr io.Writer) {
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	releaseForRunCtx(context.Background(), lease, stderr)
+}
+
+// releaseForRunCtx is releaseForRun with the release span a child of parent's.
+func releaseForRunCtx(parent context.Context, lease *baton.Lease, stderr io.Writer) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), releaseTimeout)
 	defer cancel()
 	if err := lease.Release(ctx); err != nil {
 		fmt.Fprintf(stderr, "baton run: releasing %q: %v (the lease will expire within its TTL)\n", lease.Key, err)
@@ -361,4 +386,18 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// endRunSpan ends baton run's span; err is runLocked's (CMD's exit status when it ran).
+func endRunSpan(sp trace.Span, err error) {
+	var exit cmdExit
+	switch {
+	case errors.As(err, &exit):
+		sp.SetAttributes(attribute.Int("process.exit.code", int(exit)))
+		sp.SetStatus(codes.Error, err.Error())
+	case err != nil:
+		sp.RecordError(err)
+		sp.SetStatus(codes.Error, err.Error())
+	}
+	sp.End()
 }

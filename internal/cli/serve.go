@@ -45,6 +45,10 @@ func (a *app) serveCommand() *cobra.Command {
 variable: BATON_ and the flag's name in upper case with _ for - (BATON_STORE, BATON_AUTH_FILE,
 BATON_SHUTDOWN_GRACE, ...); a flag on the command line wins.
 
+Traces: with OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or
+OTEL_TRACES_EXPORTER=otlp) set, spans go to that OTLP/HTTP endpoint; the other standard OTEL_*
+variables apply. OTEL_SDK_DISABLED=true turns them off (docs/observability.md).
+
 Store URLs:
   sqlite://./baton.db                     a SQLite file (default); leases, jobs, audit log
   postgres://user:pass@host/db            PostgreSQL (?baton_schema=S, default "baton"); leases, jobs, audit log
@@ -94,6 +98,11 @@ Examples:
 		if err := serveFromEnv(cmd.Flags()); err != nil {
 			return usagef("%v", err)
 		}
+		stop, err := startTracing("serve", a.stderr)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		defer stop()
 		return a.serve(cmd, f)
 	}
 	return cmd

@@ -57,7 +57,10 @@ the worker renews (every TTL/3) while CMD runs.
     BATON_JOB_MAX_ATTEMPTS, and BATON_FENCING_TOKEN: pass it to the resource, which should
     refuse writes with a token lower than one it has seen; for a shared job also
     BATON_FENCING_MODE=shared, to pass along so that the resource judges the token as a
-    shared holder's.
+    shared holder's. TRACEPARENT is the W3C trace context of the attempt's span, in the
+    trace of the job's submitter: a CMD that traces continues it.
+- Traces go to an OTLP/HTTP endpoint when the standard OTEL_* environment names one
+  (OTEL_EXPORTER_OTLP_ENDPOINT; docs/observability.md).
 - CMD's stdout and stderr go to the worker's stderr, each line prefixed with "[job ID] ".
 - Exit code 0: the job succeeded. 65 (EX_DATAERR): a permanent failure, the job is discarded
   at once (no retry). Anything else, or death by a signal: the attempt failed and the job is
@@ -98,6 +101,11 @@ Exit code 0 also when stopped by SIGINT or SIGTERM; 2 for an unregistered kind.`
 	fs.DurationVar(&backoffBase, "backoff-base", baton.DefaultBackoffBase, "wait before the first retry of a failed job; doubled per attempt, jittered down by up to half")
 	fs.DurationVar(&backoffMax, "backoff-max", baton.DefaultBackoffMax, "longest wait before a retry")
 	cmd.RunE = func(cmd *cobra.Command, cmdArgs []string) error {
+		stop, err := startTracing("worker", a.stderr)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		defer stop()
 		return a.work(cmdArgs, workerFlags{kinds: kinds.vals, name: name, concurrency: concurrency, leaseTTL: leaseTTL,
 			grace: grace, shutdownTimeout: shutdownTimeout, heartbeat: heartbeat, backoffBase: backoffBase,
 			backoffMax: backoffMax, changed: cmd.Flags().Changed})
@@ -295,6 +303,10 @@ func (x *jobExec) run(ctx context.Context, job *baton.Job) error {
 	cmd.Env = append(cmd.Env, holdsEnv(job.Resources, job.Limits, job.Slots)...)
 	if job.Shared {
 		cmd.Env = append(cmd.Env, fencingModeShared)
+	}
+	if tp := baton.TraceParent(ctx); tp != "" {
+		// The attempt's span (in the submitter's trace): a CMD that traces continues it.
+		cmd.Env = append(cmd.Env, "TRACEPARENT="+tp)
 	}
 	prefix := fmt.Sprintf("[job %d] ", job.ID)
 	tail := &tailBuffer{}

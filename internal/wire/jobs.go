@@ -122,6 +122,9 @@ type Job struct {
 	// SupersededBy is the job that replaced this one under the replace policy (a superseded
 	// job's, or a running one's that a replace asked to stop).
 	SupersededBy int64 `json:"superseded_by,omitempty"`
+	// TraceParent is the W3C traceparent of the submitter's span (the submit request's
+	// traceparent header): the job's attempts join that trace.
+	TraceParent string `json:"traceparent,omitempty"`
 }
 
 // JobCancel says when a job was cancelled and which attempt the cancel stopped: DuringAttempt
@@ -168,7 +171,7 @@ func JobFrom(j *store.Job) Job {
 		FinishedAt: T(j.FinishedAt), Head: j.Head, Worker: j.Worker, Owner: j.Owner, Token: j.Token,
 		LeaseExpiresAt: T(j.LeaseExpiresAt), CancelRequested: j.CancelRequested, TimeoutMs: ms(j.Timeout),
 		LastError: lastErr, Cancel: cancel, Shared: j.Shared, Resources: j.Resources, Limits: j.Limits, Tree: j.Tree, Slots: j.Slots,
-		SupersededBy: j.SupersededBy}
+		SupersededBy: j.SupersededBy, TraceParent: j.TraceParent}
 }
 
 // JobsFrom converts store jobs; never nil, so that it encodes as [].
@@ -196,7 +199,7 @@ func (j *Job) Store() *store.Job {
 		FinishedAt: j.FinishedAt.Time, Head: j.Head, Worker: j.Worker, Owner: j.Owner, Token: j.Token,
 		LeaseExpiresAt: j.LeaseExpiresAt.Time, CancelRequested: j.CancelRequested, Timeout: dur(j.TimeoutMs),
 		Shared: j.Shared, Resources: j.Resources, Limits: j.Limits, Tree: j.Tree, Slots: j.Slots,
-		SupersededBy: j.SupersededBy}
+		SupersededBy: j.SupersededBy, TraceParent: j.TraceParent}
 }
 
 // StoreJobs converts a list back to store jobs.
@@ -241,6 +244,9 @@ type SubmitRequest struct {
 	// DebounceMs, with policy replace only, overrides the kind's debounce: the job starts no
 	// earlier than this long after the submit (store.SubmitParams.Debounce).
 	DebounceMs int64 `json:"debounce_ms,omitempty"`
+	// TraceParent is the W3C traceparent the job keeps (its attempts join that trace); empty:
+	// the request's traceparent header, if any. In a batch, each job may carry its own.
+	TraceParent string `json:"traceparent,omitempty"`
 }
 
 // SubmitMode is the submit's mode, Shared read as Mode "shared"; ok is false when Shared

@@ -280,7 +280,7 @@ func (s *Store) submit(ctx context.Context, q querier, p *store.SubmitParams) (*
 		}
 	}
 	j, err := scanJob(q.QueryRow(ctx, s.jq.insert, p.Kind, p.Resource, string(args), skipped, head, maxAttempts,
-		p.Priority, p.IdempotencyKey, at, delayMS, cooldownEnd, string(errs), shared, resources, limits, tree, ratedKey))
+		p.Priority, p.IdempotencyKey, at, delayMS, cooldownEnd, string(errs), shared, resources, limits, tree, ratedKey, p.TraceParent))
 	if errors.Is(err, pgx.ErrNoRows) {
 		// A concurrent submit with the same key committed first (the insert waited for it).
 		j, err = scanJob(q.QueryRow(ctx, s.jq.existing, p.IdempotencyKey))
@@ -377,12 +377,16 @@ func scanJobAfter(r pgx.Row, lead ...any) (*store.Job, error) {
 	var attemptedAt, finishedAt, leaseExp *time.Time
 	var token, timeoutMS int64
 	var args []byte
+	var traceParent *string
 	err := r.Scan(append(lead, &j.ID, &j.Seq, &j.Kind, &j.Resource, &args, &state, &j.Attempt, &j.MaxAttempts, &j.Priority,
 		&j.IdempotencyKey, &errs, &j.CreatedAt, &j.ScheduledAt, &attemptedAt, &finishedAt,
 		&j.Head, &j.Worker, &token, &leaseExp, &j.CancelRequested, &timeoutMS, &j.Owner,
-		&j.Shared, &j.Resources, &j.Limits, &j.Tree, &j.SupersededBy, &j.Holds)...)
+		&j.Shared, &j.Resources, &j.Limits, &j.Tree, &j.SupersededBy, &j.Holds, &traceParent)...)
 	if err != nil {
 		return nil, err
+	}
+	if traceParent != nil {
+		j.TraceParent = *traceParent
 	}
 	j.Args = json.RawMessage(args)
 	if len(j.Resources) == 0 {

@@ -41,7 +41,7 @@ type jobQueries struct {
 const jobCols = `j.id, j.seq, j.kind, j.resource, j.args, j.state, j.attempt, j.max_attempts, j.priority,
 	coalesce(j.idempotency_key, ''), j.errors, j.created_at, j.scheduled_at, j.attempted_at, j.finished_at,
 	j.head, j.worker, j.token, j.lease_expires_at, j.cancel_requested, j.timeout_ms, j.owner,
-	j.shared, j.resources, j.limits, j.tree, j.superseded_by, j.holds`
+	j.shared, j.resources, j.limits, j.tree, j.superseded_by, j.holds, j.traceparent`
 
 const unfinished = `('scheduled', 'available', 'running', 'retryable')`
 
@@ -130,17 +130,18 @@ ORDER BY j.seq DESC LIMIT 1`),
 		// $8 idempotency key, $9 absolute time or null, $10 delay ms, $11 cooldown end, $12 errors,
 		// $13 shared, $14 extra resources or null, $15 limits or null (store.ResolveHolds), $16 the
 		// resource is a key of a tree (trees.go), $17 a key of the job is under a rated prefix
-		// (rates_scoped.go): either is granted through holds.
+		// (rates_scoped.go): either is granted through holds. $18 the traceparent or ''.
 		insert: q(`WITH v AS (
 	SELECT CASE WHEN $5::bool THEN greatest(t.at, $11::timestamptz) ELSE t.at END AS at
 	FROM (SELECT coalesce($9::timestamptz, now() + $10::bigint * interval '1 millisecond') AS at) t
 )
 INSERT INTO {jobs} AS j (seq, kind, resource, args, state, head, max_attempts, priority, idempotency_key,
-	scheduled_at, finished_at, errors, shared, resources, limits, tree, holds)
+	scheduled_at, finished_at, errors, shared, resources, limits, tree, holds, traceparent)
 SELECT nextval({job_seq}), $1, $2, $3, CASE WHEN $4::bool THEN 'skipped' WHEN v.at > now() THEN 'scheduled'
 	ELSE 'available' END, $5, $6, $7, nullif($8, ''), v.at, CASE WHEN $4::bool THEN now() END, $12,
 	$13::bool, $14::text[], $15::text[], $16::bool,
-	$13::bool OR $16::bool OR $17::bool OR coalesce(cardinality($14::text[]), 0) > 0 OR coalesce(cardinality($15::text[]), 0) > 0
+	$13::bool OR $16::bool OR $17::bool OR coalesce(cardinality($14::text[]), 0) > 0 OR coalesce(cardinality($15::text[]), 0) > 0,
+	nullif($18::text, '')
 FROM v
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING ` + jobCols),

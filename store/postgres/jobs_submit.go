@@ -54,8 +54,9 @@ func (s *Store) submitMany(ctx context.Context, ps []*store.SubmitParams) ([]*st
 	kinds, resources, args, keys, policies := make([]string, n), make([]string, n), make([]string, n),
 		make([]string, n), make([]string, n)
 	maxAttempts, priorities := make([]int32, n), make([]int32, n)
-	ats, delays := make([]pgtype.Timestamptz, n), make([]int64, n)
+	ats, delays, tps := make([]pgtype.Timestamptz, n), make([]int64, n), make([]string, n)
 	for i, p := range ps {
+		tps[i] = p.TraceParent
 		kinds[i], resources[i], keys[i], policies[i] = p.Kind, p.Resource, p.IdempotencyKey, string(p.Policy)
 		args[i] = "{}"
 		if len(p.Args) > 0 {
@@ -68,7 +69,7 @@ func (s *Store) submitMany(ctx context.Context, ps []*store.SubmitParams) ([]*st
 		delays[i] = p.Delay.Milliseconds()
 	}
 	for try := 1; ; try++ {
-		out, woken, err := s.submitOnce(ctx, ps, resources, kinds, args, keys, policies, maxAttempts, priorities, ats, delays)
+		out, woken, err := s.submitOnce(ctx, ps, resources, kinds, args, keys, policies, maxAttempts, priorities, ats, delays, tps)
 		if err == nil {
 			for k := range woken {
 				s.hub.Notify(notify.JobKey(k))
@@ -85,16 +86,16 @@ func (s *Store) submitMany(ctx context.Context, ps []*store.SubmitParams) ([]*st
 }
 
 func (s *Store) submitOnce(ctx context.Context, ps []*store.SubmitParams, resources, kinds, args, keys, policies []string,
-	maxAttempts, priorities []int32, ats []pgtype.Timestamptz, delays []int64) ([]*store.SubmitResult, map[string]bool, error) {
+	maxAttempts, priorities []int32, ats []pgtype.Timestamptz, delays []int64, tps []string) ([]*store.SubmitResult, map[string]bool, error) {
 	var b pgx.Batch
 	b.Queue(s.sq.lock, resources)
 	if len(ps) == 1 {
 		b.Queue(s.sq.insertOne, kinds[0], resources[0], args[0], keys[0], policies[0], maxAttempts[0], priorities[0],
-			ats[0], delays[0])
+			ats[0], delays[0], tps[0])
 	} else if rn, first, ok := ranks(ps); ok {
-		b.Queue(s.sq.insertNoKeys, kinds, resources, args, policies, maxAttempts, priorities, ats, delays, rn, first)
+		b.Queue(s.sq.insertNoKeys, kinds, resources, args, policies, maxAttempts, priorities, ats, delays, rn, first, tps)
 	} else {
-		b.Queue(s.sq.insert, kinds, resources, args, keys, policies, maxAttempts, priorities, ats, delays)
+		b.Queue(s.sq.insert, kinds, resources, args, keys, policies, maxAttempts, priorities, ats, delays, tps)
 	}
 	br := s.pool.SendBatch(ctx, &b)
 	if _, err := br.Exec(); err != nil {

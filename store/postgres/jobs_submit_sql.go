@@ -105,8 +105,8 @@ ON CONFLICT (key) DO UPDATE SET key = r.key WHERE false`
 // two CTEs, which a generic plan that expects ten rows could nest), so that the cost is linear.
 var submitInsertSQL = `WITH req AS (
 	SELECT t.* FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::int[],
-		$8::timestamptz[], $9::bigint[]) WITH ORDINALITY
-		AS t (kind, resource, args, ikey, policy, max_attempts, priority, at, delay_ms, idx)
+		$8::timestamptz[], $9::bigint[], $10::text[]) WITH ORDINALITY
+		AS t (kind, resource, args, ikey, policy, max_attempts, priority, at, delay_ms, tp, idx)
 ), known AS (
 	SELECT j.idempotency_key AS ikey, j.id FROM (SELECT DISTINCT ikey FROM req WHERE ikey <> '') q
 	CROSS JOIN LATERAL (SELECT j.idempotency_key, j.id FROM {jobs} j WHERE j.idempotency_key = q.ikey LIMIT 1) j
@@ -125,7 +125,7 @@ var submitInsertSQL = `WITH req AS (
 		array_agg(k.mode = 'shared' OR cardinality(k.limits) > 0 OR k.policy = 'replace' OR k.rate_max > 0) AS beyonds
 	FROM {kinds} k WHERE k.name = ANY (ARRAY(SELECT DISTINCT kind FROM fresh))
 ), plan0 AS MATERIALIZED (
-	SELECT f.idx, f.kind, f.resource, f.args, f.ikey, f.priority, f.rn, d.ids[f.n] AS id, d.seqs[f.n] AS seq,
+	SELECT f.idx, f.kind, f.resource, f.args, f.ikey, f.priority, f.rn, f.tp, d.ids[f.n] AS id, d.seqs[f.n] AS seq,
 		array_position(kk.names, f.kind) IS NOT NULL AS kind_known,
 		coalesce(kk.beyonds[array_position(kk.names, f.kind)], false) OR ` + inTreeSQL("f.resource") + ` AS kind_beyond,
 		coalesce(nullif(f.policy, ''), kk.policies[array_position(kk.names, f.kind)]) AS policy,
@@ -164,7 +164,7 @@ var submitInsertSQL = `WITH req AS (
 	FROM (VALUES (1)) AS one (x) LEFT JOIN bad b ON true
 ), ins AS (
 	INSERT INTO {jobs} AS j (id, seq, kind, resource, args, state, head, max_attempts, priority, idempotency_key,
-		scheduled_at, finished_at, errors)
+		scheduled_at, finished_at, errors, traceparent)
 	SELECT p.id, p.seq, p.kind, p.resource, p.args::jsonb,
 		CASE WHEN p.skipped THEN 'skipped' WHEN p.at1 > now() THEN 'scheduled' ELSE 'available' END,
 		NOT p.busy AND p.cool_until IS NULL, p.max_attempts, p.priority, nullif(p.ikey, ''), p.at1,
@@ -172,7 +172,8 @@ var submitInsertSQL = `WITH req AS (
 		CASE WHEN p.cool_until IS NOT NULL THEN ` + coolError + `
 		WHEN p.skipped THEN jsonb_build_array(jsonb_build_object('attempt', 0, 'at', now(),
 			'code', 'resource_busy', 'message', format('resource busy: job %s is %s', p.h_id, p.h_state)))
-			ELSE '[]'::jsonb END
+			ELSE '[]'::jsonb END,
+		nullif(p.tp, '')
 	FROM plan p
 	WHERE (SELECT ok FROM verdict)
 	RETURNING ` + jobCols + `
@@ -185,8 +186,8 @@ UNION ALL
 SELECT true, 0, ` + jobCols + ` FROM known k CROSS JOIN LATERAL (SELECT * FROM {jobs} j WHERE j.id = k.id LIMIT 1) j`
 
 // submitOneSQL is submitInsertSQL for one job ($1 kind, $2 resource, $3 args, $4 key, $5 policy,
-// $6 max attempts, $7 priority, $8 time or null, $9 delay ms), without the batch's arrays, sorts
-// and windows: a single Submit costs the database about what the statements of a hand-written
+// $6 max attempts, $7 priority, $8 time or null, $9 delay ms, $10 traceparent, empty for none),
+// without the batch's arrays, sorts and windows: a single Submit costs the database about what the statements of a hand-written
 // submit would, in one round trip.
 var submitOneSQL = `WITH ex AS (
 	SELECT ` + jobCols + ` FROM {jobs} j WHERE $4::text <> '' AND j.idempotency_key = $4::text
@@ -217,7 +218,7 @@ var submitOneSQL = `WITH ex AS (
 	FROM v
 ), ins AS (
 	INSERT INTO {jobs} AS j (seq, kind, resource, args, state, head, max_attempts, priority, idempotency_key,
-		scheduled_at, finished_at, errors)
+		scheduled_at, finished_at, errors, traceparent)
 	SELECT nextval({job_seq}), $1::text, $2::text, $3::jsonb,
 		CASE WHEN v.cool_until IS NOT NULL OR v.h_id IS NOT NULL AND v.policy = 'skip' THEN 'skipped'
 			WHEN v.at > now() THEN 'scheduled' ELSE 'available' END,
@@ -226,7 +227,8 @@ var submitOneSQL = `WITH ex AS (
 		CASE WHEN v.cool_until IS NOT NULL THEN ` + strings.ReplaceAll(coolError, "p.", "v.") + `
 		WHEN v.h_id IS NOT NULL AND v.policy = 'skip' THEN jsonb_build_array(jsonb_build_object('attempt', 0,
 			'at', now(), 'code', 'resource_busy', 'message', format('resource busy: job %s is %s', v.h_id, v.h_state)))
-			ELSE '[]'::jsonb END
+			ELSE '[]'::jsonb END,
+		nullif($10::text, '')
 	FROM v, verdict
 	WHERE verdict.ok
 	RETURNING ` + jobCols + `
@@ -248,8 +250,8 @@ SELECT true, 0, ex.* FROM ex`
 // before the batch only if it needs to name it (skip, reject).
 var submitNoKeysSQL = `WITH req AS (
 	SELECT t.* FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[],
-		$7::timestamptz[], $8::bigint[], $9::int[], $10::int[]) WITH ORDINALITY
-		AS t (kind, resource, args, policy, max_attempts, priority, at, delay_ms, rn, first, idx)
+		$7::timestamptz[], $8::bigint[], $9::int[], $10::int[], $11::text[]) WITH ORDINALITY
+		AS t (kind, resource, args, policy, max_attempts, priority, at, delay_ms, rn, first, tp, idx)
 ), drawn AS (
 	SELECT (SELECT array_agg(a.v ORDER BY a.v) FROM (SELECT nextval({job_ids}) AS v
 			FROM generate_series(1, cardinality($1::text[]))) a) AS ids,
@@ -260,7 +262,7 @@ var submitNoKeysSQL = `WITH req AS (
 		array_agg(k.mode = 'shared' OR cardinality(k.limits) > 0 OR k.policy = 'replace' OR k.rate_max > 0) AS beyonds
 	FROM {kinds} k WHERE k.name = ANY (ARRAY(SELECT DISTINCT u.kind FROM unnest($1::text[]) AS u (kind)))
 ), plan0 AS (
-	SELECT r.idx, r.kind, r.resource, r.args, r.priority, r.rn, r.first, d.ids[r.idx] AS id, d.seqs[r.idx] AS seq,
+	SELECT r.idx, r.kind, r.resource, r.args, r.priority, r.rn, r.first, r.tp, d.ids[r.idx] AS id, d.seqs[r.idx] AS seq,
 		d.ids[r.first] AS first_id,
 		array_position(kk.names, r.kind) IS NOT NULL AS kind_known,
 		coalesce(kk.beyonds[array_position(kk.names, r.kind)], false) OR ` + inTreeSQL("r.resource") + ` AS kind_beyond,
@@ -308,7 +310,7 @@ var submitNoKeysSQL = `WITH req AS (
 		AND k.waiting_until > now()
 )
 INSERT INTO {jobs} AS j (id, seq, kind, resource, args, state, head, max_attempts, priority,
-	scheduled_at, finished_at, errors)
+	scheduled_at, finished_at, errors, traceparent)
 SELECT p.id, p.seq, p.kind, p.resource, p.args::jsonb,
 	CASE WHEN p.skipped THEN 'skipped' WHEN p.at1 > now() THEN 'scheduled' ELSE 'available' END,
 	NOT p.busy AND p.cool_until IS NULL, p.max_attempts, p.priority, p.at1, CASE WHEN p.skipped THEN now() END,
@@ -316,7 +318,8 @@ SELECT p.id, p.seq, p.kind, p.resource, p.args::jsonb,
 	WHEN p.skipped THEN jsonb_build_array(jsonb_build_object('attempt', 0, 'at', now(),
 		'code', 'resource_busy', 'message', format('resource busy: job %s is %s', coalesce(p.h0_id, p.first_id),
 			coalesce(p.h0_state, CASE WHEN (SELECT at1s FROM firsts)[p.first] > now() THEN 'scheduled' ELSE 'available' END))))
-		ELSE '[]'::jsonb END
+		ELSE '[]'::jsonb END,
+	nullif(p.tp, '')
 FROM plan p
 WHERE (SELECT ok FROM verdict)
 RETURNING false, (SELECT count(*) FROM woken)::int, ` + jobCols

@@ -139,7 +139,8 @@ func (x *jobTx) submit(p *store.SubmitParams) (*store.SubmitResult, error) {
 	}
 	j := &store.Job{Seq: seq, Kind: p.Kind, Resource: p.Resource, Args: args, MaxAttempts: maxAttempts,
 		Priority: p.Priority, IdempotencyKey: p.IdempotencyKey, CreatedAt: x.now, ScheduledAt: x.now,
-		State: store.JobAvailable, Shared: holds.Shared, Tree: holds.Tree, Resources: holds.Resources, Limits: holds.Limits}
+		State: store.JobAvailable, Shared: holds.Shared, Tree: holds.Tree, Resources: holds.Resources, Limits: holds.Limits,
+		TraceParent: p.TraceParent}
 	switch {
 	case p.Delay > 0:
 		j.ScheduledAt = x.now.Add(p.Delay)

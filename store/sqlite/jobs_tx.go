@@ -132,7 +132,7 @@ const (
 
 const jobColumns = `id, seq, kind, resource, args, state, head, attempt, max_attempts, priority,
 	idempotency_key, errors, created_at, scheduled_at, attempted_at, finished_at, worker, token,
-	lease_expires_at, cancel_requested, timeout_ns, owner, beyond, superseded_by`
+	lease_expires_at, cancel_requested, timeout_ns, owner, beyond, superseded_by, traceparent`
 
 // storedError is a JobError as stored in jobs.errors: the time in Unix nanoseconds, like every
 // other time in the file.
@@ -157,12 +157,13 @@ func scanJob(sc interface{ Scan(...any) error }) (*store.Job, error) {
 	var key sql.NullString
 	var created, scheduled, token, timeout int64
 	var attempted, finished, expires sql.NullInt64
-	var beyond sql.NullString
+	var beyond, traceParent sql.NullString
 	if err := sc.Scan(&j.ID, &j.Seq, &j.Kind, &j.Resource, &args, &state, &j.Head, &j.Attempt, &j.MaxAttempts,
 		&j.Priority, &key, &errs, &created, &scheduled, &attempted, &finished, &j.Worker, &token, &expires,
-		&j.CancelRequested, &timeout, &j.Owner, &beyond, &j.SupersededBy); err != nil {
+		&j.CancelRequested, &timeout, &j.Owner, &beyond, &j.SupersededBy, &traceParent); err != nil {
 		return nil, err
 	}
+	j.TraceParent = traceParent.String
 	if err := decodeBeyond(&j, beyond); err != nil {
 		return nil, err
 	}
@@ -259,10 +260,11 @@ func (x *jobTx) insertJob(j *store.Job) error {
 		return err
 	}
 	return x.queryRow(`INSERT INTO jobs (seq, kind, resource, args, state, head, attempt,
-			max_attempts, priority, idempotency_key, errors, created_at, scheduled_at, finished_at, beyond)
-		VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			max_attempts, priority, idempotency_key, errors, created_at, scheduled_at, finished_at, beyond, traceparent)
+		VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		j.Seq, j.Kind, j.Resource, string(j.Args), string(j.State), j.Head, j.MaxAttempts, j.Priority, key, errs,
-		j.CreatedAt.UnixNano(), j.ScheduledAt.UnixNano(), toNull(j.FinishedAt), beyond).Scan(&j.ID)
+		j.CreatedAt.UnixNano(), j.ScheduledAt.UnixNano(), toNull(j.FinishedAt), beyond,
+		sql.NullString{String: j.TraceParent, Valid: j.TraceParent != ""}).Scan(&j.ID)
 }
 
 // saveJob writes back every field a transition may change. reaped changes only when an attempt

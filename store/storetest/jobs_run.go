@@ -59,6 +59,7 @@ func RunJobs(t *testing.T, h JobHarness) {
 		// Core and FIFO.
 		{"RegisterKinds", testJobKinds},
 		{"SubmitGetList", testJobSubmitGetList},
+		{"TraceParentKept", testJobTraceParent},
 		{"CompleteMany", testJobCompleteMany},
 		{"CompleteAndClaim", testJobCompleteAndClaim},
 		{"CompleteAndClaimHandsOff", testJobCompleteAndClaimHandsOff},

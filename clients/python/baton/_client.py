@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import socket
 import threading
@@ -35,6 +36,13 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
 
 _opener = urllib.request.build_opener(_NoRedirects)
 
+_TRACEPARENT = re.compile(r"00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}")
+
+
+def valid_traceparent(tp: str) -> bool:
+    """Whether tp is a W3C traceparent of version 00 (lowercase hex, ids not all zeros)."""
+    return isinstance(tp, str) and _TRACEPARENT.fullmatch(tp) is not None
+
 
 class Client(ResourceMethods):
     """A client of Baton's HTTP API (docs/http-api.md, server/openapi.json) with the Go client's
@@ -47,7 +55,8 @@ class Client(ResourceMethods):
     def __init__(self, base_url: Optional[str] = None, token: Optional[str] = None, *, ttl: float = 15.0,
                  drift_factor: float = 0.01, safety_margin: float = 0.1, poll_interval: float = 1.0,
                  max_wait: float = 25.0, claim_wait: float = 10.0, timeout: float = 30.0,
-                 on_warning: Optional[Callable[[str, Optional[BaseException]], None]] = None):
+                 on_warning: Optional[Callable[[str, Optional[BaseException]], None]] = None,
+                 traceparent: Optional[str] = None):
         base_url = base_url or os.environ.get("BATON_URL", "http://127.0.0.1:7725")
         token = token if token is not None else os.environ.get("BATON_TOKEN", "")
         u = urllib.parse.urlsplit(base_url)
@@ -63,6 +72,16 @@ class Client(ResourceMethods):
             raise ValueError("baton: safety_margin must be in [0, 0.25] seconds")
         if poll_interval < 0.01:
             raise ValueError("baton: poll_interval must be at least 0.01 seconds")
+        if traceparent is None:
+            # The W3C trace context of the process, as tools that trace pass it on; a malformed
+            # one is ignored, as W3C asks.
+            env_tp = os.environ.get("TRACEPARENT", "")
+            traceparent = env_tp if valid_traceparent(env_tp) else ""
+        elif traceparent and not valid_traceparent(traceparent):
+            raise ValueError(f"baton: traceparent must be a W3C traceparent \"00-<32 hex>-<16 hex>-<2 hex>\" (got {traceparent!r})")
+        # Sent as the traceparent header of every request: the server's spans, and a submitted
+        # job's attempts, join that trace.
+        self.traceparent = traceparent
         self._base = f"{u.scheme}://{u.netloc}{u.path}".rstrip("/")
         self._token = token
         self.ttl = ttl
@@ -96,6 +115,8 @@ class Client(ResourceMethods):
             if q:
                 url += "?" + urllib.parse.urlencode(q)
         h = {"Accept": "application/json, application/problem+json"}
+        if self.traceparent:
+            h["traceparent"] = self.traceparent
         h.update(headers or {})
         data = None
         if body is not None:
@@ -400,7 +421,7 @@ class Client(ResourceMethods):
 
     def submit_job(self, kind: str, resource: str, args: Optional[dict] = None, *, idempotency_key: Optional[str] = None,
                    mode: Optional[str] = None, shared: bool = False, resources: Optional[list] = None,
-                   limits: Optional[list] = None, **fields: Any) -> "tuple[dict, bool]":
+                   limits: Optional[list] = None, traceparent: Optional[str] = None, **fields: Any) -> "tuple[dict, bool]":
         """Submits a job; returns (job, existing). With an idempotency key, a submit that names an
         existing job returns that job and writes nothing. Beyond one exclusive resource (SQLite
         stores; others raise BatonError 501): mode "exclusive" or "shared" (default: the kind's;
@@ -410,7 +431,8 @@ class Client(ResourceMethods):
         policy="replace" (latest wins) supersedes the queued jobs of the kind on the resource
         (their state "superseded", "superseded_by" this job's ID) and asks a running one to stop;
         debounce_ms (policy "replace" only) starts the job no earlier than that long after the
-        submit, so that a burst of submits runs once, the last."""
+        submit, so that a burst of submits runs once, the last. traceparent (W3C; default the
+        client's) is the trace context the job keeps: its attempts join that trace."""
         body: Dict[str, Any] = {"kind": kind, "resource": resource, **fields}
         if args is not None:
             body["args"] = args
@@ -422,7 +444,11 @@ class Client(ResourceMethods):
             body["resources"] = list(resources)
         if limits:
             body["limits"] = list(limits)
-        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        if traceparent:
+            if not valid_traceparent(traceparent):
+                raise ValueError(f"baton: traceparent must be a W3C traceparent \"00-<32 hex>-<16 hex>-<2 hex>\" (got {traceparent!r})")
+            headers["traceparent"] = traceparent
         status, job = self._request("POST", "/v1/jobs", body=body, headers=headers, with_status=True)
         return job, status != 201
 

@@ -284,6 +284,8 @@ export interface Job {
   slots?: Record<string, unknown>;
   /** the job that replaced this one under the replace policy: set on a superseded job, and on a running one a replace asked to stop (absent when none) */
   superseded_by?: number;
+  /** the W3C traceparent of the submitter's span (the submit's traceparent member or header): the job's attempts join that trace (absent when none) */
+  traceparent?: string;
 }
 
 export interface JobsResponse {
@@ -309,6 +311,8 @@ export interface SubmitRequest {
   delay_ms?: number;
   /** with policy replace only (the submit's or the kind's): overrides the kind's debounce; the job starts no earlier than this long after the submit, on the store's clock. 0 or absent: the kind's; else 10..86400000 */
   debounce_ms?: number;
+  /** a W3C traceparent the job keeps, so that its attempts join that trace; absent: the request's traceparent header, if any */
+  traceparent?: string;
   idempotency_key?: string;
   /** how the job's attempts hold resource (and resources): exclusive, or shared with other shared holders (jobs of one resource still run one at a time, in order); absent: the kind's mode. SQLite only; other stores answer 501 not_implemented */
   mode?: "exclusive" | "shared";

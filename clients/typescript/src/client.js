@@ -19,6 +19,7 @@ export class BatonClient {
   #info = null;
   #infoFailedAt = -Infinity;
   #unsettled = new Unsettled();
+  #traceparent = '';
 
   /** @param {import('./index.js').ClientOptions} opts */
   constructor(opts) {
@@ -32,6 +33,10 @@ export class BatonClient {
     if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new TypeError(`baton: baseUrl must be an http or https URL (got ${JSON.stringify(baseUrl)})`);
     if (u.username || u.password || u.search || u.hash) throw new TypeError('baton: baseUrl must not contain credentials, a query or a fragment');
     if (/[\s\x00-\x1f\x7f]/.test(token)) throw new TypeError('baton: token must not contain spaces or control characters');
+    this.#traceparent = opts.traceparent ?? envTraceparent();
+    if (opts.traceparent !== undefined && opts.traceparent !== '' && !validTraceparent(opts.traceparent)) {
+      throw new TypeError(`baton: traceparent must be a W3C traceparent "00-<32 hex>-<16 hex>-<2 hex>" (got ${JSON.stringify(opts.traceparent)})`);
+    }
     this.#base = (u.origin + u.pathname).replace(/\/+$/, '');
     this.#token = token;
     this.#fetch = f;
@@ -77,6 +82,8 @@ export class BatonClient {
       if (s) url += `?${s}`;
     }
     const h = { Accept: 'application/json, application/problem+json', ...headers };
+    // W3C trace context: the request joins the caller's trace (a submitted job keeps it).
+    if (this.#traceparent && !('traceparent' in h)) h.traceparent = this.#traceparent;
     if (body !== undefined) h['Content-Type'] = 'application/json';
     if (this.#token) h.Authorization = `Bearer ${this.#token}`;
     const what = `${method} ${path}`;
@@ -457,8 +464,14 @@ export class BatonClient {
    * @returns {Promise<{job: import('./api.js').Job, existing: boolean}>}
    */
   async submitJob(req, opts = {}) {
-    const { idempotencyKey, signal } = opts;
+    const { idempotencyKey, traceparent, signal } = opts;
     const headers = idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : {};
+    if (traceparent) {
+      if (!validTraceparent(traceparent)) {
+        throw new TypeError(`baton: traceparent must be a W3C traceparent "00-<32 hex>-<16 hex>-<2 hex>" (got ${JSON.stringify(traceparent)})`);
+      }
+      headers.traceparent = traceparent;
+    }
     const r = await this.request('POST', '/v1/jobs', { body: req, headers, signal, withStatus: true });
     return { job: r.body, existing: r.status !== 201 };
   }
@@ -615,4 +628,17 @@ export function keyPath(key) {
     out += dot(seg) ? seg : encodeURIComponent(seg);
   });
   return out;
+}
+
+const traceparentRE = /^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/** Whether tp is a W3C traceparent of version 00 (lowercase hex, ids not all zeros). */
+function validTraceparent(tp) {
+  return typeof tp === 'string' && traceparentRE.test(tp);
+}
+
+/** The TRACEPARENT environment variable (Node), if it holds a valid traceparent; else ''. */
+function envTraceparent() {
+  const tp = globalThis.process?.env?.TRACEPARENT ?? '';
+  return validTraceparent(tp) ? tp : '';
 }

@@ -25,6 +25,12 @@ export interface ClientOptions {
   claimWaitMs?: number;
   /** Receives keepalive and retry warnings (default console.warn). */
   onWarning?: (message: string, err?: unknown) => void;
+  /**
+   * W3C traceparent ("00-<32 hex trace id>-<16 hex span id>-<2 hex flags>") sent as the
+   * traceparent header of every request, so that the server's spans, and a submitted job's
+   * attempts, join that trace. Default: the TRACEPARENT environment variable (Node), if valid.
+   */
+  traceparent?: string;
 }
 
 export interface AcquireOptions {
@@ -171,7 +177,7 @@ export declare class BatonClient {
   putKind(name: string, kind?: api.Kind, opts?: Sig): Promise<api.Kind>;
   listKinds(opts?: Sig): Promise<api.Kind[]>;
   listPeriodic(opts?: Sig): Promise<api.PeriodicJob[]>;
-  submitJob(req: api.SubmitRequest, opts?: Sig & { idempotencyKey?: string }): Promise<{ job: api.Job; existing: boolean }>;
+  submitJob(req: api.SubmitRequest, opts?: Sig & { idempotencyKey?: string; traceparent?: string }): Promise<{ job: api.Job; existing: boolean }>;
   submitJobs(reqs: api.SubmitRequest[], opts?: Sig): Promise<api.SubmitResult[]>;
   getJob(id: number, opts?: Sig): Promise<api.Job>;
   /** Why a job does not run now: each reason that holds; none for a running or finished job. */
