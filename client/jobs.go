@@ -272,6 +272,83 @@ func (s *Store) CompleteJob(ctx context.Context, p *store.CompleteParams) (*stor
 	return j, nil
 }
 
+// CompleteMany completes many attempts in one request (POST /v1/jobs/complete; up to
+// wire.MaxClaimLimit a request): the result is aligned with ps, nil where CompleteJob would have
+// returned ErrNotHeld. A baton.Worker over this store reports its attempts this way.
+func (s *Store) CompleteMany(ctx context.Context, ps []*store.CompleteParams) ([]*store.Job, error) {
+	done, _, err := s.completeMany(ctx, ps, nil)
+	return done, err
+}
+
+// CompleteManyAndClaim completes many attempts and claims jobs in the same request and the
+// server's same transaction, so that a worker over HTTP takes a resource's next job in the round
+// trip that completed the previous one. The claim never waits in the server.
+func (s *Store) CompleteManyAndClaim(ctx context.Context, ps []*store.CompleteParams, claim *store.ClaimParams) ([]*store.Job, []*store.Job, error) {
+	if err := claim.Validate(); err != nil {
+		return nil, nil, err
+	}
+	return s.completeMany(ctx, ps, claim)
+}
+
+// completeMany sends ps in requests of at most wire.MaxClaimLimit attempts, the claim (if any)
+// with the last. Each request is one transaction in the server: if one fails, those before it
+// have completed all the same (the error is returned; their attempts are no longer running).
+func (s *Store) completeMany(ctx context.Context, ps []*store.CompleteParams, claim *store.ClaimParams) ([]*store.Job, []*store.Job, error) {
+	if err := s.closed.Check(); err != nil {
+		return nil, nil, err
+	}
+	for _, p := range ps {
+		if err := p.Validate(); err != nil {
+			return nil, nil, err
+		}
+	}
+	done := make([]*store.Job, 0, len(ps))
+	var claimed []*store.Job
+	if len(ps) == 0 {
+		if claim == nil {
+			return done, nil, nil
+		}
+		ttl := ceilMs(claim.TTL)
+		var resp wire.JobsResponse
+		req := wire.ClaimRequest{Worker: claim.Worker, Kinds: claim.Kinds, Limit: min(claim.Limit, wire.MaxClaimLimit), TTLMs: &ttl}
+		if err := s.do(ctx, http.MethodPost, "/v1/jobs/claim", nil, req, &resp); err != nil {
+			return nil, nil, err
+		}
+		return done, wire.StoreJobs(resp.Jobs), nil
+	}
+	for start := 0; start < len(ps); start += wire.MaxClaimLimit {
+		chunk := ps[start:min(start+wire.MaxClaimLimit, len(ps))]
+		req := wire.CompleteManyRequest{Completions: make([]wire.CompleteItem, len(chunk))}
+		for i, p := range chunk {
+			req.Completions[i] = wire.CompleteItem{ID: p.ID, Token: p.Token}
+		}
+		if claim != nil && start+len(chunk) == len(ps) {
+			ttl := ceilMs(claim.TTL)
+			req.Claim = &wire.CompleteClaim{Worker: claim.Worker, Kinds: claim.Kinds, Limit: min(claim.Limit, wire.MaxClaimLimit), TTLMs: &ttl}
+		}
+		var resp wire.CompleteManyResponse
+		if err := s.do(ctx, http.MethodPost, "/v1/jobs/complete", nil, req, &resp); err != nil {
+			if len(done) > 0 {
+				s.jobHub.notifyAll()
+			}
+			return nil, nil, err
+		}
+		if len(resp.Completed) != len(chunk) {
+			return nil, nil, fmt.Errorf("baton client: complete jobs: the server answered %d completions for %d", len(resp.Completed), len(chunk))
+		}
+		for _, j := range resp.Completed {
+			if j == nil {
+				done = append(done, nil)
+			} else {
+				done = append(done, j.Store())
+			}
+		}
+		claimed = append(claimed, wire.StoreJobs(resp.Claimed)...)
+	}
+	s.jobHub.notifyAll() // the resources' next jobs, of any kind, may have been promoted
+	return done, claimed, nil
+}
+
 // FailJob ends the running attempt (ID, Token) with an error. p.RetryAfter is sent in whole
 // milliseconds, rounded up.
 func (s *Store) FailJob(ctx context.Context, p *store.FailParams) (*store.Job, error) {

@@ -31,27 +31,14 @@ func (s *Server) claimJobs(w http.ResponseWriter, r *http.Request, who principal
 	if !decode(w, r, &req) {
 		return
 	}
-	ttl, prob := ttlParam("ttl_ms", req.TTLMs, DefaultJobLeaseTTL)
-	if prob != nil {
-		writeProblem(w, prob)
-		return
-	}
 	wait, prob := msDuration("wait_ms", req.WaitMs, 24*time.Hour)
 	if prob != nil {
 		writeProblem(w, prob)
 		return
 	}
-	limit := req.Limit
-	if limit == 0 {
-		limit = 1
-	}
-	if limit > wire.MaxClaimLimit {
-		writeProblem(w, invalidArg("limit", fmt.Sprintf("must be between 1 and %d (got %d)", wire.MaxClaimLimit, limit)))
-		return
-	}
-	p := &store.ClaimParams{Worker: req.Worker, Owner: s.owner(who), Kinds: req.Kinds, Limit: limit, TTL: ttl}
-	if err := p.Validate(); err != nil {
-		writeProblem(w, invalid(err))
+	p, prob := s.claimParams(&req, who, "")
+	if prob != nil {
+		writeProblem(w, prob)
 		return
 	}
 	jobs, claimed, err := s.claimWaiting(r.Context(), p, min(wait, s.cfg.MaxWait))
@@ -67,6 +54,27 @@ func (s *Server) claimJobs(w http.ResponseWriter, r *http.Request, who principal
 		resp.WaitedMs = claimed.Sub(received).Milliseconds()
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// claimParams checks a claim request's members but its wait (prefix names them in problems:
+// "claim." in a batch completion).
+func (s *Server) claimParams(req *wire.ClaimRequest, who principal, prefix string) (*store.ClaimParams, *problem) {
+	ttl, prob := ttlParam(prefix+"ttl_ms", req.TTLMs, DefaultJobLeaseTTL)
+	if prob != nil {
+		return nil, prob
+	}
+	limit := req.Limit
+	if limit == 0 {
+		limit = 1
+	}
+	if limit > wire.MaxClaimLimit {
+		return nil, invalidArg(prefix+"limit", fmt.Sprintf("must be between 1 and %d (got %d)", wire.MaxClaimLimit, limit))
+	}
+	p := &store.ClaimParams{Worker: req.Worker, Owner: s.owner(who), Kinds: req.Kinds, Limit: limit, TTL: ttl}
+	if err := p.Validate(); err != nil {
+		return nil, within(prefix, invalid(err))
+	}
+	return p, nil
 }
 
 // claimWaiting claims; with wait > 0 and nothing claimable, it waits for a wake-up from the

@@ -58,9 +58,10 @@ var notAccepted = map[string]string{
 // fieldAliases lists the members the server names otherwise in a 400's field, with why.
 // Keys and values: "Schema.member" (or "Schema.member[]") and the field's last part.
 var fieldAliases = map[string]string{
-	"Kind.name":            "kind", // a kind's name is the field kind in every call that names one
-	"ClaimRequest.kinds[]": "kind", // each one is checked as a kind's name
-	"PurgeRequest.ids[]":   "id",   // each one is checked as a job ID
+	"Kind.name":             "kind", // a kind's name is the field kind in every call that names one
+	"ClaimRequest.kinds[]":  "kind", // each one is checked as a kind's name
+	"CompleteClaim.kinds[]": "kind", // as ClaimRequest's
+	"PurgeRequest.ids[]":    "id",   // each one is checked as a job ID
 }
 
 // bodyOverrides are request bodies the document's required members do not make valid, with
@@ -74,6 +75,8 @@ var bodyOverrides = map[string]string{
 	"acquireLock": `{"key":"acquire-key"}`,
 	"submitJob":   `{"kind":"k","resource":"submit-resource","policy":"replace"}`,
 	"submitJobs":  `{"jobs":[{"kind":"k","resource":"submit-resource","policy":"replace"}]}`,
+	// The claim's members are checked only with a claim.
+	"completeJobs": `{"completions":[{"id":1,"token":1}],"claim":{"worker":"w","kinds":["k"]}}`,
 	// A rate is required, and the least string is no rate.
 	"setPrefixRate": `{"rate":"1/1s"}`,
 }

@@ -324,6 +324,7 @@ func (s *Server) routeTable() []route {
 		{"/v1/jobs/{id}/retry", http.MethodPost, "job_retry", RoleWrite, s.jobRoute(s.retryJob)},
 		{"/v1/jobs/counts", http.MethodGet, "job_counts", RoleRead, s.jobRoute(s.jobCounts)},
 		{"/v1/jobs/claim", http.MethodPost, "job_claim", RoleWrite, s.jobRoute(s.claimJobs)},
+		{"/v1/jobs/complete", http.MethodPost, "jobs_complete", RoleWrite, s.jobRoute(s.completeJobs)}, // jobs_complete_many.go
 		{"/v1/jobs/{id}/heartbeat", http.MethodPost, "job_heartbeat", RoleWrite, s.jobRoute(s.heartbeatJob)},
 		{"/v1/jobs/{id}/complete", http.MethodPost, "job_complete", RoleWrite, s.jobRoute(s.completeJob)},
 		{"/v1/jobs/{id}/fail", http.MethodPost, "job_fail", RoleWrite, s.jobRoute(s.failJob)},

@@ -310,6 +310,37 @@ type CompleteRequest struct {
 	Token uint64 `json:"token"`
 }
 
+// CompleteManyRequest is the body of POST /v1/jobs/complete: up to MaxClaimLimit running
+// attempts to complete as succeeded, and, if Claim is set, a claim run after them in the same
+// transaction (a ClaimRequest without a wait: it never waits).
+type CompleteManyRequest struct {
+	Completions []CompleteItem `json:"completions"`
+	Claim       *CompleteClaim `json:"claim,omitempty"`
+}
+
+// CompleteClaim is the claim of a CompleteManyRequest.
+type CompleteClaim struct {
+	Worker string   `json:"worker"`
+	Kinds  []string `json:"kinds"`
+	Limit  int      `json:"limit,omitempty"`
+	TTLMs  *int64   `json:"ttl_ms,omitempty"`
+}
+
+// CompleteItem is one attempt of a CompleteManyRequest.
+type CompleteItem struct {
+	ID    int64  `json:"id"`
+	Token uint64 `json:"token"`
+}
+
+// CompleteManyResponse answers POST /v1/jobs/complete. Completed is aligned with the request's
+// completions: null where that attempt is not running with that token or is another owner's
+// (where POST /v1/jobs/{id}/complete would answer 409 or 404). Claimed holds the jobs the claim
+// started (empty without a claim).
+type CompleteManyResponse struct {
+	Completed []*Job `json:"completed"`
+	Claimed   []Job  `json:"claimed"`
+}
+
 // FailRequest is the body of POST /v1/jobs/{id}/fail.
 type FailRequest struct {
 	Token        uint64 `json:"token"`

@@ -762,3 +762,27 @@ export interface DeletePrefixRateResponse {
   prefix: string;
   deleted: boolean;
 }
+
+export interface CompleteItem {
+  id: number;
+  token: number;
+}
+
+export interface CompleteManyRequest {
+  completions: CompleteItem[];
+  claim?: CompleteClaim;
+}
+
+export interface CompleteManyResponse {
+  completed: unknown[];
+  claimed: Job[];
+}
+
+export interface CompleteClaim {
+  worker: string;
+  kinds: string[];
+  /** 0 or absent: 1 */
+  limit?: number;
+  /** lease TTL in milliseconds (default 15000 for locks, 30000 for jobs) */
+  ttl_ms?: number;
+}
