@@ -437,6 +437,8 @@ func (c *completer) flush(batch []*completion) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
+	// A request has one parent: the batch's joins the trace of its first attempt's completion.
+	ctx = trace.ContextWithSpanContext(ctx, trace.SpanContextFromContext(live[0].ctx))
 	var jobs []*Job
 	var err error
 	if cl := c.claimer; cl != nil && cl.runCtx.Err() == nil {

@@ -18,8 +18,8 @@ func TestSubmitPlansProbeByIndex(t *testing.T) {
 	lock, noKeys, keys := postgres.SubmitManySQL(schema)
 	for _, c := range []struct{ name, sql, args string }{
 		{"lock", lock, `('{r}')`},
-		{"no keys", noKeys, `('{k}', '{r}', '{"{}"}', '{""}', '{0}', '{0}', '{NULL}', '{0}', '{1}', '{1}')`},
-		{"keys", keys, `('{k}', '{r}', '{"{}"}', '{i}', '{""}', '{0}', '{0}', '{NULL}', '{0}')`},
+		{"no keys", noKeys, `('{k}', '{r}', '{"{}"}', '{""}', '{0}', '{0}', '{NULL}', '{0}', '{1}', '{1}', '{""}')`},
+		{"keys", keys, `('{k}', '{r}', '{"{}"}', '{i}', '{""}', '{0}', '{0}', '{NULL}', '{0}', '{""}')`},
 	} {
 		_, plan := genericPlan(t, c.name, c.sql, c.args)
 		for _, bad := range []string{"Seq Scan on resources", "Seq Scan on jobs", "Hash Join", "Hash Left Join",

@@ -236,7 +236,7 @@ func (s *memJobStore) submitLocked(p *store.SubmitParams) (*store.SubmitResult, 
 	s.nextSeq++
 	j := &store.Job{ID: s.nextID, Seq: s.nextSeq, Kind: p.Kind, Resource: p.Resource, Args: slices.Clone(p.Args),
 		State: store.JobAvailable, MaxAttempts: cmp.Or(p.MaxAttempts, k.MaxAttempts), Priority: p.Priority,
-		IdempotencyKey: p.IdempotencyKey, CreatedAt: now, ScheduledAt: now}
+		IdempotencyKey: p.IdempotencyKey, TraceParent: p.TraceParent, CreatedAt: now, ScheduledAt: now}
 	if len(j.Args) == 0 {
 		j.Args = json.RawMessage(`{}`)
 	}
