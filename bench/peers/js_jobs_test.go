@@ -382,27 +382,7 @@ func newBatonJS(b *testing.B, dsn string, pool *pgxpool.Pool) *batonJS {
 }
 
 func (s *batonJS) load(ctx context.Context, n int) error {
-	id := func(name string) string { return pgx.Identifier{s.schema, name}.Sanitize() }
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		for _, st := range []struct {
-			sql  string
-			args []any
-		}{
-			{`INSERT INTO ` + id("resources") + ` (key) SELECT 'r' || g FROM generate_series(0, $1::int - 1) g
-				ON CONFLICT DO NOTHING`, []any{jsResources}},
-			{`INSERT INTO ` + id("jobs") + ` (seq, kind, resource, state, max_attempts, scheduled_at)
-				SELECT nextval('` + id("job_seq") + `'), 'noop', 'r' || (g % $1::int), 'available', 5, now()
-				FROM generate_series(0, $2::int - 1) g ORDER BY g`, []any{jsResources, n}},
-			{`UPDATE ` + id("jobs") + ` SET head = true WHERE id IN (SELECT DISTINCT ON (resource) id FROM ` + id("jobs") + `
-				WHERE state IN ('available', 'running', 'retryable', 'scheduled') ORDER BY resource, seq) AND NOT head`, nil},
-			{`ANALYZE ` + id("jobs"), nil},
-		} {
-			if _, err := tx.Exec(ctx, st.sql, st.args...); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return loadBatonJobs(ctx, s.pool, s.schema, jsResources, n)
 }
 
 // runWorker runs a worker of concurrency c with rec's handler until n jobs have ended (their

@@ -126,30 +126,35 @@ func batonSide(b *testing.B, pool *pgxpool.Pool) storetest.JobBench {
 	if err != nil {
 		b.Fatal(err)
 	}
-	id := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
-	load := func(ctx context.Context, n int) error {
-		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			for _, st := range []struct {
-				sql  string
-				args []any
-			}{
-				{`INSERT INTO ` + id("resources") + ` (key) SELECT 'r' || g FROM generate_series(0, $1::int - 1) g
-					ON CONFLICT DO NOTHING`, []any{jobResources}},
-				{`INSERT INTO ` + id("jobs") + ` (seq, kind, resource, state, max_attempts, scheduled_at)
-					SELECT nextval('` + id("job_seq") + `'), 'noop', 'r' || (g % $1::int), 'available', 5, now()
-					FROM generate_series(0, $2::int - 1) g ORDER BY g`, []any{jobResources, n}},
-				{`UPDATE ` + id("jobs") + ` SET head = true WHERE id IN (SELECT DISTINCT ON (resource) id FROM ` + id("jobs") + `
-					WHERE state IN ('available', 'running', 'retryable', 'scheduled') ORDER BY resource, seq) AND NOT head`, nil},
-				{`ANALYZE ` + id("jobs"), nil},
-			} {
-				if _, err := tx.Exec(ctx, st.sql, st.args...); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	}
+	load := func(ctx context.Context, n int) error { return loadBatonJobs(ctx, pool, schema, jobResources, n) }
 	return storetest.JobBench{Load: load, Drain: storetest.DrainWorker(q, "noop")}
+}
+
+// loadBatonJobs writes n no-op jobs straight into the tables of the store in schema, job g on
+// resource r<g % resources>, each resource's first job marked head as SubmitJob would, and
+// analyzes the jobs table (untimed loading for the jobs benchmarks).
+func loadBatonJobs(ctx context.Context, pool *pgxpool.Pool, schema string, resources, n int) error {
+	id := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		for _, st := range []struct {
+			sql  string
+			args []any
+		}{
+			{`INSERT INTO ` + id("resources") + ` (key) SELECT 'r' || g FROM generate_series(0, $1::int - 1) g
+				ON CONFLICT DO NOTHING`, []any{resources}},
+			{`INSERT INTO ` + id("jobs") + ` (seq, kind, resource, state, max_attempts, scheduled_at)
+				SELECT nextval('` + id("job_seq") + `'), 'noop', 'r' || (g % $1::int), 'available', 5, now()
+				FROM generate_series(0, $2::int - 1) g ORDER BY g`, []any{resources, n}},
+			{`UPDATE ` + id("jobs") + ` SET head = true WHERE id IN (SELECT DISTINCT ON (resource) id FROM ` + id("jobs") + `
+				WHERE state IN ('available', 'running', 'retryable', 'scheduled') ORDER BY resource, seq) AND NOT head`, nil},
+			{`ANALYZE ` + id("jobs"), nil},
+		} {
+			if _, err := tx.Exec(ctx, st.sql, st.args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // separateClaims hides a store's store.CompleteClaimer, so that a worker claims only in its
