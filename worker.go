@@ -191,8 +191,9 @@ func (q *Queue) NewWorker(cfg WorkerConfig) (*Worker, error) {
 // Name is the worker's name, recorded on the jobs it runs.
 func (w *Worker) Name() string { return w.cfg.Name }
 
-// Running is the number of jobs the worker is running now.
-func (w *Worker) Running() int { return int(w.slots.running()) }
+// Running is the number of handlers the worker is running now (at most Concurrency); jobs
+// claimed into its local queue and waiting for one to return are not counted.
+func (w *Worker) Running() int { return w.slots.handlers() }
 
 var errWorkerStarted = errors.New("baton: worker already started")
 
@@ -414,10 +415,12 @@ func (w *Worker) startJobs(jobsCtx context.Context, jobs []*Job, start time.Time
 		w.slots.use()
 		w.jobsDone.Add(1)
 		r := w.newJobRun(jobsCtx, job, h, start, w.lease.grantedAfter(start, job.ClaimWaited))
-		began := time.Now()
-		r.handlerDone = func() {
-			w.noteHandlerTime(time.Since(began))
-			w.slots.handlerDone()
+		r.handlerDone = func(ran bool, took time.Duration) {
+			if ran {
+				w.noteHandlerTime(took)
+				w.tuneQueue()
+			}
+			w.slots.handlerDone(ran)
 		}
 		go func() {
 			defer w.jobsDone.Done()
@@ -429,11 +432,34 @@ func (w *Worker) startJobs(jobsCtx context.Context, jobs []*Job, start time.Time
 	return started
 }
 
-// noteHandlerTime folds one handler's run time into the moving average (weight 1/8). Updates
-// racing with each other may lose one another; an average needs no more.
+// noteHandlerTime folds one handler's run time into the moving average (weight 1/8; the first
+// is taken as it is). Updates racing with each other may lose one another; an average needs no
+// more.
 func (w *Worker) noteHandlerTime(d time.Duration) {
 	old := w.handlerTime.Load()
+	if old == 0 {
+		w.handlerTime.Store(max(int64(d), 1))
+		return
+	}
 	w.handlerTime.Store(old + (int64(d)-old)/8)
+}
+
+// tuneQueue gives the worker a local queue as deep as its slots (slots.queueRoom) while its
+// handlers return sooner, on average, than the last round trip that reported a batch of
+// completions and claimed the next jobs, and none otherwise. A worker of short jobs then claims
+// up to twice its slots in one round trip, and a handler that returns finds its successor in
+// hand instead of waiting for a round trip (a claim costs the store about as much for fifty jobs
+// as for ten); a job waits in the queue about one handler's run, less than that round trip. A
+// worker of long jobs claims only for free slots, so that jobs are not held by a busy worker
+// while another has slots free.
+func (w *Worker) tuneQueue() {
+	room := 0
+	if c := w.completer; c != nil && c.claimer != nil {
+		if rt, ht := c.lastFlush.Load(), w.handlerTime.Load(); rt > 0 && ht > 0 && ht < rt {
+			room = w.cfg.Concurrency
+		}
+	}
+	w.slots.setQueueRoom(room)
 }
 
 // shutdown waits for running jobs, up to ShutdownTimeout (or Stop's hard stop), then cancels
@@ -444,7 +470,7 @@ func (w *Worker) shutdown(cancelJobs context.CancelCauseFunc) {
 		w.jobsDone.Wait()
 		close(done)
 	}()
-	if n := w.slots.running(); n > 0 {
+	if n := w.slots.inHand(); n > 0 {
 		w.log.Info("baton: worker shutting down; waiting for running jobs", "running", n, "timeout", w.cfg.ShutdownTimeout)
 	}
 	timer := time.NewTimer(w.cfg.ShutdownTimeout)
@@ -455,7 +481,7 @@ func (w *Worker) shutdown(cancelJobs context.CancelCauseFunc) {
 	case <-timer.C:
 	case <-w.hardStop:
 	}
-	w.log.Warn("baton: cancelling running jobs", "running", w.slots.running())
+	w.log.Warn("baton: cancelling running jobs", "running", w.slots.inHand())
 	cancelJobs(ErrWorkerShutdown)
 	<-done
 }

@@ -25,9 +25,10 @@ type jobRun struct {
 	job     *Job
 	handler Handler
 	log     *slog.Logger
-	// handlerDone is called once the handler has returned, before the attempt is reported: the
-	// slot is free for another job while the report (often batched) is in flight.
-	handlerDone func()
+	// handlerDone is called once the handler has returned (ran: it held a run token; took: how
+	// long it ran), or once the job gave up waiting for a token, before the attempt is reported:
+	// the slot is free for another job while the report (often batched) is in flight.
+	handlerDone func(ran bool, took time.Duration)
 
 	// clock is the job lease's: its ctx is cancelled when the lease is lost (cause
 	// wrapping ErrLeaseLost), its stopCtx StopGrace before that.
@@ -100,21 +101,32 @@ func (w *Worker) newJobRun(jobsCtx context.Context, job *Job, h Handler, request
 // jobGone says that a heartbeat's error means the attempt no longer holds the job.
 func jobGone(err error) bool { return errors.Is(err, ErrNotHeld) || errors.Is(err, ErrNotFound) }
 
-// run calls the handler, reports the outcome while the lease is kept alive, then stops the
-// lease's clock.
+// run waits for a run token (a job claimed into the worker's local queue waits for a handler to
+// return), calls the handler, reports the outcome while the lease is kept alive, then stops the
+// lease's clock. A job whose handler context ends while it waits (its lease lost, a cancel
+// requested, the shutdown's deadline) never runs, and is reported as an attempt that stopped for
+// that cause.
 func (r *jobRun) run() {
+	var panicked bool
+	var err error
+	var took time.Duration
 	ctx := r.hctx
-	if r.job.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, r.job.Timeout, ErrJobTimeout)
-		defer cancel()
+	ran := r.w.slots.startHandler(ctx)
+	if ran {
+		if r.job.Timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeoutCause(ctx, r.job.Timeout, ErrJobTimeout)
+			defer cancel()
+		}
+		started := time.Now()
+		panicked, err = r.call(ctx)
+		took = time.Since(started)
+	} else {
+		err = context.Cause(ctx)
 	}
-	started := time.Now()
-	panicked, err := r.call(ctx)
-	took := time.Since(started)
 	cause := context.Cause(ctx)
 	if r.handlerDone != nil {
-		r.handlerDone()
+		r.handlerDone(ran, took)
 	}
 
 	final, outcome := r.job, JobState("")
@@ -388,6 +400,9 @@ func (c *completer) run() {
 		start := time.Now()
 		c.flush(batch)
 		c.lastFlush.Store(int64(time.Since(start)))
+		if c.w != nil {
+			c.w.tuneQueue()
+		}
 	}
 }
 
@@ -398,7 +413,7 @@ func (c *completer) run() {
 // and at most that long (and maxGather), so a lone completion and a worker of long handlers wait
 // for nothing.
 func (c *completer) gather(batch []*completion) []*completion {
-	if c.w == nil || c.w.slots.running() <= 0 {
+	if c.w == nil || c.w.slots.inHand() <= 0 {
 		return batch
 	}
 	d := min(time.Duration(c.lastFlush.Load())/2, maxGather)
@@ -407,7 +422,7 @@ func (c *completer) gather(batch []*completion) []*completion {
 	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()
-	for len(batch) < store.MaxClaimLimit && c.w.slots.running() > 0 {
+	for len(batch) < store.MaxClaimLimit && c.w.slots.inHand() > 0 {
 		select {
 		case r, ok := <-c.reqs:
 			if !ok {

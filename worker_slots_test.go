@@ -1,6 +1,7 @@
 package baton
 
 import (
+	"context"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -8,9 +9,10 @@ import (
 	"testing"
 )
 
-// The slots' invariants: never more running than capacity nor more held than maxHeld, no count
-// below zero, nothing left over once every job was reported, and every change that frees room
-// signals it, so that a claim loop waiting for room is never left asleep.
+// The slots' invariants: never more handlers running than capacity, never more in hand than
+// capacity and the local queue's room, nor more held than maxHeld, no count below zero, nothing
+// left over once every job was reported, and every change that frees room signals it, so that a
+// claim loop waiting for room is never left asleep.
 func TestSlotsInvariants(t *testing.T) {
 	t.Run("each way of freeing room signals", func(t *testing.T) {
 		for _, c := range []struct {
@@ -18,21 +20,22 @@ func TestSlotsInvariants(t *testing.T) {
 			fill func(s *slots) // leaves no room
 			free func(s *slots)
 		}{
-			{"a handler returned", func(s *slots) { s.reserve(2); s.use(); s.use() }, func(s *slots) { s.handlerDone() }},
+			{"a handler returned", func(s *slots) { s.reserve(2); s.use(); s.use() }, func(s *slots) { s.handlerDone(false) }},
 			{"an attempt was reported", func(s *slots) {
 				for s.held.Load() < int64(s.maxHeld-2) {
 					s.reserve(2)
 					s.use()
 					s.use()
-					s.handlerDone()
-					s.handlerDone() // two more attempts being reported
+					s.handlerDone(false)
+					s.handlerDone(false) // two more attempts being reported
 				}
 				s.reserve(2)
 				s.use()
 				s.use()
-				s.handlerDone() // one slot free, but as many held as allowed
+				s.handlerDone(false) // one slot free, but as many held as allowed
 			}, func(s *slots) { s.reported() }},
 			{"a claim left slots over", func(s *slots) { s.reserve(2); s.use() }, func(s *slots) { s.unreserve(1) }},
+			{"the local queue grew", func(s *slots) { s.reserve(2); s.use(); s.use() }, func(s *slots) { s.setQueueRoom(2) }},
 		} {
 			s := newSlots(2)
 			c.fill(s)
@@ -55,12 +58,45 @@ func TestSlotsInvariants(t *testing.T) {
 		}
 	})
 
+	t.Run("a job waiting for a handler gives up when its context ends", func(t *testing.T) {
+		s := newSlots(2)
+		s.reserve(2)
+		for range 2 {
+			s.use()
+			if !s.startHandler(context.Background()) {
+				t.Fatal("startHandler with a free token said false")
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		gave := make(chan bool)
+		go func() { gave <- s.startHandler(ctx) }()
+		cancel()
+		if <-gave {
+			t.Fatal("a waiting job's handler started with its context ended and no token free")
+		}
+		if n := s.handlers(); n != 2 {
+			t.Fatalf("%d handlers running, want 2", n)
+		}
+		s.handlerDone(true)
+		if s.startHandler(ctx) {
+			t.Fatal("a job whose context had ended started its handler")
+		}
+		if !s.startHandler(context.Background()) {
+			t.Fatal("the freed token was not there for the next job")
+		}
+	})
+
 	t.Run("under concurrency", func(t *testing.T) {
 		const capacity, jobs = 3, 20000
 		s := newSlots(capacity)
+		// The local queue's room changes while jobs run, as Worker.tuneQueue changes it; jobs in
+		// hand never exceed the slots and the largest room.
 		check := func(when string) {
-			if a, h, r := s.active.Load(), s.held.Load(), s.reserved.Load(); a > capacity || h > int64(s.maxHeld) || a < 0 || h < 0 || r < 0 {
-				t.Errorf("%s: active %d (capacity %d), held %d (at most %d), reserved %d", when, a, capacity, h, s.maxHeld, r)
+			if a, h, r := s.active.Load(), s.held.Load(), s.reserved.Load(); a > 2*capacity || h > int64(s.maxHeld) || a < 0 || h < 0 || r < 0 {
+				t.Errorf("%s: active %d (at most %d), held %d (at most %d), reserved %d", when, a, 2*capacity, h, s.maxHeld, r)
+			}
+			if n := s.handlers(); n > capacity {
+				t.Errorf("%s: %d handlers running, capacity %d", when, n, capacity)
 			}
 		}
 		var started, outstanding atomic.Int64
@@ -84,10 +120,22 @@ func TestSlotsInvariants(t *testing.T) {
 			check("after unreserve")
 			return n
 		}
+		var peak atomic.Int64 // the most handlers seen running at once
 		run = func() {
 			defer wg.Done()
+			ran := s.startHandler(context.Background())
+			if !ran {
+				t.Error("startHandler with a live context said false")
+			}
+			if n := int64(s.handlers()); n > peak.Load() {
+				peak.Store(n)
+			}
+			check("handler running")
 			runtime.Gosched() // the handler
-			s.handlerDone()
+			if rand.IntN(8) == 0 {
+				s.setQueueRoom(rand.IntN(2) * capacity)
+			}
+			s.handlerDone(ran)
 			check("after handlerDone")
 			if rand.IntN(2) == 0 && started.Load() < jobs {
 				take(1 + rand.IntN(capacity)) // the report claims for the free slots
@@ -117,11 +165,13 @@ func TestSlotsInvariants(t *testing.T) {
 			}
 		}
 		wg.Wait()
-		if a, h, r := s.active.Load(), s.held.Load(), s.reserved.Load(); a != 0 || h != 0 || r != 0 || s.running() != 0 {
-			t.Fatalf("after every job was reported: active %d, held %d, reserved %d, running %d; want all 0", a, h, r, s.running())
+		if a, h, r := s.active.Load(), s.held.Load(), s.reserved.Load(); a != 0 || h != 0 || r != 0 || s.inHand() != 0 || s.handlers() != 0 {
+			t.Fatalf("after every job was reported: active %d, held %d, reserved %d, in hand %d, handlers %d; want all 0",
+				a, h, r, s.inHand(), s.handlers())
 		}
-		if s.free() != capacity {
-			t.Fatalf("after every job was reported: %d free, want %d", s.free(), capacity)
+		if want := capacity + int(s.queueRoom.Load()); s.free() != want {
+			t.Fatalf("after every job was reported: %d free, want %d", s.free(), want)
 		}
+		t.Logf("at most %d handlers ran at once", peak.Load())
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -621,5 +623,111 @@ func TestWorkerBatchesCompletions(t *testing.T) {
 			t.Fatalf("%d completions in batches %v, %d one by one; want %d in batches", total, st.sizes, st.singles, n)
 		}
 		t.Logf("%d completions in %d batches (largest %d)", total, len(st.sizes), largest)
+	})
+}
+
+// claimLimitStore records the largest claim a worker sends, by ClaimJobs or with a batch of
+// completions.
+type claimLimitStore struct {
+	jobStore
+	largest atomic.Int64
+}
+
+func (s *claimLimitStore) note(p *store.ClaimParams) {
+	for m := s.largest.Load(); int64(p.Limit) > m && !s.largest.CompareAndSwap(m, int64(p.Limit)); m = s.largest.Load() {
+	}
+}
+
+func (s *claimLimitStore) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.Job, error) {
+	s.note(p)
+	return s.jobStore.ClaimJobs(ctx, p)
+}
+
+func (s *claimLimitStore) CompleteMany(ctx context.Context, ps []*store.CompleteParams) ([]*store.Job, error) {
+	return s.jobStore.(store.ManyCompleter).CompleteMany(ctx, ps)
+}
+
+func (s *claimLimitStore) CompleteManyAndClaim(ctx context.Context, ps []*store.CompleteParams, p *store.ClaimParams) ([]*store.Job, []*store.Job, error) {
+	s.note(p)
+	return s.jobStore.(store.CompleteClaimer).CompleteManyAndClaim(ctx, ps, p)
+}
+
+// A worker of short jobs claims ahead of its free slots (a local queue as deep as its slots),
+// and still never runs more handlers at once than Concurrency; each resource's jobs still run
+// one at a time, in order.
+func TestWorkerLocalQueue(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		st := &claimLimitStore{jobStore: b.open(t)}
+		if _, ok := st.jobStore.(store.CompleteClaimer); !ok {
+			t.Skipf("%s: no store.CompleteClaimer, so no local queue (its claims go one round trip each)", b.name)
+		}
+		q := newQueue(t, st, baton.Kind{Name: "k"})
+		const concurrency, resources, perResource = 4, 50, 6
+		var ps []baton.SubmitParams
+		for i := range perResource {
+			for r := range resources {
+				ps = append(ps, baton.SubmitParams{Kind: "k", Resource: fmt.Sprintf("r/%d", r), Args: fmt.Appendf(nil, `{"i":%d}`, i)})
+			}
+		}
+		if _, err := q.SubmitMany(testCtx(t), ps); err != nil {
+			t.Fatal(err)
+		}
+		var (
+			mu                sync.Mutex
+			runs              = map[string][]int{}
+			active, maxActive atomic.Int32
+			succeeded         atomic.Int32
+			done              = make(chan struct{})
+			inFlight          sync.Map // resource -> *atomic.Int32
+		)
+		w, err := q.NewWorker(baton.WorkerConfig{
+			Concurrency: concurrency,
+			Handlers: map[string]baton.Handler{"k": func(_ context.Context, job *baton.Job) error {
+				c, _ := inFlight.LoadOrStore(job.Resource, new(atomic.Int32))
+				if n := c.(*atomic.Int32).Add(1); n != 1 {
+					t.Errorf("%s: %d jobs running at once", job.Resource, n)
+				}
+				defer c.(*atomic.Int32).Add(-1)
+				n := active.Add(1)
+				defer active.Add(-1)
+				for m := maxActive.Load(); n > m && !maxActive.CompareAndSwap(m, n); m = maxActive.Load() {
+				}
+				var args struct{ I int }
+				if err := json.Unmarshal(job.Args, &args); err != nil {
+					return baton.Permanent(err)
+				}
+				mu.Lock()
+				runs[job.Resource] = append(runs[job.Resource], args.I)
+				mu.Unlock()
+				runtime.Gosched() // let the others start, so that too many at once would show
+				return nil
+			}},
+			OnJobEnd: func(_ *baton.Job, outcome baton.JobState, _ time.Duration) {
+				if outcome == baton.JobSucceeded && succeeded.Add(1) == resources*perResource {
+					close(done)
+				}
+			},
+			Logger: quietLogger(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := runWorker(t, w)
+		recv(t, done)
+		stop()
+		if m := maxActive.Load(); m > concurrency {
+			t.Fatalf("%d handlers ran at once; Concurrency is %d", m, concurrency)
+		}
+		if l := st.largest.Load(); l <= concurrency {
+			t.Fatalf("the largest claim asked for %d jobs: the worker never claimed beyond its %d slots", l, concurrency)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for res, is := range runs {
+			if !slices.Equal(is, []int{0, 1, 2, 3, 4, 5}) {
+				t.Fatalf("%s ran %v", res, is)
+			}
+		}
+		t.Logf("largest claim %d jobs; at most %d handlers at once", st.largest.Load(), maxActive.Load())
 	})
 }
