@@ -330,7 +330,7 @@ func (w *Worker) claimFree(ctx, jobsCtx context.Context, state *claimState) (aft
 	if limit == 0 {
 		return waitForSlot, wait, nil // the completer's claim took the free slots meanwhile
 	}
-	n, err := w.claim(jobsCtx, limit)
+	n, err := w.claim(ctx, jobsCtx, limit)
 	switch {
 	case err == nil:
 		if state.failing {
@@ -384,14 +384,17 @@ const claimBatchDelay = 2 * time.Millisecond
 // minBatch is how many free slots a busy worker with a backlog waits for: a quarter of its slots.
 func (w *Worker) minBatch() int { return max(1, w.cfg.Concurrency/4) }
 
-// claim claims up to limit jobs, for as many slots reserved, and starts them. The claim is not
-// cut short by the end of Run's context: jobs it claimed are held by this worker and are run, not
-// left to the reaper.
-func (w *Worker) claim(jobsCtx context.Context, limit int) (int, error) {
+// claim claims up to limit jobs, for as many slots reserved, and starts them. The end of Run's
+// context (runCtx) ends only the claim's wait for claimable jobs (a long-poll in the server,
+// store.ClaimParams.WaitDone), never the claim: jobs it claimed are held by this worker and are
+// run, not left to the reaper, and Run returns without waiting the wait out.
+func (w *Worker) claim(runCtx, jobsCtx context.Context, limit int) (int, error) {
 	ctx, cancel := context.WithTimeout(jobsCtx, w.lease.validity(w.cfg.LeaseTTL))
 	defer cancel()
 	start := time.Now()
-	jobs, err := w.st.ClaimJobs(ctx, w.claimParams(limit))
+	p := w.claimParams(limit)
+	p.WaitDone = runCtx.Done()
+	jobs, err := w.st.ClaimJobs(ctx, p)
 	return w.startJobs(jobsCtx, jobs, start, limit), err
 }
 

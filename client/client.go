@@ -74,7 +74,8 @@ type Config struct {
 	// over HTTP waits in the server instead of polling. It is further capped by the server's
 	// maximum and by the claim's context deadline. The server reports how long it waited before
 	// the claim that found the jobs (Job.ClaimWaited), so a long wait does not eat into the time
-	// the worker believes it holds them.
+	// the worker believes it holds them. A worker shutting down ends the wait without ending
+	// the claim (store.ClaimParams.WaitDone; see ClaimJobs).
 	ClaimWait time.Duration
 	// TraceParent is a W3C traceparent sent with every request whose context carries no span
 	// (OpenTelemetry's trace.SpanContextFromContext); empty for none. With a span in the
@@ -449,6 +450,7 @@ type serverInfo struct {
 	OneResource   bool   `json:"one_resource"` // likewise
 	Line          bool   `json:"line"`         // likewise
 	Limits        bool   `json:"limits"`       // likewise
+	ClaimStop     bool   `json:"claim_stop"`   // likewise
 }
 
 // A failed fetch is not retried for infoRetry, so that callers do not each pay for it while the

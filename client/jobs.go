@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -209,6 +211,13 @@ func (s *Store) ListJobs(ctx context.Context, p *store.JobListParams) ([]*store.
 // is claimed: a worker over HTTP waits there rather than polling. After such a wait came back
 // empty, this store's SubscribeJobs subscribers of p.Kinds are woken, so that a worker asks
 // again at once and is always waiting in the server.
+//
+// When p.WaitDone is closed during the wait, the wait is ended by a second request (POST
+// /v1/jobs/claim/stop), not by abandoning this one: ClaimJobs returns soon after with what the
+// server claimed, maybe nothing, so that a job claimed in that instant is still returned to
+// the worker rather than left running with nobody to run it until its lease expires. The stop
+// reaches the server it is sent to: behind a load balancer that sends it to another replica, or
+// from a server too old to offer it, the claim waits out its wait as if not stopped.
 func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.Job, error) {
 	if err := s.closed.Check(); err != nil {
 		return nil, err
@@ -221,18 +230,28 @@ func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimParams) ([]*store.J
 	// gets fewer, as when fewer are claimable, and asks again.
 	req := wire.ClaimRequest{Worker: p.Worker, Kinds: p.Kinds, Limit: min(p.Limit, wire.MaxClaimLimit), TTLMs: &ttl}
 	var wait time.Duration
-	if s.claimWait > 0 {
+	if s.claimWait > 0 && !isClosed(p.WaitDone) {
 		wait = s.waitFor(ctx, s.claimWait)
 		req.WaitMs = wait.Milliseconds()
 	}
+	var stopped func() bool
+	if wait > 0 && p.WaitDone != nil {
+		if info, err := s.serverInfo(ctx); err == nil && info.ClaimStop {
+			req.WaitID = newWaitID()
+			stopped = s.stopWaitOn(ctx, p.WaitDone, req.WaitID)
+		}
+	}
 	start := time.Now()
 	var resp wire.JobsResponse
-	if err := s.do(ctx, http.MethodPost, "/v1/jobs/claim", nil, req, &resp); err != nil {
+	err := s.do(ctx, http.MethodPost, "/v1/jobs/claim", nil, req, &resp)
+	wasStopped := stopped != nil && stopped()
+	if err != nil {
 		return nil, err
 	}
 	// Only a request that really waited wakes the subscribers: a server that answers at once
-	// (shutting down, or not waiting) must not turn a worker's loop into a spin.
-	if len(resp.Jobs) == 0 && wait > 0 && time.Since(start) >= wait/2 {
+	// (shutting down, or not waiting) must not turn a worker's loop into a spin; nor does one
+	// its caller stopped.
+	if len(resp.Jobs) == 0 && wait > 0 && !wasStopped && time.Since(start) >= wait/2 {
 		s.jobHub.notify(p.Kinds...)
 	}
 	jobs := wire.StoreJobs(resp.Jobs)
@@ -612,5 +631,47 @@ func wakeChan(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:
 	default: // a wake-up is already pending
+	}
+}
+
+// stopWaitOn ends the wait of the claim named id (POST /v1/jobs/claim/stop) once done is
+// closed. The returned function is called when the claim has answered: it says whether the
+// stop was sent, after it has ended (cut short if still on its way).
+func (s *Store) stopWaitOn(ctx context.Context, done <-chan struct{}, id string) func() bool {
+	ctx, cancel := context.WithCancel(ctx)
+	finished := make(chan struct{})
+	var sent bool
+	go func() {
+		defer close(finished)
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return
+		}
+		sent = true
+		// A stop that fails leaves the claim to wait out its wait; it is answered all the same.
+		var resp wire.ClaimStopResponse
+		_ = s.do(ctx, http.MethodPost, "/v1/jobs/claim/stop", nil, wire.ClaimStopRequest{WaitID: id}, &resp)
+	}()
+	return func() bool {
+		cancel()
+		<-finished
+		return sent
+	}
+}
+
+// newWaitID names one claim's wait: random, so that no other claim's stop ends it.
+func newWaitID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }

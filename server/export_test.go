@@ -37,3 +37,14 @@ func Routes(s *Server) []string {
 	// Served by getResource when the key ends in /explain (a wildcard ends its pattern).
 	return append(out, "GET /v1/resources/{key...}/explain")
 }
+
+// WaitingClaims is the number of named claims waiting in s that POST /v1/jobs/claim/stop can end.
+func WaitingClaims(s *Server) int {
+	s.claimWaits.mu.Lock()
+	defer s.claimWaits.mu.Unlock()
+	n := 0
+	for _, w := range s.claimWaits.waiting {
+		n += w.n
+	}
+	return n
+}

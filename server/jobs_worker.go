@@ -37,11 +37,20 @@ func (s *Server) claimJobs(w http.ResponseWriter, r *http.Request, who principal
 		return
 	}
 	p, prob := s.claimParams(&req, who, "")
+	if prob == nil {
+		prob = waitIDParam("wait_id", req.WaitID, false)
+	}
 	if prob != nil {
 		writeProblem(w, prob)
 		return
 	}
-	jobs, claimed, err := s.claimWaiting(r.Context(), p, min(wait, s.cfg.MaxWait))
+	var stopped context.Context // ends when POST /v1/jobs/claim/stop names this wait
+	if wait > 0 && req.WaitID != "" {
+		var done func()
+		stopped, done = s.claimWaits.start(waitKey{owner: p.Owner, id: req.WaitID})
+		defer done()
+	}
+	jobs, claimed, err := s.claimWaiting(r.Context(), stopped, p, min(wait, s.cfg.MaxWait))
 	if err != nil {
 		if r.Context().Err() != nil {
 			return // the client went away; nothing was claimed for it
@@ -80,9 +89,10 @@ func (s *Server) claimParams(req *wire.ClaimRequest, who principal, prefix strin
 // claimWaiting claims; with wait > 0 and nothing claimable, it waits for a wake-up from the
 // store (subscribed before the first claim, so that nothing made claimable in between is
 // missed) or the fallback re-poll, and claims again, until wait passes (then it returns no
-// jobs), the client goes away or the server shuts down (no jobs, at once). The request's
-// context is checked right before each claim, so that a client that is gone gets no job started.
-func (s *Server) claimWaiting(ctx context.Context, p *store.ClaimParams, wait time.Duration) (jobs []*store.Job, claimed time.Time, err error) {
+// jobs), stopped ends (nil: never), the client goes away or the server shuts down (no jobs, at
+// once). The request's context is checked right before each claim, so that a client that is
+// gone gets no job started; a stopped wait still claims once if it had not yet.
+func (s *Server) claimWaiting(ctx, stopped context.Context, p *store.ClaimParams, wait time.Duration) (jobs []*store.Job, claimed time.Time, err error) {
 	if wait <= 0 {
 		if err := ctx.Err(); err != nil {
 			return nil, time.Time{}, err
@@ -95,11 +105,14 @@ func (s *Server) claimWaiting(ctx context.Context, p *store.ClaimParams, wait ti
 	// then wakes another waiter for the next job instead of this one again.
 	waiter := notify.NewWaiter(s.jobs.SubscribeJobs(slices.Compact(slices.Sorted(slices.Values(p.Kinds)))...))
 	defer waiter.Close()
-	// The wait ends at its deadline or at the server's shutdown; the claims end only with the
-	// request.
+	// The wait ends at its deadline, at the server's shutdown or when its client stops it; the
+	// claims end only with the request.
 	waitCtx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	defer context.AfterFunc(s.ctx, cancel)()
+	if stopped != nil {
+		defer context.AfterFunc(stopped, cancel)()
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, time.Time{}, err

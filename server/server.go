@@ -104,7 +104,9 @@ type Server struct {
 	// claimPoll is the fallback re-poll of a waiting claim, jittered (the store's wake-ups are
 	// hints that do not cross processes on every store).
 	claimPoll time.Duration
-	handler   http.Handler
+	// claimWaits are the waiting claims a client may stop (claim_stop.go).
+	claimWaits *claimWaits
+	handler    http.Handler
 	// ctx ends when the server closes, so that waiting acquires return at once.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -168,7 +170,8 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, hosts: hosts, conns: newConnCap(cfg.MaxConns, m.registry), refusals: newRefusals(m.registry, cfg.Logger),
 		batchBudget: newBodyBudget(batchBudget, batchQueue, m.registry),
 		st:          st, gate: g, log: cfg.Logger, locker: locker, metrics: m, ctx: ctx, cancel: cancel,
-		claimPoll: defaultClaimPoll, acquires: newAcquireTracker(2*cfg.MaxWait + time.Minute)}
+		claimPoll: defaultClaimPoll, acquires: newAcquireTracker(2*cfg.MaxWait + time.Minute),
+		claimWaits: newClaimWaits(cfg.MaxWait + time.Minute)}
 	if js, ok := cfg.Store.(store.JobStore); ok {
 		s.jobs = &gatedJobs{JobStore: js, g: g}
 	}
@@ -324,7 +327,8 @@ func (s *Server) routeTable() []route {
 		{"/v1/jobs/{id}/retry", http.MethodPost, "job_retry", RoleWrite, s.jobRoute(s.retryJob)},
 		{"/v1/jobs/counts", http.MethodGet, "job_counts", RoleRead, s.jobRoute(s.jobCounts)},
 		{"/v1/jobs/claim", http.MethodPost, "job_claim", RoleWrite, s.jobRoute(s.claimJobs)},
-		{"/v1/jobs/complete", http.MethodPost, "jobs_complete", RoleWrite, s.jobRoute(s.completeJobs)}, // jobs_complete_many.go
+		{"/v1/jobs/claim/stop", http.MethodPost, "job_claim_stop", RoleWrite, s.jobRoute(s.stopClaimWait)}, // claim_stop.go
+		{"/v1/jobs/complete", http.MethodPost, "jobs_complete", RoleWrite, s.jobRoute(s.completeJobs)},     // jobs_complete_many.go
 		{"/v1/jobs/{id}/heartbeat", http.MethodPost, "job_heartbeat", RoleWrite, s.jobRoute(s.heartbeatJob)},
 		{"/v1/jobs/{id}/complete", http.MethodPost, "job_complete", RoleWrite, s.jobRoute(s.completeJob)},
 		{"/v1/jobs/{id}/fail", http.MethodPost, "job_fail", RoleWrite, s.jobRoute(s.failJob)},
@@ -417,5 +421,6 @@ func (s *Server) info(w http.ResponseWriter, _ *http.Request, p principal) {
 		"limits":         s.limits != nil,
 		"trees":          s.trees != nil,
 		"prefix_rates":   s.rates != nil,
+		"claim_stop":     s.jobs != nil, // POST /v1/jobs/claim/stop and ClaimRequest.wait_id
 	})
 }

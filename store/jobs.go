@@ -345,6 +345,12 @@ type ClaimParams struct {
 	Kinds []string      // claim only these kinds (at least one)
 	Limit int           // 1..MaxClaimLimit
 	TTL   time.Duration // the job lease's TTL
+	// WaitDone, when closed, ends a claim's wait for a claimable job (the HTTP client's
+	// long-poll in the server) without ending the call: it returns what it claimed, maybe
+	// nothing. A worker passes its run context's Done here and keeps the call's ctx alive, so
+	// that it stops promptly and no job claimed for it is left unanswered. Stores whose claims
+	// do not wait ignore it.
+	WaitDone <-chan struct{}
 }
 
 // HeartbeatParams are the inputs of HeartbeatJob.

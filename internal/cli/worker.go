@@ -228,9 +228,10 @@ func (a *app) work(cmdArgs []string, f workerFlags) error {
 }
 
 // workerClaimWait bounds how long the server holds one of the worker's claim requests when no
-// job is claimable. New jobs end the wait at once, so it only sets the idle request rate and how
-// long a shutdown waits for the claim in flight (a claim is never abandoned: the jobs it takes
-// would wait for the reaper).
+// job is claimable. New jobs end the wait at once, so it sets the idle request rate, and how long
+// a shutdown waits for the claim in flight only when the worker's stop of that wait (POST
+// /v1/jobs/claim/stop) does not reach the server holding it (a claim is never abandoned: the
+// jobs it takes would wait for the reaper).
 const workerClaimWait = 2 * time.Second
 
 // workerStore is the worker's client store: the other commands' (g.store checks --server and

@@ -288,10 +288,30 @@ type ClaimRequest struct {
 	Limit  int      `json:"limit,omitempty"`
 	TTLMs  *int64   `json:"ttl_ms,omitempty"`
 	WaitMs int64    `json:"wait_ms,omitempty"`
+	// WaitID names the wait (1-64 of A-Z a-z 0-9 _ -, random per request), so that POST
+	// /v1/jobs/claim/stop can end it without ending the request: the claim then answers what
+	// it claimed, maybe nothing, and no claimed job is lost with an abandoned request.
+	WaitID string `json:"wait_id,omitempty"`
 }
 
 // MaxClaimLimit bounds ClaimRequest.Limit.
 const MaxClaimLimit = 100
+
+// MaxWaitIDLen bounds ClaimRequest.WaitID.
+const MaxWaitIDLen = 64
+
+// ClaimStopRequest is the body of POST /v1/jobs/claim/stop: end the wait of the caller's claim
+// named WaitID on this server.
+type ClaimStopRequest struct {
+	WaitID string `json:"wait_id"`
+}
+
+// ClaimStopResponse answers POST /v1/jobs/claim/stop. Stopped is false when no claim of that
+// name waits on this server: it has answered already, it is waiting on another replica, or it
+// has not arrived yet (then it will not wait when it does, for up to the server's --max-wait).
+type ClaimStopResponse struct {
+	Stopped bool `json:"stopped"`
+}
 
 // HeartbeatRequest is the body of POST /v1/jobs/{id}/heartbeat. A nil TTLMs means 30 s.
 type HeartbeatRequest struct {

@@ -164,6 +164,8 @@ export interface Info {
   trees?: boolean;
   /** the store keeps rates of key prefixes (SQLite and PostgreSQL); otherwise the /v1/rates routes answer 501 */
   prefix_rates?: boolean;
+  /** the server offers POST /v1/jobs/claim/stop and ClaimRequest.wait_id (a job store); a client sends wait_id only then */
+  claim_stop?: boolean;
 }
 
 /** RFC 9457 problem document with Baton's stable code and extension members */
@@ -346,6 +348,18 @@ export interface ClaimRequest {
   ttl_ms?: number;
   /** wait this long for a claimable job (capped by the server's max_wait_ms) */
   wait_ms?: number;
+  /** names this wait (random per request) so that POST /v1/jobs/claim/stop can end it without ending the request; empty or absent: not named */
+  wait_id?: string;
+}
+
+export interface ClaimStopRequest {
+  /** the wait_id of the caller's waiting claim */
+  wait_id: string;
+}
+
+export interface ClaimStopResponse {
+  /** a claim of that name was waiting on this server and now answers; false: it has answered already, waits on another replica, or has not arrived yet (then it will not wait when it does, for up to max_wait_ms plus a minute) */
+  stopped: boolean;
 }
 
 export interface HeartbeatRequest {
