@@ -26,6 +26,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/client"
 	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/store/storetest"
 )
 
 // The scale-out benchmarks: three `baton serve` processes (the binary built from this tree) on
@@ -221,7 +222,6 @@ type scaleCost struct {
 	pgWait, serversWait float64
 }
 
-// measure runs block and adds its wall time and CPU to c.
 // measure runs block and adds its cost. block returns when its work ended (zero: when it
 // returns): a drain's work ends with its last job, before its workers stop.
 func (c *scaleCost) measure(b *testing.B, set *scaleSet, n int, block func() (time.Time, error)) {
@@ -318,6 +318,41 @@ func BenchmarkScaleLockCycle(b *testing.B) {
 	}
 	ctx := context.Background()
 	per := max(b.N/clients, 1)
+	runScaleRounds(b, set, per*clients, "cycles", func(round, k int) func() (time.Time, error) {
+		return func() (time.Time, error) {
+			var wg sync.WaitGroup
+			var firstErr atomic.Value
+			for c := range clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					l := lockers[c%k]
+					key := fmt.Sprintf("cyc/%d/%d/%03d", round, k, c)
+					for range per {
+						lease, err := l.TryAcquire(ctx, key, baton.WithTTL(15*time.Second))
+						if err == nil {
+							err = lease.Release(ctx)
+						}
+						if err != nil {
+							firstErr.CompareAndSwap(nil, err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			err, _ := firstErr.Load().(error)
+			return time.Time{}, err
+		}
+	})
+}
+
+// runScaleRounds runs scaleRounds rounds of blocks over k = 1, 2, 3 replicas alternating, each
+// block of n units: block(round, k) does the block's untimed preparation and returns its timed
+// work, which returns when the work ended (zero: when it returns). It then reports each k's
+// costs (scaleCost.report) and checks the replicas' logs.
+func runScaleRounds(b *testing.B, set *scaleSet, n int, unit string, block func(round, k int) func() (time.Time, error)) {
+	b.Helper()
 	costs := make([]*scaleCost, scaleReplicas+1)
 	for k := 1; k <= scaleReplicas; k++ {
 		costs[k] = &scaleCost{}
@@ -327,39 +362,15 @@ func BenchmarkScaleLockCycle(b *testing.B) {
 	b.StopTimer()
 	for round := range scaleRounds {
 		for k := 1; k <= scaleReplicas; k++ {
-			costs[k].measure(b, set, per*clients, func() (time.Time, error) {
-				var wg sync.WaitGroup
-				var firstErr atomic.Value
-				for c := range clients {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						l := lockers[c%k]
-						key := fmt.Sprintf("cyc/%d/%d/%03d", round, k, c)
-						for range per {
-							lease, err := l.TryAcquire(ctx, key, baton.WithTTL(15*time.Second))
-							if err == nil {
-								err = lease.Release(ctx)
-							}
-							if err != nil {
-								firstErr.CompareAndSwap(nil, err)
-								return
-							}
-						}
-					}()
-				}
-				wg.Wait()
-				err, _ := firstErr.Load().(error)
-				return time.Time{}, err
-			})
+			costs[k].measure(b, set, n, block(round, k))
 		}
 	}
 	b.Logf("load after: %s", loadAvg())
 	for k := 1; k <= scaleReplicas; k++ {
-		costs[k].report(b, k, "cycles", costs[1])
+		costs[k].report(b, k, unit, costs[1])
 	}
 	b.ReportMetric(0, "ns/op")
-	checkReplicaErrors(b, rs)
+	checkReplicaErrors(b, set.rs)
 }
 
 // BenchmarkScaleJobs: b.N no-op jobs over 1,000 resources submitted in bulk (SubmitMany through
@@ -400,86 +411,24 @@ func benchScaleJobs(b *testing.B, claimWait time.Duration) {
 	}
 	submitter := scaleClient(b, rs[0], client.Config{})
 	n := max(b.N, 100)
-	costs := make([]*scaleCost, scaleReplicas+1)
-	for k := 1; k <= scaleReplicas; k++ {
-		costs[k] = &scaleCost{}
-	}
-	b.Logf("load before: %s", loadAvg())
-	b.ResetTimer()
-	b.StopTimer()
-	for round := range scaleRounds {
-		for k := 1; k <= scaleReplicas; k++ {
-			// Load: n jobs, round-robin over resources of this block's own.
-			for i := 0; i < n; i += 1000 {
-				ps := make([]*store.SubmitParams, 0, min(1000, n-i))
-				for g := i; g < min(i+1000, n); g++ {
-					ps = append(ps, &store.SubmitParams{Kind: kind, Resource: fmt.Sprintf("r/%d/%d/%d", round, k, g%resources)})
-				}
-				if _, err := submitter.SubmitMany(ctx, ps); err != nil {
-					b.Fatal(err)
-				}
+	runScaleRounds(b, set, n, "jobs", func(round, k int) func() (time.Time, error) {
+		// Load: n jobs, round-robin over resources of this block's own.
+		for i := 0; i < n; i += 1000 {
+			ps := make([]*store.SubmitParams, 0, min(1000, n-i))
+			for g := i; g < min(i+1000, n); g++ {
+				ps = append(ps, &store.SubmitParams{Kind: kind, Resource: fmt.Sprintf("r/%d/%d/%d", round, k, g%resources)})
 			}
-			costs[k].measure(b, set, n, func() (time.Time, error) { return drainOver(ctx, queues[:k], kind, slots, n) })
+			if _, err := submitter.SubmitMany(ctx, ps); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
-	b.Logf("load after: %s", loadAvg())
-	for k := 1; k <= scaleReplicas; k++ {
-		costs[k].report(b, k, "jobs", costs[1])
-	}
-	b.ReportMetric(0, "ns/op")
-	checkReplicaErrors(b, rs)
-}
-
-// drainOver runs one Worker per queue (slots split evenly) until n jobs have succeeded in all,
-// and returns when the last one ended. The workers' stop is not part of the drain: a worker
-// over HTTP returns from Run only once its claim waiting in the server has come back, up to
-// client.Config.ClaimWait (10 s) after its context ended.
-func drainOver(ctx context.Context, queues []*baton.Queue, kind string, slots, n int) (time.Time, error) {
-	var drained time.Time
-	var done atomic.Int64
-	all := make(chan struct{})
-	var failed atomic.Value
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	errc := make(chan error, len(queues))
-	for i, q := range queues {
-		w, err := q.NewWorker(baton.WorkerConfig{
-			Name:        fmt.Sprintf("scale-%d", i),
-			Concurrency: slots / len(queues),
-			Logger:      quietLogger(),
-			Handlers:    map[string]baton.Handler{kind: func(context.Context, *baton.Job) error { return nil }},
-			OnJobEnd: func(j *baton.Job, outcome baton.JobState, _ time.Duration) {
-				if outcome != baton.JobSucceeded {
-					failed.CompareAndSwap(nil, fmt.Errorf("job %d ended %q", j.ID, outcome))
-				}
-				if done.Add(1) == int64(n) {
-					close(all)
-				}
-			},
-		})
-		if err != nil {
-			return time.Time{}, err
+		// The drain ends with its last job; the workers' stop is not part of it.
+		return func() (time.Time, error) {
+			dctx, cancel := context.WithTimeout(ctx, scaleGuard)
+			defer cancel()
+			return storetest.DrainWorkers(dctx, queues[:k], kind, slots, n)
 		}
-		go func() { errc <- w.Run(runCtx) }()
-	}
-	select {
-	case <-all:
-		drained = time.Now()
-	case err := <-errc:
-		return time.Time{}, fmt.Errorf("a worker stopped early: %v", err)
-	case <-time.After(scaleGuard):
-		return time.Time{}, fmt.Errorf("%d of %d jobs done after %s: hung", done.Load(), n, scaleGuard)
-	}
-	stop()
-	for range queues {
-		if err := <-errc; err != nil {
-			return time.Time{}, err
-		}
-	}
-	if err, _ := failed.Load().(error); err != nil {
-		return time.Time{}, err
-	}
-	return drained, nil
+	})
 }
 
 // BenchmarkScaleHandoff: lock handoff between two clients, the holder's on replica A and the

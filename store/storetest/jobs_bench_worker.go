@@ -14,14 +14,29 @@ import (
 )
 
 // DrainWorker is Baton's drain through the public API: one baton.Worker with concurrency
-// workers and a no-op handler for kind, run until n jobs have succeeded.
+// workers and a no-op handler for kind, run until n jobs have succeeded (DrainWorkers over q).
 func DrainWorker(q *baton.Queue, kind string) func(ctx context.Context, workers, n int) error {
 	return func(ctx context.Context, workers, n int) error {
-		var done atomic.Int64
-		all := make(chan struct{})
-		var failed atomic.Value
+		_, err := DrainWorkers(ctx, []*baton.Queue{q}, kind, workers, n)
+		return err
+	}
+}
+
+// DrainWorkers runs one baton.Worker per queue, slots split evenly between them, with a no-op
+// handler for kind, until n jobs have succeeded in all, then stops them. It returns when they
+// have stopped, with the instant the last job ended: a caller that times the drain alone
+// leaves out the workers' stop. A job that ends otherwise, a worker that stops early or ctx
+// ending first is an error.
+func DrainWorkers(ctx context.Context, queues []*baton.Queue, kind string, slots, n int) (drained time.Time, err error) {
+	var done atomic.Int64
+	all := make(chan struct{})
+	var failed atomic.Value
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	errc := make(chan error, len(queues))
+	for _, q := range queues {
 		w, err := q.NewWorker(baton.WorkerConfig{
-			Concurrency: workers,
+			Concurrency: slots / len(queues),
 			Handlers:    map[string]baton.Handler{kind: func(context.Context, *baton.Job) error { return nil }},
 			OnJobEnd: func(j *baton.Job, outcome baton.JobState, _ time.Duration) {
 				if outcome != baton.JobSucceeded {
@@ -33,26 +48,28 @@ func DrainWorker(q *baton.Queue, kind string) func(ctx context.Context, workers,
 			},
 		})
 		if err != nil {
-			return err
+			return time.Time{}, err
 		}
-		runCtx, stop := context.WithCancel(ctx)
-		errc := make(chan error, 1)
 		go func() { errc <- w.Run(runCtx) }()
-		select {
-		case <-all:
-		case err := <-errc:
-			stop()
-			return fmt.Errorf("worker stopped early: %v", err)
-		}
-		stop()
-		if err := <-errc; err != nil {
-			return err
-		}
-		if err, _ := failed.Load().(error); err != nil {
-			return err
-		}
-		return nil
 	}
+	select {
+	case <-all:
+		drained = time.Now()
+	case err := <-errc:
+		return time.Time{}, fmt.Errorf("a worker stopped early: %v", err)
+	case <-ctx.Done():
+		return time.Time{}, fmt.Errorf("%d of %d jobs done: %w", done.Load(), n, ctx.Err())
+	}
+	stop()
+	for range queues {
+		if err := <-errc; err != nil {
+			return time.Time{}, err
+		}
+	}
+	if err, _ := failed.Load().(error); err != nil {
+		return time.Time{}, err
+	}
+	return drained, nil
 }
 
 // BenchJobHandoff measures the handoff between consecutive jobs on one resource: from the
