@@ -240,6 +240,28 @@ func recv[T any](t *testing.T, ch <-chan T) T {
 	}
 }
 
+// waitProgress waits for done while progress keeps moving: it fails the test only when progress
+// stood still for a minute, so that a long run on a loaded machine (many jobs under -race) is not
+// cut off while it is still getting somewhere, and a hung one still fails.
+func waitProgress(t *testing.T, done <-chan struct{}, progress func() int64, what string) {
+	t.Helper()
+	tick := time.NewTicker(time.Minute)
+	defer tick.Stop()
+	last := progress()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+			now := progress()
+			if now == last {
+				t.Fatalf("no progress for a minute: %d %s", now, what)
+			}
+			last = now
+		}
+	}
+}
+
 func TestPermanent(t *testing.T) {
 	base := errors.New("bad input")
 	err := fmt.Errorf("handler: %w", baton.Permanent(base))

@@ -84,11 +84,8 @@ func TestWorkerFIFOPerResource(t *testing.T) {
 			t.Fatal(err)
 		}
 		stop := runWorker(t, w)
-		select {
-		case <-done:
-		case <-testCtx(t).Done():
-			t.Fatalf("timed out: %d of %d jobs succeeded", succeeded.Load(), resources*perResource)
-		}
+		waitProgress(t, done, func() int64 { return int64(succeeded.Load()) + failures.Load() },
+			"attempts succeeded or failed (200 jobs to succeed)")
 		stop()
 
 		mu.Lock()
