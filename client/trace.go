@@ -3,9 +3,6 @@ package client
 import (
 	"context"
 	"net/http"
-	"strings"
-	"sync"
-	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -31,7 +28,7 @@ func (s *Store) startSpan(ctx context.Context, method, path string) (context.Con
 	if s.traceParent != "" && !trace.SpanContextFromContext(ctx).IsValid() {
 		ctx = baton.ContextWithTraceParent(ctx, s.traceParent)
 	}
-	ctx, sp := tracer.Start(ctx, spanName(method, routeOf(path)), clientSpan)
+	ctx, sp := tracer.Start(ctx, method+" "+routeOf(path), clientSpan)
 	if sp.IsRecording() {
 		sp.SetAttributes(semHTTPMethod.String(method), semURLPath.String(path))
 	}
@@ -41,42 +38,6 @@ func (s *Store) startSpan(ctx context.Context, method, path string) (context.Con
 // clientSpan is the option of every client span (an option is an allocation each time it is
 // made).
 var clientSpan = trace.WithSpanKind(trace.SpanKindClient)
-
-// spanNames holds the span names made so far: method and route come from fixed sets (the
-// client's own calls), so it stays small. It is replaced, never changed.
-var (
-	spanNames   atomic.Pointer[map[spanKey]string]
-	spanNamesMu sync.Mutex // serialises additions
-)
-
-type spanKey struct{ method, route string }
-
-// spanName is method + " " + route, made once.
-func spanName(method, route string) string {
-	k := spanKey{method, route}
-	if m := spanNames.Load(); m != nil {
-		if name, ok := (*m)[k]; ok {
-			return name
-		}
-	}
-	spanNamesMu.Lock()
-	defer spanNamesMu.Unlock()
-	var old map[spanKey]string
-	if m := spanNames.Load(); m != nil {
-		old = *m
-	}
-	if name, ok := old[k]; ok {
-		return name
-	}
-	name := method + " " + route
-	next := make(map[spanKey]string, len(old)+1)
-	for k, v := range old {
-		next[k] = v
-	}
-	next[spanKey{strings.Clone(method), strings.Clone(route)}] = name
-	spanNames.Store(&next)
-	return name
-}
 
 // routeOf cuts path after "/v1/<collection>".
 func routeOf(path string) string {
