@@ -88,11 +88,13 @@ const DefaultClaimWait = 10 * time.Second
 
 // Store is a store.Store and a store.JobStore over the HTTP API. It is safe for concurrent use.
 type Store struct {
-	base    string // scheme://host[/prefix], without a trailing slash
-	token   string
-	hc      *http.Client
-	maxWait time.Duration
-	hub     *notify.Hub
+	base string // scheme://host[/prefix], without a trailing slash
+	// authorization is the value of the Authorization header ("Bearer " + token), nil
+	// without a token.
+	authorization []string
+	hc            *http.Client
+	maxWait       time.Duration
+	hub           *notify.Hub
 	// claimWait is Config.ClaimWait with its default applied; 0 means no wait.
 	claimWait time.Duration
 	jobHub    *kindHub
@@ -167,7 +169,6 @@ func NewStore(cfg Config) (*Store, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Store{
 		base:      strings.TrimRight(u.Scheme+"://"+u.Host+u.EscapedPath(), "/"),
-		token:     cfg.Token,
 		hc:        hc,
 		maxWait:   cfg.MaxWait,
 		hub:       notify.NewHub(),
@@ -177,6 +178,9 @@ func NewStore(cfg Config) (*Store, error) {
 		cancel:    cancel,
 
 		traceParent: cfg.TraceParent,
+	}
+	if cfg.Token != "" {
+		s.authorization = []string{"Bearer " + cfg.Token}
 	}
 	s.renews = newRenewCombiner(s)
 	return s, nil
@@ -516,12 +520,14 @@ func (s *Store) doHeader(ctx context.Context, method, path string, query url.Val
 	for k, v := range header {
 		req.Header[k] = v
 	}
+	// The values are shared, not copied: net/http does not change a request's header values
+	// (a RoundTripper must not modify the request).
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header["Content-Type"] = jsonContentType
 	}
-	req.Header.Set("Accept", "application/json, application/problem+json")
-	if s.token != "" {
-		req.Header.Set("Authorization", "Bearer "+s.token)
+	req.Header["Accept"] = acceptAnswers
+	if s.authorization != nil {
+		req.Header["Authorization"] = s.authorization
 	}
 	resp, err := s.hc.Do(req)
 	if resp != nil && sp.IsRecording() {
@@ -550,16 +556,25 @@ func (s *Store) doHeader(ctx context.Context, method, path string, query url.Val
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return 0, s.problemError(method, path, resp)
 	}
-	if err := decodeAnswer(resp.Body, out); err != nil {
+	drained, err := decodeAnswer(resp.Body, out)
+	if err != nil {
 		if s.closed.Load() {
 			return 0, fmt.Errorf("baton client: %s %s: %w", method, path, store.ErrClosed)
 		}
 		return 0, fmt.Errorf("baton client: %s %s: decoding the %d answer: %w", method, path, resp.StatusCode, err)
 	}
-	// Drain what is left (a trailing newline) so that the connection can be reused.
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	if !drained {
+		// Drain what is left (a trailing newline) so that the connection can be reused.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	}
 	return resp.StatusCode, nil
 }
+
+// The values of the Content-Type and Accept headers of requests.
+var (
+	jsonContentType = []string{"application/json"}
+	acceptAnswers   = []string{"application/json, application/problem+json"}
+)
 
 // encodeBody is json.Marshal, without reflection for the requests of the lock cycle when they
 // have the usual shape (wire.AppendAcquireRequest).
@@ -580,8 +595,9 @@ func encodeBody(body any) ([]byte, error) {
 // decodeAnswer decodes the first JSON value of body (at most maxBodyBytes) into out. The answers
 // of the lock cycle are read whole and parsed without reflection when they have the usual shape
 // (wire.ParseLeaseResponse); everything else, and anything they do not parse, goes through
-// encoding/json, which gives the same values and the errors.
-func decodeAnswer(body io.Reader, out any) error {
+// encoding/json, which gives the same values and the errors. drained is true when body was read
+// to its end.
+func decodeAnswer(body io.Reader, out any) (drained bool, err error) {
 	switch out := out.(type) {
 	case *wire.LeaseResponse, *wire.ReleaseResponse:
 		buf := answerBufs.Get().(*bytes.Buffer)
@@ -591,24 +607,28 @@ func decodeAnswer(body io.Reader, out any) error {
 			}
 		}()
 		buf.Reset()
-		if _, err := buf.ReadFrom(io.LimitReader(body, maxBodyBytes)); err != nil {
-			return err
+		lr := &io.LimitedReader{R: body, N: maxBodyBytes}
+		if _, err := buf.ReadFrom(lr); err != nil {
+			return false, err
 		}
+		// ReadFrom stops at the end of the body, or at the limit (which leaves the rest to
+		// drain).
+		drained = lr.N > 0
 		switch out := out.(type) {
 		case *wire.LeaseResponse:
 			if wire.ParseLeaseResponse(buf.Bytes(), out) {
-				return nil
+				return drained, nil
 			}
 			*out = wire.LeaseResponse{}
 		case *wire.ReleaseResponse:
 			if wire.ParseReleaseResponse(buf.Bytes(), out) {
-				return nil
+				return drained, nil
 			}
 			*out = wire.ReleaseResponse{}
 		}
 		body = buf
 	}
-	return json.NewDecoder(io.LimitReader(body, maxBodyBytes)).Decode(out)
+	return drained, json.NewDecoder(io.LimitReader(body, maxBodyBytes)).Decode(out)
 }
 
 // answerBufs holds the buffers decodeAnswer reads answers into; the values parsed from them

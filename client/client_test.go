@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -522,6 +523,44 @@ func TestReleaseReportsHeldWhenTheServerDoes(t *testing.T) {
 	res, err := s.Release(testContext(t), &store.ReleaseParams{Key: "k", LeaseID: "x"})
 	if err != nil || res.AlreadyReleased || res.Held != 1500*time.Millisecond {
 		t.Fatalf("Release = %+v, %v; want Held 1.5s", res, err)
+	}
+}
+
+// Every answer is read to its end, so that one connection carries call after call: the lock
+// cycle's (read whole by the client) and the others' (decoded, then drained), with a token.
+func TestCallsReuseTheirConnection(t *testing.T) {
+	b := newBackend(t, backendOptions{auth: true})
+	var dials atomic.Int64
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return dial(ctx, network, addr)
+	}
+	defer tr.CloseIdleConnections()
+	s := b.open(t, client.Config{Token: writeToken, HTTPClient: &http.Client{Transport: tr}})
+	ctx := testContext(t)
+	l, err := baton.NewLocker(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		lease, err := l.TryAcquire(ctx, "reuse")
+		if err != nil {
+			t.Fatalf("cycle %d: %v", i, err)
+		}
+		if _, err := s.Get(ctx, "reuse"); err != nil {
+			t.Fatalf("Get %d: %v", i, err)
+		}
+		if err := lease.Release(ctx); err != nil {
+			t.Fatalf("release %d: %v", i, err)
+		}
+		if _, err := s.List(ctx, &store.ListParams{Limit: 10}); err != nil {
+			t.Fatalf("List %d: %v", i, err)
+		}
+	}
+	if n := dials.Load(); n != 1 {
+		t.Fatalf("20 calls, one at a time, dialled %d connections; want 1", n)
 	}
 }
 

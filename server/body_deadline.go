@@ -39,21 +39,30 @@ func (s *Server) bodyDeadline(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		b := &deadlineBody{ReadCloser: r.Body, rc: http.NewResponseController(w)}
+		// One allocation for the body and the writer.
+		g := &bodyGuard{body: deadlineBody{ReadCloser: r.Body, rc: *http.NewResponseController(w)}}
+		b := &g.body
 		if s.cfg.BodyTimeout > 0 {
 			b.deadline = time.Now().Add(s.cfg.BodyTimeout)
 			// Not every ResponseWriter has a connection (a test's recorder): then no deadline.
 			b.timed = b.rc.SetReadDeadline(b.deadline) == nil
 		}
 		r.Body = b
-		h.ServeHTTP(&refusalWriter{ResponseWriter: w, r: r, body: b}, r)
+		g.w = refusalWriter{ResponseWriter: w, r: r, body: b}
+		h.ServeHTTP(&g.w, r)
 	})
+}
+
+// bodyGuard is a request's deadlineBody and refusalWriter.
+type bodyGuard struct {
+	body deadlineBody
+	w    refusalWriter
 }
 
 // deadlineBody is a request body under the body deadline.
 type deadlineBody struct {
 	io.ReadCloser
-	rc       *http.ResponseController
+	rc       http.ResponseController
 	deadline time.Time
 	timed    bool // the deadline is set on the connection
 	complete bool // read to its end

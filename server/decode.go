@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/batonhq/baton/internal/wire"
 	"github.com/batonhq/baton/store"
@@ -41,9 +42,30 @@ func decodeBody(w http.ResponseWriter, r *http.Request, dst any, locate bool, li
 	if !jsonBody(w, r) {
 		return false
 	}
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var raw []byte
+	var err error
+	switch dst.(type) {
+	case *wire.AcquireRequest, *wire.ReleaseRequest:
+		// The bodies of the lock cycle are read into a buffer used again: their values are
+		// copies (strings, and encoding/json copies a json.RawMessage), and nothing keeps raw.
+		buf := bodyBufs.Get().(*bytes.Buffer)
+		defer func() {
+			if buf.Cap() <= 64<<10 { // an outsized body's buffer is not kept
+				bodyBufs.Put(buf)
+			}
+		}()
+		buf.Reset()
+		_, err = buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+		raw = buf.Bytes()
+	default:
+		raw, err = io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	}
 	if err == nil {
-		err = decodeStrict(raw, dst)
+		if decodeFast(raw, dst) {
+			// Printable ASCII without escapes: JSONTextRule would find nothing.
+			return true
+		}
+		err = decodeJSON(raw, dst)
 	}
 	if err == nil {
 		// encoding/json turns invalid UTF-8 and escapes of unpaired surrogates into U+FFFD, so
@@ -59,6 +81,9 @@ func decodeBody(w http.ResponseWriter, r *http.Request, dst any, locate bool, li
 	return false
 }
 
+// bodyBufs holds the buffers decodeBody reads the lock cycle's bodies into.
+var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 // jsonBody answers 415 and returns false unless the request's body is application/json.
 func jsonBody(w http.ResponseWriter, r *http.Request) bool {
 	if r.Header.Get("Content-Type") == "application/json" {
@@ -71,22 +96,36 @@ func jsonBody(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// decodeStrict decodes raw, one JSON value, into dst, refusing unknown fields and trailing data.
-func decodeStrict(raw []byte, dst any) error {
-	// The bodies of the lock cycle are read without reflection when they have the usual shape
-	// (the values are the same; anything else, errors included, is encoding/json's).
+// decodeFast decodes the bodies of the lock cycle without reflection when they have the usual
+// shape: only printable ASCII, strings without escapes (the values are the same as
+// encoding/json's). It returns false, dst left zero, for anything else.
+func decodeFast(raw []byte, dst any) bool {
 	switch dst := dst.(type) {
 	case *wire.AcquireRequest:
 		if wire.ParseAcquireRequest(raw, dst) {
-			return nil
+			return true
 		}
 		*dst = wire.AcquireRequest{}
 	case *wire.ReleaseRequest:
 		if wire.ParseReleaseRequest(raw, dst) {
-			return nil
+			return true
 		}
 		*dst = wire.ReleaseRequest{}
 	}
+	return false
+}
+
+// decodeStrict decodes raw, one JSON value, into dst, refusing unknown fields and trailing data.
+func decodeStrict(raw []byte, dst any) error {
+	if decodeFast(raw, dst) {
+		return nil
+	}
+	return decodeJSON(raw, dst)
+}
+
+// decodeJSON is decodeStrict with encoding/json alone (anything decodeFast does not take,
+// errors included).
+func decodeJSON(raw []byte, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(dst)

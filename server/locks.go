@@ -95,16 +95,16 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request, who principal) 
 		s.writeError(w, r, err)
 		return
 	}
-	result := "granted"
+	result := s.metrics.granted
 	if sl.ID != p.LeaseID {
-		result = "renewed"
+		result = s.metrics.renewed
 	}
 	first := received
 	if req.LeaseID != "" {
 		first = s.acquires.granted(p.Key, p.LeaseID, received)
 	}
 	s.metrics.lockWait.Observe(time.Since(first).Seconds())
-	s.metrics.acquisitions.WithLabelValues(result).Inc()
+	result.Inc()
 	if sl.TookOver {
 		s.metrics.expirations.Inc()
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,10 +20,13 @@ type metrics struct {
 	registry     *prometheus.Registry
 	acquisitions *prometheus.CounterVec
 	failures     *prometheus.CounterVec
-	held         prometheus.Histogram
-	lockWait     prometheus.Histogram
-	expirations  prometheus.Counter
-	httpDuration *prometheus.HistogramVec
+	// The acquisitions' counters by result, looked up once (WithLabelValues hashes its labels
+	// on every call).
+	granted, renewed prometheus.Counter
+	held             prometheus.Histogram
+	lockWait         prometheus.Histogram
+	expirations      prometheus.Counter
+	httpDuration     *prometheus.HistogramVec
 }
 
 func newMetrics() *metrics {
@@ -61,6 +65,8 @@ func newMetrics() *metrics {
 	for _, r := range []string{"granted", "renewed", "failed"} {
 		m.acquisitions.WithLabelValues(r)
 	}
+	m.granted = m.acquisitions.WithLabelValues("granted")
+	m.renewed = m.acquisitions.WithLabelValues("renewed")
 	for _, r := range []string{"held", "cooldown", "invalid", "unavailable", "overloaded"} {
 		m.failures.WithLabelValues(r)
 	}
@@ -75,18 +81,37 @@ func (m *metrics) handler() http.Handler {
 // the label set unbounded) and a method label from a fixed set.
 func (m *metrics) observeRoute(route string, h http.HandlerFunc) http.HandlerFunc {
 	// The route's series by method label and status, looked up once each (both come from
-	// fixed sets: methodLabel, and the statuses the handlers write).
-	var series sync.Map // routeSeries -> prometheus.Observer
+	// fixed sets: methodLabel, and the statuses the handlers write). The map is replaced, never
+	// changed, so that a request reads it without a lock (and without boxing its key).
+	var (
+		series atomic.Pointer[map[routeSeries]prometheus.Observer]
+		mu     sync.Mutex // serialises additions
+	)
+	series.Store(&map[routeSeries]prometheus.Observer{})
+	observer := func(k routeSeries) prometheus.Observer {
+		if o, ok := (*series.Load())[k]; ok {
+			return o
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		old := *series.Load()
+		if o, ok := old[k]; ok {
+			return o
+		}
+		o := m.httpDuration.WithLabelValues(route, k.method, strconv.Itoa(k.status))
+		next := make(map[routeSeries]prometheus.Observer, len(old)+1)
+		for k, v := range old {
+			next[k] = v
+		}
+		next[k] = o
+		series.Store(&next)
+		return o
+	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		start := time.Now()
 		h(sw, r)
-		k := routeSeries{methodLabel(r.Method), sw.status}
-		o, ok := series.Load(k)
-		if !ok {
-			o, _ = series.LoadOrStore(k, m.httpDuration.WithLabelValues(route, k.method, strconv.Itoa(k.status)))
-		}
-		o.(prometheus.Observer).Observe(time.Since(start).Seconds())
+		observer(routeSeries{methodLabel(r.Method), sw.status}).Observe(time.Since(start).Seconds())
 	}
 }
 

@@ -274,14 +274,20 @@ func TestMetricsAndHealth(t *testing.T) {
 	id := r.body["lease"].(map[string]any)["lease_id"].(string)
 	f.post("/v1/locks/acquire", "", `{"key":"m"}`)
 	f.post("/v1/locks/release", "", `{"key":"m","lease_id":"`+id+`"}`)
+	// A holder that acquires its own key again renews its lease.
+	f.post("/v1/locks/acquire", "", `{"key":"r","holder":"h","ttl_ms":60000}`)
+	if r := f.post("/v1/locks/acquire", "", `{"key":"r","holder":"h","ttl_ms":60000}`); r.status != 200 {
+		t.Fatalf("re-acquire by the holder: %d %s", r.status, r.raw)
+	}
 	m := f.do("GET", "/metrics", "", "", "")
 	for _, want := range []string{
-		`baton_lock_acquisitions_total{result="granted"} 1`,
+		`baton_lock_acquisitions_total{result="granted"} 2`,
+		`baton_lock_acquisitions_total{result="renewed"} 1`,
 		`baton_lock_acquisition_failures_total{reason="held"} 1`,
 		`baton_lock_held_duration_seconds_count 1`,
-		`baton_locks_held 0`,
+		`baton_locks_held 1`, // "r"
 		`baton_lock_expirations_total 0`,
-		`baton_http_request_duration_seconds_count{code="200",method="POST",route="acquire"} 1`,
+		`baton_http_request_duration_seconds_count{code="200",method="POST",route="acquire"} 3`,
 	} {
 		if !strings.Contains(m.raw, want) {
 			t.Errorf("/metrics lacks %q", want)

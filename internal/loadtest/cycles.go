@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,7 @@ func cycles(ctx context.Context, f flags, overHTTP *baton.Locker, st store.Store
 	}
 	type side struct {
 		l      *baton.Locker
+		name   string // the pprof label "side" of its clients' goroutines
 		prefix string
 		n      int64
 		wall   time.Duration
@@ -48,7 +50,7 @@ func cycles(ctx context.Context, f flags, overHTTP *baton.Locker, st store.Store
 		start := time.Now()
 		for c := range f.clients {
 			wg.Add(1)
-			go func() {
+			go pprof.Do(ctx, pprof.Labels("side", sd.name), func(ctx context.Context) {
 				defer wg.Done()
 				key := fmt.Sprintf("%s/%05d", sd.prefix, c)
 				var mine []time.Duration
@@ -71,7 +73,7 @@ func cycles(ctx context.Context, f flags, overHTTP *baton.Locker, st store.Store
 				mu.Lock()
 				sd.lat = append(sd.lat, mine...)
 				mu.Unlock()
-			}()
+			})
 		}
 		wg.Wait()
 		sd.wall += time.Since(start)
@@ -83,8 +85,8 @@ func cycles(ctx context.Context, f flags, overHTTP *baton.Locker, st store.Store
 		}
 		return ctx.Err()
 	}
-	httpSide := &side{l: overHTTP, prefix: "cyc-http"}
-	inSide := &side{l: direct, prefix: "cyc-direct"}
+	httpSide := &side{l: overHTTP, name: "http", prefix: "cyc-http"}
+	inSide := &side{l: direct, name: "direct", prefix: "cyc-direct"}
 	each := f.duration / cycleBlocks
 	for range cycleBlocks {
 		if err := block(httpSide, each); err != nil {
