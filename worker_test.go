@@ -30,18 +30,8 @@ func TestWorkerFIFOPerResource(t *testing.T) {
 				submit(t, q, baton.SubmitParams{Kind: "step", Resource: fmt.Sprintf("res/%02d", r), Args: fmt.Appendf(nil, `{"i":%d}`, i)})
 			}
 		}
-		var (
-			mu        sync.Mutex
-			inFlight  = map[string]*atomic.Int32{}
-			runs      = map[string][]int{}    // i of each attempt, in start order
-			tokens    = map[string][]uint64{} // token of each attempt, in start order
-			failures  atomic.Int64
-			maxActive atomic.Int32
-			active    atomic.Int32
-		)
-		for r := range resources {
-			inFlight[fmt.Sprintf("res/%02d", r)] = new(atomic.Int32)
-		}
+		log := newRunLog(t)
+		var failures atomic.Int64
 		var succeeded atomic.Int32
 		done := make(chan struct{})
 		w, err := q.NewWorker(baton.WorkerConfig{
@@ -50,22 +40,11 @@ func TestWorkerFIFOPerResource(t *testing.T) {
 			PollInterval: 200 * time.Millisecond,
 			Backoff:      func(int) time.Duration { return 0 },
 			Handlers: map[string]baton.Handler{"step": func(ctx context.Context, job *baton.Job) error {
-				if n := inFlight[job.Resource].Add(1); n != 1 {
-					t.Errorf("%s: %d jobs running at once", job.Resource, n)
+				end, err := log.start(job)
+				if err != nil {
+					return err
 				}
-				defer inFlight[job.Resource].Add(-1)
-				n := active.Add(1)
-				defer active.Add(-1)
-				for m := maxActive.Load(); n > m && !maxActive.CompareAndSwap(m, n); m = maxActive.Load() {
-				}
-				var args struct{ I int }
-				if err := json.Unmarshal(job.Args, &args); err != nil {
-					return baton.Permanent(err)
-				}
-				mu.Lock()
-				runs[job.Resource] = append(runs[job.Resource], args.I)
-				tokens[job.Resource] = append(tokens[job.Resource], job.Token)
-				mu.Unlock()
+				defer end()
 				time.Sleep(time.Millisecond) // some work, so that overlaps would show
 				if job.Attempt < job.MaxAttempts && rand.IntN(4) == 0 {
 					failures.Add(1)
@@ -88,8 +67,9 @@ func TestWorkerFIFOPerResource(t *testing.T) {
 			"attempts succeeded or failed (200 jobs to succeed)")
 		stop()
 
-		mu.Lock()
-		defer mu.Unlock()
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		runs, tokens := log.runs, log.tokens
 		for res, is := range runs {
 			// Attempts in start order: each i repeats while it fails, then the next one starts.
 			want := 0
@@ -124,10 +104,10 @@ func TestWorkerFIFOPerResource(t *testing.T) {
 		if len(jobs) != resources*perResource || retried != failures.Load() {
 			t.Fatalf("%d jobs, %d retries recorded, %d failures returned", len(jobs), retried, failures.Load())
 		}
-		if maxActive.Load() < 2 {
-			t.Errorf("at most %d jobs ran at once: resources did not run in parallel", maxActive.Load())
+		if log.maxActive.Load() < 2 {
+			t.Errorf("at most %d jobs ran at once: resources did not run in parallel", log.maxActive.Load())
 		}
-		t.Logf("%d failures retried; up to %d jobs at once", failures.Load(), maxActive.Load())
+		t.Logf("%d failures retried; up to %d jobs at once", failures.Load(), log.maxActive.Load())
 	})
 }
 
@@ -669,33 +649,17 @@ func TestWorkerLocalQueue(t *testing.T) {
 		if _, err := q.SubmitMany(testCtx(t), ps); err != nil {
 			t.Fatal(err)
 		}
-		var (
-			mu                sync.Mutex
-			runs              = map[string][]int{}
-			active, maxActive atomic.Int32
-			succeeded         atomic.Int32
-			done              = make(chan struct{})
-			inFlight          sync.Map // resource -> *atomic.Int32
-		)
+		log := newRunLog(t)
+		var succeeded atomic.Int32
+		done := make(chan struct{})
 		w, err := q.NewWorker(baton.WorkerConfig{
 			Concurrency: concurrency,
 			Handlers: map[string]baton.Handler{"k": func(_ context.Context, job *baton.Job) error {
-				c, _ := inFlight.LoadOrStore(job.Resource, new(atomic.Int32))
-				if n := c.(*atomic.Int32).Add(1); n != 1 {
-					t.Errorf("%s: %d jobs running at once", job.Resource, n)
+				end, err := log.start(job)
+				if err != nil {
+					return err
 				}
-				defer c.(*atomic.Int32).Add(-1)
-				n := active.Add(1)
-				defer active.Add(-1)
-				for m := maxActive.Load(); n > m && !maxActive.CompareAndSwap(m, n); m = maxActive.Load() {
-				}
-				var args struct{ I int }
-				if err := json.Unmarshal(job.Args, &args); err != nil {
-					return baton.Permanent(err)
-				}
-				mu.Lock()
-				runs[job.Resource] = append(runs[job.Resource], args.I)
-				mu.Unlock()
+				defer end()
 				runtime.Gosched() // let the others start, so that too many at once would show
 				return nil
 			}},
@@ -712,19 +676,61 @@ func TestWorkerLocalQueue(t *testing.T) {
 		stop := runWorker(t, w)
 		recv(t, done)
 		stop()
-		if m := maxActive.Load(); m > concurrency {
+		if m := log.maxActive.Load(); m > concurrency {
 			t.Fatalf("%d handlers ran at once; Concurrency is %d", m, concurrency)
 		}
 		if l := st.largest.Load(); l <= concurrency {
 			t.Fatalf("the largest claim asked for %d jobs: the worker never claimed beyond its %d slots", l, concurrency)
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		for res, is := range runs {
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		for res, is := range log.runs {
 			if !slices.Equal(is, []int{0, 1, 2, 3, 4, 5}) {
 				t.Fatalf("%s ran %v", res, is)
 			}
 		}
-		t.Logf("largest claim %d jobs; at most %d handlers at once", st.largest.Load(), maxActive.Load())
+		t.Logf("largest claim %d jobs; at most %d handlers at once", st.largest.Load(), log.maxActive.Load())
 	})
+}
+
+// runLog records a worker's attempts from inside its handler: it fails the test when two jobs of
+// one resource run at once, and keeps the most handlers seen at once and, per resource, each
+// attempt's args.I and token in start order.
+type runLog struct {
+	t                 *testing.T
+	inFlight          sync.Map // resource -> *atomic.Int32
+	active, maxActive atomic.Int32
+	mu                sync.Mutex
+	runs              map[string][]int
+	tokens            map[string][]uint64
+}
+
+func newRunLog(t *testing.T) *runLog {
+	return &runLog{t: t, runs: map[string][]int{}, tokens: map[string][]uint64{}}
+}
+
+// start records the start of job's attempt; end records its end.
+func (l *runLog) start(job *baton.Job) (end func(), err error) {
+	c, _ := l.inFlight.LoadOrStore(job.Resource, new(atomic.Int32))
+	running := c.(*atomic.Int32)
+	if n := running.Add(1); n != 1 {
+		l.t.Errorf("%s: %d jobs running at once", job.Resource, n)
+	}
+	n := l.active.Add(1)
+	for m := l.maxActive.Load(); n > m && !l.maxActive.CompareAndSwap(m, n); m = l.maxActive.Load() {
+	}
+	end = func() {
+		l.active.Add(-1)
+		running.Add(-1)
+	}
+	var args struct{ I int }
+	if err := json.Unmarshal(job.Args, &args); err != nil {
+		end()
+		return nil, baton.Permanent(err)
+	}
+	l.mu.Lock()
+	l.runs[job.Resource] = append(l.runs[job.Resource], args.I)
+	l.tokens[job.Resource] = append(l.tokens[job.Resource], job.Token)
+	l.mu.Unlock()
+	return end, nil
 }
