@@ -182,8 +182,15 @@ func open(t testing.TB, n *node, prefix string) *etcd.Store {
 
 var prefixes atomic.Int64
 
+// keepaliveTTL is the TTL of the conformance suite's keepalive cases here. A renew is a
+// KeepAliveOnce of two etcd leases, each a round trip to an etcd that fsyncs its WAL on this
+// 2-core machine beside the rest of the test run under -race; with a one-second TTL a renew gets
+// the 667 ms before the holder's local deadline, which a loaded CI run once missed ("context
+// deadline exceeded"). Three seconds still renews many times over in the 3.5 TTLs the case holds.
+const keepaliveTTL = 3 * time.Second
+
 func harness() storetest.Harness {
-	return storetest.Harness{NewBackend: func(t testing.TB) storetest.Backend {
+	return storetest.Harness{KeepaliveTTL: keepaliveTTL, NewBackend: func(t testing.TB) storetest.Backend {
 		prefix := fmt.Sprintf("test-%d/", prefixes.Add(1))
 		return storetest.Backend{
 			Open: func(t testing.TB) store.Store { return open(t, shared, prefix) },
