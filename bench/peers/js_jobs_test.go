@@ -438,6 +438,7 @@ func (s *batonJS) runWorker(ctx context.Context, c, n int, rec *batonRecorder, w
 // client's CPU (this process for Baton, node for the peers), the server's CPU, and the
 // transactions and rows written in the benchmark's database; and each peer's violations (<sys>-viol).
 // BENCH_JS_SYSTEMS (comma-separated) limits the systems run; baton always runs.
+// BENCH_JS_ROUNDS (default 2) sets the number of alternating rounds.
 func BenchmarkJSJobs(b *testing.B) {
 	dir := nodePeerDir(b)
 	systems := jsSystemsFromEnv()
@@ -457,7 +458,13 @@ func BenchmarkJSJobs(b *testing.B) {
 			ctx := context.Background()
 			dsn := jsDSN(b)
 			pool := pgPoolDSN(b, dsn, 2)
-			bs := newBatonJS(b, dsn, pool)
+			// Every round of every system starts on fresh tables: each peer round runs in a schema
+			// of its own, and so does each Baton round, unless BENCH_JS_BATON_REUSE keeps one
+			// store for all of Baton's rounds. That shows what a jobs table full of the rows and
+			// dead index entries of the rounds before does without VACUUM (this machine's
+			// PostgreSQL runs with autovacuum off): Baton's C=100 drain took twice as long.
+			reuse := os.Getenv("BENCH_JS_BATON_REUSE") != ""
+			var bs *batonJS
 			n := max(b.N, 100)
 			meter := newCPUMeter(b, pool)
 			costs := map[string]*jsCost{}
@@ -473,6 +480,9 @@ func BenchmarkJSJobs(b *testing.B) {
 					before := cost.time
 					var recs []jobRec
 					if sys == "baton" {
+						if bs == nil || !reuse {
+							bs = newBatonJS(b, dsn, pool)
+						}
 						if err := bs.load(ctx, n); err != nil {
 							b.Fatal(err)
 						}
