@@ -138,10 +138,13 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, leaveOnEnd bo
 	}
 	defer waiter.Close()
 	var refusal error // the last refusal: who we were waiting for, or why the store failed
+	// attempted: an attempt was made, so a ticket may be in the line, even if no refusal came
+	// back (a store that waits itself, the HTTP client's long-poll; an attempt ctx aborted).
+	attempted := false
 	called, ws, holder := time.Now(), waitSpan{ctx: ctx}, ""
 	gaveUp := func() (err error) {
 		defer func() { ws.end(called, time.Now(), holder, err) }()
-		if line != nil && refusal != nil && leaveOnEnd {
+		if line != nil && attempted && leaveOnEnd {
 			l.leaveLine(ctx, line, p)
 		}
 		if refusal == nil {
@@ -155,6 +158,7 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, leaveOnEnd bo
 			return nil, time.Time{}, gaveUp()
 		}
 		start := time.Now()
+		attempted = true
 		sl, err := attempt()
 		if err == nil {
 			if failures > 0 {
