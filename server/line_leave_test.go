@@ -44,12 +44,20 @@ func lineServer(t *testing.T, st store.Store) (f *fixture, gone <-chan struct{})
 // poll sends an acquire request with ctx in the background; its answer (or the error of a
 // request whose ctx ended) comes on the returned channel.
 func (f *fixture) poll(ctx context.Context, body string) <-chan response {
+	return f.pollAs(ctx, "", body)
+}
+
+// pollAs is poll with a bearer token.
+func (f *fixture) pollAs(ctx context.Context, token, body string) <-chan response {
 	out := make(chan response, 1)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.url+"/v1/locks/acquire", strings.NewReader(body))
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	go func() {
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -66,8 +74,14 @@ func (f *fixture) poll(ctx context.Context, body string) <-chan response {
 // lineHolders is the holders of key's tickets, in line order.
 func (f *fixture) lineHolders(key string) []any {
 	f.t.Helper()
+	return f.lineHoldersAs("", key)
+}
+
+// lineHoldersAs is lineHolders read with a bearer token.
+func (f *fixture) lineHoldersAs(token, key string) []any {
+	f.t.Helper()
 	var out []any
-	for _, tk := range lineOf(f.t, f.do(http.MethodGet, "/v1/resources/"+key, "", "", "")) {
+	for _, tk := range lineOf(f.t, f.do(http.MethodGet, "/v1/resources/"+key, token, "", "")) {
 		out = append(out, tk["holder"])
 	}
 	return out
@@ -214,6 +228,41 @@ func TestLeaveEndsTheWaitAndTheTicket(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// With --auth-file a waiting acquire belongs to its principal: another principal's leave, an
+// admin's included, neither ends its long-poll nor removes its ticket; a reader may not leave.
+func TestLeaveIsTheOwnersOnly(t *testing.T) {
+	f := newFixture(t, true)
+	const key = "line/owned"
+	if r := f.post("/v1/locks/acquire", adminToken, `{"key":"`+key+`","holder":"holder","ttl_ms":3600000}`); r.status != 200 {
+		t.Fatalf("holder: %d %s", r.status, r.raw)
+	}
+	done := f.pollAs(context.Background(), writeToken, `{"key":"`+key+`","holder":"a","lease_id":"a-lease","ttl_ms":3600000,"wait_ms":180000}`)
+	select {
+	case <-f.refused:
+	case r := <-done:
+		t.Fatalf("the waiter was answered before it waited: %d %s", r.status, r.raw)
+	}
+	const leave = `{"key":"` + key + `","lease_id":"a-lease"}`
+	if r := f.post("/v1/locks/leave", readToken, leave); r.status != 403 {
+		t.Fatalf("a reader's leave: %d %s; want 403", r.status, r.raw)
+	}
+	if r := f.post("/v1/locks/leave", adminToken, leave); r.status != 200 || r.body["stopped"] != false {
+		t.Fatalf("another principal's leave: %d %s; want nothing stopped", r.status, r.raw)
+	}
+	if got := f.lineHoldersAs(readToken, key); len(got) != 1 || got[0] != "a" {
+		t.Fatalf("line after another principal's leave: %v; want [a]", got)
+	}
+	if r := f.post("/v1/locks/leave", writeToken, leave); r.status != 200 || r.body["stopped"] != true {
+		t.Fatalf("the owner's leave: %d %s", r.status, r.raw)
+	}
+	if r := <-done; r.status != 409 {
+		t.Fatalf("the poll after its owner's leave: %d %s", r.status, r.raw)
+	}
+	if got := f.lineHoldersAs(readToken, key); len(got) != 0 {
+		t.Fatalf("line after the owner's leave: %v; want it empty", got)
 	}
 }
 
