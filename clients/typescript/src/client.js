@@ -232,9 +232,10 @@ export class BatonClient {
    * Waits until the key is granted, opts.signal aborts or opts.waitMs passes, through the
    * server's long-poll (woken by the store's push). Transient failures (the server unreachable
    * or restarting, 5xx, 429) are retried with backoff, never sooner than a Retry-After says.
-   * When the wait ends unsuccessfully it rejects with the last refusal (a LockHeldError naming
-   * the holder) or the signal's reason. However long it waited, the lease is fully usable: its
-   * local deadline counts from the request's start plus the server's waited_ms.
+   * When the wait ends unsuccessfully it leaves the key's line (POST /v1/locks/leave), then
+   * rejects with the last refusal (a LockHeldError naming the holder) or the signal's reason.
+   * However long it waited, the lease is fully usable: its local deadline counts from the
+   * request's start plus the server's waited_ms.
    * @param {string} key
    * @param {import('./index.js').AcquireOptions & {waitMs?: number}} [opts]
    */
