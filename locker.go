@@ -94,6 +94,10 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...Option) (lease
 // themselves. p is validated; p.LeaseID must be set by the caller. The record's Waited is how
 // long this call waited before the attempt that granted began (plus what the store itself
 // reported), so that the remote holder can bound the grant time from below.
+//
+// When ctx ends first, the waiter's ticket stays in the store's line (store.LineWaiter): the end
+// of one request is not its remote waiter's give-up, which continues under the same lease ID or
+// leaves the line itself (LeaveLine), and an abandoned ticket expires within p.TTL.
 func (l *Locker) AcquireRecord(ctx context.Context, p *store.AcquireParams) (sl *store.Lease, err error) {
 	ctx, sp := tracer.Start(ctx, "baton.acquire", trace.WithAttributes(attrKey.String(p.Key)))
 	defer func() {
@@ -116,9 +120,8 @@ func (l *Locker) AcquireRecord(ctx context.Context, p *store.AcquireParams) (sl 
 
 // wait retries attempt until it grants, ctx ends, or it fails with anything but a held key, a
 // resting one or a transient store error. It returns the granted lease and the instant the
-// granting attempt began. On giving up it leaves the store's line, unless ctx's deadline ended
-// the wait and leaveOnDeadline is false.
-func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, leaveOnDeadline bool, attempt func() (*store.Lease, error)) (*store.Lease, time.Time, error) {
+// granting attempt began. When ctx ends it leaves the store's line if leaveOnEnd is set.
+func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, leaveOnEnd bool, attempt func() (*store.Lease, error)) (*store.Lease, time.Time, error) {
 	p.Wait = true
 	// Subscribe before the first attempt so that a release between the attempt and the wait
 	// still wakes us. A store with a line wakes its front by name, and keeps our ticket alive
@@ -135,10 +138,13 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, leaveOnDeadli
 	}
 	defer waiter.Close()
 	var refusal error // the last refusal: who we were waiting for, or why the store failed
+	// attempted: an attempt was made, so a ticket may be in the line, even if no refusal came
+	// back (a store that waits itself, the HTTP client's long-poll; an attempt ctx aborted).
+	attempted := false
 	called, ws, holder := time.Now(), waitSpan{ctx: ctx}, ""
 	gaveUp := func() (err error) {
 		defer func() { ws.end(called, time.Now(), holder, err) }()
-		if line != nil && refusal != nil && (leaveOnDeadline || !errors.Is(ctx.Err(), context.DeadlineExceeded)) {
+		if line != nil && attempted && leaveOnEnd {
 			l.leaveLine(ctx, line, p)
 		}
 		if refusal == nil {
@@ -152,6 +158,7 @@ func (l *Locker) wait(ctx context.Context, p *store.AcquireParams, leaveOnDeadli
 			return nil, time.Time{}, gaveUp()
 		}
 		start := time.Now()
+		attempted = true
 		sl, err := attempt()
 		if err == nil {
 			if failures > 0 {

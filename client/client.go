@@ -10,8 +10,11 @@
 // Keepalive, the holder-side deadline and the fencing token work exactly as with a local store.
 // The server chooses lease IDs (AcquireParams.LeaseID is validated, then ignored), and waits for
 // a key itself: a waiting Acquire is a long-poll that the server ends early, with the lease, when
-// the key is released. Likewise a worker's ClaimJobs waits in the server (Config.ClaimWait) and
-// is answered as soon as a job of its kinds becomes claimable.
+// the key is released. Where the server's store keeps a line per key, the waiter keeps its place
+// in it across its long-polls (one lease ID), whether a poll ran out or was abandoned, and
+// leaves it when it gives up (LeaveLine, which a baton.Locker calls). Likewise a worker's
+// ClaimJobs waits in the server (Config.ClaimWait) and is answered as soon as a job of its kinds
+// becomes claimable.
 package client
 
 import (

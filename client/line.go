@@ -15,6 +15,35 @@ import (
 // server's store keeps one (Capabilities().Line).
 var _ store.LineReader = (*Store)(nil)
 
+// *Store is a store.LineWaiter, so that a baton.Locker waiting through it keeps its place in the
+// key's line across its long-polls and leaves the line when it gives up.
+var _ store.LineWaiter = (*Store)(nil)
+
+// SubscribeAs is Subscribe: the server wakes the front of the line itself, by ending its
+// long-poll with the lease.
+func (s *Store) SubscribeAs(key, leaseID string) (<-chan struct{}, func()) {
+	return s.hub.Subscribe(key)
+}
+
+// LeaveLine gives up the waiting acquire of key under leaseID (POST /v1/locks/leave): its
+// long-poll on the server ends, if one is still there, and its ticket leaves the key's line, so
+// that the next in line does not wait for it to expire. The server takes the owner from the
+// caller's token; owner is ignored. A server without the route (an older version) answers
+// ErrNoSuchRoute; it removed the ticket when the long-poll was abandoned.
+func (s *Store) LeaveLine(ctx context.Context, key, leaseID, owner string) error {
+	if err := s.closed.Check(); err != nil {
+		return err
+	}
+	if err := store.ValidateKey(key); err != nil {
+		return err
+	}
+	if err := store.ValidateLeaseID(leaseID); err != nil {
+		return err
+	}
+	var resp wire.LeaveResponse
+	return s.do(ctx, http.MethodPost, "/v1/locks/leave", nil, wire.LeaveRequest{Key: key, LeaseID: leaseID}, &resp)
+}
+
 // ErrNoLine: the server's store keeps no line per key (its GET /v1/info says line false), so
 // ResourceLine cannot be answered.
 var ErrNoLine = errors.New("baton client: the server's store keeps no line of waiters")

@@ -59,20 +59,7 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request, who principal) 
 		// Shed before waiting: the attempts of the wait would be.
 		err = errOverloaded
 	} else if wait > 0 {
-		ctx, cancel := context.WithTimeout(r.Context(), wait)
-		stop := context.AfterFunc(s.ctx, cancel) // server shutdown ends the wait too
-		called := time.Now()
-		sl, err = s.locker.AcquireRecord(ctx, p)
-		stop()
-		// Its own deadline, not the client going away nor the server shutting down (both cancel).
-		waitRanOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
-		cancel()
-		switch {
-		case err == nil:
-			sl.Waited += called.Sub(received)
-		case waitRanOut && r.Context().Err() == nil && !errors.Is(err, store.ErrLockHeld) && !errors.Is(err, store.ErrResting):
-			sl, err = s.afterWait(r.Context(), p, received, called)
-		}
+		sl, err = s.longPoll(r, p, req.LeaseID != "", wait, received)
 	} else {
 		sl, err = s.st.Acquire(r.Context(), p)
 	}
@@ -109,6 +96,42 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request, who principal) 
 		s.metrics.expirations.Inc()
 	}
 	writeJSON(w, http.StatusOK, wire.LeaseResponse{Lease: wire.LeaseFrom(sl)})
+}
+
+// longPoll waits up to wait for p's key (an acquire with wait_ms). Its ticket in the key's line
+// keeps its place when the wait ends, whether it ran out, the client hung up or the server shuts
+// down: the client's next request under the same lease ID continues the wait. Only a leave of
+// the acquire (named: the client chose the lease ID) ends the wait and removes the ticket.
+func (s *Server) longPoll(r *http.Request, p *store.AcquireParams, named bool, wait time.Duration, received time.Time) (*store.Lease, error) {
+	ctx, cancel := context.WithTimeout(r.Context(), wait)
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel) // server shutdown ends the wait too
+	defer stop()
+	var left context.Context // ends when POST /v1/locks/leave names this acquire
+	if named {
+		var done func()
+		left, done = s.lineWaits.start(lineWaitKey(p.Owner, p.Key, p.LeaseID))
+		defer done()
+		if left.Err() != nil {
+			return nil, errLeft // the leave overtook this request: it neither waits nor joins the line
+		}
+		defer context.AfterFunc(left, cancel)()
+	}
+	called := time.Now()
+	sl, err := s.locker.AcquireRecord(ctx, p)
+	// Its own deadline, not the client going away, the server shutting down nor a leave (all
+	// cancel).
+	waitRanOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
+	refused := errors.Is(err, store.ErrLockHeld) || errors.Is(err, store.ErrResting)
+	switch {
+	case err == nil:
+		sl.Waited += called.Sub(received)
+	case left != nil && left.Err() != nil && !refused:
+		err = errLeft // the leave removes the ticket once this request has ended
+	case waitRanOut && r.Context().Err() == nil && !refused:
+		sl, err = s.afterWait(r.Context(), p, received, called)
+	}
+	return sl, err
 }
 
 // afterWaitTimeout bounds the store calls that answer an acquire whose wait ran out. Clients

@@ -139,6 +139,8 @@ func problemFor(err error) (p *problem, ok bool) {
 		p := newProblem(http.StatusServiceUnavailable, "unavailable", err.Error())
 		p.retryAfter = time.Second
 		return p, true
+	case errors.Is(err, errLeft):
+		return newProblem(http.StatusServiceUnavailable, "unavailable", err.Error()), true
 	case errors.Is(err, store.ErrClosed), errors.Is(err, context.Canceled):
 		return newProblem(http.StatusServiceUnavailable, "unavailable", "the server is shutting down"), true
 	default:

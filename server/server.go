@@ -105,8 +105,11 @@ type Server struct {
 	// hints that do not cross processes on every store).
 	claimPoll time.Duration
 	// claimWaits are the waiting claims a client may stop (claim_stop.go).
-	claimWaits *claimWaits
-	handler    http.Handler
+	claimWaits *namedWaits
+	// lineWaits are the waiting acquires with a client's lease ID, which leave ends
+	// (line_leave.go).
+	lineWaits *namedWaits
+	handler   http.Handler
 	// ctx ends when the server closes, so that waiting acquires return at once.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -171,7 +174,7 @@ func New(cfg Config) (*Server, error) {
 		batchBudget: newBodyBudget(batchBudget, batchQueue, m.registry),
 		st:          st, gate: g, log: cfg.Logger, locker: locker, metrics: m, ctx: ctx, cancel: cancel,
 		claimPoll: defaultClaimPoll, acquires: newAcquireTracker(2*cfg.MaxWait + time.Minute),
-		claimWaits: newClaimWaits(cfg.MaxWait + time.Minute)}
+		claimWaits: newNamedWaits(cfg.MaxWait + time.Minute), lineWaits: newNamedWaits(cfg.MaxWait + time.Minute)}
 	if js, ok := cfg.Store.(store.JobStore); ok {
 		s.jobs = &gatedJobs{JobStore: js, g: g}
 	}
@@ -310,6 +313,7 @@ func (s *Server) routeTable() []route {
 		{"/v1/locks/renew", http.MethodPost, "renew", RoleWrite, s.renew},
 		{"/v1/locks/renew-batch", http.MethodPost, "renew_batch", RoleWrite, s.renewBatch},
 		{"/v1/locks/release", http.MethodPost, "release", RoleWrite, s.release},
+		{"/v1/locks/leave", http.MethodPost, "leave", RoleWrite, s.leave}, // line_leave.go
 		{"/v1/locks/force-release", http.MethodPost, "force_release", RoleAdmin, s.forceRelease},
 		{"/v1/locks/clear-rest", http.MethodPost, "clear_rest", RoleAdmin, s.clearRest}, // rest.go
 		{"/v1/locks/{key...}", http.MethodGet, "get", RoleRead, s.get},

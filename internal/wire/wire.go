@@ -121,6 +121,19 @@ type ReleaseRequest struct {
 	LeaseID string `json:"lease_id"`
 }
 
+// LeaveRequest is the body of POST /v1/locks/leave: the caller gives up its waiting acquire of
+// Key under LeaseID.
+type LeaveRequest struct {
+	Key     string `json:"key"`
+	LeaseID string `json:"lease_id"`
+}
+
+// LeaveResponse answers POST /v1/locks/leave. Stopped is true when a request of that acquire was
+// waiting on this server and has ended.
+type LeaveResponse struct {
+	Stopped bool `json:"stopped"`
+}
+
 // ReleaseResponse answers POST /v1/locks/release.
 type ReleaseResponse struct {
 	Released        bool  `json:"released"`

@@ -517,8 +517,7 @@ func testTreeInUse(t *testing.T, h Harness) {
 	} else {
 		e.drop(b)
 	}
-	// A waiting ticket, on a store whose waiters can leave the line (through the HTTP client, a
-	// ticket lives on the server until it expires).
+	// A waiting ticket, on a store whose waiters can leave the line.
 	ll, leaves := e.store.(store.LineWaiter)
 	if leaves {
 		if _, err := e.store.Acquire(e.ctx, &store.AcquireParams{Key: "u/a", LeaseID: "queued", Holder: "queued", TTL: time.Minute, Wait: true}); !errors.Is(err, store.ErrLockHeld) {

@@ -16,7 +16,8 @@ import (
 // with the resource's jobs, by arrival. The cases talk to the store as a waiter does: an Acquire
 // with Wait that is refused enqueues (or keeps alive) the caller's ticket, named by its lease ID.
 // Through the HTTP client such an Acquire waits in the server for a short while (enqueueWait),
-// whose refusal leaves the ticket in place.
+// whose refusal leaves the ticket in place; so does a wait whose answer comes after enqueueWait
+// (a loaded machine), which the client hangs up before asking again.
 
 // enqueueWait bounds the server-side wait of one waiting Acquire through the HTTP client.
 const enqueueWait = 400 * time.Millisecond
@@ -181,9 +182,9 @@ func testLineAbandoned(t *testing.T, h JobHarness) {
 		break
 	}
 
-	lw, ok := ls.(store.LineWaiter)
+	lw, ok := ls.(store.LineWaiter) // the HTTP client's is POST /v1/locks/leave
 	if !ok {
-		return // through a server: a waiter that gives up leaves in the server
+		return
 	}
 	mustQueue(t, e.ctx, ls, key, "leaver", time.Hour, 0)
 	mustQueue(t, e.ctx, ls, key, "after", time.Minute, 1)

@@ -95,6 +95,17 @@ export interface ReleaseResponse {
   held_ms: number;
 }
 
+export interface LeaveRequest {
+  key: string;
+  /** the lease_id the waiting acquire's requests send */
+  lease_id: string;
+}
+
+export interface LeaveResponse {
+  /** a request of that acquire was waiting on this server and has ended; false: none was (it answered already, waits on another replica, or has not arrived yet) */
+  stopped: boolean;
+}
+
 export interface ForceReleaseRequest {
   key: string;
   reason: string;

@@ -232,9 +232,10 @@ export class BatonClient {
    * Waits until the key is granted, opts.signal aborts or opts.waitMs passes, through the
    * server's long-poll (woken by the store's push). Transient failures (the server unreachable
    * or restarting, 5xx, 429) are retried with backoff, never sooner than a Retry-After says.
-   * When the wait ends unsuccessfully it rejects with the last refusal (a LockHeldError naming
-   * the holder) or the signal's reason. However long it waited, the lease is fully usable: its
-   * local deadline counts from the request's start plus the server's waited_ms.
+   * When the wait ends unsuccessfully it leaves the key's line (POST /v1/locks/leave), then
+   * rejects with the last refusal (a LockHeldError naming the holder) or the signal's reason.
+   * However long it waited, the lease is fully usable: its local deadline counts from the
+   * request's start plus the server's waited_ms.
    * @param {string} key
    * @param {import('./index.js').AcquireOptions & {waitMs?: number}} [opts]
    */
@@ -245,21 +246,26 @@ export class BatonClient {
     const signal = anySignal(opts.signal, timeout);
     let refusal = null;
     let failures = 0;
-    const gaveUp = () => refusal ?? signal?.reason ?? new BatonError(`baton: gave up waiting for ${JSON.stringify(key)}`);
+    let attempted = false; // then a ticket may wait in the key's line
+    const gaveUp = async (err) => {
+      if (attempted) await this.#leave(body);
+      return err ?? refusal ?? signal?.reason ?? new BatonError(`baton: gave up waiting for ${JSON.stringify(key)}`);
+    };
     for (;;) {
-      if (signal?.aborted || now() >= deadline) throw gaveUp();
+      if (signal?.aborted || now() >= deadline) throw await gaveUp();
       const wait = await this.#waitFor(deadline, this.maxWaitMs, signal);
       const start = now();
       try {
         // A signal per attempt: fetch leaves a listener on the signal of a failed request, and a
         // wait through a server restart makes many.
         const attempt = signal && AbortSignal.any([signal]);
+        attempted = true;
         const granted = await this.#grant({ ...body, wait_ms: wait || undefined }, attempt);
         if (failures > 0) this.warn(`server reachable again; acquired "${key}"`);
         const res = granted.res;
         return new Lease(this, res.lease, body.ttl_ms, grantedAfter(granted.start, res.lease.waited_ms, this.driftFactor), opts.keepalive ?? true);
       } catch (err) {
-        if (signal?.aborted) throw refusal ?? err;
+        if (signal?.aborted) throw await gaveUp(refusal ?? err);
         let pause = jitter(this.pollIntervalMs);
         if (err instanceof LockHeldError || err instanceof CooldownError) {
           failures = 0;
@@ -280,9 +286,26 @@ export class BatonClient {
         try {
           await sleep(pause, signal);
         } catch {
-          throw gaveUp();
+          throw await gaveUp();
         }
       }
+    }
+  }
+
+  /**
+   * Gives up a waiting acquire (POST /v1/locks/leave): its long-poll on the server ends and its
+   * ticket leaves the key's line, so that the next in line does not wait for it to expire (the
+   * server keeps a ticket whose long-poll was only abandoned). Best effort, bounded: the ticket
+   * expires within the acquire's TTL anyway, and an older server has no such route.
+   */
+  async #leave(body) {
+    try {
+      await this.request('POST', '/v1/locks/leave', {
+        body: { key: body.key, lease_id: body.lease_id },
+        signal: AbortSignal.timeout(Math.max(this.pollIntervalMs, 1000)),
+      });
+    } catch {
+      // The ticket expires by itself.
     }
   }
 

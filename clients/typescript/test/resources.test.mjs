@@ -158,6 +158,8 @@ test('getResource shows the holder, the rest and the line in order; a lock-only 
   assert.equal(r2.line[0].holder, 'w1', 'w1 still waits while the key rests');
   stop.abort();
   assert.ok((await waiting) instanceof Error, 'w1 was not granted a resting key');
+  // A waiter that gives up leaves the line before acquire rejects (POST /v1/locks/leave).
+  assert.deepEqual((await c.getResource(key)).line.map((t) => t.holder), [`job:${job.id}`], 'w1 left the line');
 });
 
 test('explainJob and explainResource name what holds a job and a key back', async () => {
