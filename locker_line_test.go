@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/sqlite"
 	"github.com/batonhq/baton/store/storetest"
 )
@@ -65,7 +64,7 @@ func TestAcquireThatGivesUpLeavesTheLine(t *testing.T) {
 		nextDone <- result{l, err}
 	}()
 	rs.WaitRefused(t, "next", lineHangGuard)
-	if got := lineHolders(t, st, key); len(got) != 2 || got[0] != "quitter" || got[1] != "next" {
+	if got := storetest.LineHolders(t, st, key); len(got) != 2 || got[0] != "quitter" || got[1] != "next" {
 		t.Fatalf("line %v; want [quitter next]", got)
 	}
 
@@ -73,7 +72,7 @@ func TestAcquireThatGivesUpLeavesTheLine(t *testing.T) {
 	if err := <-quitDone; !errors.Is(err, context.Canceled) || !errors.Is(err, baton.ErrLockHeld) {
 		t.Fatalf("the quitter's Acquire: %v; want the cancellation and the refusal", err)
 	}
-	if got := lineHolders(t, st, key); len(got) != 1 || got[0] != "next" {
+	if got := storetest.LineHolders(t, st, key); len(got) != 1 || got[0] != "next" {
 		t.Errorf("line after the quitter gave up %v; want [next]: its ticket should be gone at once", got)
 	}
 
@@ -87,18 +86,4 @@ func TestAcquireThatGivesUpLeavesTheLine(t *testing.T) {
 	if err := r.lease.Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// lineHolders reads key's line as its tickets' holders, in order.
-func lineHolders(t *testing.T, lr store.LineReader, key string) []string {
-	t.Helper()
-	l, err := lr.ResourceLine(context.Background(), key, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, tk := range l.Tickets {
-		out = append(out, tk.Holder)
-	}
-	return out
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/client"
-	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/store/storetest"
 )
 
 // A Locker waiting through the HTTP client that gives up (its ctx ends, or its wait timeout
@@ -59,7 +59,7 @@ func TestGivingUpLeavesTheLine(t *testing.T) {
 	if err := <-quitter; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the quitter: %v; want its ctx's end", err)
 	}
-	if got := lineHolders(t, ctx, st, key); !slices.Equal(got, []string{"next"}) {
+	if got := storetest.LineHolders(t, st, key); !slices.Equal(got, []string{"next"}) {
 		t.Fatalf("line once the quitter's Acquire returned: %v; want [next]", got)
 	}
 	if err := holder.Release(ctx); err != nil {
@@ -75,7 +75,7 @@ func TestGivingUpLeavesTheLine(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a wait that timed out: %v", err)
 	}
-	if got := lineHolders(t, ctx, st, key); len(got) != 0 {
+	if got := storetest.LineHolders(t, st, key); len(got) != 0 {
 		t.Fatalf("line once the timed-out Acquire returned: %v; want it empty", got)
 	}
 	if err := l.Release(ctx); err != nil {
@@ -83,26 +83,12 @@ func TestGivingUpLeavesTheLine(t *testing.T) {
 	}
 }
 
-// lineHolders is the holders of key's tickets through st, in line order.
-func lineHolders(t *testing.T, ctx context.Context, st *client.Store, key string) []string {
-	t.Helper()
-	l, err := st.ResourceLine(ctx, key, store.MaxListLimit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, tk := range l.Tickets {
-		out = append(out, tk.Holder)
-	}
-	return out
-}
-
 // waitForLine returns once key's line is want, read through st; it fails the test when ctx ends
 // first.
 func waitForLine(t *testing.T, ctx context.Context, st *client.Store, key string, want ...string) {
 	t.Helper()
 	for {
-		got := lineHolders(t, ctx, st, key)
+		got := storetest.LineHolders(t, st, key)
 		if slices.Equal(got, want) {
 			return
 		}

@@ -71,6 +71,16 @@ func (f *fixture) pollAs(ctx context.Context, token, body string) <-chan respons
 	return out
 }
 
+// holdForAnHour acquires key as "holder" with an hour's TTL and returns the answer's body.
+func (f *fixture) holdForAnHour(key string) string {
+	f.t.Helper()
+	r := f.post("/v1/locks/acquire", "", `{"key":"`+key+`","holder":"holder","ttl_ms":3600000}`)
+	if r.status != 200 {
+		f.t.Fatalf("holder: %d %s", r.status, r.raw)
+	}
+	return r.raw
+}
+
 // lineHolders is the holders of key's tickets, in line order.
 func (f *fixture) lineHolders(key string) []any {
 	f.t.Helper()
@@ -103,11 +113,7 @@ func TestLongPollThatEndsKeepsItsPlace(t *testing.T) {
 			st := storetest.NewRefusals(b.open(t).(storetest.LineStore))
 			f, gone := lineServer(t, st)
 			const key = "line/kept"
-			r := f.post("/v1/locks/acquire", "", `{"key":"`+key+`","holder":"holder","ttl_ms":3600000}`)
-			if r.status != 200 {
-				t.Fatalf("holder: %d %s", r.status, r.raw)
-			}
-			holderLease := r.raw
+			holderLease := f.holdForAnHour(key)
 
 			// A waits (a ticket that lasts an hour), then its client hangs up that poll.
 			const a = `{"key":"` + key + `","holder":"a","lease_id":"a-lease","ttl_ms":3600000,"wait_ms":180000}`
@@ -166,11 +172,7 @@ func TestLeaveEndsTheWaitAndTheTicket(t *testing.T) {
 			st := storetest.NewRefusals(b.open(t).(storetest.LineStore))
 			f, gone := lineServer(t, st)
 			const key = "line/left"
-			r := f.post("/v1/locks/acquire", "", `{"key":"`+key+`","holder":"holder","ttl_ms":3600000}`)
-			if r.status != 200 {
-				t.Fatalf("holder: %d %s", r.status, r.raw)
-			}
-			holderLease := r.raw
+			holderLease := f.holdForAnHour(key)
 			aDone := f.poll(context.Background(), `{"key":"`+key+`","holder":"a","lease_id":"a-lease","ttl_ms":3600000,"wait_ms":180000}`)
 			st.WaitRefused(t, "a", server.HangGuard)
 			bDone := f.poll(context.Background(), `{"key":"`+key+`","holder":"b","lease_id":"b-lease","ttl_ms":3600000,"wait_ms":180000}`)
@@ -186,7 +188,7 @@ func TestLeaveEndsTheWaitAndTheTicket(t *testing.T) {
 				t.Fatalf("line after a left: %v; want [b]", got)
 			}
 			release(t, f, key, holderLease)
-			r = <-bDone
+			r := <-bDone
 			if r.status != 200 || !strings.Contains(r.raw, `"holder":"b"`) {
 				t.Fatalf("b after the release: %d %s", r.status, r.raw)
 			}
