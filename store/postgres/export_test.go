@@ -65,6 +65,11 @@ func MigrateTo(ctx context.Context, pool *pgxpool.Pool, schema string, version i
 // EnableAudit creates the audit triggers of schema.
 var EnableAudit = enableAudit
 
+// PromoteFinishedSQL returns the promotion that follows a single job's end, of schema.
+func PromoteFinishedSQL(schema string) string {
+	return buildJobQueries(schema, channelName(schema)).promoteFinished
+}
+
 // ClaimSQL returns the claim statement of schema.
 func ClaimSQL(schema string) string { return buildJobQueries(schema, channelName(schema)).claim }
 

@@ -57,17 +57,21 @@ const unfinished = `('scheduled', 'available', 'running', 'retryable')`
 // The next job of each resource is read with LIMIT 1 off the jobs_unfinished_by_resource index,
 // in queue order (the shared jobs behind it only if it is a shared job that was not head): a DISTINCT ON over the resources' unfinished jobs read them all, 1.3 ms per
 // promotion on a resource with 2,000 jobs queued.
+//
+// The update finds each new head by its key in that index (resource, seq, with the index's
+// predicate) as well as by its id, so that even a generic plan made while the table was nearly
+// empty reads no table whole (joined by id alone, such a plan scanned the jobs table).
 const promote = `WITH nxt AS (
-	SELECT x.id
+	SELECT x.id, rs.resource, x.seq
 	FROM (SELECT DISTINCT s.resource FROM ({set}) s) rs CROSS JOIN LATERAL (
 		SELECT u.id, u.seq, u.head, u.shared FROM {jobs} u
 		WHERE u.resource = rs.resource AND u.state IN ` + unfinished + `
 		ORDER BY u.seq
 		LIMIT 1
 	) f CROSS JOIN LATERAL (
-		SELECT f.id
+		SELECT f.id, f.seq
 		UNION ALL
-		SELECT v.id FROM {jobs} v
+		SELECT v.id, v.seq FROM {jobs} v
 		WHERE f.shared AND NOT f.head AND v.resource = rs.resource AND v.state IN ` + unfinished + ` AND v.seq > f.seq
 			AND v.seq < coalesce((SELECT w.seq FROM {jobs} w WHERE w.resource = rs.resource AND w.state IN ` + unfinished + `
 				AND w.seq > f.seq AND NOT w.shared ORDER BY w.seq LIMIT 1), 9223372036854775807)
@@ -77,7 +81,8 @@ const promote = `WITH nxt AS (
 		scheduled_at = greatest(j.scheduled_at, coalesce((r.cooldowns ->> j.kind)::timestamptz, '-infinity'),
 			coalesce(r.cooldown_until, '-infinity'))
 	FROM nxt, {resources} r
-	WHERE j.id = nxt.id AND NOT j.head AND r.key = j.resource
+	WHERE j.id = nxt.id AND j.resource = nxt.resource AND j.seq = nxt.seq AND j.state IN ` + unfinished + `
+		AND NOT j.head AND r.key = j.resource
 	RETURNING j.kind, j.scheduled_at
 )
 SELECT count(*)::int FROM (
@@ -208,8 +213,11 @@ WHERE j.id = $1`),
 	FROM u WHERE u.gated AND l.key = u.resource AND l.job_id = u.id
 )
 SELECT u.cancel_requested, (extract(epoch FROM u.lease_expires_at - now()) * 1000000)::bigint FROM u`),
-		finish:          q(finishSQL),
-		completeMany:    q(completeManySQL),
+		finish:       q(finishSQL),
+		completeMany: q(completeManySQL),
+		// A plan made on an empty table reads the jobs table once here, for "id = ANY($1)":
+		// finding the ended jobs through jobs_finished by the transaction's now() instead (their
+		// finished_at) cost 25-55% more PostgreSQL CPU a job with real statistics.
 		promoteMany:     q(strings.ReplaceAll(promote, "{set}", `SELECT resource FROM {jobs} WHERE id = ANY($1)`)),
 		lockFinished:    q(`SELECT 1 FROM {resources} WHERE key = (SELECT resource FROM {jobs} WHERE id = $1) FOR UPDATE`),
 		promoteFinished: q(strings.ReplaceAll(promote, "{set}", `SELECT resource FROM {jobs} WHERE id = $1`)),
