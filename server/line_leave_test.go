@@ -71,6 +71,17 @@ func (f *fixture) pollAs(ctx context.Context, token, body string) <-chan respons
 	return out
 }
 
+// waitHandlerGone waits for gone (lineServer's signal that an acquire's handler has returned)
+// after the test hung up that acquire's poll.
+func waitHandlerGone(t *testing.T, gone <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-gone:
+	case <-ctxTimeout(t):
+		t.Fatalf("the acquire's handler did not return in %s after its client went away (hung)", server.HangGuard)
+	}
+}
+
 // holdForAnHour acquires key as "holder" with an hour's TTL and returns the answer's body.
 func (f *fixture) holdForAnHour(key string) string {
 	f.t.Helper()
@@ -124,11 +135,7 @@ func TestLongPollThatEndsKeepsItsPlace(t *testing.T) {
 			if r := <-first; r.status != 0 || !strings.Contains(r.raw, context.Canceled.Error()) {
 				t.Fatalf("the hung-up poll: %d %s", r.status, r.raw)
 			}
-			select {
-			case <-gone:
-			case <-ctxTimeout(t):
-				t.Fatalf("the acquire's handler did not return in %s after its client went away (hung)", server.HangGuard)
-			}
+			waitHandlerGone(t, gone)
 			if got := f.lineHolders(key); len(got) != 1 || got[0] != "a" {
 				t.Fatalf("line after a's client hung up its poll: %v; want a's ticket kept", got)
 			}
@@ -201,11 +208,7 @@ func TestLeaveEndsTheWaitAndTheTicket(t *testing.T) {
 			st.WaitRefused(t, "c", server.HangGuard)
 			cancel()
 			<-cDone
-			select {
-			case <-gone:
-			case <-ctxTimeout(t):
-				t.Fatalf("the acquire's handler did not return in %s after its client went away (hung)", server.HangGuard)
-			}
+			waitHandlerGone(t, gone)
 			if got := f.lineHolders(key); len(got) != 1 || got[0] != "c" {
 				t.Fatalf("line after c hung up: %v; want [c]", got)
 			}
