@@ -190,13 +190,20 @@ func walSince(b *testing.B, pool *pgxpool.Pool, lsn string) float64 {
 // FetchCooldown 2 ms) and with a baton.Worker at the same concurrency, on the same PostgreSQL in
 // the same run, alternating: River, Baton, River, Baton, each draining b.N jobs loaded just
 // before (untimed). Both pools hold 9 connections. River keeps no two jobs of a resource apart;
-// Baton runs at most one job per resource at a time, in submission order. Reports jobs/s for
+// Baton runs at most one job per resource at a time, in submission order. Each round runs on
+// fresh tables (BENCH_RIVER_REUSE=1: one schema per system for all rounds). Reports jobs/s for
 // both and x-river = Baton jobs/s ÷ River jobs/s.
 func BenchmarkRiverJobs(b *testing.B) {
 	for _, c := range []int{10, 100, 1000} {
 		b.Run(fmt.Sprintf("C=%d", c), func(b *testing.B) {
 			pool := pgPool(b, int32(postgres.DefaultMaxConns())+1)
-			rs, bs := riverSide(b, pool), batonSide(b, pool)
+			// Every round of both systems starts on fresh tables (a schema of its own), unless
+			// BENCH_RIVER_REUSE keeps one schema per system for all rounds. That shows what the
+			// rows and dead index entries of the rounds before do without VACUUM (this machine's
+			// PostgreSQL runs with autovacuum off, PostgreSQL's default is on): Baton writes more
+			// row versions a job than River, and pays more for them.
+			reuse := os.Getenv("BENCH_RIVER_REUSE") != ""
+			var rs, bs storetest.JobBench
 			ctx := context.Background()
 			n := max(b.N, 100)
 			var river, baton sideCost
@@ -204,7 +211,10 @@ func BenchmarkRiverJobs(b *testing.B) {
 			b.ResetTimer()
 			b.StopTimer()
 			const rounds = 2
-			for range rounds {
+			for r := range rounds {
+				if r == 0 || !reuse {
+					rs, bs = riverSide(b, pool), batonSide(b, pool)
+				}
 				for _, side := range []struct {
 					jb   storetest.JobBench
 					cost *sideCost
