@@ -546,6 +546,16 @@ export class BatonClient {
     return this.request('POST', '/v1/jobs/claim', { body: req, signal: opts.signal });
   }
 
+  /**
+   * POST /v1/jobs/claim/stop: ends the wait of this caller's claim named waitId (its wait_id), so
+   * that the claim answers soon with what it claimed, maybe nothing. Resolves to whether such a
+   * claim was waiting on this server (false: it answered already, waits on another replica, or
+   * has not arrived yet, and then will not wait). Only for a server whose info says claim_stop.
+   */
+  async stopClaimWait(waitId, opts = {}) {
+    return (await this.request('POST', '/v1/jobs/claim/stop', { body: { wait_id: waitId }, signal: opts.signal })).stopped;
+  }
+
   async heartbeatJob(id, req, opts = {}) {
     return this.request('POST', `/v1/jobs/${jobID(id)}/heartbeat`, { body: req, signal: opts.signal });
   }

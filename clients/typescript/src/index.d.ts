@@ -129,7 +129,16 @@ export interface WorkerOptions {
   ttlMs?: number;
   /** Retry delay after attempt n failed (defaultBackoff). */
   backoff?: (attempt: number) => number;
-  /** Stops the worker: claims end, running handlers' signals abort (WorkerShutdownError). */
+  /**
+   * Stops the worker: running handlers' signals abort (WorkerShutdownError), and runWorker
+   * resolves once every handler has returned and its attempt is reported. The claim in flight is
+   * not abandoned when the server offers claim_stop (GET /v1/info): its wait in the server is
+   * ended (POST /v1/jobs/claim/stop) and its answer read, so that a job claimed in that instant
+   * is handed back at once (failed as worker_shutdown, without running the handler; retried
+   * without delay) rather than left running until its lease expires. A server without
+   * claim_stop has the claim aborted; a job it claimed in that instant is then reaped after its
+   * lease expires (worker_timeout).
+   */
   signal?: AbortSignal;
   /** Called after each attempt with the job as reported (or as claimed if it could not be) and the handler's error. */
   onJobEnd?: (job: api.Job, err: unknown) => void;
@@ -187,6 +196,13 @@ export declare class BatonClient {
   cancelJob(id: number, opts?: Sig): Promise<api.Job>;
   retryJob(id: number, opts?: Sig): Promise<api.Job>;
   claimJobs(req: api.ClaimRequest, opts?: Sig): Promise<api.JobsResponse>;
+  /**
+   * Ends the wait of the caller's claim named waitId (its wait_id; POST /v1/jobs/claim/stop): the
+   * claim answers soon with what it claimed, maybe nothing. True if such a claim was waiting on
+   * this server; false if it answered already, waits on another replica, or has not arrived yet
+   * (then it will not wait). Only for a server whose info says claim_stop.
+   */
+  stopClaimWait(waitId: string, opts?: Sig): Promise<boolean>;
   heartbeatJob(id: number, req: api.HeartbeatRequest, opts?: Sig): Promise<api.HeartbeatResponse>;
   completeJob(id: number, token: number, opts?: Sig): Promise<api.Job>;
   failJob(id: number, req: api.FailRequest, opts?: Sig): Promise<api.Job>;

@@ -1,5 +1,5 @@
 import { BatonError, JobCancelledError, LeaseLostError, NotFoundError, NotHeldError, PermanentError, WorkerShutdownError } from './errors.js';
-import { anySignal, grantedAfter, jitter, now, retryInterval, sleep, validity } from './timing.js';
+import { anySignal, grantedAfter, jitter, now, randomHex, retryInterval, sleep, validity } from './timing.js';
 
 /** The default retry delay after attempt n failed: 1 s * 2^(n-1), capped at 1 h, jittered into [d/2, d]. */
 export function defaultBackoff(attempt) {
@@ -16,6 +16,16 @@ export function defaultBackoff(attempt) {
  * handler's signal with a LeaseLostError and the attempt is left to the server's reaper (never
  * reported: another worker may run it already). A cancel request aborts it with a
  * JobCancelledError. Resolves once signal has aborted and every handler has returned.
+ *
+ * Stopping (signal aborts) aborts the running handlers' signals with a WorkerShutdownError and
+ * ends the claim in flight without abandoning it: when the server offers claim_stop (GET
+ * /v1/info), each waiting claim names its wait (wait_id), and a stop ends that wait with POST
+ * /v1/jobs/claim/stop and reads the claim's answer, so that a job the server claimed in that
+ * instant comes back to this worker rather than staying running until its lease expires and
+ * the reaper retries it as timed out. Such a job is handed back at once without running its
+ * handler (failed as worker_shutdown, retried without delay), as a Go worker does with a job
+ * whose handler's context ended before it started. Against a server without claim_stop the
+ * claim is aborted, and a job claimed in that instant is left to the reaper.
  * @param {import('./client.js').BatonClient} client
  * @param {import('./index.js').WorkerOptions} opts
  */
@@ -41,10 +51,14 @@ export async function runWorker(client, opts) {
       // The claim's wait counts into nothing: the lease runs from the claim on the server, and
       // waited_ms says when that was. Still, keep it well under the TTL.
       const want = Math.min(client.claimWaitMs, ttlMs / 3);
+      const waitMs = Math.floor(want) || undefined;
+      const waitId = waitMs && signal && (await claimStops(client, signal)) ? randomHex(16) : undefined;
+      if (signal?.aborted) break;
       const start = now();
       let res;
+      const claim = claimSignal(client, signal, waitId, start, ttlMs);
       try {
-        res = await client.claimJobs({ worker, kinds, limit: concurrency - running.size, ttl_ms: ttlMs, wait_ms: Math.floor(want) || undefined }, { signal: signal && AbortSignal.any([signal]) });
+        res = await client.claimJobs({ worker, kinds, limit: concurrency - running.size, ttl_ms: ttlMs, wait_ms: waitMs, wait_id: waitId }, { signal: claim.signal });
         failures = 0;
       } catch (err) {
         if (signal?.aborted) break;
@@ -55,6 +69,8 @@ export async function runWorker(client, opts) {
         if (err.retryAfterMs > 0) pause = Math.max(pause, err.retryAfterMs + jitter(err.retryAfterMs) / 5);
         await sleep(pause, signal).catch(() => {});
         continue;
+      } finally {
+        await claim.done();
       }
       const grantedAt = grantedAfter(start, res.waited_ms, client.driftFactor);
       for (const job of res.jobs) {
@@ -71,6 +87,50 @@ export async function runWorker(client, opts) {
     if (signal?.aborted) onStop();
     await Promise.allSettled(running);
   }
+}
+
+// Whether the server ends a named claim's wait on request (GET /v1/info's claim_stop). Unknown
+// (info failed, or the worker stopped while asking): no, and a stop aborts the claim.
+async function claimStops(client, signal) {
+  try {
+    return (await client.info({ signal })).claim_stop === true;
+  } catch {
+    return false;
+  }
+}
+
+// The signal of one claim, and done(), called once the claim has answered. When signal aborts,
+// a claim whose wait is named (waitId) is not aborted: its wait is ended by POST
+// /v1/jobs/claim/stop and the claim answers soon after with what the server claimed for it.
+// Only if that answer has not come by the time its jobs' leases would have passed their local
+// deadline anyway (a stop that reached another replica waits out the wait first; a connection
+// that hangs would never answer) is the claim aborted. Without waitId a stop aborts the claim.
+// The signal is new per claim: fetch leaves a listener on the signal of a failed request.
+function claimSignal(client, signal, waitId, start, ttlMs) {
+  const ac = new AbortController();
+  let stopping = null;
+  let guard = null;
+  const stopReq = new AbortController();
+  const onStop = () => {
+    if (!waitId) {
+      ac.abort(signal.reason);
+      return;
+    }
+    const left = start + validity(ttlMs, client.driftFactor, client.safetyMarginMs) - now();
+    guard = setTimeout(() => ac.abort(signal.reason), Math.max(0, left));
+    // A stop that fails leaves the claim to wait out its wait; it is answered all the same.
+    stopping = client.stopClaimWait(waitId, { signal: stopReq.signal }).catch(() => {});
+  };
+  signal?.addEventListener('abort', onStop, { once: true });
+  return {
+    signal: signal ? ac.signal : undefined,
+    async done() {
+      signal?.removeEventListener('abort', onStop);
+      clearTimeout(guard);
+      stopReq.abort(); // the claim has answered: a stop still on its way is moot
+      await stopping;
+    },
+  };
 }
 
 async function runJob(client, job, handler, { ttlMs, grantedAt, backoff, stop, onJobEnd }) {

@@ -1,7 +1,9 @@
 // An HTTP proxy in front of a real `baton serve` that can hold one release back: the release
 // reaches the proxy, which neither answers the client nor passes it on until the test delivers
 // it, late. This is a release whose outcome the client cannot know (a cut connection, a timeout)
-// and that the server still applies afterwards.
+// and that the server still applies afterwards. It can also hold back the server's answer to a
+// request (the server has acted; the client has not heard), rewrite answers, and tells the test
+// of each request that arrives.
 import { createServer } from 'node:http';
 
 const hop = new Set(['host', 'connection', 'content-length', 'keep-alive', 'transfer-encoding']);
@@ -13,7 +15,32 @@ export class HoldingProxy {
     this.url = '';
     this.held = null; // {method, url, headers, body}
     this.onHeld = null;
+    this.holdAnswer = null; // {path, pred, onHeld}
+    this.heldAnswer = null; // () => void: passes it on
+    this.rewrites = new Map(); // path -> (body) => body
+    /** Called with (method, path, body) as each request arrives, before it is passed on. */
+    this.onRequest = null;
     this.server = createServer((req, res) => this.#serve(req, res));
+  }
+
+  /**
+   * The next answer to path whose decoded body satisfies pred is held back: the server has
+   * answered, the client does not hear it until releaseAnswer(). onHeld is called once it is held.
+   */
+  holdNextAnswer(path, pred, onHeld) {
+    this.holdAnswer = { path, pred, onHeld };
+  }
+
+  /** Passes the held-back answer on to its client (if the client still listens). */
+  releaseAnswer() {
+    const pass = this.heldAnswer;
+    this.heldAnswer = null;
+    pass?.();
+  }
+
+  /** Answers to path are passed on as fn(decoded body) instead. */
+  rewriteAnswers(path, fn) {
+    this.rewrites.set(path, fn);
   }
 
   async start() {
@@ -53,13 +80,25 @@ export class HoldingProxy {
       onHeld(); // no answer: the client gives up on its own
       return;
     }
+    const path = req.url.split('?')[0];
+    this.onRequest?.(req.method, path, body && /json/.test(req.headers['content-type'] ?? '') ? JSON.parse(body.toString()) : undefined);
+    res.on('error', () => {}); // a client that hung up
     try {
       const r = await fetch(this.target + req.url, { method: req.method, headers, body });
-      const out = Buffer.from(await r.arrayBuffer());
+      let out = Buffer.from(await r.arrayBuffer());
       const h = {};
       for (const name of ['content-type', 'retry-after', 'location', 'idempotency-replayed']) {
         const v = r.headers.get(name);
         if (v !== null) h[name] = v;
+      }
+      const rewrite = this.rewrites.get(path);
+      if (rewrite && r.ok) out = Buffer.from(JSON.stringify(rewrite(JSON.parse(out.toString()))));
+      const hold = this.holdAnswer;
+      if (hold && path === hold.path && r.ok && hold.pred(JSON.parse(out.toString()))) {
+        this.holdAnswer = null;
+        this.heldAnswer = () => res.writeHead(r.status, h).end(out);
+        hold.onHeld();
+        return;
       }
       res.writeHead(r.status, h).end(out);
     } catch (err) {
