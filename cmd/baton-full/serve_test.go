@@ -3,23 +3,54 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
-// buildFull builds this binary into the test's temporary directory.
+// full is this binary, built once for the package's tests (each link of it, with etcd, the
+// Kubernetes client and the AWS SDK in it, takes seconds of CPU): into dir, which TestMain
+// removes.
+var full struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if full.dir != "" {
+		os.RemoveAll(full.dir)
+	}
+	os.Exit(code)
+}
+
+// buildFull builds this binary, once for the package, and returns its path.
 func buildFull(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "baton-full")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	full.once.Do(func() {
+		if full.dir, full.err = os.MkdirTemp("", "baton-full-"); full.err != nil {
+			return
+		}
+		bin := filepath.Join(full.dir, "baton-full")
+		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+			full.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		full.bin = bin
+	})
+	if full.err != nil {
+		t.Fatal(full.err)
 	}
-	return bin
+	return full.bin
 }
 
 // startServe runs `bin serve` on storeURL (env: nil inherits the test's) until the test ends,

@@ -90,6 +90,21 @@ func until(cond string) chromedp.Action[chromedp.Void] {
 	}
 }
 
+// click clicks the element of sel with the mouse, as chromedp.Click does, and finds it again if
+// the page replaced it between being found and being clicked: the dashboard re-renders a page
+// after an action's toast and on its refresh timer, and a loaded machine widens that window
+// (chromedp then fails with "Could not find node with given id", before any mouse event).
+func click(sel string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		for {
+			_, err := chromedp.Click(chromedp.CSS(sel))(ctx, tg)
+			if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "Could not find node with given id") {
+				return chromedp.Void{}, err
+			}
+		}
+	}
+}
+
 // hasText waits until the element of sel shows every one of texts.
 func hasText(sel string, texts ...string) chromedp.Action[chromedp.Void] {
 	cond := "(document.querySelector(" + js(sel) + ") || {innerText: ''}).innerText"
@@ -122,7 +137,7 @@ func signIn(url, token string) chromedp.Action[chromedp.Void] {
 		chromedp.Navigate(url+"/"),
 		chromedp.WaitVisible(chromedp.CSS("#token")),
 		chromedp.SendKeys(chromedp.CSS("#token"), token),
-		chromedp.Click(chromedp.CSS("form.login button[type=submit]")),
+		click("form.login button[type=submit]"),
 		chromedp.WaitVisible(chromedp.CSS("#nav")))
 }
 

@@ -23,7 +23,7 @@ func confirm(reason string) chromedp.Action[chromedp.Void] {
 	if reason != "" {
 		steps = append(steps, chromedp.SendKeys(chromedp.CSS("dialog[open] textarea"), reason))
 	}
-	return chromedp.Steps(append(steps, chromedp.Click(chromedp.CSS("dialog[open] .confirm")),
+	return chromedp.Steps(append(steps, click("dialog[open] .confirm"),
 		chromedp.WaitNotPresent(chromedp.CSS("dialog")))...)
 }
 
@@ -55,7 +55,7 @@ func TestDashboardAdmin(t *testing.T) {
 	shot(t, ctx, "locks")
 
 	// Filters by prefix (through the form) and by holder.
-	do(t, ctx, chromedp.SetValue(chromedp.CSS("input[name=prefix]"), "locks/"), chromedp.Click(chromedp.CSS("form.filters button[type=submit]")),
+	do(t, ctx, chromedp.SetValue(chromedp.CSS("input[name=prefix]"), "locks/"), click("form.filters button[type=submit]"),
 		lacks("locks/beta", "other/gamma"),
 		page("#/locks?holder=ci-7", "Locks"), lacks("other/gamma", "locks/beta"))
 
@@ -67,7 +67,7 @@ func TestDashboardAdmin(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("dialog[open] textarea")), chromedp.KeyEvent(kb.Escape),
 		chromedp.WaitNotPresent(chromedp.CSS("dialog")))
 	d.must(200, adminToken, "GET", "/v1/locks/locks/alpha", nil)
-	do(t, ctx, chromedp.Click(chromedp.CSS("main .actions button.act")), confirm("stuck after deploy"),
+	do(t, ctx, click("main .actions button.act"), confirm("stuck after deploy"),
 		hasText("#toast", "Released locks/alpha"), hasText("main", "No live lease on this key", "force_release", "stuck after deploy"))
 	d.must(404, adminToken, "GET", "/v1/locks/locks/alpha", nil)
 	evs := d.must(200, adminToken, "GET", "/v1/events?key=locks/alpha", nil)["events"].([]any)
@@ -77,7 +77,7 @@ func TestDashboardAdmin(t *testing.T) {
 	}
 	// The history is newest first, with a link to show it oldest first.
 	checkOrder(t, ctx, d, "key=locks/alpha", true)
-	do(t, ctx, chromedp.Click(chromedp.CSS("a.order-toggle")), hasText("p.order", "Oldest first"),
+	do(t, ctx, click("a.order-toggle"), hasText("p.order", "Oldest first"),
 		until(`location.hash === '#/locks/locks%2Falpha?order=asc'`))
 	checkOrder(t, ctx, d, "key=locks/alpha", false)
 	shot(t, ctx, "lock-released")
@@ -88,12 +88,12 @@ func TestDashboardAdmin(t *testing.T) {
 		until(`(document.querySelector('a[href="#/jobs?kind=build&state=running"]') || {}).textContent === '1'`),
 		hasText("main", "repo/api", "env/prod", "discarded", "runner-2"))
 	shot(t, ctx, "jobs")
-	do(t, ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`button[data-fk="lc%d"]`, s.waiting))), confirm(""),
+	do(t, ctx, click(fmt.Sprintf(`button[data-fk="lc%d"]`, s.waiting)), confirm(""),
 		hasText("#toast", fmt.Sprintf("Job %d: cancel sent", s.waiting)))
 	if st := jobState(d, adminToken, s.waiting); st != "cancelled" {
 		t.Fatalf("job %d after cancel: %s", s.waiting, st)
 	}
-	do(t, ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`button[data-fk="lr%d"]`, s.waiting))),
+	do(t, ctx, click(fmt.Sprintf(`button[data-fk="lr%d"]`, s.waiting)),
 		hasText("#toast", fmt.Sprintf("Job %d retried", s.waiting)))
 	if st := jobState(d, adminToken, s.waiting); st != "available" {
 		t.Fatalf("job %d after retry: %s", s.waiting, st)
@@ -104,7 +104,7 @@ func TestDashboardAdmin(t *testing.T) {
 	do(t, ctx, page(fmt.Sprintf("#/jobs/%d", s.dead), fmt.Sprintf("Job %d", s.dead)),
 		hasText("main", "cluster unreachable", "runner-1", `"env": "env/prod"`, "1 of 1", "Fencing token", "handler_error"))
 	shot(t, ctx, "job")
-	do(t, ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`button[data-fk="dr%d"]`, s.dead))),
+	do(t, ctx, click(fmt.Sprintf(`button[data-fk="dr%d"]`, s.dead)),
 		hasText("#toast", fmt.Sprintf("Job %d retried", s.dead)))
 	if st := jobState(d, adminToken, s.dead); st != "available" {
 		t.Fatalf("job %d after retry: %s", s.dead, st)
@@ -114,16 +114,16 @@ func TestDashboardAdmin(t *testing.T) {
 	// purge of them all.
 	do(t, ctx, page("#/dlq", "Dead letters"), hasText("main", "env/stage", "env/qa", "env/dev", "cluster unreachable"), lacks("env/stage", "env/prod"))
 	shot(t, ctx, "dlq")
-	do(t, ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`button[data-fk="lr%d"]`, deadQA))),
+	do(t, ctx, click(fmt.Sprintf(`button[data-fk="lr%d"]`, deadQA)),
 		hasText("#toast", fmt.Sprintf("Job %d retried", deadQA)), lacks("env/stage", "env/qa"))
 	if st := jobState(d, adminToken, deadQA); st != "available" {
 		t.Fatalf("dead letter %d after its retry: %s", deadQA, st)
 	}
-	do(t, ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`button[data-fk="p%d"]`, deadDev))), confirm(""),
+	do(t, ctx, click(fmt.Sprintf(`button[data-fk="p%d"]`, deadDev)), confirm(""),
 		hasText("#toast", fmt.Sprintf("Purged job %d", deadDev)), lacks("env/stage", "env/dev"))
 	d.must(404, adminToken, "GET", fmt.Sprintf("/v1/jobs/%d", deadDev), nil)
 	d.must(200, adminToken, "GET", fmt.Sprintf("/v1/jobs/%d", s.deadStage), nil)
-	do(t, ctx, chromedp.Click(chromedp.CSS("button.purge-all")), confirm(""), hasText("#toast", "Purged every dead letter"),
+	do(t, ctx, click("button.purge-all"), confirm(""), hasText("#toast", "Purged every dead letter"),
 		hasText("main", "No jobs."))
 	if dl := d.must(200, adminToken, "GET", "/v1/jobs?state=discarded", nil)["jobs"].([]any); len(dl) != 0 {
 		t.Fatalf("dead letters after purge: %v", dl)
@@ -153,12 +153,12 @@ func TestDashboardAdmin(t *testing.T) {
 	do(t, ctx, page("#/resources/node%2F7", "Resource node/7"), hasText("main", coolText, "skipped"),
 		until(fmt.Sprintf(`document.querySelector('dl a[href="#/jobs/%d"]')`, s.cooled)))
 	shot(t, ctx, "resource-cooldown")
-	do(t, ctx, chromedp.Click(chromedp.CSS("button.clear-cooldown")), chromedp.WaitVisible(chromedp.CSS("dialog[open] textarea")),
+	do(t, ctx, click("button.clear-cooldown"), chromedp.WaitVisible(chromedp.CSS("dialog[open] textarea")),
 		chromedp.KeyEvent(kb.Escape), chromedp.WaitNotPresent(chromedp.CSS("dialog")))
 	if _, ok := d.must(200, adminToken, "GET", "/v1/resources/node/7", nil)["cooldown"]; !ok {
 		t.Fatal("node/7's cooldown ended when the dialog was backed out of")
 	}
-	do(t, ctx, chromedp.Click(chromedp.CSS("button.clear-cooldown")), confirm("node checked by hand"),
+	do(t, ctx, click("button.clear-cooldown"), confirm("node checked by hand"),
 		hasText("#toast", "Cleared the cooldown of node/7"), lacks("Unfinished jobs", "cooling down"))
 	if c, ok := d.must(200, adminToken, "GET", "/v1/resources/node/7", nil)["cooldown"]; ok {
 		t.Fatalf("node/7 after clear-cooldown still cools down: %v", c)
@@ -202,10 +202,10 @@ func TestDashboardAdmin(t *testing.T) {
 			t.Errorf("events page: not so: %s", what)
 		}
 	}
-	do(t, ctx, chromedp.Click(chromedp.CSS("a.order-toggle")), until(`location.hash === '#/events?order=asc'`), hasText("p.order", "Oldest first"))
+	do(t, ctx, click("a.order-toggle"), until(`location.hash === '#/events?order=asc'`), hasText("p.order", "Oldest first"))
 	checkOrder(t, ctx, d, "", false)
 	// The key filter keeps the order.
-	do(t, ctx, chromedp.SetValue(chromedp.CSS("input[name=key]"), "locks/beta"), chromedp.Click(chromedp.CSS("form.filters button[type=submit]")),
+	do(t, ctx, chromedp.SetValue(chromedp.CSS("input[name=key]"), "locks/beta"), click("form.filters button[type=submit]"),
 		until(`location.hash === '#/events?order=asc&key=locks%2Fbeta'`), lacks("locks/beta", "other/gamma", "stuck after deploy"))
 	do(t, ctx, page("#/events?key=locks/beta", "Events"), lacks("locks/beta", "other/gamma", "stuck after deploy"))
 
@@ -343,7 +343,7 @@ fetch(%q, {method: 'POST', mode: 'no-cors'}).finally(() => { document.title = 's
 	}
 	// The dashboard itself (same origin) may.
 	do(t, ctx, chromedp.Navigate(d.url+fmt.Sprintf("/#/jobs/%d", s.waiting)), hasText("main", "repo/api"),
-		chromedp.Click(chromedp.CSS(fmt.Sprintf(`button[data-fk="dc%d"]`, s.waiting))), confirm(""), hasText("#toast", "cancel sent"))
+		click(fmt.Sprintf(`button[data-fk="dc%d"]`, s.waiting)), confirm(""), hasText("#toast", "cancel sent"))
 	if st := jobState(d, "", s.waiting); st != "cancelled" {
 		t.Fatalf("job %d after the dashboard's cancel: %s", s.waiting, st)
 	}

@@ -24,7 +24,7 @@ func TestDashboardLatestWinsAndRates(t *testing.T) {
 
 	do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/#/jobs/%d", d.url, old)), hasText("main h1", fmt.Sprintf("Job %d", old)),
 		hasText("main dl", "superseded", "Superseded by", fmt.Sprintf("job %d", latest)),
-		chromedp.Click(chromedp.CSS(fmt.Sprintf(`main dl a[href="#/jobs/%d"]`, latest))), hasText("main h1", fmt.Sprintf("Job %d", latest)))
+		click(fmt.Sprintf(`main dl a[href="#/jobs/%d"]`, latest)), hasText("main h1", fmt.Sprintf("Job %d", latest)))
 	do(t, ctx, page("#/kinds", "Kinds"),
 		until(`((rows) => rows.some((r) => r.startsWith('publish\treplace, debounce 60 min')) && rows.some((r) => r.startsWith('remediate\tqueue') && r.includes('1/1h per resource')))(`+
 			`[...document.querySelectorAll('main tbody tr')].map((tr) => tr.innerText))`))

@@ -24,7 +24,7 @@ func TestDashboardLimitsAndShared(t *testing.T) {
 
 	const rows = `[...document.querySelectorAll('main tbody tr')].map((tr) => [...tr.cells].map((c) => c.innerText))`
 	do(t, ctx, chromedp.Navigate(d.url+"/"), chromedp.WaitVisible(chromedp.CSS("#nav")),
-		chromedp.Click(chromedp.CSS(`#nav a[href="#/limits"]`)), hasText("main h1", "Limits"),
+		click(`#nav a[href="#/limits"]`), hasText("main h1", "Limits"),
 		until(`((r) => r.length === 2 && r[0][0] === 'gpu/pool' && r[0][1] === '1 / 2' && r[0][2].includes('train-a') && r[0][2].includes('slot 0,') && r[0][3] === '0'`+
 			` && r[1][0] === 'idle' && r[1][1] === '0 / 3' && r[1][2] === 'nobody' && r[1][3] === '0')(`+rows+`)`),
 		until(`document.querySelector('main tbody tr:first-child a[href="#/locks/train%2Fa"]').innerText === 'train-a'`),

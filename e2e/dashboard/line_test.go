@@ -132,7 +132,7 @@ func TestDashboardExplainAndLine(t *testing.T) {
 	lease := d.must(200, "", "POST", "/v1/locks/acquire", map[string]any{"key": "locks/db", "holder": "ci-1", "ttl_ms": 3600000})["lease"].(map[string]any)
 	waitingAcquire(t, d, map[string]any{"key": "locks/db", "holder": "ops-bob", "ttl_ms": 3600000, "wait_ms": 30000})
 	do(t, ctx, page("#/locks/locks%2Fdb", "Lock locks/db"), hasText("main", "ci-1"),
-		chromedp.Click(chromedp.CSS(`main a[href="#/resources/locks%2Fdb"]`)), hasText("main h1", "Resource locks/db"),
+		click(`main a[href="#/resources/locks%2Fdb"]`), hasText("main h1", "Resource locks/db"),
 		rowsAre([][]string{{"1", "lock", "ops-bob"}}))
 	waitingAcquire(t, d, map[string]any{"key": "locks/db", "holder": "oncall", "ttl_ms": 3600000, "wait_ms": 30000,
 		"first": true, "first_reason": "incident 42"})

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/chromedp/chromedp"
 )
 
 // coolDown makes resource cool down for an hour (a job of kind cool, which has a resource
@@ -48,7 +46,7 @@ func TestDashboardKeysWithDotSegments(t *testing.T) {
 
 	// Clear evil/../victim's cooldown from the list: victim keeps its own.
 	do(t, ctx, page("#/resources?prefix=evil", "Resources"), hasText("main", "evil/../victim", "cooling down until"),
-		chromedp.Click(chromedp.CSS(`button[data-fk="cc:evil/../victim"]`)), confirm("checked by hand"),
+		click(`button[data-fk="cc:evil/../victim"]`), confirm("checked by hand"),
 		hasText("#toast", "Cleared the cooldown of evil/../victim"))
 	if _, ok := d.must(200, adminToken, "GET", "/v1/resources/evil%2F../victim", nil)["cooldown"]; ok {
 		t.Error("evil/../victim still cools down after its cooldown was cleared")

@@ -42,5 +42,5 @@ func TestDashboardTree(t *testing.T) {
 	// The waiting remediation's own page names the upgrade of its cluster.
 	do(t, ctx, page(fmt.Sprintf("#/jobs/%d", rem), fmt.Sprintf("Job %d", rem)),
 		until(reason("held")+`.includes('"cluster/eu-1" (an ancestor)')`),
-		chromedp.Click(chromedp.CSS(`main .why li[data-code="held"] a`)), hasText("main h1", fmt.Sprintf("Job %d", up)))
+		click(`main .why li[data-code="held"] a`), hasText("main h1", fmt.Sprintf("Job %d", up)))
 }
