@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -255,7 +256,10 @@ func waitProgress(t *testing.T, done <-chan struct{}, progress func() int64, wha
 		case <-tick.C:
 			now := progress()
 			if now == last {
-				t.Fatalf("no progress for a minute: %d %s", now, what)
+				// Every goroutine's stack, so that a stall says where the worker waits.
+				buf := make([]byte, 8<<20)
+				buf = buf[:runtime.Stack(buf, true)]
+				t.Fatalf("no progress for a minute: %d %s\ngoroutines:\n%s", now, what, buf)
 			}
 			last = now
 		}
