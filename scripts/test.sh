@@ -106,27 +106,49 @@ scripts/lint.sh
 # -race it is the default, and only changes their cache key.
 export GOFLAGS="${GOFLAGS:+$GOFLAGS }-gcflags=modernc.org/sqlite/lib=-race=false"
 
-# The tests run as independent steps, concurrently: the root module's packages, e2e/chaos, and
-# each module and client below. Each step starts what it needs (servers, databases, browsers) on
-# free loopback ports in temporary directories, and much of their time is spent waiting on real
-# TTLs, processes and schedules of faults, not on the CPU, so one step's waits are another's CPU.
-# Each step's output goes to a file of its own; the outputs are printed in the order below as
-# each step ends, with how long it took, and the script fails if any step failed. What each step
-# needs is checked (and installed) first, here.
+echo "== go test -race"
+# The timeout is a last hang guard per package: the tests' own guards (minutes, per wait) name
+# what hung first. It leaves a loaded machine room: the slowest package, e2e/chaos, takes about
+# seven minutes on two idle cores.
+# -parallel 4 (the default is GOMAXPROCS, 2 on two cores): the tests that call t.Parallel mostly
+# wait on real TTLs (the conformance cases after the heavy concurrency ones, the end-to-end tests
+# of the binary), so four at a time in a package shorten the wait without starving the CPU; the
+# tests that time short renewals or hammer a store run serially before them. e2e/chaos keeps its
+# runs of one test over several stores, and its partition runs, at two at a time.
+go test -race -count=1 -parallel 4 -timeout 30m ./...
 
-# e2e/dashboard drives the web dashboard in Debian's chromium: without chromium its tests skip,
-# except under CI, where a browser that cannot be installed fails the run.
-if ! command -v chromium >/dev/null; then
-  echo "test.sh: installing chromium for the dashboard's browser tests" >&2
-  (apt-get install -y -q chromium >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1)) \
-    || { if [ -n "${CI:-}" ]; then echo "test.sh: FATAL: chromium is missing and could not be installed" >&2; exit 1; fi
-         echo "test.sh: WARNING: chromium could not be installed; the dashboard's browser tests will be skipped" >&2; }
+# The remaining steps are independent of each other: each is its own Go module (or client) and
+# starts what it needs (servers, databases, browsers) on free loopback ports in temporary
+# directories. Most of their time is spent waiting on real TTLs, not on the CPU, so they run
+# concurrently, each with its output in a file; the outputs are printed in this order as each
+# step ends, and the script fails if any step failed. What each step needs is checked (and
+# installed) first, here.
+
+# store/kubernetes's tests run against a real kube-apiserver and etcd (built above, started by
+# the tests themselves on free loopback ports). BATON_K8S_ASSETS also reaches cmd/baton-full's
+# kubernetes:// test.
+echo "== store/kubernetes: the test API server (built from source once, cached)"
+if wait "$k8s_pid"; then
+  cat "$tmp_out/k8s-testenv.log" >&2
+  BATON_K8S_ASSETS="$(cat "$tmp_out/k8s-assets")"
+  export BATON_K8S_ASSETS
+elif [ -n "${CI:-}" ]; then
+  cat "$tmp_out/k8s-testenv.log" >&2
+  echo "test.sh: FATAL: could not build kube-apiserver and etcd for store/kubernetes and CI is set" >&2
+  exit 1
+else
+  cat "$tmp_out/k8s-testenv.log" >&2
+  echo "test.sh: WARNING: no kube-apiserver; store/kubernetes's API server tests will be skipped (they fail under CI)" >&2
 fi
 
 # The TypeScript and Python clients (clients/): their tests start real `baton serve` processes of
-# a binary built below. TypeScript needs Node 20.3+ (and, from the npm registry into a cache
+# a binary built here. TypeScript needs Node 20.3+ (and, from the npm registry into a cache
 # outside the work tree, the TypeScript compiler to check the declarations); Python 3.9+, standard
 # library only. Without them the clients' tests are skipped, except under CI, where that fails.
+export BATON_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/baton"
+mkdir -p "$BATON_CACHE/bin"
+go build -o "$BATON_CACHE/bin/baton-clients-test" ./cmd/baton
+export BATON_BIN="$BATON_CACHE/bin/baton-clients-test"
 missing() {
   if [ -n "${CI:-}" ]; then echo "test.sh: FATAL: $1 is missing and CI is set" >&2; exit 1; fi
   echo "test.sh: WARNING: $1 is missing; skipping its client's tests (they fail under CI)" >&2
@@ -142,6 +164,16 @@ if command -v python3 >/dev/null && python3 -c 'import sys; sys.exit(sys.version
   have_python=1
 else
   missing "Python 3.9+"
+fi
+
+# e2e/dashboard drives the web dashboard in Debian's chromium (its own module, so that chromedp
+# stays out of the core module). Without chromium its tests skip, except under CI, where a
+# browser that cannot be installed fails the run.
+if ! command -v chromium >/dev/null; then
+  echo "test.sh: installing chromium for the dashboard's browser tests" >&2
+  (apt-get install -y -q chromium >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1)) \
+    || { if [ -n "${CI:-}" ]; then echo "test.sh: FATAL: chromium is missing and could not be installed" >&2; exit 1; fi
+         echo "test.sh: WARNING: chromium could not be installed; the dashboard's browser tests will be skipped" >&2; }
 fi
 
 # step NAME COMMAND...: starts COMMAND in the background, its output in a file of its own.
@@ -160,43 +192,20 @@ step() {
   ) >"$tmp_out/step$n.log" 2>&1 </dev/null &
   step_pids+=($!)
 }
-failed=()
 
-# The root module. The timeout is a last hang guard per package: the tests' own guards
-# (minutes, per wait) name what hung first. It leaves a loaded machine room: the slowest package,
-# e2e/chaos, takes about seven minutes beside the other steps.
-# -parallel 4 (the default is GOMAXPROCS, 2 on two cores): the tests that call t.Parallel mostly
-# wait on real TTLs (the conformance cases after the heavy concurrency ones, the end-to-end tests
-# of the binary), so four at a time in a package shorten the wait without starving the CPU; the
-# tests that time short renewals or hammer a store run serially before them. e2e/chaos, the fault
-# harness, is a step of its own, started first: it is the longest package and mostly waits (on
-# TTLs, its clients' commands and its schedule of faults), so it runs beside the other packages
-# instead of taking one of the two places `go test` gives packages at once. It keeps its runs of
-# one test over several stores, and its partition runs, at two at a time.
-step "e2e/chaos: go test -race (the fault harness)" go test -race -count=1 -parallel 4 -timeout 30m ./e2e/chaos
-# shellcheck disable=SC2046 # one argument per package
-step "go test -race (the root module, but e2e/chaos)" go test -race -count=1 -parallel 4 -timeout 30m $(go list ./... | grep -v '/e2e/chaos$')
-
-# store/etcd, store/dynamodb, e2e/dashboard, deploy/helm, cmd/baton-full and store/kubernetes are
-# each their own module: the root's ./... does not reach them (scripts/lint.sh vets them).
-# store/etcd runs an embedded etcd of its own; store/dynamodb's tests and cmd/baton-full's
-# dynamodb:// test run against dynalite. e2e/dashboard is its own module so that chromedp stays
-# out of the core module. deploy/helm renders the Helm chart with Helm's own Go module (its own
-# module: Helm and the Kubernetes API types stay out of the core module) and strict-decodes every
-# object.
+# store/etcd, store/kubernetes, cmd/baton-full (the binary with the backends of their own modules
+# registered as store URLs: etcd://, kubernetes://, dynamodb://), e2e/dashboard, store/dynamodb
+# and deploy/helm are each their own module: the root ./... above does not reach them (scripts/lint.sh vets
+# them). store/etcd runs an embedded etcd of its own; store/dynamodb's tests and cmd/baton-full's
+# dynamodb:// test run against dynalite.
 step "store/etcd: go test -race" sh -c 'cd store/etcd && go test -race -count=1 -timeout 5m ./...'
-step "store/dynamodb: go test -race" sh -c 'cd store/dynamodb && go test -race -count=1 -timeout 10m ./...'
+step "store/kubernetes: go test -race" sh -c 'cd store/kubernetes && go test -race -count=1 -timeout 15m ./...'
+step "cmd/baton-full: go test -race" sh -c 'cd cmd/baton-full && go test -race -count=1 -timeout 10m ./...'
 step "e2e/dashboard: go test -race (chromium)" sh -c 'cd e2e/dashboard && go test -race -count=1 -timeout 10m ./...'
+step "store/dynamodb: go test -race" sh -c 'cd store/dynamodb && go test -race -count=1 -timeout 10m ./...'
+# deploy/helm renders the Helm chart with Helm's own Go module (its own module: Helm and the
+# Kubernetes API types stay out of the core module) and strict-decodes every object.
 step "deploy/helm: go test -race (the chart, rendered by Helm)" sh -c 'cd deploy/helm && go test -race -count=1 -timeout 5m ./...'
-
-# The clients' binary: built once, for both clients' steps.
-export BATON_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/baton"
-mkdir -p "$BATON_CACHE/bin"
-export BATON_BIN="$BATON_CACHE/bin/baton-clients-test"
-if ! go build -o "$BATON_BIN" ./cmd/baton; then
-  failed+=("go build ./cmd/baton for the clients")
-  have_node= have_python=
-fi
 if [ -n "$have_node" ]; then
   step "clients/typescript: against a real baton serve" sh -c 'cd clients/typescript \
     && npm ci --prefer-offline --no-audit --no-fund --cache "$BATON_CACHE/npm" >/dev/null \
@@ -207,48 +216,7 @@ if [ -n "$have_python" ]; then
   step "clients/python: against a real baton serve" sh -c 'cd clients/python && python3 -m unittest discover -s tests -t tests'
 fi
 
-# examples/<system>/run.sh: one runnable example per seed system (docs/guides/<system>.md takes
-# its commands and code from them), one after another in one step. Each builds what it needs
-# from this checkout, runs against SQLite in a temporary directory (or the test PostgreSQL, in a
-# schema of its own, when it needs one), checks what it shows, and cleans up after itself.
-examples() {
-  local rc=0 run
-  for run in examples/*/run.sh; do
-    [ -e "$run" ] || continue
-    echo "-- $run"
-    bash "$run" || { echo "-- FAILED: $run"; rc=1; }
-  done
-  return "$rc"
-}
-step "examples: examples/*/run.sh" examples
-
-# store/kubernetes's tests run against a real kube-apiserver and etcd (built beside lint, above;
-# the tests start them themselves on free loopback ports). BATON_K8S_ASSETS also reaches
-# cmd/baton-full's kubernetes:// test, so both steps start once the build is done; a cached build
-# was done at once. Under CI a failed build fails the run (after the other steps).
-echo "== store/kubernetes: the test API server (built from source once, cached)"
-have_k8s=
-if wait "$k8s_pid"; then
-  cat "$tmp_out/k8s-testenv.log" >&2
-  BATON_K8S_ASSETS="$(cat "$tmp_out/k8s-assets")"
-  export BATON_K8S_ASSETS
-  have_k8s=1
-elif [ -n "${CI:-}" ]; then
-  cat "$tmp_out/k8s-testenv.log" >&2
-  echo "test.sh: FATAL: could not build kube-apiserver and etcd for store/kubernetes and CI is set" >&2
-  failed+=("store/kubernetes: the test API server")
-else
-  cat "$tmp_out/k8s-testenv.log" >&2
-  echo "test.sh: WARNING: no kube-apiserver; store/kubernetes's API server tests will be skipped (they fail under CI)" >&2
-  have_k8s=1
-fi
-if [ -n "$have_k8s" ]; then
-  # cmd/baton-full: the binary with the backends of their own modules registered as store URLs
-  # (etcd://, kubernetes://, dynamodb://).
-  step "cmd/baton-full: go test -race" sh -c 'cd cmd/baton-full && go test -race -count=1 -timeout 10m ./...'
-  step "store/kubernetes: go test -race" sh -c 'cd store/kubernetes && go test -race -count=1 -timeout 15m ./...'
-fi
-
+failed=()
 for n in "${!steps[@]}"; do
   rc=0
   wait "${step_pids[$n]}" || rc=$?
@@ -258,6 +226,17 @@ for n in "${!steps[@]}"; do
   if [ "$rc" -ne 0 ]; then
     failed+=("${steps[$n]}")
   fi
+done
+
+# examples/<system>/run.sh: one runnable example per seed system (docs/guides/<system>.md takes
+# its commands and code from them). Each builds what it needs from this checkout, runs against
+# SQLite in a temporary directory (or the test PostgreSQL when it needs one), checks what it
+# shows, and cleans up after itself.
+echo "== examples"
+for run in examples/*/run.sh; do
+  [ -e "$run" ] || continue
+  echo "-- $run"
+  bash "$run" || failed+=("$run")
 done
 
 if [ "${#failed[@]}" -ne 0 ]; then
