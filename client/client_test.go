@@ -456,7 +456,9 @@ func TestWaitingAcquireLoopsOnLongPolls(t *testing.T) {
 	if err := <-done; !errors.As(err, &held) || held.Holder != "job-7" || !errors.Is(err, context.Canceled) {
 		t.Fatalf("Acquire given up: %v; want the cancellation and the holder job-7", err)
 	}
-	_, err = locker.Acquire(ctx, "k", baton.WithWaitTimeout(time.Second))
+	// The wait must span at least one refused long-poll (300ms here) with room for a loaded
+	// machine's scheduling: a wait that ends before any answer came knows no holder to name.
+	_, err = locker.Acquire(ctx, "k", baton.WithWaitTimeout(3*time.Second))
 	if !errors.As(err, &held) || held.Holder != "job-7" || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire past its wait: %v; want the deadline and the holder job-7", err)
 	}
